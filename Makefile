@@ -1,0 +1,159 @@
+# omprpc — build, header and test entry points.
+#
+#   make build          debug library (cdylib + staticlib + rlib) and the fake agent
+#   make release        the same, optimised
+#   make header         regenerate include/omprpc.h (cbindgen, via tests/header.rs)
+#   make check-header   the header compiles alone as C99 and as C++11, warnings as errors
+#   make c-tests        the C test programs against the shared library
+#   make c-tests-asan   the same programs with ASan + UBSan, against the static library
+#   make test           cargo test + check-header + c-tests + c-tests-asan
+#   make demo           stream a prompt through examples/demo.c
+#   make install        PREFIX=/usr/local: library and header
+#   make clean
+#
+# Everything lands under target/ (or $CARGO_TARGET_DIR), next to cargo's own output.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+CARGO  ?= cargo
+# Make's built-in CC is `cc`; the tests are written for gcc/clang, either works.
+CC     ?= cc
+CXX    ?= g++
+PREFIX ?= /usr/local
+
+# --locked only once a Cargo.lock exists: a fresh checkout must be able to resolve.
+LOCKED := $(if $(wildcard Cargo.lock),--locked,)
+
+TARGET_DIR  := $(abspath $(or $(CARGO_TARGET_DIR),target))
+DEBUG_DIR   := $(TARGET_DIR)/debug
+RELEASE_DIR := $(TARGET_DIR)/release
+HEADER      := include/omprpc.h
+FAKE_AGENT  := $(DEBUG_DIR)/omprpc-fake-agent
+
+# The Rust standard library's system dependencies, needed when a C program links the
+# *static* library (the shared one records them itself). From
+#   cargo rustc --lib --crate-type staticlib -- --print native-static-libs
+# on x86_64-unknown-linux-gnu.
+RUST_NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+
+# The C tests are C99 programs using POSIX (poll, clock_gettime, nanosleep) and pthreads.
+C_WARNINGS     := -Wall -Wextra -Werror -pedantic
+C_TEST_CFLAGS  := -std=c99 $(C_WARNINGS) -D_POSIX_C_SOURCE=200809L -g -pthread -Iinclude -Itests/c
+SAN_FLAGS      := -fsanitize=address,undefined -fno-omit-frame-pointer -g
+C_TEST_SRCS    := $(sort $(wildcard tests/c/test_*.c))
+C_TEST_NAMES   := $(notdir $(C_TEST_SRCS:.c=))
+C_TEST_HDRS    := tests/c/harness.h tests/c/json.h
+C_TEST_DIR     := $(TARGET_DIR)/c-tests
+ASAN_TEST_DIR  := $(TARGET_DIR)/c-tests-asan
+# A hung test binary must not hang CI: each run is killed after this long.
+C_TEST_TIMEOUT := timeout --kill-after=10 600
+
+.PHONY: build release header check-header c-tests c-tests-asan test cargo-test demo \
+        install clean help
+
+help:
+	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
+
+build:
+	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent
+
+release:
+	$(CARGO) build $(LOCKED) --release --lib --bin omprpc-fake-agent
+
+# The header is produced by the same code that checks it (tests/header.rs), so the
+# generator, its pinned version and its configuration live in exactly one place.
+header:
+	OMPRPC_UPDATE_HEADER=1 $(CARGO) test $(LOCKED) --test header -- header_is_up_to_date
+
+# The header is checked in; a missing one is a workflow error, not something to guess.
+$(HEADER):
+	@echo "$(HEADER) is missing: run 'make header'" >&2; exit 1
+
+# Compile-only checks of the header on its own: C99 and C++11, pedantic, warnings as
+# errors, included twice (include guard), with the core types used once.
+check-header: $(HEADER)
+	@mkdir -p $(TARGET_DIR)/header-check
+	@printf '%s\n' '#include "omprpc.h"' '#include "omprpc.h"' \
+	  'int main(void) {' \
+	  '    omprpc_status s = OMPRPC_STATUS_OK;' \
+	  '    omprpc_client *c = NULL;' \
+	  '    (void)c;' \
+	  '    return (int)s + (int)(OMPRPC_ABI_VERSION - OMPRPC_ABI_VERSION);' \
+	  '}' > $(TARGET_DIR)/header-check/check.c
+	@cp $(TARGET_DIR)/header-check/check.c $(TARGET_DIR)/header-check/check.cpp
+	$(CC) -std=c99 $(C_WARNINGS) -Wstrict-prototypes -Iinclude \
+	  -c $(TARGET_DIR)/header-check/check.c -o $(TARGET_DIR)/header-check/check-c99.o
+	$(CXX) -std=c++11 $(C_WARNINGS) -Iinclude \
+	  -c $(TARGET_DIR)/header-check/check.cpp -o $(TARGET_DIR)/header-check/check-cxx11.o
+	@echo "check-header: $(HEADER) compiles as C99 and C++11"
+
+# --- C tests --------------------------------------------------------------------------
+# The test binaries depend on the phony `build`, so they are relinked on every run:
+# cheap, and never stale against a library cargo just rebuilt.
+
+# Dynamic linking with an rpath, so the programs run from anywhere without LD_LIBRARY_PATH.
+$(C_TEST_DIR)/%: tests/c/%.c $(C_TEST_HDRS) $(HEADER) build
+	@mkdir -p $(@D)
+	$(CC) $(C_TEST_CFLAGS) $< -o $@ -L$(DEBUG_DIR) -Wl,-rpath,$(DEBUG_DIR) -lomprpc
+
+# Static linking against libomprpc.a: the sanitizer runtime then sees every allocation,
+# and the static artefact gets linked by a C program at least once per test run.
+# `nm` proves the sanitizers are really in the binary (a silently uninstrumented build
+# would pass for the wrong reason).
+$(ASAN_TEST_DIR)/%: tests/c/%.c $(C_TEST_HDRS) $(HEADER) build
+	@mkdir -p $(@D)
+	$(CC) $(C_TEST_CFLAGS) $(SAN_FLAGS) $< -o $@ $(DEBUG_DIR)/libomprpc.a $(RUST_NATIVE_LIBS)
+	@nm $@ | grep -q '__asan_init' || { echo "$@: AddressSanitizer is not linked in" >&2; exit 1; }
+	@nm $@ | grep -q '__ubsan_handle' || { echo "$@: UBSan is not linked in" >&2; exit 1; }
+
+# Runs every program even when one fails, then fails if any did.
+define run_c_tests
+	@failed=""; \
+	for t in $(C_TEST_NAMES); do \
+	  echo "=== $$t ($(1))"; \
+	  if ! env OMPRPC_FAKE_AGENT=$(FAKE_AGENT) $(2) $(C_TEST_TIMEOUT) $(3)/$$t; then failed="$$failed $$t"; fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "C tests failed ($(1)):$$failed" >&2; exit 1; fi; \
+	echo "C tests passed ($(1))"
+endef
+
+c-tests: $(addprefix $(C_TEST_DIR)/,$(C_TEST_NAMES))
+	$(call run_c_tests,shared,,$(C_TEST_DIR))
+
+# detect_leaks: every string and client the tests get must be released.
+# abort_on_error / halt_on_error: the first report fails the program.
+c-tests-asan: $(addprefix $(ASAN_TEST_DIR)/,$(C_TEST_NAMES))
+	$(call run_c_tests,asan+ubsan,ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1,$(ASAN_TEST_DIR))
+
+cargo-test:
+	$(CARGO) test $(LOCKED)
+
+# Sequential on purpose: cargo-test rebuilds what the C programs link against.
+test: cargo-test check-header c-tests c-tests-asan
+
+# --- demo -----------------------------------------------------------------------------
+# OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`
+# splits it with the shell's own quoting rules. Without it the demo runs the fake agent.
+DEMO_BIN := $(TARGET_DIR)/examples/demo
+
+$(DEMO_BIN): examples/demo.c tests/c/json.h $(HEADER) build
+	@mkdir -p $(@D)
+	$(CC) -std=c99 $(C_WARNINGS) -D_POSIX_C_SOURCE=200809L -g -Iinclude -Itests/c \
+	  $< -o $@ -L$(DEBUG_DIR) -Wl,-rpath,$(DEBUG_DIR) -lomprpc
+
+demo: $(DEMO_BIN)
+	@if [ -n "$${OMPRPC_DEMO_AGENT:-}" ]; then eval "set -- $$OMPRPC_DEMO_AGENT"; \
+	else set -- $(FAKE_AGENT); fi; \
+	$(DEMO_BIN) "$$@"
+
+# --- install --------------------------------------------------------------------------
+install: release
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
+	install -m 0755 $(RELEASE_DIR)/libomprpc.so $(DESTDIR)$(PREFIX)/lib/libomprpc.so
+	install -m 0644 $(RELEASE_DIR)/libomprpc.a $(DESTDIR)$(PREFIX)/lib/libomprpc.a
+	install -m 0644 $(HEADER) $(DESTDIR)$(PREFIX)/include/omprpc.h
+
+clean:
+	$(CARGO) clean

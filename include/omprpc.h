@@ -1,0 +1,365 @@
+/*
+ * omprpc: native client for the omp / pi coding agents' RPC mode.
+ *
+ * GENERATED FILE: produced by cbindgen 0.29.4 from the omprpc Rust sources and
+ * cbindgen.toml. Do not edit; run `make header` to regenerate.
+ * The contract is documented in docs/c-api.md.
+ */
+
+#ifndef OMPRPC_H
+#define OMPRPC_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/**
+ * The C ABI version. Bumped on every incompatible change; bindings refuse a mismatch.
+ */
+#define OMPRPC_ABI_VERSION 1
+
+/**
+ * Timeout value: wait without a deadline.
+ */
+#define OMPRPC_TIMEOUT_INFINITE -1
+
+/**
+ * Timeout value: use the client's configured default for this kind of call.
+ */
+#define OMPRPC_TIMEOUT_DEFAULT -2
+
+/**
+ * Result of every fallible omprpc call.
+ */
+typedef enum {
+    OMPRPC_STATUS_OK = 0,
+    OMPRPC_STATUS_INVALID_ARGUMENT = 1,
+    OMPRPC_STATUS_INVALID_JSON = 2,
+    OMPRPC_STATUS_INVALID_UTF8 = 3,
+    OMPRPC_STATUS_TIMEOUT = 4,
+    OMPRPC_STATUS_COMMAND_FAILED = 5,
+    OMPRPC_STATUS_PROCESS_EXITED = 6,
+    OMPRPC_STATUS_CLOSED = 7,
+    OMPRPC_STATUS_CONCURRENCY = 8,
+    OMPRPC_STATUS_PROTOCOL = 9,
+    OMPRPC_STATUS_IO = 10,
+    OMPRPC_STATUS_NOT_FOUND = 11,
+    OMPRPC_STATUS_CANCELLED = 12,
+    OMPRPC_STATUS_LIMIT_EXCEEDED = 13,
+    OMPRPC_STATUS_PANIC = 14,
+} omprpc_status;
+
+/**
+ * An omprpc client: one agent process and its RPC session. Opaque.
+ */
+typedef struct omprpc_client omprpc_client;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * The library version (static, never freed).
+ */
+const char *omprpc_version(void);
+
+/**
+ * The C ABI version; equals `OMPRPC_ABI_VERSION` of the header the caller compiled against.
+ */
+uint32_t omprpc_abi_version(void);
+
+/**
+ * The name of a status ("OK", "TIMEOUT", …), static; "UNKNOWN" for other values.
+ */
+const char *omprpc_status_name(int status);
+
+/**
+ * Frees a string returned by omprpc. NULL is a no-op. Never pass it memory from elsewhere.
+ */
+void omprpc_string_free(char *s);
+
+/**
+ * The argv `omprpc_client_start` would spawn for `options_json`, as a JSON array (system
+ * prompts redacted). Starts nothing. Thread-safe.
+ */
+omprpc_status omprpc_build_argv(const char *options_json, char **out_argv_json, char **out_error);
+
+/**
+ * Spawns the agent described by `options_json` (docs/c-api.md lists the keys), waits for its
+ * handshake, negotiates protocol v2 when offered and registers configured host tools and URI
+ * schemes. On failure nothing is left running. Statuses: INVALID_ARGUMENT, INVALID_JSON,
+ * IO (spawn), TIMEOUT, PROCESS_EXITED (with exit code and stderr tail), PROTOCOL,
+ * COMMAND_FAILED. Free the client with `omprpc_client_free`.
+ */
+omprpc_status omprpc_client_start(const char *options_json,
+                                  omprpc_client **out_client,
+                                  char **out_error);
+
+/**
+ * Sends any command `{"type": type, …params}` (params: a JSON object or NULL) and waits for
+ * its response. `out_data_json` receives the response's `data` verbatim, `null` when absent.
+ * COMMAND_FAILED when the agent answers `success:false` (details in the error JSON).
+ */
+omprpc_status omprpc_client_request(const omprpc_client *client,
+                                    const char *type_,
+                                    const char *params_json,
+                                    int64_t timeout_ms,
+                                    char **out_data_json,
+                                    char **out_error);
+
+/**
+ * Writes one frame as is (a JSON object with a string `type`), with no id and no response
+ * awaited — e.g. `widget_layout`.
+ */
+omprpc_status omprpc_client_send_frame(const omprpc_client *client,
+                                       const char *frame_json,
+                                       char **out_error);
+
+/**
+ * Sends `prompt` (options: `{"images":[…],"streamingBehavior":"steer"|"followUp"}` or NULL)
+ * and returns its request id once the agent acknowledged it. The run streams as events;
+ * `omprpc_client_wait_for_idle` waits for it.
+ */
+omprpc_status omprpc_client_prompt(const omprpc_client *client,
+                                   const char *message,
+                                   const char *options_json,
+                                   int64_t timeout_ms,
+                                   char **out_request_id,
+                                   char **out_error);
+
+/**
+ * Sends `abort_and_prompt`; like `omprpc_client_prompt`.
+ */
+omprpc_status omprpc_client_abort_and_prompt(const omprpc_client *client,
+                                             const char *message,
+                                             const char *options_json,
+                                             int64_t timeout_ms,
+                                             char **out_request_id,
+                                             char **out_error);
+
+/**
+ * Prompts and waits until that prompt completes (terminal `agent_end`, `prompt_result`, or
+ * `agentInvoked:false`); returns the turn JSON `{"requestId","agentInvoked","messages",
+ * "assistantMessage","assistantText","promptResult","events"}`. The timeout covers the whole
+ * turn (OMPRPC_TIMEOUT_DEFAULT: the `turn_timeout_ms` option, no deadline unless set).
+ * Single-flight with collect_events / wait_for_idle (CONCURRENCY). COMMAND_FAILED for a
+ * rejected or late-failed prompt; LIMIT_EXCEEDED past `max_event_history`.
+ */
+omprpc_status omprpc_client_prompt_and_wait(const omprpc_client *client,
+                                            const char *message,
+                                            const char *options_json,
+                                            int64_t timeout_ms,
+                                            char **out_turn_json,
+                                            char **out_error);
+
+/**
+ * Sends `steer` (options: `{"images":[…]}` or NULL).
+ */
+omprpc_status omprpc_client_steer(const omprpc_client *client,
+                                  const char *message,
+                                  const char *options_json,
+                                  int64_t timeout_ms,
+                                  char **out_error);
+
+/**
+ * Sends `follow_up` (options: `{"images":[…]}` or NULL).
+ */
+omprpc_status omprpc_client_follow_up(const omprpc_client *client,
+                                      const char *message,
+                                      const char *options_json,
+                                      int64_t timeout_ms,
+                                      char **out_error);
+
+/**
+ * Sends `abort`.
+ */
+omprpc_status omprpc_client_abort(const omprpc_client *client,
+                                  int64_t timeout_ms,
+                                  char **out_error);
+
+/**
+ * Sends `get_state`; `out_state_json` receives the session state object.
+ */
+omprpc_status omprpc_client_get_state(const omprpc_client *client,
+                                      int64_t timeout_ms,
+                                      char **out_state_json,
+                                      char **out_error);
+
+/**
+ * Sends `bash` with `command`; `out_result_json` receives the BashResult object.
+ */
+omprpc_status omprpc_client_bash(const omprpc_client *client,
+                                 const char *command,
+                                 int64_t timeout_ms,
+                                 char **out_result_json,
+                                 char **out_error);
+
+/**
+ * Waits for the next terminal `agent_end` and returns every session event from the call
+ * until then (JSON array). Single-flight (CONCURRENCY).
+ */
+omprpc_status omprpc_client_collect_events(const omprpc_client *client,
+                                           int64_t timeout_ms,
+                                           char **out_events_json,
+                                           char **out_error);
+
+/**
+ * Waits until every accepted prompt has completed. COMMAND_FAILED when a prompt failed late
+ * since the last prompt was sent. Single-flight (CONCURRENCY).
+ */
+omprpc_status omprpc_client_wait_for_idle(const omprpc_client *client,
+                                          int64_t timeout_ms,
+                                          char **out_error);
+
+/**
+ * Takes the next event (verbatim JSON). TIMEOUT when none arrived in time (0 polls);
+ * CLOSED once the client is closed and every queued event was taken.
+ */
+omprpc_status omprpc_client_next_event(const omprpc_client *client,
+                                       int64_t timeout_ms,
+                                       char **out_event_json,
+                                       char **out_error);
+
+/**
+ * Waits for one event, then takes up to `max_events` queued events as one JSON array.
+ */
+omprpc_status omprpc_client_next_events(const omprpc_client *client,
+                                        size_t max_events,
+                                        int64_t timeout_ms,
+                                        char **out_events_json,
+                                        char **out_error);
+
+/**
+ * A descriptor that polls readable while events are queued or the client is closed (for
+ * epoll, libuv, asyncio, Go's poller). Owned by the client: do not read or close it; it is
+ * valid until `omprpc_client_free`.
+ */
+omprpc_status omprpc_client_event_fd(const omprpc_client *client, int *out_fd, char **out_error);
+
+/**
+ * Takes the next UI request that needs an answer (select, confirm, input, editor, or an
+ * unknown method that is not passive). Woken by close (CLOSED).
+ */
+omprpc_status omprpc_client_next_ui_request(const omprpc_client *client,
+                                            int64_t timeout_ms,
+                                            char **out_request_json,
+                                            char **out_error);
+
+/**
+ * Answers UI request `request_id` with a value (select, input, editor).
+ */
+omprpc_status omprpc_client_ui_send_value(const omprpc_client *client,
+                                          const char *request_id,
+                                          const char *value,
+                                          char **out_error);
+
+/**
+ * Answers a confirm UI request.
+ */
+omprpc_status omprpc_client_ui_send_confirmation(const omprpc_client *client,
+                                                 const char *request_id,
+                                                 bool confirmed,
+                                                 char **out_error);
+
+/**
+ * Cancels a UI request (`timed_out` tells the agent the host's own timeout fired).
+ */
+omprpc_status omprpc_client_ui_cancel(const omprpc_client *client,
+                                      const char *request_id,
+                                      bool timed_out,
+                                      char **out_error);
+
+/**
+ * Sets the headless UI policy: `{"confirm":false,"select":null,"input":null,"editor":null}`
+ * (a null answer cancels; unknown interactive methods are cancelled; passive ones ignored).
+ * NULL or "null" removes it. Requests already waiting are answered by the new policy.
+ */
+omprpc_status omprpc_client_set_ui_policy(const omprpc_client *client,
+                                          const char *policy_json,
+                                          char **out_error);
+
+/**
+ * Registers host tools (`[{name,description,parameters,label?,hidden?,loadMode?}]`, replacing
+ * the set); `out_data_json` receives the agent's answer (`{"toolNames":[…]}`).
+ */
+omprpc_status omprpc_client_set_host_tools(const omprpc_client *client,
+                                           const char *tools_json,
+                                           int64_t timeout_ms,
+                                           char **out_data_json,
+                                           char **out_error);
+
+/**
+ * Registers host URI schemes (`[{scheme,description?,writable?,immutable?}]`, replacing the
+ * set); `out_data_json` receives the agent's answer (`{"schemes":[…]}`).
+ */
+omprpc_status omprpc_client_set_host_uri_schemes(const omprpc_client *client,
+                                                 const char *schemes_json,
+                                                 int64_t timeout_ms,
+                                                 char **out_data_json,
+                                                 char **out_error);
+
+/**
+ * Streams a partial result for host tool call `call_id` (`"text"` or `{content,details?}`).
+ * NOT_FOUND for an unknown call, CANCELLED if the agent cancelled it.
+ */
+omprpc_status omprpc_client_host_tool_update(const omprpc_client *client,
+                                             const char *call_id,
+                                             const char *partial_result_json,
+                                             char **out_error);
+
+/**
+ * Sends the final result of host tool call `call_id` (`"text"` or `{content,details?}`).
+ * NOT_FOUND for an unknown call, CANCELLED if the agent cancelled it (the result is dropped).
+ */
+omprpc_status omprpc_client_host_tool_result(const omprpc_client *client,
+                                             const char *call_id,
+                                             const char *result_json,
+                                             bool is_error,
+                                             char **out_error);
+
+/**
+ * Answers host URI request `request_id`: `{"content","contentType"?,"notes"?,"immutable"?}`
+ * for a read, `{}` for a write, `{"error":"…"}` for a failure.
+ */
+omprpc_status omprpc_client_host_uri_result(const omprpc_client *client,
+                                            const char *request_id,
+                                            const char *result_json,
+                                            char **out_error);
+
+/**
+ * The agent's last `max_stderr_lines` stderr lines, as text.
+ */
+omprpc_status omprpc_client_stderr(const omprpc_client *client, char **out_text, char **out_error);
+
+/**
+ * The recorded protocol errors (JSON array, the last 128).
+ */
+omprpc_status omprpc_client_protocol_errors(const omprpc_client *client,
+                                            char **out_json,
+                                            char **out_error);
+
+/**
+ * `{"pid","argv"(redacted),"flavor","protocolVersion","ready","closed","closeReason",
+ * "activeOperation","pendingRequests"}`.
+ */
+omprpc_status omprpc_client_info(const omprpc_client *client, char **out_json, char **out_error);
+
+/**
+ * Closes the client: every blocked call returns at once (CLOSED, or the earlier reason),
+ * then the agent is stopped — stdin EOF, `stop_grace_ms`, SIGTERM to its process group,
+ * `kill_grace_ms`, SIGKILL — and reaped with every process left in its group. Returns when it
+ * is gone. Idempotent; callable from any thread, concurrently with any call but free.
+ */
+omprpc_status omprpc_client_close(const omprpc_client *client, char **out_error);
+
+/**
+ * Closes (if needed) and frees the client. The last call on a handle; never concurrent with
+ * another call on it. NULL is a no-op.
+ */
+void omprpc_client_free(omprpc_client *client);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* OMPRPC_H */

@@ -1,0 +1,163 @@
+//! The polled event queue: bounded, oldest dropped on overflow with a synthetic
+//! `event_overflow` event in their place, an eventfd that is readable while events are queued
+//! (or the client is closed), and drain-then-CLOSED after close.
+
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex};
+use std::time::Instant;
+
+use crate::error::{Error, Result, Status};
+use crate::transport::process::Signal;
+
+/// One event: the frame's JSON bytes, with one spare byte of capacity so the FFI can add the
+/// terminating NUL without reallocating.
+pub type EventBytes = Vec<u8>;
+
+pub fn event_bytes(json: &[u8]) -> EventBytes {
+    let mut v = Vec::with_capacity(json.len() + 1);
+    v.extend_from_slice(json);
+    v
+}
+
+struct Inner {
+    items: VecDeque<EventBytes>,
+    dropped: u64,
+    closed: Option<Error>,
+}
+
+pub struct EventQueue {
+    inner: Mutex<Inner>,
+    cond: Condvar,
+    signal: Signal,
+    capacity: usize,
+}
+
+impl EventQueue {
+    pub fn new(capacity: usize) -> std::io::Result<Self> {
+        Ok(EventQueue {
+            inner: Mutex::new(Inner { items: VecDeque::new(), dropped: 0, closed: None }),
+            cond: Condvar::new(),
+            signal: Signal::new()?,
+            capacity: capacity.max(1),
+        })
+    }
+
+    pub fn fd(&self) -> i32 {
+        self.signal.raw()
+    }
+
+    pub fn push(&self, ev: EventBytes) {
+        let mut g = self.inner.lock().unwrap();
+        if g.items.len() >= self.capacity {
+            g.items.pop_front();
+            g.dropped += 1;
+        }
+        let was_empty = g.items.is_empty() && g.dropped == 0;
+        g.items.push_back(ev);
+        drop(g);
+        if was_empty {
+            self.signal.set();
+            self.cond.notify_all();
+        }
+    }
+
+    /// After this, pollers get what is queued, then `CLOSED` with `reason`.
+    pub fn close(&self, reason: Error) {
+        let mut g = self.inner.lock().unwrap();
+        if g.closed.is_none() {
+            g.closed = Some(reason);
+        }
+        drop(g);
+        self.signal.set();
+        self.cond.notify_all();
+    }
+
+    /// Takes up to `max` events, waiting until `deadline` (None: forever) for the first.
+    pub fn pop(&self, max: usize, deadline: Option<Instant>) -> Result<Vec<EventBytes>> {
+        let mut g = self.inner.lock().unwrap();
+        loop {
+            if g.dropped > 0 || !g.items.is_empty() {
+                let mut out = Vec::with_capacity(max.min(g.items.len() + 1));
+                if g.dropped > 0 {
+                    out.push(event_bytes(
+                        format!(r#"{{"type":"event_overflow","omprpc":true,"dropped":{}}}"#, g.dropped).as_bytes(),
+                    ));
+                    g.dropped = 0;
+                }
+                while out.len() < max {
+                    match g.items.pop_front() {
+                        Some(e) => out.push(e),
+                        None => break,
+                    }
+                }
+                if g.items.is_empty() && g.closed.is_none() {
+                    self.signal.clear();
+                }
+                return Ok(out);
+            }
+            if let Some(reason) = &g.closed {
+                return Err(Error::new(Status::Closed, reason.message.clone()));
+            }
+            match deadline {
+                None => g = self.cond.wait(g).unwrap(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Err(Error::new(Status::Timeout, "no event arrived before the timeout"));
+                    }
+                    g = self.cond.wait_timeout(g, d - now).unwrap().0;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn text(v: &[EventBytes]) -> Vec<String> {
+        v.iter().map(|e| String::from_utf8(e.clone()).unwrap()).collect()
+    }
+
+    #[test]
+    fn overflow_is_reported_in_place_of_the_dropped() {
+        let q = EventQueue::new(2).unwrap();
+        for i in 0..5 {
+            q.push(event_bytes(format!("{{\"n\":{i}}}").as_bytes()));
+        }
+        let got = text(&q.pop(10, Some(Instant::now())).unwrap());
+        assert_eq!(got, [r#"{"type":"event_overflow","omprpc":true,"dropped":3}"#, r#"{"n":3}"#, r#"{"n":4}"#]);
+    }
+
+    #[test]
+    fn fd_follows_the_queue_and_close_drains_first() {
+        let q = EventQueue::new(10).unwrap();
+        let readable = |q: &EventQueue| crate::transport::process::poll_readable(q.fd(), Some(Duration::ZERO));
+        assert!(!readable(&q));
+        q.push(event_bytes(b"{}"));
+        assert!(readable(&q));
+        q.pop(1, None).unwrap();
+        assert!(!readable(&q));
+        assert_eq!(q.pop(1, Some(Instant::now())).unwrap_err().status, Status::Timeout);
+        q.push(event_bytes(b"{\"a\":1}"));
+        q.close(Error::new(Status::Closed, "bye"));
+        assert!(readable(&q));
+        assert_eq!(q.pop(5, None).unwrap().len(), 1);
+        assert_eq!(q.pop(5, None).unwrap_err().status, Status::Closed);
+        assert!(readable(&q));
+    }
+
+    #[test]
+    fn close_wakes_a_blocked_poller() {
+        let q = std::sync::Arc::new(EventQueue::new(10).unwrap());
+        let q2 = q.clone();
+        let t = std::thread::spawn(move || q2.pop(1, None));
+        std::thread::sleep(Duration::from_millis(50));
+        let t0 = Instant::now();
+        q.close(Error::new(Status::Closed, "bye"));
+        assert_eq!(t.join().unwrap().unwrap_err().status, Status::Closed);
+        assert!(t0.elapsed() < Duration::from_millis(100));
+    }
+}

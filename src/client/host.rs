@@ -1,0 +1,314 @@
+//! Host tools and host URIs (omp): the registered names, the calls the agent has open, the
+//! checks on incoming calls (a malformed call with an id gets an error result, never silence)
+//! and on the host's replies, and the toolCallId → host tool name map for xd-dispatched calls.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result, Status};
+
+/// Open calls the xd rename map remembers at most (entries normally leave at
+/// `tool_execution_end`; this bounds the ones that never get one, spec §6.17).
+const XD_MEMORY: usize = 4096;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CallKind {
+    Tool,
+    UriRead,
+    UriWrite,
+}
+
+struct Call {
+    kind: CallKind,
+    cancelled: bool,
+}
+
+#[derive(Default)]
+pub struct HostRegistry {
+    tools: HashSet<String>,
+    /// scheme → writable
+    schemes: HashMap<String, bool>,
+    calls: HashMap<String, Call>,
+    xd: HashMap<String, String>,
+    xd_order: VecDeque<String>,
+}
+
+/// The outcome of checking an incoming call.
+pub enum Incoming {
+    /// Valid: deliver the frame to the host as an event.
+    Deliver,
+    /// Invalid but with an id: the library answers with this error frame itself.
+    Reject(Vec<u8>),
+    /// Invalid and without a usable id: nothing can be answered; record it.
+    Unanswerable(String),
+}
+
+fn tool_error_frame(id: &str, text: &str) -> Vec<u8> {
+    json!({"type": "host_tool_result", "id": id,
+           "result": {"content": [{"type": "text", "text": text}], "details": {}}, "isError": true})
+    .to_string()
+    .into_bytes()
+}
+
+fn uri_error_frame(id: &str, text: &str) -> Vec<u8> {
+    json!({"type": "host_uri_result", "id": id, "error": text, "isError": true}).to_string().into_bytes()
+}
+
+/// A tool result or update from the host: `"text"` or `{content:[…], details?}`.
+pub fn normalize_tool_result(v: Value) -> Result<Value> {
+    match v {
+        Value::String(s) => Ok(json!({"content": [{"type": "text", "text": s}]})),
+        Value::Object(m) if m.get("content").is_some_and(Value::is_array) => Ok(Value::Object(m)),
+        _ => Err(Error::invalid("a host tool result must be a string or an object with a \"content\" array")),
+    }
+}
+
+/// Lower-cased scheme of a URL (`memo://x` → `memo`).
+fn scheme_of(url: &str) -> Option<String> {
+    let (scheme, _) = url.split_once(':')?;
+    let s = scheme.trim().to_ascii_lowercase();
+    let valid = s.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+.-".contains(c));
+    valid.then_some(s)
+}
+
+impl HostRegistry {
+    /// Checks a `set_host_tools` list and returns the names it registers.
+    pub fn check_tools(tools: &Value) -> Result<Vec<String>> {
+        let list = tools.as_array().ok_or_else(|| Error::invalid_json("host tools must be a JSON array"))?;
+        let mut names = Vec::with_capacity(list.len());
+        for t in list {
+            let name = t.get("name").and_then(Value::as_str).map(str::trim).unwrap_or("");
+            if name.is_empty() {
+                return Err(Error::invalid("every host tool needs a non-empty string \"name\""));
+            }
+            if !t.get("description").is_some_and(Value::is_string) {
+                return Err(Error::invalid(format!("host tool \"{name}\" needs a string \"description\"")));
+            }
+            if !t.get("parameters").is_some_and(Value::is_object) {
+                return Err(Error::invalid(format!("host tool \"{name}\" needs a JSON-Schema object \"parameters\"")));
+            }
+            names.push(name.to_string());
+        }
+        Ok(names)
+    }
+
+    pub fn set_tools(&mut self, names: Vec<String>) {
+        self.tools = names.into_iter().collect();
+    }
+
+    /// Checks a `set_host_uri_schemes` list; returns (scheme, writable) pairs.
+    pub fn check_schemes(schemes: &Value) -> Result<Vec<(String, bool)>> {
+        let list = schemes.as_array().ok_or_else(|| Error::invalid_json("host URI schemes must be a JSON array"))?;
+        list.iter()
+            .map(|s| {
+                let raw = s.get("scheme").and_then(Value::as_str).unwrap_or("");
+                let scheme = scheme_of(&format!("{}:", raw.trim()))
+                    .ok_or_else(|| Error::invalid(format!("host URI scheme {raw:?} is not a valid scheme name")))?;
+                Ok((scheme, s.get("writable").and_then(Value::as_bool).unwrap_or(false)))
+            })
+            .collect()
+    }
+
+    pub fn set_schemes(&mut self, schemes: Vec<(String, bool)>) {
+        self.schemes = schemes.into_iter().collect();
+    }
+
+    pub fn on_tool_call(&mut self, f: &Map<String, Value>) -> Incoming {
+        let Some(id) = f.get("id").and_then(Value::as_str) else {
+            return Incoming::Unanswerable("host_tool_call without a string id".into());
+        };
+        let (Some(name), Some(call_id)) =
+            (f.get("toolName").and_then(Value::as_str), f.get("toolCallId").and_then(Value::as_str))
+        else {
+            return Incoming::Reject(tool_error_frame(id, "Host tool call needs string toolName and toolCallId"));
+        };
+        if !f.get("arguments").is_some_and(Value::is_object) {
+            return Incoming::Reject(tool_error_frame(id, "Host tool arguments must be an object"));
+        }
+        if !self.tools.contains(name) {
+            return Incoming::Reject(tool_error_frame(id, &format!("Host tool \"{name}\" is not registered")));
+        }
+        if self.xd_order.len() >= XD_MEMORY {
+            if let Some(old) = self.xd_order.pop_front() {
+                self.xd.remove(&old);
+            }
+        }
+        self.xd.insert(call_id.to_string(), name.to_string());
+        self.xd_order.push_back(call_id.to_string());
+        self.calls.insert(id.to_string(), Call { kind: CallKind::Tool, cancelled: false });
+        Incoming::Deliver
+    }
+
+    pub fn on_uri_request(&mut self, f: &Map<String, Value>) -> Incoming {
+        let Some(id) = f.get("id").and_then(Value::as_str) else {
+            return Incoming::Unanswerable("host_uri_request without a string id".into());
+        };
+        let kind = match f.get("operation").and_then(Value::as_str) {
+            Some("read") => CallKind::UriRead,
+            Some("write") => CallKind::UriWrite,
+            other => return Incoming::Reject(uri_error_frame(id, &format!("Unsupported host URI operation {other:?}"))),
+        };
+        let Some(url) = f.get("url").and_then(Value::as_str) else {
+            return Incoming::Reject(uri_error_frame(id, "Host URI request needs a string url"));
+        };
+        let scheme = scheme_of(url).unwrap_or_default();
+        match self.schemes.get(&scheme) {
+            None => return Incoming::Reject(uri_error_frame(id, &format!("Host URI scheme \"{scheme}://\" is not registered"))),
+            Some(false) if kind == CallKind::UriWrite => {
+                return Incoming::Reject(uri_error_frame(
+                    id,
+                    &format!("Host URI scheme \"{scheme}://\" is read-only: it has no write handler"),
+                ))
+            }
+            _ => {}
+        }
+        self.calls.insert(id.to_string(), Call { kind, cancelled: false });
+        Incoming::Deliver
+    }
+
+    /// `host_tool_cancel` / `host_uri_cancel`: a later result is dropped.
+    pub fn on_cancel(&mut self, target: &str) {
+        if let Some(c) = self.calls.get_mut(target) {
+            c.cancelled = true;
+        }
+    }
+
+    /// The host tool name to show on `tool_execution_*` for `tool_call_id`, when it differs
+    /// from `shown` (xd dispatch names the outer `write` tool). `end` forgets the call.
+    pub fn rename(&mut self, tool_call_id: &str, shown: &str, end: bool) -> Option<String> {
+        let name = if end { self.xd.remove(tool_call_id) } else { self.xd.get(tool_call_id).cloned() };
+        name.filter(|n| n != shown)
+    }
+
+    fn open(&mut self, id: &str, finish: bool, uri: bool) -> Result<CallKind> {
+        let call = self
+            .calls
+            .get(id)
+            .filter(|c| (c.kind != CallKind::Tool) == uri)
+            .ok_or_else(|| Error::new(Status::NotFound, format!("no open host {} call with id {id:?}", if uri { "URI" } else { "tool" })))?;
+        let (kind, cancelled) = (call.kind, call.cancelled);
+        if finish || cancelled {
+            self.calls.remove(id);
+        }
+        if cancelled {
+            return Err(Error::new(Status::Cancelled, format!("the agent cancelled host call {id:?}; the reply was dropped")));
+        }
+        Ok(kind)
+    }
+
+    pub fn tool_update_frame(&mut self, id: &str, partial: Value) -> Result<Vec<u8>> {
+        let partial = normalize_tool_result(partial)?;
+        self.open(id, false, false)?;
+        Ok(json!({"type": "host_tool_update", "id": id, "partialResult": partial}).to_string().into_bytes())
+    }
+
+    pub fn tool_result_frame(&mut self, id: &str, result: Value, is_error: bool) -> Result<Vec<u8>> {
+        let result = normalize_tool_result(result)?;
+        self.open(id, true, false)?;
+        let mut v = json!({"type": "host_tool_result", "id": id, "result": result});
+        if is_error {
+            v["isError"] = Value::Bool(true);
+        }
+        Ok(v.to_string().into_bytes())
+    }
+
+    pub fn uri_result_frame(&mut self, id: &str, result: Value) -> Result<Vec<u8>> {
+        let Value::Object(mut m) = result else {
+            return Err(Error::invalid_json("a host URI result must be a JSON object"));
+        };
+        if let Some(e) = m.get("error") {
+            let text = e.as_str().ok_or_else(|| Error::invalid("host URI \"error\" must be a string"))?.to_string();
+            self.open(id, true, true)?;
+            return Ok(uri_error_frame(id, &text));
+        }
+        let kind = self.calls.get(id).map(|c| c.kind);
+        if kind == Some(CallKind::UriRead) {
+            if !m.get("content").is_some_and(Value::is_string) {
+                return Err(Error::invalid("a host URI read result needs a string \"content\""));
+            }
+            if let Some(ct) = m.get("contentType") {
+                if !matches!(ct.as_str(), Some("text/markdown" | "application/json" | "text/plain")) {
+                    return Err(Error::invalid("host URI contentType must be text/markdown, application/json or text/plain"));
+                }
+            }
+        }
+        self.open(id, true, true)?;
+        if kind == Some(CallKind::UriWrite) {
+            m.clear();
+        }
+        m.insert("type".into(), json!("host_uri_result"));
+        m.insert("id".into(), json!(id));
+        Ok(Value::Object(m).to_string().into_bytes())
+    }
+
+    /// The client closed: every open call is cancelled.
+    pub fn close(&mut self) {
+        for c in self.calls.values_mut() {
+            c.cancelled = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    fn frame(v: Vec<u8>) -> Value {
+        serde_json::from_slice(&v).unwrap()
+    }
+
+    #[test]
+    fn incoming_tool_calls_are_checked() {
+        let mut h = HostRegistry::default();
+        h.set_tools(HostRegistry::check_tools(&json!([{"name": "echo", "description": "d", "parameters": {"type": "object"}}])).unwrap());
+        let ok = obj(json!({"id": "c1", "toolCallId": "t1", "toolName": "echo", "arguments": {}}));
+        assert!(matches!(h.on_tool_call(&ok), Incoming::Deliver));
+        let Incoming::Reject(f) = h.on_tool_call(&obj(json!({"id": "c2", "toolCallId": "t", "toolName": "echo", "arguments": "x"}))) else { panic!() };
+        assert_eq!(frame(f)["result"]["content"][0]["text"], "Host tool arguments must be an object");
+        let Incoming::Reject(f) = h.on_tool_call(&obj(json!({"id": "c3", "toolCallId": "t", "toolName": "nope", "arguments": {}}))) else { panic!() };
+        assert_eq!(frame(f)["result"]["content"][0]["text"], "Host tool \"nope\" is not registered");
+        assert!(matches!(h.on_tool_call(&obj(json!({"toolName": "echo"}))), Incoming::Unanswerable(_)));
+        assert_eq!(h.rename("t1", "write", false).as_deref(), Some("echo"));
+        assert_eq!(h.rename("t1", "echo", false), None);
+        assert_eq!(h.rename("t1", "write", true).as_deref(), Some("echo"));
+        assert_eq!(h.rename("t1", "write", true), None);
+    }
+
+    #[test]
+    fn replies_respect_cancellation_and_ids() {
+        let mut h = HostRegistry::default();
+        h.set_tools(vec!["echo".into()]);
+        h.on_tool_call(&obj(json!({"id": "c1", "toolCallId": "t1", "toolName": "echo", "arguments": {}})));
+        let u = frame(h.tool_update_frame("c1", json!("working")).unwrap());
+        assert_eq!(u["partialResult"]["content"][0]["text"], "working");
+        assert_eq!(h.tool_result_frame("c9", json!("x"), false).unwrap_err().status, Status::NotFound);
+        assert_eq!(h.tool_result_frame("c1", json!(5), false).unwrap_err().status, Status::InvalidArgument);
+        h.on_cancel("c1");
+        assert_eq!(h.tool_result_frame("c1", json!("x"), false).unwrap_err().status, Status::Cancelled);
+        assert_eq!(h.tool_result_frame("c1", json!("x"), false).unwrap_err().status, Status::NotFound);
+    }
+
+    #[test]
+    fn uri_requests_and_results() {
+        let mut h = HostRegistry::default();
+        h.set_schemes(HostRegistry::check_schemes(&json!([{"scheme": " Memo "}, {"scheme": "rw", "writable": true}])).unwrap());
+        assert!(HostRegistry::check_schemes(&json!([{"scheme": ""}])).is_err());
+        let read = obj(json!({"id": "u1", "operation": "read", "url": "MEMO://notes"}));
+        assert!(matches!(h.on_uri_request(&read), Incoming::Deliver));
+        let Incoming::Reject(f) = h.on_uri_request(&obj(json!({"id": "u2", "operation": "write", "url": "memo://x", "content": "c"}))) else { panic!() };
+        assert!(frame(f)["error"].as_str().unwrap().contains("write handler"));
+        let Incoming::Reject(f) = h.on_uri_request(&obj(json!({"id": "u3", "operation": "read", "url": "zzz://x"}))) else { panic!() };
+        assert!(frame(f)["error"].as_str().unwrap().contains("not registered"));
+        assert!(h.uri_result_frame("u1", json!({"content": "x", "contentType": "image/png"})).is_err());
+        let r = frame(h.uri_result_frame("u1", json!({"content": "x", "contentType": "text/plain"})).unwrap());
+        assert_eq!(r, json!({"type": "host_uri_result", "id": "u1", "content": "x", "contentType": "text/plain"}));
+        assert!(matches!(h.on_uri_request(&obj(json!({"id": "w", "operation": "write", "url": "rw://x"}))), Incoming::Deliver));
+        assert_eq!(frame(h.uri_result_frame("w", json!({"ignored": 1})).unwrap()), json!({"type": "host_uri_result", "id": "w"}));
+    }
+}

@@ -1,0 +1,741 @@
+//! The client: spawn and handshake, request/response correlation, the event queue, the prompt
+//! lifecycle, UI requests, host calls, records, and teardown.
+//!
+//! Threads per client: one reader (the agent's stdout and stderr, see `reader`) that never
+//! writes and never runs foreign code, and one writer for the frames the library sends by
+//! itself (headless UI answers, error results for malformed host calls), so the reader can
+//! never block on a full stdin pipe while the agent blocks on a full stdout pipe. Frames the
+//! host sends are written on the caller's own thread.
+
+pub mod events;
+pub mod host;
+pub mod lifecycle;
+pub mod options;
+pub mod pending;
+mod reader;
+pub mod ui;
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result, Status};
+use crate::protocol::argv::{self, Flavor};
+use crate::transport::chunks::{ChunkDecoder, ChunkLimits};
+use crate::transport::process::{self, Exit, Process, Signal};
+use crate::transport::StderrRing;
+use crate::turn;
+use events::{EventBytes, EventQueue};
+use host::HostRegistry;
+use lifecycle::Lifecycle;
+use options::{Handshake, Options, UiPolicy};
+use pending::{Pending, Reply};
+use ui::UiQueue;
+
+/// Protocol errors kept for `protocol_errors` (oldest dropped).
+const PROTOCOL_ERROR_MEMORY: usize = 128;
+
+/// How long a call may wait: a deadline, or none.
+pub type Deadline = Option<Instant>;
+
+pub fn deadline_after(timeout: Option<Duration>) -> Deadline {
+    timeout.map(|t| Instant::now() + t)
+}
+
+/// State the reader and the callers share, under one lock.
+struct State {
+    life: Lifecycle,
+    host: HostRegistry,
+    ready: Option<Vec<u8>>,
+    protocol_version: u32,
+    protocol_errors: VecDeque<Value>,
+    close_reason: Option<Error>,
+}
+
+pub(crate) struct Shared {
+    opts: Options,
+    flavor: Flavor,
+    argv_shown: Vec<String>,
+    process: Process,
+    stdin: Mutex<Option<File>>,
+    /// Readable once the client is closed: wakes writers blocked on a full pipe.
+    closing: Signal,
+    /// Readable once the agent is gone: ends the reader.
+    reader_stop: Signal,
+    closed: AtomicBool,
+    pending: Mutex<Pending>,
+    state: Mutex<State>,
+    cond: Condvar,
+    events: EventQueue,
+    ui: UiQueue,
+    stderr: Mutex<StderrRing>,
+    decoder: Mutex<ChunkDecoder>,
+    next_id: AtomicU64,
+    internal: Sender<Vec<u8>>,
+}
+
+pub struct Client {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Serialises closers; Some once the agent has been torn down.
+    teardown: Mutex<Option<Exit>>,
+}
+
+fn is_prompt_command(command: &str) -> bool {
+    command == "prompt" || command == "abort_and_prompt"
+}
+
+/// `{"id":…,"type":…, <params' members>}` plus the newline.
+fn request_line(id: &str, ty: &str, params: Option<&Map<String, Value>>) -> Result<Vec<u8>> {
+    let mut line = Vec::with_capacity(64);
+    line.extend_from_slice(b"{\"id\":");
+    serde_json::to_writer(&mut line, id).expect("writing to a Vec");
+    line.extend_from_slice(b",\"type\":");
+    serde_json::to_writer(&mut line, ty).expect("writing to a Vec");
+    if let Some(p) = params {
+        for (k, v) in p {
+            if k == "id" || k == "type" {
+                return Err(Error::invalid(format!("request params must not set \"{k}\"; omprpc assigns it")));
+            }
+            line.push(b',');
+            serde_json::to_writer(&mut line, k).expect("writing to a Vec");
+            line.push(b':');
+            serde_json::to_writer(&mut line, v).expect("writing to a Vec");
+        }
+    }
+    line.extend_from_slice(b"}\n");
+    Ok(line)
+}
+
+/// Parses optional params JSON (NULL or an object).
+pub fn parse_params(json: Option<&str>) -> Result<Option<Map<String, Value>>> {
+    let Some(json) = json else { return Ok(None) };
+    match serde_json::from_str::<Value>(json) {
+        Ok(Value::Object(m)) => Ok(Some(m)),
+        Ok(Value::Null) => Ok(None),
+        Ok(_) => Err(Error::invalid_json("params must be a JSON object")),
+        Err(e) => Err(Error::invalid_json(format!("params are not valid JSON: {e}"))),
+    }
+}
+
+/// Parses a JSON value given by the host.
+pub fn parse_value(json: &str, what: &str) -> Result<Value> {
+    serde_json::from_str(json).map_err(|e| Error::invalid_json(format!("{what} is not valid JSON: {e}")))
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap()
+    }
+
+    fn stderr_suffix(&self) -> String {
+        let tail = self.stderr.lock().unwrap().tail();
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!(". Stderr: {tail}")
+        }
+    }
+
+    fn close_reason(&self) -> Option<Error> {
+        self.state().close_reason.clone()
+    }
+
+    /// Marks the client closed (the first reason wins) and wakes every waiter at once.
+    fn shut(&self, reason: Error) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        {
+            let mut st = self.state();
+            st.close_reason = Some(reason.clone());
+            st.life.close(&reason);
+            st.host.close();
+        }
+        self.cond.notify_all();
+        self.pending.lock().unwrap().close(&reason);
+        self.ui.close(&reason);
+        self.events.close(reason);
+        self.closing.set();
+    }
+
+    /// Records a protocol error and delivers it as a synthetic event.
+    fn protocol_error(&self, mut record: Map<String, Value>) {
+        record.insert("type".into(), json!("protocol_error"));
+        record.insert("omprpc".into(), json!(true));
+        let v = Value::Object(record);
+        let bytes = events::event_bytes(v.to_string().as_bytes());
+        {
+            let mut st = self.state();
+            if st.protocol_errors.len() >= PROTOCOL_ERROR_MEMORY {
+                st.protocol_errors.pop_front();
+            }
+            st.protocol_errors.push_back(v);
+        }
+        self.events.push(bytes);
+    }
+
+    fn push_event(&self, ev: EventBytes) {
+        self.events.push(ev);
+    }
+
+    /// Writes one frame (with its newline) to the agent's stdin.
+    fn write(&self, line: &[u8], deadline: Deadline) -> Result<()> {
+        if let Some(max) = self.opts.max_outbound_frame_bytes {
+            if line.len() - 1 > max {
+                return Err(Error::invalid(format!(
+                    "frame of {} bytes exceeds max_outbound_frame_bytes ({max})",
+                    line.len() - 1
+                )));
+            }
+        }
+        let guard = self.stdin.lock().unwrap();
+        let Some(stdin) = guard.as_ref() else {
+            return Err(self.close_reason().unwrap_or_else(|| Error::new(Status::Closed, "the client is closed")));
+        };
+        match process::write_all(stdin.as_raw_fd(), line, deadline, self.closing.raw()) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                drop(guard);
+                match e.kind() {
+                    std::io::ErrorKind::TimedOut => {
+                        Err(Error::new(Status::Timeout, "Timed out writing an RPC command: the agent is not reading stdin"))
+                    }
+                    std::io::ErrorKind::ConnectionAborted => {
+                        Err(self.close_reason().unwrap_or_else(|| Error::new(Status::Closed, "the client is closed")))
+                    }
+                    std::io::ErrorKind::BrokenPipe => Err(Error::new(
+                        Status::ProcessExited,
+                        format!("Failed to write RPC command: the agent closed its stdin{}", self.stderr_suffix()),
+                    )),
+                    _ => {
+                        // Part of a frame may have gone out: the stream can no longer be trusted.
+                        let err = Error::new(Status::Io, format!("Failed to write RPC command: {e}"));
+                        self.shut(err.clone());
+                        Err(err)
+                    }
+                }
+            }
+        }
+    }
+
+    /// A frame the library sends by itself, from the writer thread.
+    fn send_internal(&self, frame: Vec<u8>) {
+        let mut line = frame;
+        line.push(b'\n');
+        let _ = self.internal.send(line);
+    }
+
+    fn next_request_id(&self) -> String {
+        format!("req_{}", self.next_id.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+
+    /// Sends a request and waits for its response. `track` marks a prompt-like command
+    /// (with whether it is queued into a live run).
+    fn call(&self, id: &str, ty: &str, line: &[u8], deadline: Deadline, track: Option<bool>) -> Reply {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.pending.lock().unwrap().insert(id.to_string(), ty, tx)?;
+        if let Some(streaming) = track {
+            self.state().life.track(id, streaming);
+        }
+        if let Err(e) = self.write(line, deadline) {
+            self.pending.lock().unwrap().remove(id);
+            if track.is_some() {
+                self.state().life.rejected(id, &e);
+            }
+            return Err(e);
+        }
+        self.wait_reply(id, ty, &rx, deadline)
+    }
+
+    fn wait_reply(&self, id: &str, ty: &str, rx: &Receiver<Reply>, deadline: Deadline) -> Reply {
+        let got = match deadline {
+            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(d) => rx.recv_deadline(d),
+        };
+        match got {
+            Ok(reply) => reply,
+            Err(RecvTimeoutError::Timeout) => {
+                self.pending.lock().unwrap().abandon(id);
+                // The answer may have raced the timeout: prefer it.
+                if let Ok(reply) = rx.try_recv() {
+                    return reply;
+                }
+                Err(Error::new(
+                    Status::Timeout,
+                    format!("Timed out waiting for response to {ty}{}", self.stderr_suffix()),
+                ))
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(self.close_reason().unwrap_or_else(|| Error::new(Status::Closed, "the client is closed")))
+            }
+        }
+    }
+
+    fn request(&self, ty: &str, params: Option<&Map<String, Value>>, deadline: Deadline) -> Reply {
+        if ty.is_empty() {
+            return Err(Error::invalid("the command type must not be empty"));
+        }
+        let id = self.next_request_id();
+        let line = request_line(&id, ty, params)?;
+        let track = is_prompt_command(ty).then(|| params.is_some_and(|p| p.get("streamingBehavior").is_some_and(|v| !v.is_null())));
+        self.call(&id, ty, &line, deadline, track)
+    }
+
+    /// Waits on the state condition until `done` holds, the client closes, or the deadline.
+    fn wait_state<T>(
+        &self,
+        deadline: Deadline,
+        timeout_message: &str,
+        mut done: impl FnMut(&mut State) -> Option<T>,
+    ) -> Result<T> {
+        let mut st = self.state();
+        loop {
+            if let Some(v) = done(&mut st) {
+                return Ok(v);
+            }
+            if let Some(e) = &st.close_reason {
+                return Err(e.clone());
+            }
+            match deadline {
+                None => st = self.cond.wait(st).unwrap(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        drop(st);
+                        return Err(Error::new(Status::Timeout, format!("{timeout_message}{}", self.stderr_suffix())));
+                    }
+                    st = self.cond.wait_timeout(st, d - now).unwrap().0;
+                }
+            }
+        }
+    }
+}
+
+/// Releases the lifecycle slot when a collector call returns, however it returns.
+struct Slot<'a> {
+    shared: &'a Shared,
+    op: &'static str,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.shared.state().life.release(self.op);
+    }
+}
+
+impl Client {
+    /// Spawns the agent and completes the handshake; on any failure the agent is torn down.
+    pub fn start(options_json: &str) -> Result<Client> {
+        let map = options::parse_object(options_json)?;
+        let opts = Options::from_map(&map)?;
+        let (process, pipes) = process::spawn(&opts.spawn).map_err(|e| Error::new(Status::Io, e.to_string()))?;
+        let io = |e: std::io::Error| Error::new(Status::Io, e.to_string());
+        let (internal_tx, internal_rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+        let shared = Arc::new(Shared {
+            flavor: opts.flavor,
+            argv_shown: argv::redact(&opts.spawn.argv),
+            process,
+            stdin: Mutex::new(Some(pipes.stdin)),
+            closing: Signal::new().map_err(io)?,
+            reader_stop: Signal::new().map_err(io)?,
+            closed: AtomicBool::new(false),
+            pending: Mutex::new(Pending::default()),
+            state: Mutex::new(State {
+                life: Lifecycle::new(opts.max_event_history),
+                host: HostRegistry::default(),
+                ready: None,
+                protocol_version: 1,
+                protocol_errors: VecDeque::new(),
+                close_reason: None,
+            }),
+            cond: Condvar::new(),
+            events: EventQueue::new(opts.event_queue_capacity).map_err(io)?,
+            ui: UiQueue::new(opts.ui_policy.clone()),
+            stderr: Mutex::new(StderrRing::new(opts.max_stderr_lines)),
+            decoder: Mutex::new(ChunkDecoder::default()),
+            next_id: AtomicU64::new(0),
+            internal: internal_tx,
+            opts,
+        });
+        let mut threads = Vec::new();
+        let s = shared.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("omprpc-reader".into())
+                .spawn(move || reader::run(s, pipes.stdout, pipes.stderr))
+                .map_err(io)?,
+        );
+        let s = shared.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("omprpc-writer".into())
+                .spawn(move || {
+                    while let Ok(line) = internal_rx.recv() {
+                        if line.is_empty() {
+                            break; // close() asks the writer to stop
+                        }
+                        let _ = s.write(&line, None);
+                    }
+                })
+                .map_err(io)?,
+        );
+        let client = Client { shared, threads: Mutex::new(threads), teardown: Mutex::new(None) };
+        if let Err(e) = client.handshake() {
+            let _ = client.close();
+            return Err(e);
+        }
+        Ok(client)
+    }
+
+    fn handshake(&self) -> Result<()> {
+        let s = &self.shared;
+        let deadline = deadline_after(s.opts.startup_timeout);
+        match s.opts.handshake {
+            Handshake::Ready => {
+                s.wait_state(deadline, "Timed out waiting for RPC ready signal", |st| st.ready.as_ref().map(|_| ()))?;
+            }
+            Handshake::Probe => {
+                s.request("get_state", None, deadline).map_err(|e| e.context("the agent did not answer its start-up probe (get_state): "))?;
+            }
+            Handshake::None => {}
+        }
+        if s.opts.negotiate_v2 {
+            self.negotiate(deadline)?;
+        }
+        if let Some(tools) = &s.opts.host_tools {
+            self.set_host_tools(tools.clone(), deadline)?;
+        }
+        if let Some(schemes) = &s.opts.host_uri_schemes {
+            self.set_host_uri_schemes(schemes.clone(), deadline)?;
+        }
+        Ok(())
+    }
+
+    /// Protocol v2 when the ready frame offers it; v1 (recorded) when negotiation fails.
+    fn negotiate(&self, deadline: Deadline) -> Result<()> {
+        let s = &self.shared;
+        let Some(ready) = s.state().ready.clone() else { return Ok(()) };
+        let ready: Value = serde_json::from_slice(&ready).unwrap_or(Value::Null);
+        let offers_v2 = ready["supportedProtocolVersions"].as_array().is_some_and(|a| a.iter().any(|v| v.as_u64() == Some(2)));
+        if !offers_v2 {
+            return Ok(());
+        }
+        let defaults = ChunkLimits::default();
+        let limits = ChunkLimits {
+            min_frame: ready["maxFrameBytes"].as_u64().map_or(defaults.min_frame, |v| v as usize),
+            max_frame: ready["maxReassembledFrameBytes"].as_u64().map_or(defaults.max_frame, |v| v as usize),
+        };
+        if limits.min_frame < 1024 || limits.max_frame < limits.min_frame || limits.max_frame > 1 << 30 {
+            let mut r = Map::new();
+            r.insert("message".into(), json!(format!("ignoring protocol v2: implausible limits {ready}")));
+            s.protocol_error(r);
+            return Ok(());
+        }
+        // The server switches right after its success response: decode chunks from now on.
+        s.decoder.lock().unwrap().enable(limits);
+        let mut p = Map::new();
+        p.insert("protocolVersion".into(), json!(2));
+        let outcome = s.request("negotiate_protocol", Some(&p), deadline);
+        let accepted = matches!(&outcome, Ok(Some(d)) if serde_json::from_slice::<Value>(d).ok().and_then(|v| v["protocolVersion"].as_u64()) == Some(2));
+        if accepted {
+            s.state().protocol_version = 2;
+            return Ok(());
+        }
+        s.decoder.lock().unwrap().disable();
+        match outcome {
+            Err(e) if matches!(e.status, Status::Closed | Status::ProcessExited | Status::Protocol | Status::Io) => Err(e),
+            other => {
+                let why = match other {
+                    Err(e) => e.message,
+                    Ok(d) => format!("unexpected answer {}", String::from_utf8_lossy(d.as_deref().unwrap_or(b"null"))),
+                };
+                let mut r = Map::new();
+                r.insert("message".into(), json!(format!("protocol v2 negotiation failed ({why}); continuing with protocol v1")));
+                s.protocol_error(r);
+                Ok(())
+            }
+        }
+    }
+
+    pub fn default_request_deadline(&self) -> Deadline {
+        deadline_after(self.shared.opts.request_timeout)
+    }
+
+    pub fn default_turn_deadline(&self) -> Deadline {
+        deadline_after(self.shared.opts.turn_timeout)
+    }
+
+    /// Any command: returns the response's `data` JSON verbatim (`null` when absent).
+    pub fn request(&self, ty: &str, params: Option<&Map<String, Value>>, deadline: Deadline) -> Result<String> {
+        let data = self.shared.request(ty, params, deadline)?;
+        Ok(data_text(data))
+    }
+
+    /// Writes a frame as is: no id, no response awaited (e.g. `widget_layout`).
+    pub fn send_frame(&self, frame: &Map<String, Value>) -> Result<()> {
+        if !frame.get("type").is_some_and(Value::is_string) {
+            return Err(Error::invalid("a frame needs a string \"type\""));
+        }
+        let mut line = serde_json::to_vec(frame).expect("serialising a map");
+        line.push(b'\n');
+        self.shared.write(&line, self.default_request_deadline())
+    }
+
+    fn prompt_params(message: &str, options: Option<Map<String, Value>>) -> Result<(Map<String, Value>, bool)> {
+        let mut p = options.unwrap_or_default();
+        if p.contains_key("message") {
+            return Err(Error::invalid("prompt options must not set \"message\"; pass it as the message argument"));
+        }
+        if let Some(images) = p.get("images") {
+            if !images.is_array() && !images.is_null() {
+                return Err(Error::invalid("prompt option \"images\" must be an array of image blocks"));
+            }
+        }
+        let streaming = match p.get("streamingBehavior") {
+            None | Some(Value::Null) => false,
+            Some(Value::String(s)) if s == "steer" || s == "followUp" => true,
+            Some(_) => return Err(Error::invalid("prompt option \"streamingBehavior\" must be \"steer\" or \"followUp\"")),
+        };
+        p.insert("message".into(), Value::String(message.to_string()));
+        Ok((p, streaming))
+    }
+
+    /// `prompt` / `abort_and_prompt`: returns the request id once the agent acknowledged.
+    pub fn prompt(&self, command: &str, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<String> {
+        let (params, streaming) = Self::prompt_params(message, options)?;
+        let id = self.shared.next_request_id();
+        let line = request_line(&id, command, Some(&params))?;
+        self.shared.call(&id, command, &line, deadline, Some(streaming))?;
+        Ok(id)
+    }
+
+    /// Prompts and waits for that prompt's completion; returns the turn JSON.
+    pub fn prompt_and_wait(&self, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<String> {
+        let s = &self.shared;
+        let (params, streaming) = Self::prompt_params(message, options)?;
+        let id = s.next_request_id();
+        let line = request_line(&id, "prompt", Some(&params))?;
+        {
+            let mut st = s.state();
+            st.life.acquire("prompt_and_wait")?;
+            st.life.collect(Some(id.clone()));
+        }
+        let _slot = Slot { shared: s, op: "prompt_and_wait" };
+        s.call(&id, "prompt", &line, deadline, Some(streaming))?;
+        let collector = s.wait_state(deadline, "Timed out waiting for agent_end", |st| {
+            if st.life.collector_done() {
+                st.life.take_collector()
+            } else {
+                None
+            }
+        })?;
+        turn::build(&id, collector)
+    }
+
+    /// Events from now through the next terminal `agent_end`, as a JSON array.
+    pub fn collect_events(&self, deadline: Deadline) -> Result<String> {
+        let s = &self.shared;
+        {
+            let mut st = s.state();
+            st.life.acquire("collect_events")?;
+            st.life.collect(None);
+        }
+        let _slot = Slot { shared: s, op: "collect_events" };
+        let collector = s.wait_state(deadline, "Timed out waiting for agent_end", |st| {
+            if st.life.collector_done() {
+                st.life.take_collector()
+            } else {
+                None
+            }
+        })?;
+        turn::events_array(collector)
+    }
+
+    /// Waits until every accepted prompt has completed.
+    pub fn wait_for_idle(&self, deadline: Deadline) -> Result<()> {
+        let s = &self.shared;
+        s.state().life.acquire("wait_for_idle")?;
+        let _slot = Slot { shared: s, op: "wait_for_idle" };
+        let sticky = s.wait_state(deadline, "Timed out waiting for the agent to become idle", |st| {
+            st.life.is_idle().then(|| st.life.sticky_error().cloned())
+        })?;
+        match sticky {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The name of the running lifecycle operation, if any (for bindings and tests).
+    pub fn active_operation(&self) -> Option<&'static str> {
+        self.shared.state().life.active_operation()
+    }
+
+    pub fn next_events(&self, max: usize, deadline: Deadline) -> Result<Vec<EventBytes>> {
+        self.shared.events.pop(max.max(1), deadline)
+    }
+
+    pub fn event_fd(&self) -> i32 {
+        self.shared.events.fd()
+    }
+
+    pub fn next_ui_request(&self, deadline: Deadline) -> Result<Vec<u8>> {
+        self.shared.ui.next(deadline)
+    }
+
+    fn send_ui(&self, id: &str, frame: Vec<u8>) -> Result<()> {
+        self.shared.ui.answered(id);
+        let mut line = frame;
+        line.push(b'\n');
+        self.shared.write(&line, self.default_request_deadline())
+    }
+
+    pub fn ui_send_value(&self, id: &str, value: &str) -> Result<()> {
+        self.send_ui(id, ui::value_frame(id, value))
+    }
+
+    pub fn ui_send_confirmation(&self, id: &str, confirmed: bool) -> Result<()> {
+        self.send_ui(id, ui::confirm_frame(id, confirmed))
+    }
+
+    pub fn ui_cancel(&self, id: &str, timed_out: bool) -> Result<()> {
+        self.send_ui(id, ui::cancel_frame(id, timed_out))
+    }
+
+    pub fn set_ui_policy(&self, policy: Option<UiPolicy>) {
+        for frame in self.shared.ui.set_policy(policy) {
+            self.shared.send_internal(frame);
+        }
+    }
+
+    /// Registers host tools; the registry is updated before the request goes out, so a call
+    /// that follows the response at once is already known (and restored on failure).
+    pub fn set_host_tools(&self, tools: Value, deadline: Deadline) -> Result<String> {
+        let names = HostRegistry::check_tools(&tools)?;
+        self.shared.state().host.set_tools(names);
+        let mut p = Map::new();
+        p.insert("tools".into(), tools);
+        let r = self.shared.request("set_host_tools", Some(&p), deadline);
+        if r.is_err() {
+            self.shared.state().host.set_tools(Vec::new());
+        }
+        Ok(data_text(r?))
+    }
+
+    pub fn set_host_uri_schemes(&self, schemes: Value, deadline: Deadline) -> Result<String> {
+        let parsed = HostRegistry::check_schemes(&schemes)?;
+        self.shared.state().host.set_schemes(parsed);
+        let mut p = Map::new();
+        p.insert("schemes".into(), schemes);
+        let r = self.shared.request("set_host_uri_schemes", Some(&p), deadline);
+        if r.is_err() {
+            self.shared.state().host.set_schemes(Vec::new());
+        }
+        Ok(data_text(r?))
+    }
+
+    fn write_reply(&self, frame: Vec<u8>) -> Result<()> {
+        let mut line = frame;
+        line.push(b'\n');
+        self.shared.write(&line, self.default_request_deadline())
+    }
+
+    pub fn host_tool_update(&self, call_id: &str, partial: Value) -> Result<()> {
+        let frame = self.shared.state().host.tool_update_frame(call_id, partial)?;
+        self.write_reply(frame)
+    }
+
+    pub fn host_tool_result(&self, call_id: &str, result: Value, is_error: bool) -> Result<()> {
+        let frame = self.shared.state().host.tool_result_frame(call_id, result, is_error)?;
+        self.write_reply(frame)
+    }
+
+    pub fn host_uri_result(&self, request_id: &str, result: Value) -> Result<()> {
+        let frame = self.shared.state().host.uri_result_frame(request_id, result)?;
+        self.write_reply(frame)
+    }
+
+    pub fn stderr(&self) -> String {
+        self.shared.stderr.lock().unwrap().text()
+    }
+
+    pub fn protocol_errors(&self) -> String {
+        Value::Array(self.shared.state().protocol_errors.iter().cloned().collect()).to_string()
+    }
+
+    pub fn info(&self) -> String {
+        let s = &self.shared;
+        let st = s.state();
+        let ready = st.ready.as_ref().and_then(|r| serde_json::from_slice::<Value>(r).ok()).unwrap_or(Value::Null);
+        json!({
+            "pid": s.process.pid(),
+            "argv": s.argv_shown,
+            "flavor": s.flavor.name(),
+            "protocolVersion": st.protocol_version,
+            "ready": ready,
+            "closed": st.close_reason.is_some(),
+            "closeReason": st.close_reason.as_ref().map(Error::to_value),
+            "activeOperation": st.life.active_operation(),
+            "pendingRequests": s.pending.lock().unwrap().len(),
+        })
+        .to_string()
+    }
+
+    /// Idempotent; wakes every blocked call at once, then stops the agent (stdin EOF → grace
+    /// → SIGTERM → SIGKILL to its process group) and returns when it is gone.
+    pub fn close(&self) -> Result<()> {
+        let mut teardown = self.teardown.lock().unwrap();
+        let s = &self.shared;
+        s.shut(Error::new(Status::Closed, "RPC process stopped"));
+        if teardown.is_some() {
+            return Ok(());
+        }
+        // EOF on stdin starts the agent's own graceful shutdown (drain, dispose, exit).
+        s.stdin.lock().unwrap().take();
+        let _ = s.internal.send(Vec::new());
+        let exit = s.process.terminate(s.opts.stop_grace, s.opts.kill_grace);
+        s.reader_stop.set();
+        for t in self.threads.lock().unwrap().drain(..) {
+            let _ = t.join();
+        }
+        *teardown = Some(exit);
+        Ok(())
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+fn data_text(data: Option<Vec<u8>>) -> String {
+    match data {
+        Some(d) => String::from_utf8(d).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        None => "null".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_lines_keep_params_and_refuse_reserved_keys() {
+        let p = parse_params(Some(r#"{"message":"hi \"x\"","n":1}"#)).unwrap();
+        let line = request_line("req_1", "prompt", p.as_ref()).unwrap();
+        assert_eq!(line, b"{\"id\":\"req_1\",\"type\":\"prompt\",\"message\":\"hi \\\"x\\\"\",\"n\":1}\n");
+        let bad = parse_params(Some(r#"{"id":"x"}"#)).unwrap();
+        assert!(request_line("req_1", "x", bad.as_ref()).is_err());
+        assert_eq!(parse_params(Some("[1]")).unwrap_err().status, Status::InvalidJson);
+        assert_eq!(parse_params(Some("{")).unwrap_err().status, Status::InvalidJson);
+        assert!(parse_params(Some("null")).unwrap().is_none());
+    }
+}

@@ -1,0 +1,279 @@
+//! Start options: a JSON object with snake_case keys (docs/c-api.md lists them). Every key is
+//! checked for type, and an unknown key is an error, so a misspelt option never passes
+//! silently.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::protocol::argv::{self, Flavor};
+use crate::transport::process::SpawnSpec;
+
+const KNOWN: &[&str] = &[
+    "command", "executable", "flavor", "provider", "model", "session_dir", "thinking", "system_prompt",
+    "append_system_prompt", "provider_session_id", "tools", "no_session", "no_skills", "no_rules", "no_title",
+    "rpc_defaults", "extra_args", "extensions", "cwd", "env", "inherit_env", "startup_timeout_ms",
+    "request_timeout_ms", "turn_timeout_ms", "max_event_history", "max_stderr_lines", "max_frame_bytes",
+    "max_outbound_frame_bytes", "event_queue_capacity", "stop_grace_ms", "kill_grace_ms", "negotiate_v2",
+    "invalid_frames", "host_tools", "host_uri_schemes", "ui_policy", "handshake",
+];
+
+/// Typed, error-reporting access to an options object.
+pub struct Opts<'a> {
+    map: &'a Map<String, Value>,
+}
+
+fn wrong(key: &str, what: &str) -> Error {
+    Error::invalid(format!("option \"{key}\" must be {what}"))
+}
+
+impl<'a> Opts<'a> {
+    pub fn new(map: &'a Map<String, Value>) -> Self {
+        Opts { map }
+    }
+
+    /// The value of `key`; JSON null counts as absent.
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key).filter(|v| !v.is_null())
+    }
+
+    pub fn str(&self, key: &str) -> Result<Option<&'a str>> {
+        self.get(key).map(|v| v.as_str().ok_or_else(|| wrong(key, "a string"))).transpose()
+    }
+
+    pub fn bool(&self, key: &str) -> Result<Option<bool>> {
+        self.get(key).map(|v| v.as_bool().ok_or_else(|| wrong(key, "true or false"))).transpose()
+    }
+
+    pub fn str_list(&self, key: &str) -> Result<Option<Vec<String>>> {
+        self.get(key)
+            .map(|v| {
+                v.as_array()
+                    .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_string)).collect::<Option<Vec<_>>>())
+                    .ok_or_else(|| wrong(key, "an array of strings"))
+            })
+            .transpose()
+    }
+
+    /// Milliseconds; a negative value means "no deadline".
+    fn millis(&self, key: &str, default: Option<Duration>) -> Result<Option<Duration>> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => match v.as_i64() {
+                Some(ms) if ms < 0 => Ok(None),
+                Some(ms) => Ok(Some(Duration::from_millis(ms as u64))),
+                None => Err(wrong(key, "an integer number of milliseconds (negative: no deadline)")),
+            },
+        }
+    }
+
+    /// A positive bound, or null / absent for the default (`default` None = unbounded).
+    fn bound(&self, key: &str, default: Option<usize>) -> Result<Option<usize>> {
+        match self.map.get(key) {
+            None => Ok(default),
+            Some(Value::Null) => Ok(None),
+            Some(v) => match v.as_u64() {
+                Some(n) if n > 0 => Ok(Some(n as usize)),
+                _ => Err(wrong(key, "a positive integer, or null for no limit")),
+            },
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handshake {
+    /// Wait for the `ready` frame (omp).
+    Ready,
+    /// Send `get_state` and wait for its answer (pi, which has no ready frame).
+    Probe,
+    /// Consider the agent started once it is spawned.
+    None,
+}
+
+/// A library-side answer to interactive UI requests ("headless UI").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UiPolicy {
+    /// None: cancel the confirm; Some(b): answer `confirmed: b`.
+    pub confirm: Option<bool>,
+    pub select: Option<String>,
+    pub input: Option<String>,
+    pub editor: Option<String>,
+}
+
+impl UiPolicy {
+    pub fn parse(v: &Value) -> Result<Option<UiPolicy>> {
+        let map = match v {
+            Value::Null => return Ok(None),
+            Value::Object(m) => m,
+            _ => return Err(Error::invalid_json("a UI policy must be a JSON object or null")),
+        };
+        let mut p = UiPolicy { confirm: Some(false), ..Default::default() };
+        for (k, v) in map {
+            let text = || match v {
+                Value::Null => Ok(None),
+                Value::String(s) => Ok(Some(s.clone())),
+                _ => Err(Error::invalid(format!("UI policy \"{k}\" must be a string or null"))),
+            };
+            match k.as_str() {
+                "confirm" => {
+                    p.confirm = match v {
+                        Value::Null => None,
+                        Value::Bool(b) => Some(*b),
+                        _ => return Err(Error::invalid("UI policy \"confirm\" must be true, false or null")),
+                    }
+                }
+                "select" => p.select = text()?,
+                "input" => p.input = text()?,
+                "editor" => p.editor = text()?,
+                _ => return Err(Error::invalid(format!("unknown UI policy key \"{k}\""))),
+            }
+        }
+        Ok(Some(p))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub spawn: SpawnSpec,
+    pub flavor: Flavor,
+    pub handshake: Handshake,
+    pub startup_timeout: Option<Duration>,
+    pub request_timeout: Option<Duration>,
+    pub turn_timeout: Option<Duration>,
+    pub max_event_history: Option<usize>,
+    pub max_stderr_lines: Option<usize>,
+    pub max_frame_bytes: Option<usize>,
+    pub max_outbound_frame_bytes: Option<usize>,
+    pub event_queue_capacity: usize,
+    pub stop_grace: Duration,
+    pub kill_grace: Duration,
+    pub negotiate_v2: bool,
+    pub skip_invalid_frames: bool,
+    pub host_tools: Option<Value>,
+    pub host_uri_schemes: Option<Value>,
+    pub ui_policy: Option<UiPolicy>,
+}
+
+pub fn parse_object(json: &str) -> Result<Map<String, Value>> {
+    match serde_json::from_str::<Value>(json) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(Error::invalid_json("options must be a JSON object")),
+        Err(e) => Err(Error::invalid_json(format!("options are not valid JSON: {e}"))),
+    }
+}
+
+impl Options {
+    pub fn from_map(map: &Map<String, Value>) -> Result<Options> {
+        if let Some(k) = map.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+            return Err(Error::invalid(format!("unknown option \"{k}\"")));
+        }
+        let o = Opts::new(map);
+        let (argv, flavor) = argv::build(&o)?;
+        let env = match o.get("env") {
+            None => Vec::new(),
+            Some(Value::Object(m)) => m
+                .iter()
+                .map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())).ok_or_else(|| wrong("env", "an object of strings")))
+                .collect::<Result<_>>()?,
+            Some(_) => return Err(wrong("env", "an object of strings")),
+        };
+        let handshake = match o.str("handshake")? {
+            None => {
+                if flavor == Flavor::Pi {
+                    Handshake::Probe
+                } else {
+                    Handshake::Ready
+                }
+            }
+            Some("ready") => Handshake::Ready,
+            Some("probe") => Handshake::Probe,
+            Some("none") => Handshake::None,
+            Some(_) => return Err(wrong("handshake", "\"ready\", \"probe\" or \"none\"")),
+        };
+        let skip_invalid_frames = match o.str("invalid_frames")? {
+            None | Some("fatal") => false,
+            Some("skip") => true,
+            Some(_) => return Err(wrong("invalid_frames", "\"fatal\" or \"skip\"")),
+        };
+        let list = |key: &str| -> Result<Option<Value>> {
+            match o.get(key) {
+                None => Ok(None),
+                Some(v @ Value::Array(_)) => Ok(Some(v.clone())),
+                Some(_) => Err(wrong(key, "an array")),
+            }
+        };
+        Ok(Options {
+            spawn: SpawnSpec {
+                argv,
+                cwd: o.str("cwd")?.map(PathBuf::from),
+                env,
+                inherit_env: o.bool("inherit_env")?.unwrap_or(false),
+            },
+            flavor,
+            handshake,
+            startup_timeout: o.millis("startup_timeout_ms", Some(Duration::from_secs(30)))?,
+            request_timeout: o.millis("request_timeout_ms", Some(Duration::from_secs(30)))?,
+            turn_timeout: o.millis("turn_timeout_ms", None)?,
+            max_event_history: o.bound("max_event_history", Some(10_000))?,
+            max_stderr_lines: o.bound("max_stderr_lines", Some(512))?,
+            max_frame_bytes: o.bound("max_frame_bytes", None)?,
+            max_outbound_frame_bytes: o.bound("max_outbound_frame_bytes", None)?,
+            event_queue_capacity: o.bound("event_queue_capacity", Some(65_536))?.unwrap_or(usize::MAX),
+            stop_grace: o.millis("stop_grace_ms", Some(Duration::from_secs(2)))?.unwrap_or(Duration::from_secs(2)),
+            kill_grace: o.millis("kill_grace_ms", Some(Duration::from_secs(1)))?.unwrap_or(Duration::from_secs(1)),
+            negotiate_v2: o.bool("negotiate_v2")?.unwrap_or(true),
+            skip_invalid_frames,
+            host_tools: list("host_tools")?,
+            host_uri_schemes: list("host_uri_schemes")?,
+            ui_policy: match o.get("ui_policy") {
+                None => None,
+                Some(v) => UiPolicy::parse(v)?,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn opts(v: Value) -> Result<Options> {
+        Options::from_map(v.as_object().unwrap())
+    }
+
+    #[test]
+    fn defaults() {
+        let o = opts(json!({"command": ["/bin/true"]})).unwrap();
+        assert_eq!(o.max_event_history, Some(10_000));
+        assert_eq!(o.max_stderr_lines, Some(512));
+        assert_eq!(o.turn_timeout, None);
+        assert_eq!(o.request_timeout, Some(Duration::from_secs(30)));
+        assert!(!o.spawn.inherit_env);
+        assert_eq!(o.handshake, Handshake::Ready);
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        assert!(opts(json!({"max_event_history": 0})).unwrap_err().message.contains("max_event_history"));
+        assert!(opts(json!({"max_event_history": -1})).is_err());
+        assert_eq!(opts(json!({"max_event_history": null})).unwrap().max_event_history, None);
+        assert!(opts(json!({"startup_timeout_ms": "5"})).unwrap_err().message.contains("startup_timeout_ms"));
+        assert_eq!(opts(json!({"request_timeout_ms": -1})).unwrap().request_timeout, None);
+        assert!(opts(json!({"env": {"A": 1}})).is_err());
+        assert!(opts(json!({"no_such": 1})).unwrap_err().message.contains("no_such"));
+        assert!(opts(json!({"handshake": "maybe"})).is_err());
+    }
+
+    #[test]
+    fn ui_policy_parses() {
+        let p = UiPolicy::parse(&json!({"confirm": true, "input": "x"})).unwrap().unwrap();
+        assert_eq!(p, UiPolicy { confirm: Some(true), input: Some("x".into()), ..Default::default() });
+        assert_eq!(UiPolicy::parse(&json!({})).unwrap().unwrap().confirm, Some(false));
+        assert!(UiPolicy::parse(&json!(null)).unwrap().is_none());
+        assert!(UiPolicy::parse(&json!({"confirm": "yes"})).is_err());
+        assert!(UiPolicy::parse(&json!([1])).is_err());
+    }
+}

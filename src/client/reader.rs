@@ -1,0 +1,333 @@
+//! The reader thread: classifies every frame from the agent and routes it. It never writes to
+//! the agent (replies the library makes itself go through the writer thread) and never runs
+//! foreign code.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::events::event_bytes;
+use super::host::Incoming;
+use super::lifecycle::Mark;
+use super::pending::Settled;
+use super::{is_prompt_command, Shared};
+use crate::error::{Error, Status};
+use crate::protocol::scan::{Fields, Kind};
+use crate::transport::{self, LineSink, PumpEnd};
+
+/// How long to wait, after stdout closes, for the agent to exit so its code can be reported.
+const EXIT_WAIT: Duration = Duration::from_secs(1);
+/// Frame text quoted in decode errors is cut to this many characters (as omp_rpc does).
+const SNIPPET_CHARS: usize = 240;
+
+pub(super) fn run(shared: Arc<Shared>, stdout: File, stderr: File) {
+    let mut router = Router { shared: &shared, fields: Fields::new(), line_no: 0, discarding: false };
+    let end = transport::pump(
+        stdout,
+        stderr,
+        &mut router,
+        &shared.stderr,
+        shared.opts.max_frame_bytes,
+        shared.reader_stop.raw(),
+    );
+    let reason = match end {
+        PumpEnd::Stopped => return,
+        PumpEnd::Eof { partial } => {
+            let exit = shared.process.wait_exit(Some(EXIT_WAIT));
+            // The exit may have been seen before the last stderr bytes were read.
+            let mut what = match exit {
+                Some(e) => format!("RPC process {e}"),
+                None => "RPC process stdout closed before the process exited".to_string(),
+            };
+            if partial > 0 {
+                what.push_str(&format!(" (stdout ended inside a frame: {partial} bytes without a newline)"));
+            }
+            Error::new(Status::ProcessExited, format!("{what}{}", shared.stderr_suffix()))
+        }
+        PumpEnd::FrameTooLong { limit } => Error::new(
+            Status::Protocol,
+            format!("RPC frame exceeded max_frame_bytes ({limit} bytes){}", shared.stderr_suffix()),
+        ),
+        PumpEnd::Io(e) => Error::new(Status::Io, format!("Failed to read RPC output: {e}")),
+    };
+    shared.shut(reason);
+    // Let the agent see EOF too, so it exits instead of waiting for commands.
+    shared.stdin.lock().unwrap().take();
+}
+
+struct Router<'a> {
+    shared: &'a Shared,
+    fields: Fields,
+    line_no: u64,
+    /// After a fatal fault the rest of stdout is read and dropped, so the agent never blocks
+    /// on a full pipe while it shuts down.
+    discarding: bool,
+}
+
+fn snippet(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    if text.chars().count() > SNIPPET_CHARS {
+        format!("{}...", text.chars().take(SNIPPET_CHARS - 3).collect::<String>())
+    } else {
+        text.into_owned()
+    }
+}
+
+impl LineSink for Router<'_> {
+    fn line(&mut self, line: &[u8]) -> bool {
+        self.line_no += 1;
+        if self.discarding || line.iter().all(u8::is_ascii_whitespace) {
+            return true;
+        }
+        if let Err(reason) = std::str::from_utf8(line).map_err(|e| e.to_string()).and_then(|_| {
+            self.fields.scan(line, 0..line.len()).map_err(|e| e.to_string())
+        }) {
+            return self.invalid(line, &reason);
+        }
+        if self.fields.str(line, "type").as_deref() == Some("rpc_chunk") {
+            let fed = self.shared.decoder.lock().unwrap().feed(line, &self.fields);
+            return match fed {
+                Err(m) => self.fatal(Error::new(Status::Protocol, m)),
+                Ok(None) => true,
+                Ok(Some(frame)) => {
+                    if let Err(reason) = std::str::from_utf8(&frame).map_err(|e| e.to_string()).and_then(|_| {
+                        self.fields.scan(&frame, 0..frame.len()).map_err(|e| e.to_string())
+                    }) {
+                        return self.fatal(Error::new(
+                            Status::Protocol,
+                            format!("Reassembled RPC chunk frame is invalid: {reason}. Frame: '{}'", snippet(&frame)),
+                        ));
+                    }
+                    self.dispatch(&frame);
+                    true
+                }
+            };
+        }
+        if let Err(m) = self.shared.decoder.lock().unwrap().check_not_interrupted() {
+            return self.fatal(Error::new(Status::Protocol, m));
+        }
+        self.dispatch(line);
+        true
+    }
+}
+
+impl Router<'_> {
+    fn invalid(&mut self, line: &[u8], reason: &str) -> bool {
+        let message = format!("Failed to decode RPC output on line {}: {reason}. Frame: '{}'", self.line_no, snippet(line));
+        if self.shared.opts.skip_invalid_frames {
+            let mut r = Map::new();
+            r.insert("message".into(), json!(format!("Skipped an invalid frame: {message}")));
+            self.shared.protocol_error(r);
+            return true;
+        }
+        self.fatal(Error::new(Status::Protocol, message))
+    }
+
+    fn fatal(&mut self, err: Error) -> bool {
+        self.shared.shut(err);
+        self.shared.stdin.lock().unwrap().take();
+        self.discarding = true;
+        true
+    }
+
+    fn dispatch(&mut self, line: &[u8]) {
+        let f = &self.fields;
+        let ty: Cow<str> = f.str(line, "type").unwrap_or(Cow::Borrowed(""));
+        match ty.as_ref() {
+            "response" => self.response(line),
+            "ready" => {
+                self.shared.state().ready = Some(line.to_vec());
+                self.shared.cond.notify_all();
+                self.shared.push_event(event_bytes(line));
+            }
+            "extension_ui_request" => {
+                let id = f.str(line, "id").unwrap_or_default();
+                let method = f.str(line, "method").unwrap_or_default();
+                let target = f.str(line, "targetId");
+                let handled = self.shared.ui.on_request(&id, &method, line, target.as_deref());
+                for reply in handled.replies {
+                    self.shared.send_internal(reply);
+                }
+                self.shared.push_event(event_bytes(line));
+                if let Some(old) = handled.evicted {
+                    let mut r = Map::new();
+                    r.insert("message".into(), json!(format!("UI request {old} was cancelled: too many unanswered UI requests")));
+                    self.shared.protocol_error(r);
+                }
+            }
+            "host_tool_call" | "host_uri_request" => {
+                let map: Map<String, Value> = serde_json::from_slice(line).unwrap_or_default();
+                let outcome = {
+                    let mut st = self.shared.state();
+                    if ty == "host_tool_call" {
+                        st.host.on_tool_call(&map)
+                    } else {
+                        st.host.on_uri_request(&map)
+                    }
+                };
+                match outcome {
+                    Incoming::Deliver => self.shared.push_event(event_bytes(line)),
+                    Incoming::Reject(reply) => {
+                        let text = String::from_utf8_lossy(&reply).into_owned();
+                        self.shared.send_internal(reply);
+                        let mut r = Map::new();
+                        r.insert("message".into(), json!(format!("answered a {ty} with an error by itself: {text}")));
+                        r.insert("frame".into(), Value::Object(map));
+                        self.shared.protocol_error(r);
+                    }
+                    Incoming::Unanswerable(why) => {
+                        let mut r = Map::new();
+                        r.insert("message".into(), json!(why));
+                        r.insert("frame".into(), Value::Object(map));
+                        self.shared.protocol_error(r);
+                    }
+                }
+            }
+            "host_tool_cancel" | "host_uri_cancel" => {
+                if let Some(target) = f.str(line, "targetId") {
+                    self.shared.state().host.on_cancel(&target);
+                }
+                self.shared.push_event(event_bytes(line));
+            }
+            "extension_error" => self.shared.push_event(event_bytes(line)),
+            "tool_execution_update" | "tool_execution_end" => {
+                let renamed = match (f.str(line, "toolCallId"), f.str(line, "toolName")) {
+                    (Some(call), Some(name)) => {
+                        self.shared.state().host.rename(&call, &name, ty == "tool_execution_end")
+                    }
+                    _ => None,
+                };
+                match renamed {
+                    None => self.session_event(line, Mark::Other),
+                    Some(name) => {
+                        // Rare (xd dispatch only): rebuild this one frame with the host tool name.
+                        let mut v: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
+                        v["toolName"] = Value::String(name);
+                        let rewritten = v.to_string().into_bytes();
+                        self.session_event(&rewritten, Mark::Other);
+                    }
+                }
+            }
+            "agent_start" => self.session_event(line, Mark::AgentStart),
+            "agent_end" => {
+                let terminal = f.kind(line, "isTerminal") != Some(Kind::False);
+                self.session_event(line, Mark::AgentEnd { terminal });
+            }
+            "message_end" => {
+                let message = f.raw(line, "message").unwrap_or(b"null");
+                self.session_event(line, Mark::MessageEnd { message });
+            }
+            "prompt_result" => {
+                if let Some(id) = f.str(line, "id") {
+                    let invoked = f.kind(line, "agentInvoked") != Some(Kind::False);
+                    self.shared.state().life.completed_without_run(&id, Some(line), invoked);
+                    self.shared.cond.notify_all();
+                }
+                self.session_event(line, Mark::Other);
+            }
+            _ => self.session_event(line, Mark::Other),
+        }
+    }
+
+    /// An event of the session's stream: retained for the active collector, then queued.
+    fn session_event(&self, line: &[u8], mark: Mark) {
+        let wake = matches!(mark, Mark::AgentEnd { terminal: true });
+        self.shared.state().life.event(line, mark);
+        if wake {
+            self.shared.cond.notify_all();
+        }
+        self.shared.push_event(event_bytes(line));
+    }
+
+    fn response(&mut self, line: &[u8]) {
+        let f = &self.fields;
+        let s = self.shared;
+        let command = f.str(line, "command").unwrap_or_default().into_owned();
+        let success = f.kind(line, "success") == Some(Kind::True);
+        let failure = || {
+            let text = match f.str(line, "error") {
+                Some(e) => e.into_owned(),
+                None => f.raw(line, "error").map(|r| String::from_utf8_lossy(r).into_owned()).unwrap_or_else(|| "unknown error".into()),
+            };
+            Error::command_failed(&command, &text, f.str(line, "code").map(Cow::into_owned))
+        };
+        let data = || f.raw(line, "data").filter(|d| d != b"null").map(<[u8]>::to_vec);
+        let id = match f.get(line, "id") {
+            None => None,
+            Some(field) if field.kind == Kind::Null => None,
+            Some(field) if field.kind == Kind::String => f.str(line, "id").map(Cow::into_owned),
+            Some(_) => {
+                self.record(line, &command, None, "Received a response whose id is not a string");
+                return;
+            }
+        };
+        let mut pending = s.pending.lock().unwrap();
+        let target = match &id {
+            Some(id) => Some(id.clone()),
+            None if success => return, // id-less success (e.g. widget_layout): nothing waits for it
+            None => pending.match_idless(&command),
+        };
+        let reply = if success { Ok(data()) } else { Err(failure()) };
+        let agent_not_invoked = success && reply.as_ref().ok().and_then(|d| d.as_deref()).is_some_and(agent_not_invoked);
+        let rejected = reply.as_ref().err().cloned();
+        if let Some(target) = &target {
+            if let Some(sent) = pending.resolve(target, reply) {
+                drop(pending);
+                if is_prompt_command(&sent) {
+                    let mut st = s.state();
+                    if let Some(e) = &rejected {
+                        st.life.rejected(target, e);
+                    } else if agent_not_invoked {
+                        st.life.completed_without_run(target, None, false);
+                    }
+                    drop(st);
+                    s.cond.notify_all();
+                }
+                return;
+            }
+        }
+        let settled = id.as_deref().and_then(|i| pending.settled(i).map(|(c, how)| (c.to_string(), how)));
+        drop(pending);
+        let shown = if command.is_empty() { settled.as_ref().map(|(c, _)| c.clone()).unwrap_or_default() } else { command.clone() };
+        if let Some(e) = rejected {
+            let e = if command.is_empty() { Error::command_failed(&shown, &e.failure.map(|f| f.error).unwrap_or_default(), None) } else { e };
+            let text = e.failure.as_ref().map(|f| f.error.clone()).unwrap_or_default();
+            let message = format!(
+                "Received unmatched RPC error response for {shown} (id={}): {text}",
+                id.as_deref().unwrap_or("None")
+            );
+            // Recorded before the turn fails, so its waiter already sees the record.
+            self.record(line, &shown, id.as_deref(), &message);
+            if let (Some(id), true) = (&id, is_prompt_command(&shown)) {
+                s.state().life.late_failure(id, e);
+                s.cond.notify_all();
+            }
+            return;
+        }
+        let id = id.unwrap_or_default();
+        let message = match settled {
+            Some((_, Settled::Answered)) => format!("Received a second response for {shown} (id={id})"),
+            Some((_, Settled::TimedOut)) => format!("Received a response for {shown} (id={id}) after its request timed out"),
+            None => format!("Received a response for unknown request id {id} ({shown})"),
+        };
+        self.record(line, &shown, Some(&id), &message);
+    }
+
+    fn record(&self, line: &[u8], command: &str, id: Option<&str>, message: &str) {
+        let mut r = Map::new();
+        r.insert("message".into(), json!(message));
+        r.insert("command".into(), json!(command));
+        r.insert("requestId".into(), json!(id));
+        r.insert("frame".into(), serde_json::from_slice(line).unwrap_or(Value::Null));
+        self.shared.protocol_error(r);
+    }
+}
+
+/// `data.agentInvoked === false` on a prompt's response: it completed without a run.
+fn agent_not_invoked(data: &[u8]) -> bool {
+    let mut f = Fields::new();
+    f.scan(data, 0..data.len()).is_ok() && f.kind(data, "agentInvoked") == Some(Kind::False)
+}

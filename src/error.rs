@@ -1,0 +1,133 @@
+//! Status codes and errors. The status enum is part of the C ABI: values are never renumbered.
+
+use serde_json::{json, Value};
+
+/// Result of every fallible omprpc call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    Ok = 0,
+    InvalidArgument = 1,
+    InvalidJson = 2,
+    InvalidUtf8 = 3,
+    Timeout = 4,
+    CommandFailed = 5,
+    ProcessExited = 6,
+    Closed = 7,
+    Concurrency = 8,
+    Protocol = 9,
+    Io = 10,
+    NotFound = 11,
+    Cancelled = 12,
+    LimitExceeded = 13,
+    Panic = 14,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "OK",
+            Status::InvalidArgument => "INVALID_ARGUMENT",
+            Status::InvalidJson => "INVALID_JSON",
+            Status::InvalidUtf8 => "INVALID_UTF8",
+            Status::Timeout => "TIMEOUT",
+            Status::CommandFailed => "COMMAND_FAILED",
+            Status::ProcessExited => "PROCESS_EXITED",
+            Status::Closed => "CLOSED",
+            Status::Concurrency => "CONCURRENCY",
+            Status::Protocol => "PROTOCOL",
+            Status::Io => "IO",
+            Status::NotFound => "NOT_FOUND",
+            Status::Cancelled => "CANCELLED",
+            Status::LimitExceeded => "LIMIT_EXCEEDED",
+            Status::Panic => "PANIC",
+        }
+    }
+
+    pub const ALL: [Status; 15] = [
+        Status::Ok,
+        Status::InvalidArgument,
+        Status::InvalidJson,
+        Status::InvalidUtf8,
+        Status::Timeout,
+        Status::CommandFailed,
+        Status::ProcessExited,
+        Status::Closed,
+        Status::Concurrency,
+        Status::Protocol,
+        Status::Io,
+        Status::NotFound,
+        Status::Cancelled,
+        Status::LimitExceeded,
+        Status::Panic,
+    ];
+}
+
+/// The agent's `success:false` answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandFailure {
+    pub command: String,
+    pub error: String,
+    pub code: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub status: Status,
+    pub message: String,
+    pub failure: Option<Box<CommandFailure>>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(status: Status, message: impl Into<String>) -> Self {
+        Error { status, message: message.into(), failure: None }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Error::new(Status::InvalidArgument, message)
+    }
+
+    pub fn invalid_json(message: impl Into<String>) -> Self {
+        Error::new(Status::InvalidJson, message)
+    }
+
+    pub fn command_failed(command: &str, error: &str, code: Option<String>) -> Self {
+        Error {
+            status: Status::CommandFailed,
+            message: format!("{command}: {error}"),
+            failure: Some(Box::new(CommandFailure { command: command.into(), error: error.into(), code })),
+        }
+    }
+
+    /// The same error with other text before its message (e.g. where it was raised).
+    pub fn context(mut self, prefix: &str) -> Self {
+        self.message = format!("{prefix}{}", self.message);
+        self
+    }
+
+    pub fn to_value(&self) -> Value {
+        let mut v = json!({"code": self.status.name(), "status": self.status as i32, "message": self.message});
+        if let Some(f) = &self.failure {
+            v["command"] = json!(f.command);
+            v["error"] = json!(f.error);
+            if let Some(c) = &f.code {
+                v["errorCode"] = json!(c);
+            }
+        }
+        v
+    }
+
+    pub fn to_json(&self) -> String {
+        self.to_value().to_string()
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.status.name(), self.message)
+    }
+}
+
+impl std::error::Error for Error {}

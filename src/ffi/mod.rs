@@ -1,0 +1,687 @@
+//! The C ABI. Conventions (docs/c-api.md): every fallible call returns an `omprpc_status`;
+//! out-parameters are written only on success; on failure `out_error` (if non-NULL) receives
+//! an owned JSON object `{"code","status","message",…}`; strings in are borrowed UTF-8 for the
+//! call only; strings out are released with `omprpc_string_free`. Every export runs inside
+//! `boundary`, which catches panics (a test checks that each export does).
+//!
+//! Threads: a client may be used from any thread, concurrently, `omprpc_client_close`
+//! included. `omprpc_client_free` is the last call and must not overlap any other.
+
+#![allow(non_camel_case_types, clippy::missing_safety_doc)]
+
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::client::options::{self, Options, UiPolicy};
+use crate::client::{parse_params, parse_value, Client, Deadline};
+use crate::error::{Error, Result, Status};
+use crate::protocol::argv;
+
+/// The C ABI version. Bumped on every incompatible change; bindings refuse a mismatch.
+pub const OMPRPC_ABI_VERSION: u32 = 1;
+/// Timeout value: wait without a deadline.
+pub const OMPRPC_TIMEOUT_INFINITE: i64 = -1;
+/// Timeout value: use the client's configured default for this kind of call.
+pub const OMPRPC_TIMEOUT_DEFAULT: i64 = -2;
+
+/// An omprpc client: one agent process and its RPC session. Opaque.
+pub struct omprpc_client {
+    client: Client,
+    poisoned: AtomicBool,
+}
+
+/// `omprpc_status`: see the `Status` values.
+pub type omprpc_status = Status;
+
+static VERSION_C: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Hands a string to C. NUL bytes (possible only in stderr text) become U+FFFD.
+fn give(s: String) -> *mut c_char {
+    match CString::new(s) {
+        Ok(c) => c.into_raw(),
+        Err(e) => {
+            let fixed = String::from_utf8_lossy(&e.into_vec()).replace('\0', "\u{fffd}");
+            CString::new(fixed).expect("NULs replaced").into_raw()
+        }
+    }
+}
+
+/// Hands JSON bytes to C (they carry a spare byte of capacity for the NUL).
+fn give_bytes(mut v: Vec<u8>) -> *mut c_char {
+    v.push(0);
+    match CString::from_vec_with_nul(v) {
+        Ok(c) => c.into_raw(),
+        Err(e) => give(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    }
+}
+
+/// Runs an export body: catches panics, writes `out_error` on failure, poisons the client
+/// after a panic.
+fn boundary(client: *const omprpc_client, out_error: *mut *mut c_char, body: impl FnOnce() -> Result<()>) -> Status {
+    let outcome = catch_unwind(AssertUnwindSafe(body));
+    let err = match outcome {
+        Ok(Ok(())) => return Status::Ok,
+        Ok(Err(e)) => e,
+        Err(p) => {
+            if !client.is_null() {
+                // SAFETY: a non-NULL client passed to an export is a live handle (caller's contract).
+                unsafe { (*client).poisoned.store(true, Ordering::SeqCst) };
+            }
+            Error::new(Status::Panic, format!("omprpc panicked (a bug; please report it): {}", panic_message(&*p)))
+        }
+    };
+    if !out_error.is_null() {
+        // SAFETY: the caller passes either NULL or a writable char* slot.
+        unsafe { *out_error = give(err.to_json()) };
+    }
+    err.status
+}
+
+unsafe fn client<'a>(p: *const omprpc_client) -> Result<&'a Client> {
+    if p.is_null() {
+        return Err(Error::invalid("client is NULL"));
+    }
+    let h = &*p;
+    if h.poisoned.load(Ordering::SeqCst) {
+        return Err(Error::new(Status::Panic, "this client is unusable after an internal panic"));
+    }
+    Ok(&h.client)
+}
+
+unsafe fn text<'a>(p: *const c_char, what: &str) -> Result<&'a str> {
+    if p.is_null() {
+        return Err(Error::invalid(format!("{what} is NULL")));
+    }
+    CStr::from_ptr(p).to_str().map_err(|_| Error::new(Status::InvalidUtf8, format!("{what} is not valid UTF-8")))
+}
+
+unsafe fn opt_text<'a>(p: *const c_char, what: &str) -> Result<Option<&'a str>> {
+    if p.is_null() {
+        Ok(None)
+    } else {
+        text(p, what).map(Some)
+    }
+}
+
+fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
+    // SAFETY: the caller passes NULL or a writable slot; NULL is rejected here.
+    unsafe { p.as_mut() }.ok_or_else(|| Error::invalid(format!("{what} is NULL")))
+}
+
+fn deadline(ms: i64, default: Deadline) -> Result<Deadline> {
+    match ms {
+        OMPRPC_TIMEOUT_DEFAULT => Ok(default),
+        OMPRPC_TIMEOUT_INFINITE => Ok(None),
+        ms if ms >= 0 => Ok(Some(Instant::now() + Duration::from_millis(ms as u64))),
+        other => Err(Error::invalid(format!("timeout_ms {other} is not valid (use >= 0, -1 for none, -2 for the default)"))),
+    }
+}
+
+/// The library version (static, never freed).
+#[no_mangle]
+pub extern "C" fn omprpc_version() -> *const c_char {
+    VERSION_C.as_ptr().cast()
+}
+
+/// The C ABI version; equals `OMPRPC_ABI_VERSION` of the header the caller compiled against.
+#[no_mangle]
+pub extern "C" fn omprpc_abi_version() -> u32 {
+    OMPRPC_ABI_VERSION
+}
+
+/// The name of a status ("OK", "TIMEOUT", …), static; "UNKNOWN" for other values.
+#[no_mangle]
+pub extern "C" fn omprpc_status_name(status: c_int) -> *const c_char {
+    let name: &'static [u8] = match Status::ALL.iter().find(|s| **s as c_int == status) {
+        Some(s) => match s {
+            Status::Ok => b"OK\0",
+            Status::InvalidArgument => b"INVALID_ARGUMENT\0",
+            Status::InvalidJson => b"INVALID_JSON\0",
+            Status::InvalidUtf8 => b"INVALID_UTF8\0",
+            Status::Timeout => b"TIMEOUT\0",
+            Status::CommandFailed => b"COMMAND_FAILED\0",
+            Status::ProcessExited => b"PROCESS_EXITED\0",
+            Status::Closed => b"CLOSED\0",
+            Status::Concurrency => b"CONCURRENCY\0",
+            Status::Protocol => b"PROTOCOL\0",
+            Status::Io => b"IO\0",
+            Status::NotFound => b"NOT_FOUND\0",
+            Status::Cancelled => b"CANCELLED\0",
+            Status::LimitExceeded => b"LIMIT_EXCEEDED\0",
+            Status::Panic => b"PANIC\0",
+        },
+        None => b"UNKNOWN\0",
+    };
+    name.as_ptr().cast()
+}
+
+/// Frees a string returned by omprpc. NULL is a no-op. Never pass it memory from elsewhere.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_string_free(s: *mut c_char) {
+    if !s.is_null() {
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(CString::from_raw(s))));
+    }
+}
+
+/// The argv `omprpc_client_start` would spawn for `options_json`, as a JSON array (system
+/// prompts redacted). Starts nothing. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_build_argv(options_json: *const c_char, out_argv_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
+    boundary(std::ptr::null(), out_error, || {
+        let slot = out(out_argv_json, "out_argv_json")?;
+        let map = options::parse_object(text(options_json, "options_json")?)?;
+        let opts = Options::from_map(&map)?;
+        *slot = give(Value::from(argv::redact(&opts.spawn.argv)).to_string());
+        Ok(())
+    })
+}
+
+/// Spawns the agent described by `options_json` (docs/c-api.md lists the keys), waits for its
+/// handshake, negotiates protocol v2 when offered and registers configured host tools and URI
+/// schemes. On failure nothing is left running. Statuses: INVALID_ARGUMENT, INVALID_JSON,
+/// IO (spawn), TIMEOUT, PROCESS_EXITED (with exit code and stderr tail), PROTOCOL,
+/// COMMAND_FAILED. Free the client with `omprpc_client_free`.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_start(options_json: *const c_char, out_client: *mut *mut omprpc_client, out_error: *mut *mut c_char) -> Status {
+    boundary(std::ptr::null(), out_error, || {
+        let slot = out(out_client, "out_client")?;
+        let c = Client::start(text(options_json, "options_json")?)?;
+        *slot = Box::into_raw(Box::new(omprpc_client { client: c, poisoned: AtomicBool::new(false) }));
+        Ok(())
+    })
+}
+
+/// Sends any command `{"type": type, …params}` (params: a JSON object or NULL) and waits for
+/// its response. `out_data_json` receives the response's `data` verbatim, `null` when absent.
+/// COMMAND_FAILED when the agent answers `success:false` (details in the error JSON).
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_request(
+    client: *const omprpc_client,
+    type_: *const c_char,
+    params_json: *const c_char,
+    timeout_ms: i64,
+    out_data_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_data_json, "out_data_json")?;
+        let params = parse_params(opt_text(params_json, "params_json")?)?;
+        let d = deadline(timeout_ms, c.default_request_deadline())?;
+        *slot = give(c.request(text(type_, "type")?, params.as_ref(), d)?);
+        Ok(())
+    })
+}
+
+/// Writes one frame as is (a JSON object with a string `type`), with no id and no response
+/// awaited — e.g. `widget_layout`.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_send_frame(client: *const omprpc_client, frame_json: *const c_char, out_error: *mut *mut c_char) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let frame = parse_params(Some(text(frame_json, "frame_json")?))?.ok_or_else(|| Error::invalid_json("frame must be a JSON object"))?;
+        c.send_frame(&frame)
+    })
+}
+
+unsafe fn prompt_like(
+    client: *const omprpc_client,
+    command: &str,
+    message: *const c_char,
+    options_json: *const c_char,
+    timeout_ms: i64,
+    out_request_id: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_request_id, "out_request_id")?;
+        let opts = parse_params(opt_text(options_json, "options_json")?)?;
+        let d = deadline(timeout_ms, c.default_request_deadline())?;
+        *slot = give(c.prompt(command, text(message, "message")?, opts, d)?);
+        Ok(())
+    })
+}
+
+/// Sends `prompt` (options: `{"images":[…],"streamingBehavior":"steer"|"followUp"}` or NULL)
+/// and returns its request id once the agent acknowledged it. The run streams as events;
+/// `omprpc_client_wait_for_idle` waits for it.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_prompt(
+    client: *const omprpc_client,
+    message: *const c_char,
+    options_json: *const c_char,
+    timeout_ms: i64,
+    out_request_id: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    prompt_like(client, "prompt", message, options_json, timeout_ms, out_request_id, out_error)
+}
+
+/// Sends `abort_and_prompt`; like `omprpc_client_prompt`.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_abort_and_prompt(
+    client: *const omprpc_client,
+    message: *const c_char,
+    options_json: *const c_char,
+    timeout_ms: i64,
+    out_request_id: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    prompt_like(client, "abort_and_prompt", message, options_json, timeout_ms, out_request_id, out_error)
+}
+
+/// Prompts and waits until that prompt completes (terminal `agent_end`, `prompt_result`, or
+/// `agentInvoked:false`); returns the turn JSON `{"requestId","agentInvoked","messages",
+/// "assistantMessage","assistantText","promptResult","events"}`. The timeout covers the whole
+/// turn (OMPRPC_TIMEOUT_DEFAULT: the `turn_timeout_ms` option, no deadline unless set).
+/// Single-flight with collect_events / wait_for_idle (CONCURRENCY). COMMAND_FAILED for a
+/// rejected or late-failed prompt; LIMIT_EXCEEDED past `max_event_history`.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_prompt_and_wait(
+    client: *const omprpc_client,
+    message: *const c_char,
+    options_json: *const c_char,
+    timeout_ms: i64,
+    out_turn_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_turn_json, "out_turn_json")?;
+        let opts = parse_params(opt_text(options_json, "options_json")?)?;
+        let d = deadline(timeout_ms, c.default_turn_deadline())?;
+        *slot = give(c.prompt_and_wait(text(message, "message")?, opts, d)?);
+        Ok(())
+    })
+}
+
+unsafe fn message_command(
+    client: *const omprpc_client,
+    command: &str,
+    message: *const c_char,
+    options_json: *const c_char,
+    timeout_ms: i64,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let mut params = parse_params(opt_text(options_json, "options_json")?)?.unwrap_or_default();
+        params.insert("message".into(), Value::String(text(message, "message")?.to_string()));
+        let d = deadline(timeout_ms, c.default_request_deadline())?;
+        c.request(command, Some(&params), d).map(drop)
+    })
+}
+
+/// Sends `steer` (options: `{"images":[…]}` or NULL).
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_steer(
+    client: *const omprpc_client,
+    message: *const c_char,
+    options_json: *const c_char,
+    timeout_ms: i64,
+    out_error: *mut *mut c_char,
+) -> Status {
+    message_command(client, "steer", message, options_json, timeout_ms, out_error)
+}
+
+/// Sends `follow_up` (options: `{"images":[…]}` or NULL).
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_follow_up(
+    client: *const omprpc_client,
+    message: *const c_char,
+    options_json: *const c_char,
+    timeout_ms: i64,
+    out_error: *mut *mut c_char,
+) -> Status {
+    message_command(client, "follow_up", message, options_json, timeout_ms, out_error)
+}
+
+/// Sends `abort`.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_abort(client: *const omprpc_client, timeout_ms: i64, out_error: *mut *mut c_char) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        c.request("abort", None, deadline(timeout_ms, c.default_request_deadline())?).map(drop)
+    })
+}
+
+/// Sends `get_state`; `out_state_json` receives the session state object.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_get_state(
+    client: *const omprpc_client,
+    timeout_ms: i64,
+    out_state_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_state_json, "out_state_json")?;
+        *slot = give(c.request("get_state", None, deadline(timeout_ms, c.default_request_deadline())?)?);
+        Ok(())
+    })
+}
+
+/// Sends `bash` with `command`; `out_result_json` receives the BashResult object.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_bash(
+    client: *const omprpc_client,
+    command: *const c_char,
+    timeout_ms: i64,
+    out_result_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_result_json, "out_result_json")?;
+        let mut p = serde_json::Map::new();
+        p.insert("command".into(), Value::String(text(command, "command")?.to_string()));
+        *slot = give(c.request("bash", Some(&p), deadline(timeout_ms, c.default_request_deadline())?)?);
+        Ok(())
+    })
+}
+
+/// Waits for the next terminal `agent_end` and returns every session event from the call
+/// until then (JSON array). Single-flight (CONCURRENCY).
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_collect_events(
+    client: *const omprpc_client,
+    timeout_ms: i64,
+    out_events_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_events_json, "out_events_json")?;
+        *slot = give(c.collect_events(deadline(timeout_ms, c.default_turn_deadline())?)?);
+        Ok(())
+    })
+}
+
+/// Waits until every accepted prompt has completed. COMMAND_FAILED when a prompt failed late
+/// since the last prompt was sent. Single-flight (CONCURRENCY).
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_wait_for_idle(client: *const omprpc_client, timeout_ms: i64, out_error: *mut *mut c_char) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        c.wait_for_idle(deadline(timeout_ms, c.default_turn_deadline())?)
+    })
+}
+
+/// Takes the next event (verbatim JSON). TIMEOUT when none arrived in time (0 polls);
+/// CLOSED once the client is closed and every queued event was taken.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_next_event(
+    client: *const omprpc_client,
+    timeout_ms: i64,
+    out_event_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_event_json, "out_event_json")?;
+        let mut evs = c.next_events(1, deadline(timeout_ms, None)?)?;
+        *slot = give_bytes(evs.pop().expect("pop returns at least one event"));
+        Ok(())
+    })
+}
+
+/// Waits for one event, then takes up to `max_events` queued events as one JSON array.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_next_events(
+    client: *const omprpc_client,
+    max_events: usize,
+    timeout_ms: i64,
+    out_events_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_events_json, "out_events_json")?;
+        let evs = c.next_events(max_events, deadline(timeout_ms, None)?)?;
+        let total: usize = evs.iter().map(|e| e.len() + 1).sum();
+        let mut buf = Vec::with_capacity(total + 2);
+        buf.push(b'[');
+        for (i, e) in evs.iter().enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            buf.extend_from_slice(e);
+        }
+        buf.push(b']');
+        *slot = give_bytes(buf);
+        Ok(())
+    })
+}
+
+/// A descriptor that polls readable while events are queued or the client is closed (for
+/// epoll, libuv, asyncio, Go's poller). Owned by the client: do not read or close it; it is
+/// valid until `omprpc_client_free`.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_event_fd(client: *const omprpc_client, out_fd: *mut c_int, out_error: *mut *mut c_char) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        *out(out_fd, "out_fd")? = c.event_fd();
+        Ok(())
+    })
+}
+
+/// Takes the next UI request that needs an answer (select, confirm, input, editor, or an
+/// unknown method that is not passive). Woken by close (CLOSED).
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_next_ui_request(
+    client: *const omprpc_client,
+    timeout_ms: i64,
+    out_request_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_request_json, "out_request_json")?;
+        *slot = give_bytes(c.next_ui_request(deadline(timeout_ms, None)?)?);
+        Ok(())
+    })
+}
+
+/// Answers UI request `request_id` with a value (select, input, editor).
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_ui_send_value(
+    client: *const omprpc_client,
+    request_id: *const c_char,
+    value: *const c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || self::client(client)?.ui_send_value(text(request_id, "request_id")?, text(value, "value")?))
+}
+
+/// Answers a confirm UI request.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_ui_send_confirmation(
+    client: *const omprpc_client,
+    request_id: *const c_char,
+    confirmed: bool,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || self::client(client)?.ui_send_confirmation(text(request_id, "request_id")?, confirmed))
+}
+
+/// Cancels a UI request (`timed_out` tells the agent the host's own timeout fired).
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_ui_cancel(
+    client: *const omprpc_client,
+    request_id: *const c_char,
+    timed_out: bool,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || self::client(client)?.ui_cancel(text(request_id, "request_id")?, timed_out))
+}
+
+/// Sets the headless UI policy: `{"confirm":false,"select":null,"input":null,"editor":null}`
+/// (a null answer cancels; unknown interactive methods are cancelled; passive ones ignored).
+/// NULL or "null" removes it. Requests already waiting are answered by the new policy.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_set_ui_policy(client: *const omprpc_client, policy_json: *const c_char, out_error: *mut *mut c_char) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let policy = match opt_text(policy_json, "policy_json")? {
+            None => None,
+            Some(j) => UiPolicy::parse(&parse_value(j, "policy_json")?)?,
+        };
+        c.set_ui_policy(policy);
+        Ok(())
+    })
+}
+
+/// Registers host tools (`[{name,description,parameters,label?,hidden?,loadMode?}]`, replacing
+/// the set); `out_data_json` receives the agent's answer (`{"toolNames":[…]}`).
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_set_host_tools(
+    client: *const omprpc_client,
+    tools_json: *const c_char,
+    timeout_ms: i64,
+    out_data_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_data_json, "out_data_json")?;
+        let tools = parse_value(text(tools_json, "tools_json")?, "tools_json")?;
+        *slot = give(c.set_host_tools(tools, deadline(timeout_ms, c.default_request_deadline())?)?);
+        Ok(())
+    })
+}
+
+/// Registers host URI schemes (`[{scheme,description?,writable?,immutable?}]`, replacing the
+/// set); `out_data_json` receives the agent's answer (`{"schemes":[…]}`).
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_set_host_uri_schemes(
+    client: *const omprpc_client,
+    schemes_json: *const c_char,
+    timeout_ms: i64,
+    out_data_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_data_json, "out_data_json")?;
+        let schemes = parse_value(text(schemes_json, "schemes_json")?, "schemes_json")?;
+        *slot = give(c.set_host_uri_schemes(schemes, deadline(timeout_ms, c.default_request_deadline())?)?);
+        Ok(())
+    })
+}
+
+/// Streams a partial result for host tool call `call_id` (`"text"` or `{content,details?}`).
+/// NOT_FOUND for an unknown call, CANCELLED if the agent cancelled it.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_host_tool_update(
+    client: *const omprpc_client,
+    call_id: *const c_char,
+    partial_result_json: *const c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let v = parse_value(text(partial_result_json, "partial_result_json")?, "partial_result_json")?;
+        c.host_tool_update(text(call_id, "call_id")?, v)
+    })
+}
+
+/// Sends the final result of host tool call `call_id` (`"text"` or `{content,details?}`).
+/// NOT_FOUND for an unknown call, CANCELLED if the agent cancelled it (the result is dropped).
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_host_tool_result(
+    client: *const omprpc_client,
+    call_id: *const c_char,
+    result_json: *const c_char,
+    is_error: bool,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let v = parse_value(text(result_json, "result_json")?, "result_json")?;
+        c.host_tool_result(text(call_id, "call_id")?, v, is_error)
+    })
+}
+
+/// Answers host URI request `request_id`: `{"content","contentType"?,"notes"?,"immutable"?}`
+/// for a read, `{}` for a write, `{"error":"…"}` for a failure.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_host_uri_result(
+    client: *const omprpc_client,
+    request_id: *const c_char,
+    result_json: *const c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let v = parse_value(text(result_json, "result_json")?, "result_json")?;
+        c.host_uri_result(text(request_id, "request_id")?, v)
+    })
+}
+
+/// The agent's last `max_stderr_lines` stderr lines, as text.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_stderr(client: *const omprpc_client, out_text: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        *out(out_text, "out_text")? = give(c.stderr());
+        Ok(())
+    })
+}
+
+/// The recorded protocol errors (JSON array, the last 128).
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_protocol_errors(client: *const omprpc_client, out_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        *out(out_json, "out_json")? = give(c.protocol_errors());
+        Ok(())
+    })
+}
+
+/// `{"pid","argv"(redacted),"flavor","protocolVersion","ready","closed","closeReason",
+/// "activeOperation","pendingRequests"}`.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_info(client: *const omprpc_client, out_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        *out(out_json, "out_json")? = give(c.info());
+        Ok(())
+    })
+}
+
+/// Closes the client: every blocked call returns at once (CLOSED, or the earlier reason),
+/// then the agent is stopped — stdin EOF, `stop_grace_ms`, SIGTERM to its process group,
+/// `kill_grace_ms`, SIGKILL — and reaped with every process left in its group. Returns when it
+/// is gone. Idempotent; callable from any thread, concurrently with any call but free.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_close(client: *const omprpc_client, out_error: *mut *mut c_char) -> Status {
+    boundary(client, out_error, || {
+        if client.is_null() {
+            return Err(Error::invalid("client is NULL"));
+        }
+        // Close even a poisoned client: it must not leave the agent running.
+        (*client).client.close()
+    })
+}
+
+/// Closes (if needed) and frees the client. The last call on a handle; never concurrent with
+/// another call on it. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_free(client: *mut omprpc_client) {
+    if client.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(client))));
+}

@@ -1,0 +1,19 @@
+//! omprpc: a native client for the omp and pi coding agents' RPC mode (JSON lines over the
+//! agent's stdin/stdout), with a stable C ABI (`include/omprpc.h`).
+//!
+//! Layers, data flowing up: `transport` (process, framing, v2 chunks, stderr) → `protocol`
+//! (frame scanning, argv) → `client` (correlation, events, lifecycle, UI, host calls) →
+//! `turn` (turn assembly) → `ffi` (the C ABI, the only place with foreign-facing `unsafe`).
+
+pub mod client;
+pub mod error;
+pub mod ffi;
+pub mod protocol;
+pub mod transport;
+pub mod turn;
+
+pub use client::Client;
+pub use error::{Error, Status};
+
+/// The crate version, also returned by `omprpc_version()`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

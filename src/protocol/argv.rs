@@ -1,0 +1,196 @@
+//! The agent's command line: omp_rpc's builder (flags, spellings and order, spec §4.2), pi's
+//! flags, flavour detection, and redaction of system prompts wherever argv is shown.
+
+use crate::client::options::Opts;
+use crate::error::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    Omp,
+    Pi,
+}
+
+impl Flavor {
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::Omp => "omp",
+            Flavor::Pi => "pi",
+        }
+    }
+}
+
+/// Flags whose value is a system prompt: never shown in logs, errors or `info`.
+const SECRET_FLAGS: [&str; 2] = ["--system-prompt", "--append-system-prompt"];
+pub const REDACTED: &str = "<redacted>";
+
+fn basename(s: &str) -> &str {
+    s.rsplit('/').next().unwrap_or(s)
+}
+
+/// pi when the program (or the script a runtime runs, e.g. `node …/pi`) is named pi.
+fn detect(argv: &[String]) -> Flavor {
+    let looks_pi = |s: &String| {
+        let b = basename(s);
+        b == "pi" || b == "pi.js" || s.contains("/pi-coding-agent/") && !s.contains("@oh-my-pi/")
+    };
+    if argv.iter().take(2).any(looks_pi) {
+        Flavor::Pi
+    } else {
+        Flavor::Omp
+    }
+}
+
+/// The argv to spawn and the agent flavour, from the start options.
+pub fn build(o: &Opts) -> Result<(Vec<String>, Flavor)> {
+    let explicit = match o.str("flavor")? {
+        None | Some("auto") => None,
+        Some("omp") => Some(Flavor::Omp),
+        Some("pi") => Some(Flavor::Pi),
+        Some(other) => return Err(Error::invalid(format!("option \"flavor\" must be \"omp\", \"pi\" or \"auto\", not {other:?}"))),
+    };
+    if let Some(command) = o.str_list("command")? {
+        if command.is_empty() {
+            return Err(Error::invalid("option \"command\" must not be empty"));
+        }
+        let flavor = explicit.unwrap_or_else(|| detect(&command));
+        return Ok((command, flavor));
+    }
+    let executable = o.str("executable")?.map(str::to_string);
+    let flavor = explicit.unwrap_or_else(|| match &executable {
+        Some(e) => detect(std::slice::from_ref(e)),
+        None => Flavor::Omp,
+    });
+    let mut argv = vec![executable.unwrap_or_else(|| flavor.name().to_string()), "--mode".into(), "rpc".into()];
+    let mut flag = |name: &str, value: Option<&str>| {
+        // omp_rpc adds a valued flag only when the value is truthy (an empty string is skipped).
+        if let Some(v) = value.filter(|v| !v.is_empty()) {
+            argv.push(name.into());
+            argv.push(v.into());
+        }
+    };
+    flag("--provider", o.str("provider")?);
+    flag("--model", o.str("model")?);
+    flag("--session-dir", o.str("session_dir")?);
+    flag("--thinking", o.str("thinking")?);
+    flag("--system-prompt", o.str("system_prompt")?);
+    flag("--append-system-prompt", o.str("append_system_prompt")?);
+    let provider_session = o.str("provider_session_id")?;
+    if flavor == Flavor::Pi && provider_session.is_some() {
+        return Err(Error::invalid("option \"provider_session_id\" is omp-only; pi has no such flag"));
+    }
+    flag("--provider-session-id", provider_session);
+    if let Some(tools) = o.str_list("tools")? {
+        if tools.is_empty() {
+            argv.push("--no-tools".into());
+        } else {
+            argv.push("--tools".into());
+            argv.push(tools.join(","));
+        }
+    }
+    for (key, spelling) in [("no_session", "--no-session"), ("no_skills", "--no-skills"), ("no_rules", "--no-rules")] {
+        if o.bool(key)?.unwrap_or(false) {
+            if flavor == Flavor::Pi && key == "no_rules" {
+                return Err(Error::invalid("option \"no_rules\" is omp-only; pi has no such flag"));
+            }
+            argv.push(spelling.into());
+        }
+    }
+    // omp_rpc: --no-title when no_title is true, or when it is unset and rpc_defaults holds.
+    let no_title = o.bool("no_title")?.unwrap_or(o.bool("rpc_defaults")?.unwrap_or(true));
+    if no_title && flavor == Flavor::Omp {
+        argv.push("--no-title".into());
+    } else if flavor == Flavor::Pi && o.bool("no_title")? == Some(true) {
+        return Err(Error::invalid("option \"no_title\" is omp-only; pi has no such flag"));
+    }
+    for ext in o.str_list("extensions")?.unwrap_or_default() {
+        argv.push("--extension".into());
+        argv.push(ext);
+    }
+    argv.extend(o.str_list("extra_args")?.unwrap_or_default());
+    Ok((argv, flavor))
+}
+
+/// A copy of argv with every system-prompt value replaced, in both `--flag value` and
+/// `--flag=value` forms.
+pub fn redact(argv: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut hide_next = false;
+    for a in argv {
+        if hide_next {
+            out.push(REDACTED.to_string());
+            hide_next = false;
+            continue;
+        }
+        if SECRET_FLAGS.contains(&a.as_str()) {
+            hide_next = true;
+            out.push(a.clone());
+        } else if let Some(flag) = SECRET_FLAGS.iter().find(|f| a.starts_with(&format!("{f}="))) {
+            out.push(format!("{flag}={REDACTED}"));
+        } else {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn argv(v: serde_json::Value) -> Result<(Vec<String>, Flavor)> {
+        let map = v.as_object().unwrap().clone();
+        build(&Opts::new(&map))
+    }
+
+    #[test]
+    fn omp_rpc_order_is_kept() {
+        let (a, f) = argv(json!({
+            "executable": "omp", "model": "openrouter/anthropic/claude-sonnet-4.6", "cwd": "/tmp/workspace",
+            "thinking": "high", "append_system_prompt": "extra instructions",
+            "provider_session_id": "provider-session-1", "tools": ["read", "edit", "write"],
+            "no_session": true, "no_skills": true, "no_rules": true, "extra_args": ["--foo", "bar"]
+        }))
+        .unwrap();
+        assert_eq!(f, Flavor::Omp);
+        assert_eq!(
+            a,
+            [
+                "omp", "--mode", "rpc", "--model", "openrouter/anthropic/claude-sonnet-4.6", "--thinking", "high",
+                "--append-system-prompt", "extra instructions", "--provider-session-id", "provider-session-1",
+                "--tools", "read,edit,write", "--no-session", "--no-skills", "--no-rules", "--no-title", "--foo", "bar"
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_values_and_defaults() {
+        let (a, _) = argv(json!({"provider": "", "tools": [], "rpc_defaults": false})).unwrap();
+        assert_eq!(a, ["omp", "--mode", "rpc", "--no-tools"]);
+        let (a, _) = argv(json!({"no_title": true, "rpc_defaults": false})).unwrap();
+        assert_eq!(a, ["omp", "--mode", "rpc", "--no-title"]);
+    }
+
+    #[test]
+    fn pi_flags_and_detection() {
+        let (a, f) = argv(json!({"flavor": "pi", "model": "fake/fake-model", "no_session": true, "extensions": ["/x.js"]})).unwrap();
+        assert_eq!(f, Flavor::Pi);
+        assert_eq!(a, ["pi", "--mode", "rpc", "--model", "fake/fake-model", "--no-session", "--extension", "/x.js"]);
+        assert_eq!(argv(json!({"executable": "/usr/bin/pi"})).unwrap().1, Flavor::Pi);
+        assert_eq!(argv(json!({"command": ["node", "/opt/x/pi"]})).unwrap().1, Flavor::Pi);
+        assert_eq!(argv(json!({"command": ["python3", "-c", "x"]})).unwrap().1, Flavor::Omp);
+        assert!(argv(json!({"flavor": "pi", "no_rules": true})).unwrap_err().message.contains("omp-only"));
+        assert!(argv(json!({"flavor": "vim"})).is_err());
+        assert!(argv(json!({"command": []})).is_err());
+        assert!(argv(json!({"tools": "read"})).unwrap_err().message.contains("tools"));
+    }
+
+    #[test]
+    fn system_prompts_are_redacted_in_every_form() {
+        let a: Vec<String> = ["pi", "--system-prompt", "secret", "--append-system-prompt=also secret", "--model", "m"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(redact(&a), ["pi", "--system-prompt", REDACTED, "--append-system-prompt=<redacted>", "--model", "m"]);
+    }
+}

@@ -1,0 +1,4 @@
+//! Protocol: reading frames without a full JSON tree, and the agent's command line.
+
+pub mod argv;
+pub mod scan;

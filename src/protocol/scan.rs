@@ -1,0 +1,481 @@
+//! A validating JSON scanner that reads a frame's top-level fields without building a tree.
+//!
+//! Every frame from the agent passes through here, so it is the hot path: the scanner checks
+//! that a line is one well-formed JSON object (strict grammar: no trailing commas, no raw
+//! control characters in strings, bounded nesting) and records where each top-level value
+//! lies, so the client can route a frame by `type` / `id` and hand the original bytes on
+//! without re-serialising. String bodies are skipped eight bytes at a time.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+/// Nesting deeper than this is rejected (serde_json's own limit is 128; JS has none, but no
+/// agent frame comes near it, and it keeps a hostile line from costing unbounded memory).
+pub const MAX_DEPTH: usize = 512;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    String,
+    Number,
+    Object,
+    Array,
+    True,
+    False,
+    Null,
+}
+
+/// One top-level member: where its key and value lie in the scanned bytes.
+#[derive(Clone, Debug)]
+pub struct Field {
+    key: Range<usize>,
+    key_escaped: bool,
+    pub value: Range<usize>,
+    pub kind: Kind,
+    /// For strings: whether the body contains a backslash escape.
+    value_escaped: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanError {
+    pub offset: usize,
+    pub reason: &'static str,
+}
+
+impl std::fmt::Display for ScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid JSON at byte {}: {}", self.offset, self.reason)
+    }
+}
+
+/// The scanned members of one JSON object, borrowing the bytes they were read from.
+#[derive(Clone, Debug, Default)]
+pub struct Fields {
+    items: Vec<Field>,
+}
+
+impl Fields {
+    pub fn new() -> Self {
+        Fields { items: Vec::with_capacity(16) }
+    }
+
+    /// Scans `bytes[range]`, which must hold exactly one JSON object (surrounding whitespace
+    /// allowed). `bytes` must already be valid UTF-8.
+    pub fn scan(&mut self, bytes: &[u8], range: Range<usize>) -> Result<(), ScanError> {
+        self.items.clear();
+        let end = range.end;
+        let b = &bytes[..end];
+        let mut i = skip_ws(b, range.start);
+        if b.get(i) != Some(&b'{') {
+            return Err(err(i, "expected a JSON object"));
+        }
+        i = skip_ws(b, i + 1);
+        if b.get(i) == Some(&b'}') {
+            i += 1;
+        } else {
+            loop {
+                if b.get(i) != Some(&b'"') {
+                    return Err(err(i, "expected a string key"));
+                }
+                let (key_end, key_escaped) = scan_string(b, i)?;
+                let key = i + 1..key_end - 1;
+                i = skip_ws(b, key_end);
+                if b.get(i) != Some(&b':') {
+                    return Err(err(i, "expected ':'"));
+                }
+                i = skip_ws(b, i + 1);
+                let start = i;
+                let (value_end, kind, value_escaped) = scan_value(b, i)?;
+                self.items.push(Field {
+                    key,
+                    key_escaped,
+                    value: start..value_end,
+                    kind,
+                    value_escaped,
+                });
+                i = skip_ws(b, value_end);
+                match b.get(i) {
+                    Some(b',') => i = skip_ws(b, i + 1),
+                    Some(b'}') => {
+                        i += 1;
+                        break;
+                    }
+                    _ => return Err(err(i, "expected ',' or '}'")),
+                }
+            }
+        }
+        if skip_ws(b, i) != end {
+            return Err(err(i, "trailing characters after the object"));
+        }
+        Ok(())
+    }
+
+    /// The last member named `name` (JSON.parse keeps the last of duplicate keys).
+    pub fn get(&self, bytes: &[u8], name: &str) -> Option<&Field> {
+        self.items.iter().rev().find(|f| {
+            let raw = &bytes[f.key.clone()];
+            if f.key_escaped {
+                unescape(raw).map(|k| k == name).unwrap_or(false)
+            } else {
+                raw == name.as_bytes()
+            }
+        })
+    }
+
+    /// The string value of member `name`, if it is a string.
+    pub fn str<'b>(&self, bytes: &'b [u8], name: &str) -> Option<Cow<'b, str>> {
+        let f = self.get(bytes, name)?;
+        if f.kind != Kind::String {
+            return None;
+        }
+        string_value(bytes, f)
+    }
+
+    /// The raw JSON text of member `name`.
+    pub fn raw<'b>(&self, bytes: &'b [u8], name: &str) -> Option<&'b [u8]> {
+        self.get(bytes, name).map(|f| &bytes[f.value.clone()])
+    }
+
+    pub fn kind(&self, bytes: &[u8], name: &str) -> Option<Kind> {
+        self.get(bytes, name).map(|f| f.kind)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+/// The decoded text of a string field.
+pub fn string_value<'b>(bytes: &'b [u8], f: &Field) -> Option<Cow<'b, str>> {
+    let body = &bytes[f.value.start + 1..f.value.end - 1];
+    if f.value_escaped {
+        unescape(body).map(Cow::Owned)
+    } else {
+        std::str::from_utf8(body).ok().map(Cow::Borrowed)
+    }
+}
+
+fn unescape(body: &[u8]) -> Option<String> {
+    let mut quoted = Vec::with_capacity(body.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(body);
+    quoted.push(b'"');
+    serde_json::from_slice::<String>(&quoted).ok()
+}
+
+/// Checks that `bytes` is exactly one JSON value (any type), returning its kind.
+pub fn validate(bytes: &[u8]) -> Result<Kind, ScanError> {
+    let i = skip_ws(bytes, 0);
+    let (end, kind, _) = scan_value(bytes, i)?;
+    if skip_ws(bytes, end) != bytes.len() {
+        return Err(err(end, "trailing characters after the value"));
+    }
+    Ok(kind)
+}
+
+fn err(offset: usize, reason: &'static str) -> ScanError {
+    ScanError { offset, reason }
+}
+
+#[inline]
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(&c) = b.get(i) {
+        if c == b' ' || c == b'\n' || c == b'\r' || c == b'\t' {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    i
+}
+
+/// Index of the first byte at or after `j` that is `"`, `\` or a control character.
+#[inline]
+fn find_string_special(b: &[u8], mut j: usize) -> usize {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    #[inline]
+    fn has_zero_byte(x: u64) -> u64 {
+        x.wrapping_sub(LO) & !x & HI
+    }
+    while j + 8 <= b.len() {
+        let w = u64::from_le_bytes([b[j], b[j + 1], b[j + 2], b[j + 3], b[j + 4], b[j + 5], b[j + 6], b[j + 7]]);
+        // The lowest flagged byte is exact; borrows only create false flags above a true one.
+        let m = has_zero_byte(w ^ (LO * b'"' as u64))
+            | has_zero_byte(w ^ (LO * b'\\' as u64))
+            | (w.wrapping_sub(LO * 0x20) & !w & HI);
+        if m != 0 {
+            return j + (m.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    while j < b.len() {
+        let c = b[j];
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            return j;
+        }
+        j += 1;
+    }
+    b.len()
+}
+
+/// `b[i]` is the opening quote. Returns the index after the closing quote and whether the
+/// body had escapes.
+fn scan_string(b: &[u8], i: usize) -> Result<(usize, bool), ScanError> {
+    let mut j = i + 1;
+    let mut escaped = false;
+    loop {
+        j = find_string_special(b, j);
+        match b.get(j) {
+            None => return Err(err(i, "unterminated string")),
+            Some(b'"') => return Ok((j + 1, escaped)),
+            Some(b'\\') => {
+                escaped = true;
+                match b.get(j + 1) {
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => j += 2,
+                    Some(b'u') => {
+                        let hex = b.get(j + 2..j + 6).ok_or_else(|| err(j, "short \\u escape"))?;
+                        if !hex.iter().all(u8::is_ascii_hexdigit) {
+                            return Err(err(j, "bad \\u escape"));
+                        }
+                        j += 6;
+                    }
+                    _ => return Err(err(j, "bad escape")),
+                }
+            }
+            Some(_) => return Err(err(j, "control character in string")),
+        }
+    }
+}
+
+fn scan_number(b: &[u8], i: usize) -> Result<usize, ScanError> {
+    let mut j = i;
+    if b.get(j) == Some(&b'-') {
+        j += 1;
+    }
+    match b.get(j) {
+        Some(b'0') => j += 1,
+        Some(c) if c.is_ascii_digit() => {
+            while b.get(j).is_some_and(u8::is_ascii_digit) {
+                j += 1;
+            }
+        }
+        _ => return Err(err(j, "bad number")),
+    }
+    if b.get(j) == Some(&b'.') {
+        j += 1;
+        if !b.get(j).is_some_and(u8::is_ascii_digit) {
+            return Err(err(j, "bad fraction"));
+        }
+        while b.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+    }
+    if matches!(b.get(j), Some(b'e' | b'E')) {
+        j += 1;
+        if matches!(b.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        if !b.get(j).is_some_and(u8::is_ascii_digit) {
+            return Err(err(j, "bad exponent"));
+        }
+        while b.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+    }
+    Ok(j)
+}
+
+fn scan_literal(b: &[u8], i: usize, word: &'static [u8]) -> Result<usize, ScanError> {
+    if b.get(i..i + word.len()) == Some(word) {
+        Ok(i + word.len())
+    } else {
+        Err(err(i, "bad literal"))
+    }
+}
+
+/// Scans one value starting at `b[i]`; containers are walked iteratively (no recursion, so
+/// a hostile `[[[[…` line cannot overflow the stack).
+fn scan_value(b: &[u8], i: usize) -> Result<(usize, Kind, bool), ScanError> {
+    match b.get(i) {
+        Some(b'"') => scan_string(b, i).map(|(e, esc)| (e, Kind::String, esc)),
+        Some(b'{') => scan_container(b, i).map(|e| (e, Kind::Object, false)),
+        Some(b'[') => scan_container(b, i).map(|e| (e, Kind::Array, false)),
+        Some(b't') => scan_literal(b, i, b"true").map(|e| (e, Kind::True, false)),
+        Some(b'f') => scan_literal(b, i, b"false").map(|e| (e, Kind::False, false)),
+        Some(b'n') => scan_literal(b, i, b"null").map(|e| (e, Kind::Null, false)),
+        Some(b'-' | b'0'..=b'9') => scan_number(b, i).map(|e| (e, Kind::Number, false)),
+        Some(_) => Err(err(i, "expected a value")),
+        None => Err(err(i, "unexpected end of input")),
+    }
+}
+
+fn scan_container(b: &[u8], start: usize) -> Result<usize, ScanError> {
+    // One byte per open container: b'{' or b'['.
+    let mut stack: Vec<u8> = Vec::with_capacity(8);
+    stack.push(b[start]);
+    let mut i = start + 1;
+    let mut first = true;
+    loop {
+        i = skip_ws(b, i);
+        let top = *stack.last().expect("stack is never empty inside the loop");
+        let close = if top == b'{' { b'}' } else { b']' };
+        if first {
+            if b.get(i) == Some(&close) {
+                i += 1;
+                stack.pop();
+                if stack.is_empty() {
+                    return Ok(i);
+                }
+                first = false;
+                continue;
+            }
+        } else {
+            match b.get(i) {
+                Some(b',') => i = skip_ws(b, i + 1),
+                Some(&c) if c == close => {
+                    i += 1;
+                    stack.pop();
+                    if stack.is_empty() {
+                        return Ok(i);
+                    }
+                    continue;
+                }
+                None => return Err(err(i, "unexpected end of input")),
+                _ => return Err(err(i, "expected ',' or a closing bracket")),
+            }
+        }
+        if top == b'{' {
+            if b.get(i) != Some(&b'"') {
+                return Err(err(i, "expected a string key"));
+            }
+            i = skip_ws(b, scan_string(b, i)?.0);
+            if b.get(i) != Some(&b':') {
+                return Err(err(i, "expected ':'"));
+            }
+            i = skip_ws(b, i + 1);
+        }
+        match b.get(i) {
+            Some(&c @ (b'{' | b'[')) => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(err(i, "nesting too deep"));
+                }
+                stack.push(c);
+                i += 1;
+                first = true;
+            }
+            _ => {
+                i = scan_value(b, i)?.0;
+                first = false;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(s: &str) -> Result<Fields, ScanError> {
+        let mut f = Fields::new();
+        f.scan(s.as_bytes(), 0..s.len()).map(|_| f)
+    }
+
+    #[test]
+    fn reads_top_level_members() {
+        let s = r#"{"type":"response","id":"req_1","success":true,"data":{"a":[1,2,{"b":null}]},"n":-1.5e3}"#;
+        let f = fields(s).unwrap();
+        let b = s.as_bytes();
+        assert_eq!(f.str(b, "type").unwrap(), "response");
+        assert_eq!(f.str(b, "id").unwrap(), "req_1");
+        assert_eq!(f.kind(b, "success"), Some(Kind::True));
+        assert_eq!(f.raw(b, "data").unwrap(), br#"{"a":[1,2,{"b":null}]}"#);
+        assert_eq!(f.raw(b, "n").unwrap(), b"-1.5e3");
+        assert!(f.get(b, "missing").is_none());
+    }
+
+    #[test]
+    fn decodes_escapes_in_keys_and_values() {
+        let s = r#"{"ty\u0070e":"a\"b\\c\u00e9","x":"plain text longer than eight bytes"}"#;
+        let f = fields(s).unwrap();
+        assert_eq!(f.str(s.as_bytes(), "type").unwrap(), "a\"b\\cé");
+        assert_eq!(f.str(s.as_bytes(), "x").unwrap(), "plain text longer than eight bytes");
+    }
+
+    #[test]
+    fn last_duplicate_key_wins() {
+        let s = r#"{"type":"a","type":"b"}"#;
+        assert_eq!(fields(s).unwrap().str(s.as_bytes(), "type").unwrap(), "b");
+    }
+
+    #[test]
+    fn rejects_malformed_frames() {
+        for bad in [
+            "",
+            "not-json",
+            "[]",
+            r#"{"type":"broken""#,
+            r#"{"a":1,}"#,
+            r#"{"a":[1,]}"#,
+            r#"{"a":01}"#,
+            r#"{"a":1.}"#,
+            r#"{"a":tru}"#,
+            "{\"a\":\"tab\there\"}",
+            r#"{"a":"\x"}"#,
+            r#"{"a":"\u12"}"#,
+            r#"{"a":1} x"#,
+            r#"{"a" 1}"#,
+            r#"{1:1}"#,
+            r#"{"a":{"b":1]}"#,
+        ] {
+            assert!(fields(bad).is_err(), "accepted {bad:?}");
+        }
+    }
+
+    #[test]
+    fn accepts_what_serde_accepts() {
+        for good in [
+            "{}",
+            " { } ",
+            r#"{"a":[]}"#,
+            r#"{"a":[{}]}"#,
+            r#"{"a":0,"b":-0.5,"c":1E+2,"d":"","e":"\/\b\f\n\r\t"}"#,
+            r#"{"a":"😀 ünïcödé"}"#,
+        ] {
+            assert!(fields(good).is_ok(), "rejected {good:?}");
+            assert!(serde_json::from_str::<serde_json::Value>(good).is_ok());
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_bounded_not_a_stack_overflow() {
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(fields(&deep).unwrap_err().reason, "nesting too deep");
+        let ok = format!("{{\"a\":{}{}}}", "[".repeat(500), "]".repeat(500));
+        assert!(fields(&ok).is_ok());
+    }
+
+    #[test]
+    fn special_byte_search_finds_the_first_one() {
+        for pos in 0..40 {
+            for c in [b'"', b'\\', 0x01u8, 0x1f] {
+                let mut v = vec![b'a'; 40];
+                v[pos] = c;
+                if pos + 1 < 40 {
+                    v[pos + 1] = b'"';
+                }
+                assert_eq!(find_string_special(&v, 0), pos);
+            }
+        }
+        assert_eq!(find_string_special(&[b'a'; 17], 0), 17);
+        assert_eq!(find_string_special(&[0x20, 0x7f, 0xc3, 0xa9], 0), 4);
+    }
+
+    #[test]
+    fn validate_any_value() {
+        assert_eq!(validate(b" \"x\" ").unwrap(), Kind::String);
+        assert_eq!(validate(b"null").unwrap(), Kind::Null);
+        assert_eq!(validate(b"[1,2]").unwrap(), Kind::Array);
+        assert!(validate(b"NaN").is_err());
+        assert!(validate(b"1 2").is_err());
+    }
+}

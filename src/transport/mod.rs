@@ -1,0 +1,242 @@
+//! Transport: the agent process, its pipes, LF framing, v2 chunk reassembly and the stderr ring.
+
+pub mod chunks;
+pub mod process;
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Mutex;
+
+/// A stderr "line" longer than this is cut into pieces, so a flood without newlines cannot
+/// grow memory without bound.
+const MAX_STDERR_LINE: usize = 64 * 1024;
+/// How many trailing stderr lines an error message quotes.
+const STDERR_TAIL_LINES: usize = 20;
+
+/// The last N lines the agent wrote to stderr.
+pub struct StderrRing {
+    lines: VecDeque<String>,
+    max_lines: Option<usize>,
+    partial: Vec<u8>,
+}
+
+impl StderrRing {
+    pub fn new(max_lines: Option<usize>) -> Self {
+        StderrRing { lines: VecDeque::new(), max_lines, partial: Vec::new() }
+    }
+
+    pub fn feed(&mut self, mut data: &[u8]) {
+        while let Some(pos) = memchr::memchr(b'\n', data) {
+            self.partial.extend_from_slice(&data[..=pos]);
+            self.push_partial();
+            data = &data[pos + 1..];
+        }
+        self.partial.extend_from_slice(data);
+        while self.partial.len() > MAX_STDERR_LINE {
+            let rest = self.partial.split_off(MAX_STDERR_LINE);
+            self.push_partial();
+            self.partial = rest;
+        }
+    }
+
+    fn push_partial(&mut self) {
+        let line = String::from_utf8_lossy(&self.partial).into_owned();
+        self.partial.clear();
+        if self.max_lines == Some(0) {
+            return;
+        }
+        if let Some(max) = self.max_lines {
+            while self.lines.len() >= max {
+                self.lines.pop_front();
+            }
+        }
+        self.lines.push_back(line);
+    }
+
+    /// An unterminated last line counts once the stream has ended.
+    pub fn finish(&mut self) {
+        if !self.partial.is_empty() {
+            self.push_partial();
+        }
+    }
+
+    /// All retained lines, each ending as the agent wrote it.
+    pub fn text(&self) -> String {
+        let mut s: String = self.lines.iter().map(String::as_str).collect();
+        s.push_str(&String::from_utf8_lossy(&self.partial));
+        s
+    }
+
+    /// The last few lines, for error messages.
+    pub fn tail(&self) -> String {
+        let skip = self.lines.len().saturating_sub(STDERR_TAIL_LINES);
+        let mut s: String = self.lines.iter().skip(skip).map(String::as_str).collect();
+        s.push_str(&String::from_utf8_lossy(&self.partial));
+        s.trim_end().to_string()
+    }
+}
+
+/// Receives the agent's stdout, one frame line at a time (LF stripped, and a CR before it).
+pub trait LineSink {
+    /// Returns false to stop reading (a fatal fault was reported).
+    fn line(&mut self, line: &[u8]) -> bool;
+}
+
+/// Why the stdout pump stopped.
+#[derive(Debug)]
+pub enum PumpEnd {
+    /// stdout closed; `partial` bytes of an unterminated frame were left over.
+    Eof { partial: usize },
+    /// A frame grew past the configured maximum.
+    FrameTooLong { limit: usize },
+    /// The sink asked to stop, or the stop descriptor became readable.
+    Stopped,
+    Io(io::Error),
+}
+
+/// Reads stdout and stderr until stdout closes, feeding frame lines to `sink` and stderr to
+/// `stderr`. One thread serves both pipes (poll), so the stderr tail is current whenever a
+/// frame is handled, and nothing is lost when stdout closes first.
+pub fn pump(
+    stdout: File,
+    mut stderr: File,
+    sink: &mut dyn LineSink,
+    ring: &Mutex<StderrRing>,
+    max_frame: Option<usize>,
+    stop: RawFd,
+) -> PumpEnd {
+    let mut buf: Vec<u8> = Vec::with_capacity(256 * 1024);
+    // Bytes of `buf` already searched for LF, so a long frame is scanned once, not per read.
+    let mut scanned = 0usize;
+    let mut stderr_open = true;
+    let mut errbuf = vec![0u8; 64 * 1024];
+    let end = loop {
+        let mut fds = [
+            libc::pollfd { fd: stdout.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: if stderr_open { stderr.as_raw_fd() } else { -1 }, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: stop, events: libc::POLLIN, revents: 0 },
+        ];
+        // SAFETY: three valid pollfds (fd -1 is ignored by poll).
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            break PumpEnd::Io(e);
+        }
+        if stderr_open && fds[1].revents != 0 {
+            stderr_open = drain_stderr(&mut stderr, &mut errbuf, ring);
+        }
+        if fds[2].revents != 0 && fds[0].revents == 0 {
+            // The client tore the agent down and everything it wrote has been read.
+            break PumpEnd::Stopped;
+        }
+        if fds[0].revents == 0 {
+            continue;
+        }
+        if buf.capacity() - buf.len() < 64 * 1024 {
+            buf.reserve(buf.len().max(64 * 1024));
+        }
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: read(2) writes at most `spare.len()` bytes into the spare capacity, and we
+        // only extend the length by what it reports.
+        let n = unsafe { libc::read(stdout.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
+                _ => break PumpEnd::Io(e),
+            }
+        }
+        if n == 0 {
+            break PumpEnd::Eof { partial: buf.len() };
+        }
+        unsafe { buf.set_len(buf.len() + n as usize) };
+        let mut start = 0usize;
+        let mut stop = false;
+        while let Some(pos) = memchr::memchr(b'\n', &buf[scanned..]) {
+            let end = scanned + pos;
+            let mut line = &buf[start..end];
+            if line.last() == Some(&b'\r') {
+                line = &line[..line.len() - 1];
+            }
+            if let Some(limit) = max_frame {
+                if line.len() > limit {
+                    return finish(PumpEnd::FrameTooLong { limit }, &mut stderr, &mut errbuf, ring, stderr_open);
+                }
+            }
+            if !sink.line(line) {
+                stop = true;
+                break;
+            }
+            start = end + 1;
+            scanned = start;
+        }
+        if stop {
+            break PumpEnd::Stopped;
+        }
+        if start > 0 {
+            buf.drain(..start);
+        }
+        scanned = buf.len();
+        if let Some(limit) = max_frame {
+            if buf.len() > limit + 1 {
+                break PumpEnd::FrameTooLong { limit };
+            }
+        }
+    };
+    finish(end, &mut stderr, &mut errbuf, ring, stderr_open)
+}
+
+fn finish(end: PumpEnd, stderr: &mut File, errbuf: &mut [u8], ring: &Mutex<StderrRing>, open: bool) -> PumpEnd {
+    if open {
+        drain_stderr(stderr, errbuf, ring);
+    }
+    end
+}
+
+/// Reads what stderr has now. Returns false once it is closed.
+pub fn drain_stderr(stderr: &mut File, buf: &mut [u8], ring: &Mutex<StderrRing>) -> bool {
+    loop {
+        match stderr.read(buf) {
+            Ok(0) => {
+                ring.lock().unwrap().finish();
+                return false;
+            }
+            Ok(n) => ring.lock().unwrap().feed(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_ring_keeps_the_last_lines() {
+        let mut r = StderrRing::new(Some(1));
+        r.feed(b"first\nsec");
+        r.feed(b"ond\n");
+        assert_eq!(r.text(), "second\n");
+        let mut r = StderrRing::new(Some(3));
+        for i in 0..10 {
+            r.feed(format!("line {i}\n").as_bytes());
+        }
+        assert_eq!(r.text(), "line 7\nline 8\nline 9\n");
+        r.feed(b"no newline");
+        assert_eq!(r.tail(), "line 7\nline 8\nline 9\nno newline");
+    }
+
+    #[test]
+    fn stderr_flood_without_newlines_is_bounded() {
+        let mut r = StderrRing::new(Some(2));
+        r.feed(&vec![b'x'; MAX_STDERR_LINE * 5 + 10]);
+        assert!(r.text().len() <= MAX_STDERR_LINE * 3);
+    }
+}

@@ -1,0 +1,370 @@
+//! The agent process: spawn in its own process group, non-blocking pipe ends, exit detection
+//! without reaping, and teardown of the whole group.
+//!
+//! The `unsafe` here is confined to direct libc calls (waitid, killpg, poll, pidfd, signal
+//! masks, fcntl) that std does not offer; each is a plain system call on descriptors and pids
+//! this module owns.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What to run and how.
+#[derive(Clone, Debug, Default)]
+pub struct SpawnSpec {
+    pub argv: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    pub env: Vec<(String, String)>,
+    pub inherit_env: bool,
+}
+
+/// How the agent ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code(c) => write!(f, "exited with code {c}"),
+            Exit::Signal(s) => write!(f, "was killed by signal {s}"),
+        }
+    }
+}
+
+/// The three pipe ends the client keeps (all non-blocking, close-on-exec).
+pub struct Pipes {
+    pub stdin: File,
+    pub stdout: File,
+    pub stderr: File,
+}
+
+pub struct Process {
+    pid: libc::pid_t,
+    /// Readable once the process exits; None on kernels without pidfd_open (then we poll).
+    pidfd: Option<OwnedFd>,
+    exit: Mutex<Option<Exit>>,
+    reaped: Mutex<bool>,
+}
+
+/// Finds `name` on `path` the way execvp would, so a missing executable fails with a clear
+/// message before anything is spawned.
+fn resolve_executable(name: &str, path: Option<OsString>) -> io::Result<PathBuf> {
+    if name.contains('/') {
+        return Ok(PathBuf::from(name));
+    }
+    let path = path.unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
+    for dir in std::env::split_paths(&path) {
+        let candidate = dir.join(name);
+        if is_executable(&candidate) {
+            return Ok(candidate);
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::NotFound, format!("executable '{name}' was not found on PATH")))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+pub fn spawn(spec: &SpawnSpec) -> io::Result<(Process, Pipes)> {
+    let program = spec.argv.first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "argv is empty"))?;
+    // The child's PATH decides where the program is looked up, as execvp in the child would.
+    let child_path = spec
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| OsString::from(v))
+        .or_else(|| std::env::var_os("PATH"));
+    let exe = resolve_executable(program, child_path)?;
+    let mut cmd = Command::new(&exe);
+    cmd.arg0(program).args(&spec.argv[1..]);
+    if !spec.inherit_env {
+        cmd.env_clear();
+    }
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    if let Some(cwd) = &spec.cwd {
+        cmd.current_dir(cwd);
+    }
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // Own process group: teardown signals the group, so the agent's children die with it.
+    cmd.process_group(0);
+    let mut child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("failed to spawn {}: {e}", exe.display())))?;
+    let pid = child.id() as libc::pid_t;
+    let stdin: File = OwnedFd::from(child.stdin.take().expect("piped")).into();
+    let stdout: File = OwnedFd::from(child.stdout.take().expect("piped")).into();
+    let stderr: File = OwnedFd::from(child.stderr.take().expect("piped")).into();
+    // Dropping `child` neither kills nor reaps it: this module owns the pid from here on.
+    drop(child);
+    for f in [&stdin, &stdout, &stderr] {
+        set_nonblocking(f.as_raw_fd())?;
+    }
+    // A larger stdout pipe means fewer wakeups during event bursts; failure is harmless.
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+    let process = Process { pid, pidfd: pidfd_open(pid), exit: Mutex::new(None), reaped: Mutex::new(false) };
+    Ok((process, Pipes { stdin, stdout, stderr }))
+}
+
+fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor the caller owns.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open has no memory arguments; a non-negative result is a new descriptor
+    // (close-on-exec by definition) that we take ownership of.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        None
+    } else {
+        Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    }
+}
+
+/// Waits until `fd` is readable or `timeout` passes. Returns true when readable.
+pub fn poll_readable(fd: RawFd, timeout: Option<Duration>) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let ms = timeout.map(|d| d.as_millis().min(i32::MAX as u128) as i32).unwrap_or(-1);
+    loop {
+        // SAFETY: one valid pollfd.
+        let r = unsafe { libc::poll(&mut p, 1, ms) };
+        if r >= 0 {
+            return r > 0;
+        }
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return false;
+        }
+    }
+}
+
+impl Process {
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// The exit, if the leader has exited; never reaps (so the pid and the process group id
+    /// cannot be reused while we may still signal the group).
+    pub fn try_exit(&self) -> Option<Exit> {
+        let mut exit = self.exit.lock().unwrap();
+        if exit.is_none() {
+            // SAFETY: waitid writes only into `info`.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let r = unsafe {
+                libc::waitid(libc::P_PID, self.pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT)
+            };
+            // SAFETY: si_pid/si_status read the union the kernel filled for a CLD_* event.
+            if r == 0 && unsafe { info.si_pid() } == self.pid {
+                let status = unsafe { info.si_status() };
+                *exit = Some(if info.si_code == libc::CLD_EXITED { Exit::Code(status) } else { Exit::Signal(status) });
+            }
+        }
+        *exit
+    }
+
+    /// Waits for the leader to exit, up to `timeout` (None: forever).
+    pub fn wait_exit(&self, timeout: Option<Duration>) -> Option<Exit> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if let Some(e) = self.try_exit() {
+                return Some(e);
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) {
+                return None;
+            }
+            match &self.pidfd {
+                Some(fd) => {
+                    poll_readable(fd.as_raw_fd(), left);
+                }
+                None => std::thread::sleep(left.unwrap_or(Duration::from_millis(5)).min(Duration::from_millis(5))),
+            }
+        }
+    }
+
+    fn signal_group(&self, sig: libc::c_int) {
+        if *self.reaped.lock().unwrap() {
+            return; // the pgid may belong to someone else now
+        }
+        // SAFETY: killpg has no memory arguments.
+        unsafe { libc::killpg(self.pid, sig) };
+    }
+
+    /// Stops the agent whose stdin the caller has already closed: wait `grace` for it to exit
+    /// on its own, then SIGTERM the group, wait `kill_grace`, then SIGKILL the group. Whatever
+    /// is left of the group after the leader exits is killed too, then the leader is reaped.
+    pub fn terminate(&self, grace: Duration, kill_grace: Duration) -> Exit {
+        let mut exit = self.wait_exit(Some(grace));
+        if exit.is_none() {
+            self.signal_group(libc::SIGTERM);
+            self.signal_group(libc::SIGCONT); // a stopped agent must run to act on SIGTERM
+            exit = self.wait_exit(Some(kill_grace));
+        }
+        if exit.is_none() {
+            self.signal_group(libc::SIGKILL);
+            exit = self.wait_exit(None);
+        }
+        // The leader is a zombie, so the group id is still ours: kill any grandchildren.
+        self.signal_group(libc::SIGKILL);
+        self.reap();
+        exit.expect("waited without deadline")
+    }
+
+    fn reap(&self) {
+        let mut reaped = self.reaped.lock().unwrap();
+        if !*reaped {
+            let mut status = 0;
+            // SAFETY: waitpid writes only into `status`.
+            unsafe { libc::waitpid(self.pid, &mut status, 0) };
+            *reaped = true;
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        // Normal paths reap in `terminate`; this is the safety net for a process that was
+        // spawned but never handed to a client (e.g. a start that failed half-way).
+        if !*self.reaped.lock().unwrap() {
+            self.signal_group(libc::SIGKILL);
+            self.reap();
+        }
+    }
+}
+
+/// Writes all of `data` to a non-blocking pipe, waiting for room up to `deadline`, and giving
+/// up early when `wake` becomes readable (the client is closing). SIGPIPE is blocked for the
+/// write so a dead agent gives EPIPE instead of killing a C host that kept the default action.
+pub fn write_all(fd: RawFd, mut data: &[u8], deadline: Option<Instant>, wake: RawFd) -> io::Result<()> {
+    let _guard = SigpipeGuard::new();
+    while !data.is_empty() {
+        // SAFETY: writes from a valid slice to a descriptor the caller owns.
+        let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+        if n >= 0 {
+            data = &data[n as usize..];
+            continue;
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::Interrupted => continue,
+            io::ErrorKind::WouldBlock => {
+                let left = match deadline {
+                    Some(d) => {
+                        let left = d.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            return Err(io::Error::new(io::ErrorKind::TimedOut, "timed out writing to the agent's stdin"));
+                        }
+                        left.as_millis().clamp(1, i32::MAX as u128) as i32
+                    }
+                    None => -1,
+                };
+                let mut fds = [
+                    libc::pollfd { fd, events: libc::POLLOUT, revents: 0 },
+                    libc::pollfd { fd: wake, events: libc::POLLIN, revents: 0 },
+                ];
+                // SAFETY: two valid pollfds.
+                unsafe { libc::poll(fds.as_mut_ptr(), 2, left) };
+                if fds[1].revents != 0 {
+                    return Err(io::Error::new(io::ErrorKind::BrokenPipe, "the client is closing"));
+                }
+            }
+            _ => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Blocks SIGPIPE on this thread for its lifetime and discards a SIGPIPE raised meanwhile.
+struct SigpipeGuard {
+    old: libc::sigset_t,
+    was_pending: bool,
+}
+
+impl SigpipeGuard {
+    fn new() -> Self {
+        // SAFETY: sigset manipulation on local values; pthread_sigmask affects this thread.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGPIPE);
+            let mut pending: libc::sigset_t = std::mem::zeroed();
+            libc::sigpending(&mut pending);
+            let was_pending = libc::sigismember(&pending, libc::SIGPIPE) == 1;
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            SigpipeGuard { old, was_pending }
+        }
+    }
+}
+
+impl Drop for SigpipeGuard {
+    fn drop(&mut self) {
+        // SAFETY: as above; the zero timeout makes sigtimedwait a non-blocking dequeue.
+        unsafe {
+            if !self.was_pending {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, libc::SIGPIPE);
+                let mut pending: libc::sigset_t = std::mem::zeroed();
+                libc::sigpending(&mut pending);
+                if libc::sigismember(&pending, libc::SIGPIPE) == 1 {
+                    let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+                    libc::sigtimedwait(&set, std::ptr::null_mut(), &zero);
+                }
+            }
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
+        }
+    }
+}
+
+/// An eventfd used as a level-triggered "something is ready" descriptor.
+pub struct Signal {
+    fd: OwnedFd,
+}
+
+impl Signal {
+    pub fn new() -> io::Result<Self> {
+        // SAFETY: eventfd returns a new descriptor we own.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Signal { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    pub fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Makes the descriptor readable (idempotent).
+    pub fn set(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a local.
+        unsafe { libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    /// Makes the descriptor unreadable again.
+    pub fn clear(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: reads 8 bytes into a local; EAGAIN when already clear is fine.
+        unsafe { libc::read(self.fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+    }
+}

@@ -1,0 +1,208 @@
+//! Turn assembly: from a completed collector to the turn JSON of `prompt_and_wait` — the
+//! events, the messages (a compacted `agent_end` rebuilt from the streamed `message_end`
+//! messages, spec §1.4 / §4.9), the assistant message and its visible text.
+//!
+//! Runs on the waiting caller's thread, never on the reader, and copies event bytes once.
+
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::client::lifecycle::{Collector, Outcome};
+use crate::error::{Error, Result, Status};
+use crate::protocol::scan::Fields;
+
+/// The collected events as a JSON array.
+pub fn events_array(c: Collector) -> Result<String> {
+    c.outcome.expect("collector is complete")?;
+    Ok(wrap(c.events))
+}
+
+fn wrap(events: Vec<u8>) -> String {
+    let mut out = Vec::with_capacity(events.len() + 2);
+    out.push(b'[');
+    out.extend_from_slice(&events);
+    out.push(b']');
+    // The events are validated UTF-8 JSON joined by commas.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+fn role(message: &[u8]) -> Option<String> {
+    let mut f = Fields::new();
+    f.scan(message, 0..message.len()).ok()?;
+    f.str(message, "role").map(|r| r.into_owned())
+}
+
+/// The visible text of an assistant message: its text blocks concatenated, thinking excluded.
+pub fn assistant_text(message: &Value) -> Option<String> {
+    let text: String = match &message["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect(),
+        _ => String::new(),
+    };
+    (!text.is_empty()).then_some(text)
+}
+
+/// The transcript an `agent_end` stands for: its messages, preceded — when it was compacted
+/// (`messageCount` > messages) — by the first streamed `message_end` messages it left out.
+fn messages(agent_end: &[u8], streamed: &[Vec<u8>]) -> Result<Vec<Box<RawValue>>> {
+    let mut f = Fields::new();
+    f.scan(agent_end, 0..agent_end.len()).map_err(|e| Error::new(Status::Protocol, format!("agent_end: {e}")))?;
+    let listed: Vec<Box<RawValue>> = match f.raw(agent_end, "messages") {
+        None => Vec::new(),
+        Some(raw) => serde_json::from_slice(raw)
+            .map_err(|e| Error::new(Status::Protocol, format!("Failed to parse terminal agent_end messages: {e}")))?,
+    };
+    let count = f
+        .raw(agent_end, "messageCount")
+        .and_then(|r| std::str::from_utf8(r).ok()?.parse::<usize>().ok())
+        .unwrap_or(listed.len());
+    if count <= listed.len() {
+        return Ok(listed);
+    }
+    let missing = count - listed.len();
+    if streamed.len() < missing {
+        return Err(Error::new(
+            Status::Protocol,
+            format!(
+                "Compacted agent_end references {missing} streamed messages, but only {} were retained",
+                streamed.len()
+            ),
+        ));
+    }
+    let mut out = Vec::with_capacity(count);
+    for m in &streamed[..missing] {
+        let raw = std::str::from_utf8(m).ok().and_then(|s| RawValue::from_string(s.to_string()).ok());
+        out.push(raw.ok_or_else(|| Error::new(Status::Protocol, "a streamed message_end message is not JSON"))?);
+    }
+    out.extend(listed);
+    Ok(out)
+}
+
+/// The assistant message of a turn: the last assistant in the messages, else the last event
+/// carrying an assistant `message`.
+fn find_assistant<'m>(messages: &'m [Box<RawValue>], events: &'m [u8], offsets: &[(usize, usize)]) -> Option<&'m [u8]> {
+    if let Some(m) = messages.iter().rev().find(|m| role(m.get().as_bytes()).as_deref() == Some("assistant")) {
+        return Some(m.get().as_bytes());
+    }
+    let mut f = Fields::new();
+    for &(start, end) in offsets.iter().rev() {
+        let ev = &events[start..end];
+        if f.scan(ev, 0..ev.len()).is_ok() {
+            if let Some(m) = f.raw(ev, "message") {
+                if role(m).as_deref() == Some("assistant") {
+                    return Some(m);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The turn JSON for a completed prompt.
+pub fn build(request_id: &str, c: Collector) -> Result<String> {
+    let Outcome { agent_end, agent_invoked, prompt_result } = c.outcome.expect("collector is complete")?;
+    let msgs = match &agent_end {
+        Some(end) => messages(end, &c.streamed)?,
+        None => Vec::new(),
+    };
+    let assistant = find_assistant(&msgs, &c.events, &c.offsets);
+    let text = match assistant {
+        Some(a) => serde_json::from_slice::<Value>(a).ok().and_then(|v| assistant_text(&v)),
+        None => None,
+    };
+    let mut out = String::with_capacity(c.events.len() + 256);
+    out.push_str("{\"requestId\":");
+    out.push_str(&Value::String(request_id.to_string()).to_string());
+    out.push_str(",\"agentInvoked\":");
+    out.push_str(if agent_invoked { "true" } else { "false" });
+    out.push_str(",\"messages\":[");
+    for (i, m) in msgs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(m.get());
+    }
+    out.push_str("],\"assistantMessage\":");
+    out.push_str(assistant.and_then(|a| std::str::from_utf8(a).ok()).unwrap_or("null"));
+    out.push_str(",\"assistantText\":");
+    out.push_str(&text.map(Value::String).unwrap_or(Value::Null).to_string());
+    out.push_str(",\"promptResult\":");
+    out.push_str(prompt_result.as_deref().and_then(|p| std::str::from_utf8(p).ok()).unwrap_or("null"));
+    out.push_str(",\"events\":");
+    drop(msgs);
+    out.push_str(&wrap(c.events));
+    out.push('}');
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::lifecycle::{Lifecycle, Mark};
+
+    fn run(frames: &[&str]) -> Collector {
+        let mut l = Lifecycle::new(None);
+        l.collect(None);
+        for fr in frames {
+            let v: Value = serde_json::from_str(fr).unwrap();
+            let mark = match v["type"].as_str().unwrap() {
+                "agent_start" => Mark::AgentStart,
+                "agent_end" => Mark::AgentEnd { terminal: v["isTerminal"] != false },
+                _ => Mark::Other,
+            };
+            if v["type"] == "message_end" {
+                let m = v["message"].to_string();
+                l.event(fr.as_bytes(), Mark::MessageEnd { message: m.as_bytes() });
+            } else {
+                l.event(fr.as_bytes(), mark);
+            }
+        }
+        l.take_collector().unwrap()
+    }
+
+    const PONG: &str = r#"{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"po"},{"type":"text","text":"ng"}]}"#;
+
+    #[test]
+    fn plain_turn() {
+        let end = format!(r#"{{"type":"agent_end","messages":[{PONG}]}}"#);
+        let c = run(&[r#"{"type":"agent_start"}"#, &end]);
+        let t: Value = serde_json::from_str(&build("req_1", c).unwrap()).unwrap();
+        assert_eq!(t["assistantText"], "pong");
+        assert_eq!(t["events"].as_array().unwrap().len(), 2);
+        assert_eq!(t["messages"].as_array().unwrap().len(), 1);
+        assert_eq!(t["requestId"], "req_1");
+    }
+
+    #[test]
+    fn compacted_agent_end_is_rebuilt() {
+        let me = format!(r#"{{"type":"message_end","message":{PONG}}}"#);
+        let term = r#"{"role":"custom","content":"terminal"}"#;
+        let me2 = format!(r#"{{"type":"message_end","message":{term}}}"#);
+        let end = format!(r#"{{"type":"agent_end","messages":[{term}],"messageCount":2}}"#);
+        let c = run(&[r#"{"type":"agent_start"}"#, &me, &me2, &end]);
+        let t: Value = serde_json::from_str(&build("r", c).unwrap()).unwrap();
+        let roles: Vec<_> = t["messages"].as_array().unwrap().iter().map(|m| m["role"].clone()).collect();
+        assert_eq!(roles, [Value::from("assistant"), Value::from("custom")]);
+        assert_eq!(t["assistantText"], "pong");
+    }
+
+    #[test]
+    fn compaction_needs_enough_streamed_messages() {
+        let end = r#"{"type":"agent_end","messages":[],"messageCount":3}"#;
+        let c = run(&[r#"{"type":"agent_start"}"#, end]);
+        let e = build("r", c).unwrap_err();
+        assert!(e.message.contains("references 3 streamed messages, but only 0 were retained"));
+    }
+
+    #[test]
+    fn assistant_falls_back_to_events() {
+        let upd = format!(r#"{{"type":"message_update","message":{PONG}}}"#);
+        let c = run(&[&upd, r#"{"type":"agent_end","messages":[]}"#]);
+        let t: Value = serde_json::from_str(&build("r", c).unwrap()).unwrap();
+        assert_eq!(t["assistantText"], "pong");
+    }
+}

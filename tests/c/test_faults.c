@@ -1,0 +1,422 @@
+/*
+ * Faults through the C API: broken and early-exiting agents, startup timeouts, crashes and
+ * hangs mid-turn, invalid frames (fatal and skipped), stdout closed early, stderr floods,
+ * v2 chunk violations, teardown of the whole process group (grandchild, SIGTERM ignored).
+ */
+#include "harness.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+/* Starts with `args`/`extra` expecting failure `want`; returns the error message (malloc'd). */
+static char *start_fails(const char *args, const char *extra, omprpc_status want) {
+    omprpc_client *c = NULL;
+    char *err = NULL, *opts = h_opts(args, extra), *msg = NULL;
+    char buf[4096];
+    if (CHECK_STATUS(omprpc_client_start(opts, &c, &err), want, err)) {
+        const char *m = h_err_field(err, "message", buf, sizeof buf);
+        if (m) {
+            msg = (char *)malloc(strlen(m) + 1);
+            strcpy(msg, m);
+        }
+    }
+    CHECKF(c == NULL, "start failed but wrote the client out-parameter");
+    if (c) omprpc_client_free(c);
+    h_strfree(&err);
+    free(opts);
+    return msg;
+}
+
+static void test_broken_startup_frame(void) {
+    char *msg = start_fails("\"--scenario\",\"broken-startup\"", NULL, OMPRPC_STATUS_PROTOCOL);
+    CHECKF(msg && strstr(msg, "Frame: 'not-json'"), "message: %s", msg ? msg : "(none)");
+    free(msg);
+}
+
+static void test_exit_before_ready(void) {
+    char *msg = start_fails("\"--scenario\",\"exit-early\"", NULL, OMPRPC_STATUS_PROCESS_EXITED);
+    CHECKF(msg && strstr(msg, "boom: no model configured"), "the stderr text is not in the message: %s",
+           msg ? msg : "(none)");
+    CHECKF(msg && strstr(msg, "code 1"), "the exit code is not in the message: %s", msg ? msg : "(none)");
+    free(msg);
+}
+
+static void test_startup_timeouts_and_handshakes(void) {
+    int64_t t0 = h_now_ms();
+    char *msg = start_fails("\"--scenario\",\"silent\"", "\"startup_timeout_ms\":300", OMPRPC_STATUS_TIMEOUT);
+    CHECKF(h_now_ms() - t0 < 5000, "a 300 ms startup timeout took %lld ms", (long long)(h_now_ms() - t0));
+    free(msg);
+    msg = start_fails("\"--scenario\",\"slow-start\"", "\"startup_timeout_ms\":100", OMPRPC_STATUS_TIMEOUT);
+    free(msg);
+    {
+        /* the default startup timeout is generous enough for a slow agent */
+        omprpc_client *c = START("\"--scenario\",\"slow-start\"", NULL);
+        omprpc_client_free(c);
+        /* handshake none: no wait at all */
+        t0 = h_now_ms();
+        c = START("\"--scenario\",\"silent\"", "\"handshake\":\"none\"");
+        CHECKF(h_now_ms() - t0 < 2000, "handshake none took %lld ms", (long long)(h_now_ms() - t0));
+        omprpc_client_free(c);
+        /* handshake probe: a ready-less pi is detected by a command round trip */
+        c = START("\"--flavor\",\"pi\"", "\"handshake\":\"probe\"");
+        omprpc_client_free(c);
+    }
+}
+
+static void test_crash_mid_turn(void) {
+    omprpc_client *c = START(NULL, NULL);
+    char *out = NULL, *err = NULL;
+    char buf[1024];
+    int64_t t0;
+    omprpc_status st;
+    if (!c) return;
+    if (CHECK_STATUS(omprpc_client_prompt_and_wait(c, "crash", NULL, WAIT_MS, &out, &err),
+                     OMPRPC_STATUS_PROCESS_EXITED, err)) {
+        const char *m = h_err_field(err, "message", buf, sizeof buf);
+        CHECKF(m && strstr(m, "fatal: crashed"), "stderr tail missing from: %s", err);
+    }
+    h_strfree(&err);
+    /* the client is finished: calls fail at once */
+    t0 = h_now_ms();
+    st = omprpc_client_get_state(c, WAIT_MS, &out, &err);
+    CHECKF(st == OMPRPC_STATUS_CLOSED || st == OMPRPC_STATUS_PROCESS_EXITED, "get_state after a crash: %s",
+           h_name(st));
+    h_strfree(&err);
+    CHECKF(h_now_ms() - t0 < 1000, "get_state after a crash took %lld ms", (long long)(h_now_ms() - t0));
+    if (CHECK_OK(omprpc_client_info(c, &out, &err), err)) {
+        jval *v = PARSE(out);
+        CHECK(jbool(jget(v, "closed")) == 1);
+        json_free(v);
+        h_strfree(&out);
+    }
+    CHECK_OK(omprpc_client_close(c, &err), err);
+    omprpc_client_free(c);
+}
+
+static void test_hang_times_out_and_client_survives(void) {
+    omprpc_client *c = START(NULL, NULL);
+    char *out = NULL, *err = NULL;
+    int64_t t0;
+    if (!c) return;
+    t0 = h_now_ms();
+    CHECK_STATUS(omprpc_client_prompt_and_wait(c, "hang", NULL, 300, &out, &err), OMPRPC_STATUS_TIMEOUT, err);
+    h_strfree(&err);
+    CHECKF(h_now_ms() - t0 < 3000, "a 300 ms wait took %lld ms", (long long)(h_now_ms() - t0));
+    CHECK_OK(omprpc_client_get_state(c, WAIT_MS, &out, &err), err);
+    h_strfree(&out);
+    /* request_timeout_ms is the default deadline of requests */
+    omprpc_client_free(c);
+    c = START("\"--scenario\",\"hanging\"", "\"request_timeout_ms\":200,\"turn_timeout_ms\":200");
+    if (!c) return;
+    t0 = h_now_ms();
+    CHECK_STATUS(omprpc_client_prompt_and_wait(c, "x", NULL, OMPRPC_TIMEOUT_DEFAULT, &out, &err), OMPRPC_STATUS_TIMEOUT, err);
+    h_strfree(&err);
+    CHECK_STATUS(omprpc_client_get_state(c, OMPRPC_TIMEOUT_DEFAULT, &out, &err), OMPRPC_STATUS_TIMEOUT, err);
+    h_strfree(&err);
+    CHECKF(h_now_ms() - t0 < 3000, "two 200 ms default deadlines took %lld ms", (long long)(h_now_ms() - t0));
+    omprpc_client_free(c);
+}
+
+static void test_invalid_frames_fatal(void) {
+    omprpc_client *c = START("\"--scenario\",\"invalid-json\"", NULL);
+    char *out = NULL, *err = NULL;
+    omprpc_status st;
+    if (!c) return;
+    /* the broken line closes the client; the agent never answers, so this call sees it */
+    st = omprpc_client_get_state(c, WAIT_MS, &out, &err);
+    CHECKF(st == OMPRPC_STATUS_PROTOCOL || st == OMPRPC_STATUS_CLOSED, "get_state: %s; error %s", h_name(st),
+           err ? err : "(none)");
+    h_strfree(&err);
+    CHECK_STATUS(omprpc_client_get_state(c, WAIT_MS, &out, &err), OMPRPC_STATUS_CLOSED, err);
+    h_strfree(&err);
+    if (CHECK_OK(omprpc_client_protocol_errors(c, &out, &err), err)) {
+        jval *v = PARSE(out);
+        CHECKF(jlen(v) >= 1, "no protocol error recorded: %s", out);
+        json_free(v);
+        h_strfree(&out);
+    }
+    if (CHECK_OK(omprpc_client_info(c, &out, &err), err)) {
+        jval *v = PARSE(out);
+        CHECK(jbool(jget(v, "closed")) == 1);
+        CHECKF(jstr(jget(v, "closeReason")) != NULL, "info.closeReason: %s", out);
+        json_free(v);
+        h_strfree(&out);
+    }
+    omprpc_client_free(c);
+
+    /* a garbage line in the middle of a turn is fatal too, by default */
+    c = START(NULL, NULL);
+    if (!c) return;
+    st = omprpc_client_prompt_and_wait(c, "garbage", NULL, WAIT_MS, &out, &err);
+    CHECKF(st == OMPRPC_STATUS_PROTOCOL || st == OMPRPC_STATUS_CLOSED, "garbage turn: %s", h_name(st));
+    h_strfree(&out);
+    h_strfree(&err);
+    omprpc_client_free(c);
+}
+
+static void test_invalid_frames_skipped(void) {
+    omprpc_client *c = START(NULL, "\"invalid_frames\":\"skip\"");
+    char *out = NULL, *err = NULL;
+    if (!c) return;
+    if (CHECK_OK(omprpc_client_prompt_and_wait(c, "garbage", NULL, WAIT_MS, &out, &err), err)) {
+        jval *turn = PARSE(out);
+        CHECK_STR(jpath_str(turn, "assistantText"), "pong");
+        json_free(turn);
+        h_strfree(&out);
+    }
+    if (CHECK_OK(omprpc_client_protocol_errors(c, &out, &err), err)) {
+        jval *v = PARSE(out);
+        CHECKF(jlen(v) == 1, "expected one protocol error for the skipped line: %s", out);
+        CHECKF(strstr(out, "this is not json") != NULL, "the skipped frame is not quoted: %s", out);
+        json_free(v);
+        h_strfree(&out);
+    }
+    /* and it was reported as a synthetic event */
+    {
+        jval *ev = h_wait_event(c, "protocol_error", WAIT_MS);
+        CHECK(ev != NULL);
+        CHECK(jbool(jget(ev, "omprpc")) == 1);
+        json_free(ev);
+    }
+    omprpc_client_free(c);
+
+    /* invalid UTF-8 on a line: skipped the same way, the agent keeps serving */
+    c = START("\"--scenario\",\"invalid-utf8\"", "\"invalid_frames\":\"skip\"");
+    if (!c) return;
+    if (CHECK_OK(omprpc_client_get_state(c, WAIT_MS, &out, &err), err)) h_strfree(&out);
+    if (CHECK_OK(omprpc_client_protocol_errors(c, &out, &err), err)) {
+        jval *v = PARSE(out);
+        CHECKF(jlen(v) == 1, "expected one protocol error for the invalid UTF-8 line: %s", out);
+        json_free(v);
+        h_strfree(&out);
+    }
+    omprpc_client_free(c);
+}
+
+static void test_stdout_closed_and_half_line(void) {
+    static const char *const scenarios[] = {"\"--scenario\",\"stdout-close\"", "\"--scenario\",\"half-line\""};
+    int i;
+    for (i = 0; i < 2; i++) {
+        omprpc_client *c = START(scenarios[i], NULL);
+        char *out = NULL, *err = NULL;
+        omprpc_status st;
+        int64_t t0 = h_now_ms();
+        if (!c) continue;
+        st = omprpc_client_get_state(c, WAIT_MS, &out, &err);
+        /* half-line: the unterminated last line may also be reported as a protocol fault */
+        CHECKF(st == OMPRPC_STATUS_PROCESS_EXITED || st == OMPRPC_STATUS_CLOSED ||
+                   (i == 1 && st == OMPRPC_STATUS_PROTOCOL),
+               "%s: get_state returned %s; %s", scenarios[i], h_name(st), err ? err : "");
+        CHECKF(h_now_ms() - t0 < 3000, "%s: noticing EOF took %lld ms", scenarios[i], (long long)(h_now_ms() - t0));
+        h_strfree(&out);
+        h_strfree(&err);
+        omprpc_client_free(c);
+    }
+}
+
+static void test_stderr_lines_and_flood(void) {
+    omprpc_client *c = START(NULL, "\"max_stderr_lines\":3");
+    char *out = NULL, *err = NULL;
+    if (!c) return;
+    if (CHECK_OK(omprpc_client_prompt_and_wait(c, "stderr 5", NULL, WAIT_MS, &out, &err), err)) h_strfree(&out);
+    CHECK_OK(omprpc_client_close(c, &err), err);
+    if (CHECK_OK(omprpc_client_stderr(c, &out, &err), err))
+        CHECK_STR(out, "stderr line 3\nstderr line 4\nstderr line 5\n");
+    h_strfree(&out);
+    omprpc_client_free(c);
+
+    /* 50 MB of stderr while the agent serves: the client keeps up and stays bounded */
+    c = START("\"--scenario\",\"stderr-flood\"", "\"max_stderr_lines\":10");
+    if (!c) return;
+    if (CHECK_OK(omprpc_client_prompt_and_wait(c, "say hello", NULL, WAIT_MS, &out, &err), err)) h_strfree(&out);
+    CHECK_OK(omprpc_client_get_state(c, WAIT_MS, &out, &err), err);
+    h_strfree(&out);
+    if (CHECK_OK(omprpc_client_stderr(c, &out, &err), err)) {
+        CHECKF(strlen(out) <= 10 * 1001 + 16, "stderr ring holds %u bytes", (unsigned)strlen(out));
+        h_strfree(&out);
+    }
+    omprpc_client_free(c);
+}
+
+static void test_chunk_violation(void) {
+    omprpc_client *c = NULL;
+    char *out = NULL, *err = NULL, *opts = h_opts("\"--scenario\",\"chunk-violation\"", NULL);
+    omprpc_status st = omprpc_client_start(opts, &c, &err);
+    free(opts);
+    /* the bad chunk follows the negotiation response: start may see it, or the next call */
+    if (st == OMPRPC_STATUS_OK) {
+        st = omprpc_client_get_state(c, WAIT_MS, &out, &err);
+        CHECKF(st == OMPRPC_STATUS_PROTOCOL || st == OMPRPC_STATUS_CLOSED, "get_state after a bad chunk: %s",
+               h_name(st));
+        h_strfree(&out);
+    } else {
+        CHECKF(st == OMPRPC_STATUS_PROTOCOL, "start with a bad chunk: %s; %s", h_name(st), err ? err : "");
+    }
+    h_strfree(&err);
+    omprpc_client_free(c);
+}
+
+static int read_file(const char *path, char *buf, size_t cap) {
+    FILE *f = fopen(path, "r");
+    size_t n;
+    if (!f) return 0;
+    n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return 1;
+}
+
+/* Waits until `path` exists; 1 if it did within WAIT_MS. */
+static int wait_file(const char *path) {
+    int64_t deadline = h_now_ms() + WAIT_MS;
+    struct stat st;
+    while (h_now_ms() < deadline) {
+        if (stat(path, &st) == 0) return 1;
+        h_sleep_ms(10);
+    }
+    return 0;
+}
+
+static void check_grandchild_killed(const char *args, int prompt) {
+    char dir[] = "/tmp/omprpc-gc-XXXXXX";
+    char base[64], pidf[80], beatf[80], extra[256], b1[64], b2[64], pidbuf[32];
+    omprpc_client *c;
+    char *out = NULL, *err = NULL;
+    pid_t pid = 0;
+    int64_t t0;
+    if (!mkdtemp(dir)) {
+        CHECKF(0, "mkdtemp failed");
+        return;
+    }
+    snprintf(base, sizeof base, "%s/gc", dir);
+    snprintf(pidf, sizeof pidf, "%s.pid", base);
+    snprintf(beatf, sizeof beatf, "%s.beat", base);
+    if (prompt) {
+        c = START(args, "\"stop_grace_ms\":200");
+    } else {
+        snprintf(extra, sizeof extra, "\"env\":{\"OMPRPC_FAKE_GRANDCHILD\":\"%s\"},\"stop_grace_ms\":200", base);
+        c = START(args, extra);
+    }
+    if (!c) return;
+    if (prompt) {
+        char message[128];
+        snprintf(message, sizeof message, "grandchild %s", base);
+        if (CHECK_OK(omprpc_client_prompt_and_wait(c, message, NULL, WAIT_MS, &out, &err), err)) h_strfree(&out);
+    }
+    CHECKF(wait_file(pidf) && wait_file(beatf), "the grandchild never started");
+    if (read_file(pidf, pidbuf, sizeof pidbuf)) pid = (pid_t)atol(pidbuf);
+    CHECK(pid > 0 && kill(pid, 0) == 0);
+    /* alive: the heartbeat moves */
+    read_file(beatf, b1, sizeof b1);
+    t0 = h_now_ms();
+    do {
+        h_sleep_ms(20);
+        read_file(beatf, b2, sizeof b2);
+    } while (!strcmp(b1, b2) && h_now_ms() - t0 < WAIT_MS);
+    CHECKF(strcmp(b1, b2) != 0, "the grandchild's heartbeat never moved");
+    t0 = h_now_ms();
+    CHECK_OK(omprpc_client_close(c, &err), err);
+    CHECKF(h_now_ms() - t0 < 5000, "close took %lld ms", (long long)(h_now_ms() - t0));
+    /* dead: the heartbeat stays frozen */
+    h_sleep_ms(100);
+    read_file(beatf, b1, sizeof b1);
+    h_sleep_ms(300);
+    read_file(beatf, b2, sizeof b2);
+    CHECKF(!strcmp(b1, b2), "the grandchild kept running after close: the process group leaked");
+    omprpc_client_free(c);
+    if (pid > 0) kill(pid, SIGKILL); /* never leave it behind, whatever happened */
+    remove(pidf);
+    remove(beatf);
+    rmdir(dir);
+}
+
+static void test_close_kills_grandchildren(void) {
+    check_grandchild_killed("\"--scenario\",\"grandchild\"", 0);
+    check_grandchild_killed(NULL, 1); /* spawned mid-session by the "grandchild PATH" prompt */
+}
+
+static void test_close_kills_an_agent_ignoring_sigterm(void) {
+    omprpc_client *c = START("\"--scenario\",\"ignore-term\"", "\"stop_grace_ms\":200,\"kill_grace_ms\":200");
+    char *out = NULL, *err = NULL;
+    pid_t pid = 0;
+    int64_t t0;
+    if (!c) return;
+    if (CHECK_OK(omprpc_client_info(c, &out, &err), err)) {
+        jval *v = PARSE(out);
+        pid = (pid_t)jnum(jget(v, "pid"), NULL);
+        json_free(v);
+        h_strfree(&out);
+    }
+    t0 = h_now_ms();
+    CHECK_OK(omprpc_client_close(c, &err), err);
+    CHECKF(h_now_ms() - t0 < 5000, "close of a SIGTERM-ignoring agent took %lld ms", (long long)(h_now_ms() - t0));
+    /* gone and reaped (no zombie left behind by the library) */
+    CHECKF(pid > 0 && kill(pid, 0) == -1 && errno == ESRCH, "agent pid %ld still exists after close", (long)pid);
+    omprpc_client_free(c);
+}
+
+static void test_duplicate_response_is_ignored(void) {
+    omprpc_client *c = START(NULL, NULL);
+    char *out = NULL, *err = NULL;
+    if (!c) return;
+    if (CHECK_OK(omprpc_client_prompt_and_wait(c, "duplicate response", NULL, WAIT_MS, &out, &err), err)) {
+        jval *turn = PARSE(out);
+        CHECK_STR(jpath_str(turn, "assistantText"), "pong");
+        json_free(turn);
+        h_strfree(&out);
+    }
+    if (CHECK_OK(omprpc_client_protocol_errors(c, &out, &err), err)) {
+        CHECKF(!strcmp(out, "[]"), "a duplicate success response is not an error: %s", out);
+        h_strfree(&out);
+    }
+    omprpc_client_free(c);
+}
+
+static void test_argv_and_env_reach_the_agent(void) {
+    char dir[] = "/tmp/omprpc-env-XXXXXX";
+    char argvf[64], envf[64], extra[512], buf[65536];
+    omprpc_client *c;
+    if (!mkdtemp(dir)) return;
+    snprintf(argvf, sizeof argvf, "%s/argv.json", dir);
+    snprintf(envf, sizeof envf, "%s/env.json", dir);
+    snprintf(extra, sizeof extra,
+             "\"env\":{\"OMPRPC_FAKE_ARGV_FILE\":\"%s\",\"OMPRPC_FAKE_ENV_FILE\":\"%s\",\"OMPRPC_TEST_MARK\":\"x y\"}",
+             argvf, envf);
+    c = START("\"--model\",\"m\"", extra);
+    if (c) {
+        jval *v;
+        CHECK(read_file(argvf, buf, sizeof buf));
+        v = PARSE(buf);
+        CHECKF(jlen(v) == 2 && !strcmp(jpath_str(v, "0") ? jpath_str(v, "0") : "", "--model"), "argv: %s", buf);
+        json_free(v);
+        CHECK(read_file(envf, buf, sizeof buf));
+        v = PARSE(buf);
+        CHECK_STR(jpath_str(v, "OMPRPC_TEST_MARK"), "x y");
+        /* inherit_env defaults to false: nothing of ours leaks in */
+        CHECKF(jget(v, "OMPRPC_FAKE_AGENT") == NULL, "the parent environment leaked into the agent");
+        json_free(v);
+    }
+    omprpc_client_free(c);
+    remove(argvf);
+    remove(envf);
+    rmdir(dir);
+}
+
+int main(void) {
+    h_init();
+    RUN(test_broken_startup_frame);
+    RUN(test_exit_before_ready);
+    RUN(test_startup_timeouts_and_handshakes);
+    RUN(test_crash_mid_turn);
+    RUN(test_hang_times_out_and_client_survives);
+    RUN(test_invalid_frames_fatal);
+    RUN(test_invalid_frames_skipped);
+    RUN(test_stdout_closed_and_half_line);
+    RUN(test_stderr_lines_and_flood);
+    RUN(test_chunk_violation);
+    RUN(test_close_kills_grandchildren);
+    RUN(test_close_kills_an_agent_ignoring_sigterm);
+    RUN(test_duplicate_response_is_ignored);
+    RUN(test_argv_and_env_reach_the_agent);
+    return h_summary();
+}

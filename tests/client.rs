@@ -1,0 +1,394 @@
+//! The Rust client against the project's fake agent: real processes, real pipes.
+
+use std::time::{Duration, Instant};
+
+use omprpc::client::{deadline_after, parse_params};
+use omprpc::{Client, Status};
+use serde_json::{json, Value};
+
+const FAKE: &str = env!("CARGO_BIN_EXE_omprpc-fake-agent");
+
+fn secs(n: u64) -> Option<Instant> {
+    deadline_after(Some(Duration::from_secs(n)))
+}
+
+fn start_with(extra: Value) -> Client {
+    let mut opts = json!({"command": [FAKE], "startup_timeout_ms": 10000, "request_timeout_ms": 10000, "stop_grace_ms": 500});
+    for (k, v) in extra.as_object().unwrap() {
+        opts[k] = v.clone();
+    }
+    Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("start failed: {e}"))
+}
+
+fn start(args: &[&str]) -> Client {
+    let mut argv = vec![FAKE.to_string()];
+    argv.extend(args.iter().map(|s| s.to_string()));
+    start_with(json!({ "command": argv }))
+}
+
+fn parse(s: &str) -> Value {
+    serde_json::from_str(s).unwrap()
+}
+
+fn turn(c: &Client, message: &str) -> Value {
+    parse(&c.prompt_and_wait(message, None, secs(10)).unwrap_or_else(|e| panic!("{message}: {e}")))
+}
+
+fn event_types(v: &Value) -> Vec<String> {
+    v.as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap_or("").to_string()).collect()
+}
+
+/// Polls events until one of type `ty` arrives.
+fn wait_event(c: &Client, ty: &str) -> Value {
+    let deadline = secs(10);
+    loop {
+        // One at a time: events after the match stay queued for the next wait.
+        let evs = c.next_events(1, deadline).unwrap_or_else(|e| panic!("waiting for {ty}: {e}"));
+        let v: Value = serde_json::from_slice(&evs[0]).unwrap();
+        if v["type"] == ty {
+            return v;
+        }
+    }
+}
+
+#[test]
+fn commands_round_trip() {
+    let c = start(&[]);
+    let state = parse(&c.request("get_state", None, secs(10)).unwrap());
+    assert_eq!(state["sessionId"], "fake-session");
+    assert_eq!(state["model"]["id"], "claude-sonnet-4-5");
+    let p = parse_params(Some(r#"{"command":"echo hello"}"#)).unwrap();
+    let bash = parse(&c.request("bash", p.as_ref(), secs(10)).unwrap());
+    assert_eq!(bash["output"], "hello\n");
+    assert_eq!(bash["exitCode"], 0);
+    let p = parse_params(Some(r#"{"provider":"anthropic","modelId":"claude-sonnet-4-6"}"#)).unwrap();
+    assert_eq!(parse(&c.request("set_model", p.as_ref(), secs(10)).unwrap())["id"], "claude-sonnet-4-6");
+    // A command the agent rejects fails with the agent's text.
+    let e = c.request("no_such_command", None, secs(10)).unwrap_err();
+    assert_eq!(e.status, Status::CommandFailed);
+    assert_eq!(e.failure.as_ref().unwrap().error, "unsupported: no_such_command");
+    // A response without data comes back as null.
+    assert_eq!(c.request("abort", None, secs(10)).unwrap(), "{}");
+    c.close().unwrap();
+    assert_eq!(c.request("get_state", None, secs(10)).unwrap_err().status, Status::Closed);
+}
+
+#[test]
+fn prompt_and_wait_variants() {
+    let c = start(&[]);
+    let t = turn(&c, "say hello");
+    assert_eq!(t["assistantText"], "pong");
+    assert!(t["events"].as_array().unwrap().len() >= 3);
+    assert_eq!(t["agentInvoked"], true);
+    assert_eq!(turn(&c, "thinking")["assistantText"], "visible");
+    let compacted = turn(&c, "compacted");
+    assert_eq!(compacted["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(compacted["messages"][0]["content"][0]["text"], "pong");
+    let local = turn(&c, "local");
+    assert_eq!(local["agentInvoked"], false);
+    assert_eq!(local["events"].as_array().unwrap().len(), 0);
+    let pr = turn(&c, "prompt result");
+    assert_eq!(pr["agentInvoked"], false);
+    assert_eq!(pr["promptResult"]["type"], "prompt_result");
+    let nt = turn(&c, "non-terminal");
+    let ends = event_types(&nt["events"]).iter().filter(|t| *t == "agent_end").count();
+    assert_eq!(ends, 2);
+    assert_eq!(nt["assistantText"], "pong");
+    c.wait_for_idle(secs(5)).unwrap();
+}
+
+#[test]
+fn late_failure_fails_the_turn_and_is_recorded_once() {
+    let c = start(&["--scenario", "late-failure"]);
+    let e = c.prompt_and_wait("say hello", None, secs(10)).unwrap_err();
+    assert_eq!(e.status, Status::CommandFailed);
+    let f = e.failure.unwrap();
+    assert_eq!((f.command.as_str(), f.error.as_str()), ("prompt", "late failure"));
+    let errors = parse(&c.protocol_errors());
+    assert_eq!(errors.as_array().unwrap().len(), 1);
+    assert!(errors[0]["message"].as_str().unwrap().contains("late failure"));
+}
+
+#[test]
+fn idless_errors_are_correlated_by_command() {
+    let c = start(&["--scenario", "idless-error"]);
+    let e = c.request("unknown", None, secs(10)).unwrap_err();
+    let f = e.failure.unwrap();
+    assert_eq!((f.command.as_str(), f.error.as_str()), ("unknown", "unsupported: unknown"));
+}
+
+#[test]
+fn host_tools_round_trip_with_updates_and_renaming() {
+    let c = start_with(json!({"host_tools": [{"name": "echo_host", "description": "Echo", "parameters": {"type": "object"}}]}));
+    for (message, shown_at_start) in [("needs host tool", None), ("needs xd tool", Some("write"))] {
+        let c = &c;
+        std::thread::scope(|s| {
+            let waiter = s.spawn(move || turn(c, message));
+            let call = wait_event(c, "host_tool_call");
+            assert_eq!(call["arguments"]["message"], "hello");
+            let id = call["id"].as_str().unwrap();
+            c.host_tool_update(id, json!("working:hello")).unwrap();
+            c.host_tool_result(id, json!({"content": [{"type": "text", "text": "host:hello"}]}), false).unwrap();
+            let t = waiter.join().unwrap();
+            let evs = t["events"].as_array().unwrap();
+            let upd: Vec<_> = evs.iter().filter(|e| e["type"] == "tool_execution_update").collect();
+            let end: Vec<_> = evs.iter().filter(|e| e["type"] == "tool_execution_end").collect();
+            assert_eq!(upd.len(), 1);
+            assert_eq!(upd[0]["partialResult"]["content"][0]["text"], "working:hello");
+            assert_eq!(upd[0]["toolName"], "echo_host");
+            assert_eq!(end[0]["result"]["content"][0]["text"], "host:hello");
+            assert_eq!(end[0]["toolName"], "echo_host");
+            if let Some(name) = shown_at_start {
+                let start = evs.iter().find(|e| e["type"] == "tool_execution_start").unwrap();
+                assert_eq!(start["toolName"], name);
+            }
+        });
+    }
+}
+
+#[test]
+fn host_tool_cancel_and_malformed_calls() {
+    let c = start_with(json!({"host_tools": [{"name": "echo_host", "description": "Echo", "parameters": {"type": "object"}}]}));
+    c.prompt("prompt", "cancel host tool", None, secs(10)).unwrap();
+    let call = wait_event(&c, "host_tool_call");
+    wait_event(&c, "host_tool_cancel");
+    let e = c.host_tool_result(call["id"].as_str().unwrap(), json!("late"), false).unwrap_err();
+    assert_eq!(e.status, Status::Cancelled);
+    assert_eq!(c.host_tool_result("nope", json!("x"), false).unwrap_err().status, Status::NotFound);
+    c.wait_for_idle(secs(10)).unwrap();
+    for (message, text) in [("bad host call", "Host tool arguments must be an object"), ("unknown host tool", "is not registered")] {
+        c.prompt("prompt", message, None, secs(10)).unwrap();
+        let seen = wait_event(&c, "host_result_seen");
+        assert_eq!(seen["frame"]["isError"], true, "{message}");
+        assert!(seen["frame"]["result"]["content"][0]["text"].as_str().unwrap().contains(text));
+        c.wait_for_idle(secs(10)).unwrap();
+    }
+}
+
+#[test]
+fn host_uris() {
+    let c = start_with(json!({"host_uri_schemes": [{"scheme": "memo", "writable": true}]}));
+    c.prompt("prompt", "needs host uri", None, secs(10)).unwrap();
+    let req = wait_event(&c, "host_uri_request");
+    c.host_uri_result(req["id"].as_str().unwrap(), json!({"content": "# notes", "contentType": "text/markdown"})).unwrap();
+    let seen = wait_event(&c, "host_uri_result_seen");
+    assert_eq!(seen["frame"]["content"], "# notes");
+    c.wait_for_idle(secs(10)).unwrap();
+}
+
+#[test]
+fn ui_round_trips_and_headless_policy() {
+    let c = start(&[]);
+    c.prompt("prompt", "needs ui", None, secs(10)).unwrap();
+    let req = parse(std::str::from_utf8(&c.next_ui_request(secs(10)).unwrap()).unwrap());
+    assert_eq!(req["method"], "input");
+    c.ui_send_value(req["id"].as_str().unwrap(), "approved").unwrap();
+    c.wait_for_idle(secs(10)).unwrap();
+    c.prompt("prompt", "needs confirm", None, secs(10)).unwrap();
+    let req = parse(std::str::from_utf8(&c.next_ui_request(secs(10)).unwrap()).unwrap());
+    c.ui_send_confirmation(req["id"].as_str().unwrap(), true).unwrap();
+    c.wait_for_idle(secs(10)).unwrap();
+    assert_eq!(wait_event(&c, "ui_response_seen")["frame"]["value"], "approved");
+    assert_eq!(wait_event(&c, "ui_response_seen")["frame"]["confirmed"], true);
+    assert_eq!(c.next_ui_request(deadline_after(Some(Duration::ZERO))).unwrap_err().status, Status::Timeout);
+    c.set_ui_policy(Some(Default::default()));
+    let t = turn(&c, "needs ui");
+    assert_eq!(t["assistantText"], "ui acknowledged");
+    assert_eq!(wait_event(&c, "ui_response_seen")["frame"]["cancelled"], true);
+    // Unknown interactive methods are cancelled too, never left hanging.
+    let t = turn(&c, "unknown ui");
+    assert_eq!(t["assistantText"], "ui acknowledged");
+}
+
+#[test]
+fn pi_flavour_starts_without_ready_and_serves_ui_before_the_response() {
+    let c = start_with(json!({"command": [FAKE, "--flavor", "pi"], "flavor": "pi"}));
+    assert_eq!(parse(&c.info())["flavor"], "pi");
+    std::thread::scope(|s| {
+        let p = s.spawn(|| c.prompt("prompt", "needs ui", None, secs(10)));
+        let req = parse(std::str::from_utf8(&c.next_ui_request(secs(10)).unwrap()).unwrap());
+        c.ui_send_value(req["id"].as_str().unwrap(), "ok").unwrap();
+        p.join().unwrap().unwrap();
+    });
+    c.wait_for_idle(secs(10)).unwrap();
+}
+
+#[test]
+fn protocol_v2_reassembles_and_falls_back() {
+    let c = start(&["--v2"]);
+    assert_eq!(parse(&c.info())["protocolVersion"], 2);
+    let t = turn(&c, "big 2000000");
+    assert_eq!(t["assistantText"].as_str().unwrap().len(), 2_000_000);
+    turn(&c, "exact MiB");
+    let c = start_with(json!({"command": [FAKE, "--v2"], "env": {"OMPRPC_FAKE_V2_FAIL": "1"}}));
+    assert_eq!(parse(&c.info())["protocolVersion"], 1);
+    assert_eq!(turn(&c, "say hello")["assistantText"], "pong");
+}
+
+#[test]
+fn single_flight_collectors() {
+    let c = start(&[]);
+    std::thread::scope(|s| {
+        let t = s.spawn(|| turn(&c, "slow"));
+        let until = Instant::now() + Duration::from_secs(5);
+        while c.active_operation() != Some("prompt_and_wait") && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(c.collect_events(secs(1)).unwrap_err().status, Status::Concurrency);
+        assert_eq!(t.join().unwrap()["assistantText"], "pong");
+    });
+    c.prompt("prompt", "slow", None, secs(10)).unwrap();
+    let evs = parse(&c.collect_events(secs(10)).unwrap());
+    assert_eq!(event_types(&evs).last().unwrap(), "agent_end");
+}
+
+#[test]
+fn close_wakes_waiters_fast_and_is_idempotent() {
+    let c = start(&["--scenario", "hanging"]);
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("hang", None, secs(30)));
+        let until = Instant::now() + Duration::from_secs(5);
+        while c.active_operation() != Some("prompt_and_wait") && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let t0 = Instant::now();
+        let closer = s.spawn(|| c.close());
+        let err = t.join().unwrap().expect_err("prompt_and_wait must fail when the client closes");
+        assert!(t0.elapsed() < Duration::from_millis(100), "woken after {:?}", t0.elapsed());
+        assert_eq!(err.status, Status::Closed);
+        closer.join().unwrap().unwrap();
+    });
+    c.close().unwrap();
+    // What was queued before the close is still delivered, then CLOSED.
+    let mut polled = c.next_events(1, secs(1));
+    while polled.is_ok() {
+        polled = c.next_events(1, secs(1));
+    }
+    assert_eq!(polled.unwrap_err().status, Status::Closed);
+}
+
+#[test]
+fn startup_failures_are_clear() {
+    let e = Client::start(&json!({"command": [FAKE, "--scenario", "broken-startup"]}).to_string()).err().unwrap();
+    assert_eq!(e.status, Status::Protocol);
+    assert!(e.message.contains("Frame: 'not-json'"), "{}", e.message);
+    let e = Client::start(&json!({"command": [FAKE, "--scenario", "exit-early"]}).to_string()).err().unwrap();
+    assert_eq!(e.status, Status::ProcessExited);
+    assert!(e.message.contains("exited with code 1"), "{}", e.message);
+    assert!(e.message.contains("no model configured"), "{}", e.message);
+    let e = Client::start(&json!({"command": [FAKE, "--scenario", "silent"], "startup_timeout_ms": 200}).to_string()).err().unwrap();
+    assert_eq!(e.status, Status::Timeout);
+    let e = Client::start(&json!({"command": ["/nonexistent/agent"]}).to_string()).err().unwrap();
+    assert_eq!(e.status, Status::Io);
+    let e = Client::start(&json!({"executable": "no-such-agent-xyz"}).to_string()).err().unwrap();
+    assert!(e.message.contains("not found"), "{}", e.message);
+}
+
+#[test]
+fn stderr_is_a_bounded_ring() {
+    let c = start_with(json!({"command": [FAKE, "--scenario", "stderr"], "max_stderr_lines": 1}));
+    // The ready frame comes after both lines were written and flushed.
+    let until = Instant::now() + Duration::from_secs(5);
+    while c.stderr() != "second\n" && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(c.stderr(), "second\n");
+}
+
+#[test]
+fn event_history_limit_fails_the_turn() {
+    let c = start_with(json!({"max_event_history": 2}));
+    let e = c.prompt_and_wait("say hello", None, secs(10)).unwrap_err();
+    assert_eq!(e.status, Status::LimitExceeded);
+    assert!(e.message.contains("max_event_history"));
+}
+
+#[test]
+fn crash_mid_turn_reports_exit_and_stderr() {
+    let c = start(&[]);
+    let e = c.prompt_and_wait("crash", None, secs(10)).unwrap_err();
+    assert_eq!(e.status, Status::ProcessExited);
+    assert!(e.message.contains("code 3"), "{}", e.message);
+    assert!(e.message.contains("fatal: crashed"), "{}", e.message);
+}
+
+#[test]
+fn invalid_frames_are_fatal_or_skipped() {
+    let c = start(&["--scenario", "invalid-json"]);
+    let e = c.next_events(1000, secs(10));
+    // The ready event may come first; then the queue closes with the decode error.
+    let mut last = e;
+    while last.is_ok() {
+        last = c.next_events(1000, secs(10));
+    }
+    assert_eq!(last.unwrap_err().status, Status::Closed);
+    let reason = parse(&c.info())["closeReason"].clone();
+    assert_eq!(reason["code"], "PROTOCOL");
+    assert!(reason["message"].as_str().unwrap().contains("Frame: '{\"type\":\"broken\"'"));
+    let c = start_with(json!({"invalid_frames": "skip"}));
+    assert_eq!(turn(&c, "garbage")["assistantText"], "pong");
+    assert!(c.protocol_errors().contains("this is not json"));
+}
+
+#[test]
+fn grandchildren_die_with_the_agent() {
+    let dir = std::env::temp_dir().join(format!("omprpc-gc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = dir.join("gc");
+    let c = start_with(json!({
+        "command": [FAKE, "--scenario", "grandchild"],
+        "env": {"OMPRPC_FAKE_GRANDCHILD": base.to_str().unwrap()},
+        "stop_grace_ms": 200,
+    }));
+    let pid_file = base.with_extension("pid");
+    let until = Instant::now() + Duration::from_secs(5);
+    while !pid_file.exists() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let beat = base.with_extension("beat");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(beat.exists(), "grandchild never started");
+    c.close().unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    let first = std::fs::read_to_string(&beat).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(std::fs::read_to_string(&beat).unwrap(), first, "grandchild kept running");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ignoring_sigterm_still_ends_in_sigkill() {
+    let c = start_with(json!({"command": [FAKE, "--scenario", "ignore-term"], "stop_grace_ms": 100, "kill_grace_ms": 100}));
+    let pid = parse(&c.info())["pid"].as_i64().unwrap();
+    let t0 = Instant::now();
+    c.close().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "agent still in the process table");
+}
+
+#[test]
+fn event_queue_overflow_is_reported() {
+    let c = start_with(json!({"event_queue_capacity": 4}));
+    turn(&c, "say hello");
+    let evs = c.next_events(100, secs(5)).unwrap();
+    let first: Value = serde_json::from_slice(&evs[0]).unwrap();
+    assert_eq!(first["type"], "event_overflow");
+    assert!(first["dropped"].as_u64().unwrap() >= 1);
+    assert_eq!(evs.len(), 5);
+}
+
+#[test]
+fn many_threads_share_one_client() {
+    let c = start(&[]);
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                for _ in 0..50 {
+                    let st = parse(&c.request("get_state", None, secs(10)).unwrap());
+                    assert_eq!(st["sessionId"], "fake-session");
+                }
+            });
+        }
+    });
+}
