@@ -44,7 +44,7 @@ impl Status {
         }
     }
 
-    pub const ALL: [Status; 15] = [
+    pub(crate) const ALL: [Status; 15] = [
         Status::Ok,
         Status::InvalidArgument,
         Status::InvalidJson,

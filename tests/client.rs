@@ -392,3 +392,107 @@ fn many_threads_share_one_client() {
         }
     });
 }
+
+#[test]
+fn duplicate_success_is_recorded_and_the_turn_still_completes() {
+    let c = start(&[]);
+    assert_eq!(turn(&c, "duplicate response")["assistantText"], "pong");
+    let errors = parse(&c.protocol_errors());
+    assert_eq!(errors.as_array().unwrap().len(), 1, "{errors}");
+    assert!(errors[0]["message"].as_str().unwrap().contains("second response"));
+}
+
+#[test]
+fn stream_faults_end_in_clear_statuses() {
+    // (scenario, expected close status, text the reason must contain)
+    let cases = [
+        ("half-line", "PROCESS_EXITED", "without a newline"),
+        ("stdout-close", "PROCESS_EXITED", "stdout closed before the process exited"),
+        ("invalid-utf8", "PROTOCOL", "invalid UTF-8"),
+        ("chunk-violation", "PROTOCOL", "RPC chunk"),
+    ];
+    for (scenario, code, text) in cases {
+        let mut argv = vec![FAKE, "--scenario", scenario];
+        if scenario == "chunk-violation" {
+            argv.push("--v2");
+        }
+        let t0 = Instant::now();
+        let c = start_with(json!({ "command": argv }));
+        let mut polled = c.next_events(100, secs(10));
+        while polled.is_ok() {
+            polled = c.next_events(100, secs(10));
+        }
+        assert_eq!(polled.unwrap_err().status, Status::Closed, "{scenario}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{scenario} took {:?}", t0.elapsed());
+        let reason = parse(&c.info())["closeReason"].clone();
+        assert_eq!(reason["code"], code, "{scenario}: {reason}");
+        assert!(reason["message"].as_str().unwrap().contains(text), "{scenario}: {reason}");
+    }
+}
+
+#[test]
+fn frames_over_the_configured_maximum_are_refused() {
+    let c = start_with(json!({"max_frame_bytes": 4096}));
+    let e = c.prompt_and_wait("big 100000", None, secs(10)).unwrap_err();
+    assert_eq!(e.status, Status::Protocol);
+    assert!(e.message.contains("max_frame_bytes"), "{}", e.message);
+}
+
+#[test]
+fn stopped_agent_is_still_torn_down() {
+    let c = start_with(json!({"kill_grace_ms": 200, "stop_grace_ms": 200}));
+    let pid = parse(&c.info())["pid"].as_i64().unwrap() as i32;
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let t0 = Instant::now();
+    c.close().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+}
+
+#[test]
+fn stderr_flood_stays_bounded_and_the_client_works() {
+    let c = start_with(json!({"command": [FAKE, "--scenario", "stderr-flood"], "max_stderr_lines": 100}));
+    for _ in 0..20 {
+        assert_eq!(parse(&c.request("get_state", None, secs(10)).unwrap())["sessionId"], "fake-session");
+    }
+    assert!(c.stderr().len() <= 100 * 1001 + 64 * 1024);
+}
+
+#[test]
+fn event_fd_is_readable_exactly_while_events_are_queued() {
+    let c = start(&[]);
+    let fd = c.event_fd();
+    let readable = |ms: i32| {
+        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        unsafe { libc::poll(&mut p, 1, ms) == 1 }
+    };
+    assert!(readable(5000), "the ready event should make the fd readable");
+    while c.next_events(1000, deadline_after(Some(Duration::ZERO))).is_ok() {}
+    assert!(!readable(0));
+    c.request("get_state", None, secs(10)).unwrap();
+    assert!(!readable(50), "a response is not an event");
+    c.prompt("prompt", "say hello", None, secs(10)).unwrap();
+    assert!(readable(5000));
+    c.close().unwrap();
+    while c.next_events(1000, deadline_after(Some(Duration::ZERO))).is_ok() {}
+    assert!(readable(0), "a closed client stays readable so pollers see CLOSED");
+}
+
+#[test]
+fn pi_has_no_host_tools_and_says_so() {
+    let c = start_with(json!({"command": [FAKE, "--flavor", "pi"], "flavor": "pi"}));
+    let e = c.set_host_tools(json!([{"name": "t", "description": "d", "parameters": {"type": "object"}}]), secs(10)).unwrap_err();
+    assert_eq!(e.status, Status::CommandFailed);
+    assert!(e.message.contains("Unknown command"), "{}", e.message);
+}
+
+#[test]
+fn requests_time_out_and_late_answers_are_recorded() {
+    let c = start(&["--scenario", "hanging"]);
+    let e = c.prompt("prompt", "hang", None, secs(10));
+    assert!(e.is_ok());
+    // The hanging agent answers nothing more: a request times out and the client stays usable.
+    let e = c.request("get_state", None, deadline_after(Some(Duration::from_millis(100)))).unwrap_err();
+    assert_eq!(e.status, Status::Timeout);
+    assert!(parse(&c.info())["closed"] == false);
+}

@@ -47,15 +47,24 @@ impl EventQueue {
     }
 
     pub fn push(&self, ev: EventBytes) {
+        self.push_all(std::iter::once(ev));
+    }
+
+    /// Queues several events under one lock with at most one wakeup: the reader hands over
+    /// everything one read of stdout produced, so a fast poller is not woken per event.
+    pub fn push_all(&self, evs: impl IntoIterator<Item = EventBytes>) {
         let mut g = self.inner.lock().unwrap();
-        if g.items.len() >= self.capacity {
-            g.items.pop_front();
-            g.dropped += 1;
-        }
         let was_empty = g.items.is_empty() && g.dropped == 0;
-        g.items.push_back(ev);
+        for ev in evs {
+            if g.items.len() >= self.capacity {
+                g.items.pop_front();
+                g.dropped += 1;
+            }
+            g.items.push_back(ev);
+        }
+        let now_empty = g.items.is_empty() && g.dropped == 0;
         drop(g);
-        if was_empty {
+        if was_empty && !now_empty {
             self.signal.set();
             self.cond.notify_all();
         }

@@ -30,7 +30,8 @@ pub struct Outcome {
 pub struct Collector {
     /// Some: ends when that prompt completes. None: ends at the next terminal `agent_end`.
     prompt_id: Option<String>,
-    /// The events, comma-separated, ready to be wrapped in `[` `]`.
+    /// The output being built: a prefix (`[` or `{"events":[`), then the events,
+    /// comma-separated — so the result needs no second copy of them.
     pub events: Vec<u8>,
     /// (start, end) of each event in `events`.
     pub offsets: Vec<(usize, usize)>,
@@ -95,11 +96,12 @@ impl Lifecycle {
         }
     }
 
-    /// Starts retaining events (before the prompt is written, so none can be missed).
-    pub fn collect(&mut self, prompt_id: Option<String>) {
+    /// Starts retaining events (before the prompt is written, so none can be missed) after
+    /// `prefix` in the output buffer.
+    pub fn collect(&mut self, prompt_id: Option<String>, prefix: &[u8]) {
         self.collector = Some(Collector {
             prompt_id,
-            events: Vec::new(),
+            events: prefix.to_vec(),
             offsets: Vec::new(),
             streamed: Vec::new(),
             limit: self.max_events,
@@ -174,7 +176,7 @@ impl Lifecycle {
                         ),
                     )));
                 } else {
-                    if !c.events.is_empty() {
+                    if !c.offsets.is_empty() {
                         c.events.push(b',');
                     }
                     let start = c.events.len();
@@ -237,7 +239,7 @@ mod tests {
         let mut l = Lifecycle::new(None);
         l.event(b"{}", Mark::AgentStart); // run A is live
         l.acquire("prompt_and_wait").unwrap();
-        l.collect(Some("req_2".into()));
+        l.collect(Some("req_2".into()), b"[");
         l.track("req_2", false);
         end(&mut l); // A ends
         assert!(!l.collector_done());
@@ -278,7 +280,7 @@ mod tests {
         assert_eq!(l.acquire("collect_events").unwrap_err().status, Status::Concurrency);
         l.release("collect_events");
         assert_eq!(l.active_operation(), Some("prompt_and_wait"));
-        l.collect(None);
+        l.collect(None, b"[");
         for _ in 0..3 {
             l.event(b"{}", Mark::Other);
         }
@@ -293,13 +295,13 @@ mod tests {
     #[test]
     fn streamed_messages_reset_at_agent_start() {
         let mut l = Lifecycle::new(None);
-        l.collect(None);
+        l.collect(None, b"[");
         l.event(b"{}", Mark::MessageEnd { message: b"1" });
         l.event(b"{}", Mark::AgentStart);
         l.event(b"{}", Mark::MessageEnd { message: b"2" });
         let c = l.take_collector().unwrap();
         assert_eq!(c.streamed, vec![b"2".to_vec()]);
-        assert_eq!(c.events, b"{},{},{}");
-        assert_eq!(c.offsets, [(0, 2), (3, 5), (6, 8)]);
+        assert_eq!(c.events, b"[{},{},{}");
+        assert_eq!(c.offsets, [(1, 3), (4, 6), (7, 9)]);
     }
 }

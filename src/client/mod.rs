@@ -166,23 +166,23 @@ impl Shared {
         self.closing.set();
     }
 
-    /// Records a protocol error and delivers it as a synthetic event.
-    fn protocol_error(&self, mut record: Map<String, Value>) {
+    /// Records a protocol error; returns it as a synthetic event for the caller to queue
+    /// (the reader queues it in order with the frames around it).
+    fn record_protocol_error(&self, mut record: Map<String, Value>) -> EventBytes {
         record.insert("type".into(), json!("protocol_error"));
         record.insert("omprpc".into(), json!(true));
         let v = Value::Object(record);
         let bytes = events::event_bytes(v.to_string().as_bytes());
-        {
-            let mut st = self.state();
-            if st.protocol_errors.len() >= PROTOCOL_ERROR_MEMORY {
-                st.protocol_errors.pop_front();
-            }
-            st.protocol_errors.push_back(v);
+        let mut st = self.state();
+        if st.protocol_errors.len() >= PROTOCOL_ERROR_MEMORY {
+            st.protocol_errors.pop_front();
         }
-        self.events.push(bytes);
+        st.protocol_errors.push_back(v);
+        bytes
     }
 
-    fn push_event(&self, ev: EventBytes) {
+    fn protocol_error(&self, record: Map<String, Value>) {
+        let ev = self.record_protocol_error(record);
         self.events.push(ev);
     }
 
@@ -526,7 +526,7 @@ impl Client {
         {
             let mut st = s.state();
             st.life.acquire("prompt_and_wait")?;
-            st.life.collect(Some(id.clone()));
+            st.life.collect(Some(id.clone()), turn::TURN_PREFIX);
         }
         let _slot = Slot { shared: s, op: "prompt_and_wait" };
         s.call(&id, "prompt", &line, deadline, Some(streaming))?;
@@ -546,7 +546,7 @@ impl Client {
         {
             let mut st = s.state();
             st.life.acquire("collect_events")?;
-            st.life.collect(None);
+            st.life.collect(None, b"[");
         }
         let _slot = Slot { shared: s, op: "collect_events" };
         let collector = s.wait_state(deadline, "Timed out waiting for agent_end", |st| {

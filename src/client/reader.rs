@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::events::event_bytes;
+use super::events::{event_bytes, EventBytes};
 use super::host::Incoming;
 use super::lifecycle::Mark;
 use super::pending::Settled;
@@ -24,7 +24,7 @@ const EXIT_WAIT: Duration = Duration::from_secs(1);
 const SNIPPET_CHARS: usize = 240;
 
 pub(super) fn run(shared: Arc<Shared>, stdout: File, stderr: File) {
-    let mut router = Router { shared: &shared, fields: Fields::new(), line_no: 0, discarding: false };
+    let mut router = Router { shared: &shared, fields: Fields::new(), line_no: 0, discarding: false, batch: Vec::new() };
     let end = transport::pump(
         stdout,
         stderr,
@@ -65,6 +65,8 @@ struct Router<'a> {
     /// After a fatal fault the rest of stdout is read and dropped, so the agent never blocks
     /// on a full pipe while it shuts down.
     discarding: bool,
+    /// Events of the current read, queued together at its end (one lock, one wakeup).
+    batch: Vec<EventBytes>,
 }
 
 fn snippet(line: &[u8]) -> String {
@@ -77,14 +79,16 @@ fn snippet(line: &[u8]) -> String {
 }
 
 impl LineSink for Router<'_> {
+    fn end_of_read(&mut self) {
+        self.flush();
+    }
+
     fn line(&mut self, line: &[u8]) -> bool {
         self.line_no += 1;
         if self.discarding || line.iter().all(u8::is_ascii_whitespace) {
             return true;
         }
-        if let Err(reason) = std::str::from_utf8(line).map_err(|e| e.to_string()).and_then(|_| {
-            self.fields.scan(line, 0..line.len()).map_err(|e| e.to_string())
-        }) {
+        if let Err(reason) = check_frame(&mut self.fields, line) {
             return self.invalid(line, &reason);
         }
         if self.fields.str(line, "type").as_deref() == Some("rpc_chunk") {
@@ -93,9 +97,7 @@ impl LineSink for Router<'_> {
                 Err(m) => self.fatal(Error::new(Status::Protocol, m)),
                 Ok(None) => true,
                 Ok(Some(frame)) => {
-                    if let Err(reason) = std::str::from_utf8(&frame).map_err(|e| e.to_string()).and_then(|_| {
-                        self.fields.scan(&frame, 0..frame.len()).map_err(|e| e.to_string())
-                    }) {
+                    if let Err(reason) = check_frame(&mut self.fields, &frame) {
                         return self.fatal(Error::new(
                             Status::Protocol,
                             format!("Reassembled RPC chunk frame is invalid: {reason}. Frame: '{}'", snippet(&frame)),
@@ -120,13 +122,30 @@ impl Router<'_> {
         if self.shared.opts.skip_invalid_frames {
             let mut r = Map::new();
             r.insert("message".into(), json!(format!("Skipped an invalid frame: {message}")));
-            self.shared.protocol_error(r);
+            self.protocol_error(r);
             return true;
         }
         self.fatal(Error::new(Status::Protocol, message))
     }
 
+    fn emit(&mut self, ev: EventBytes) {
+        self.batch.push(ev);
+    }
+
+    fn flush(&mut self) {
+        if !self.batch.is_empty() {
+            self.shared.events.push_all(self.batch.drain(..));
+        }
+    }
+
+    fn protocol_error(&mut self, record: Map<String, Value>) {
+        let ev = self.shared.record_protocol_error(record);
+        self.emit(ev);
+    }
+
     fn fatal(&mut self, err: Error) -> bool {
+        // What arrived before the fault is delivered before CLOSED.
+        self.flush();
         self.shared.shut(err);
         self.shared.stdin.lock().unwrap().take();
         self.discarding = true;
@@ -141,7 +160,7 @@ impl Router<'_> {
             "ready" => {
                 self.shared.state().ready = Some(line.to_vec());
                 self.shared.cond.notify_all();
-                self.shared.push_event(event_bytes(line));
+                self.emit(event_bytes(line));
             }
             "extension_ui_request" => {
                 let id = f.str(line, "id").unwrap_or_default();
@@ -151,11 +170,11 @@ impl Router<'_> {
                 for reply in handled.replies {
                     self.shared.send_internal(reply);
                 }
-                self.shared.push_event(event_bytes(line));
+                self.emit(event_bytes(line));
                 if let Some(old) = handled.evicted {
                     let mut r = Map::new();
                     r.insert("message".into(), json!(format!("UI request {old} was cancelled: too many unanswered UI requests")));
-                    self.shared.protocol_error(r);
+                    self.protocol_error(r);
                 }
             }
             "host_tool_call" | "host_uri_request" => {
@@ -169,20 +188,20 @@ impl Router<'_> {
                     }
                 };
                 match outcome {
-                    Incoming::Deliver => self.shared.push_event(event_bytes(line)),
+                    Incoming::Deliver => self.emit(event_bytes(line)),
                     Incoming::Reject(reply) => {
                         let text = String::from_utf8_lossy(&reply).into_owned();
                         self.shared.send_internal(reply);
                         let mut r = Map::new();
                         r.insert("message".into(), json!(format!("answered a {ty} with an error by itself: {text}")));
                         r.insert("frame".into(), Value::Object(map));
-                        self.shared.protocol_error(r);
+                        self.protocol_error(r);
                     }
                     Incoming::Unanswerable(why) => {
                         let mut r = Map::new();
                         r.insert("message".into(), json!(why));
                         r.insert("frame".into(), Value::Object(map));
-                        self.shared.protocol_error(r);
+                        self.protocol_error(r);
                     }
                 }
             }
@@ -190,9 +209,9 @@ impl Router<'_> {
                 if let Some(target) = f.str(line, "targetId") {
                     self.shared.state().host.on_cancel(&target);
                 }
-                self.shared.push_event(event_bytes(line));
+                self.emit(event_bytes(line));
             }
-            "extension_error" => self.shared.push_event(event_bytes(line)),
+            "extension_error" => self.emit(event_bytes(line)),
             "tool_execution_update" | "tool_execution_end" => {
                 let renamed = match (f.str(line, "toolCallId"), f.str(line, "toolName")) {
                     (Some(call), Some(name)) => {
@@ -233,13 +252,13 @@ impl Router<'_> {
     }
 
     /// An event of the session's stream: retained for the active collector, then queued.
-    fn session_event(&self, line: &[u8], mark: Mark) {
+    fn session_event(&mut self, line: &[u8], mark: Mark) {
         let wake = matches!(mark, Mark::AgentEnd { terminal: true });
         self.shared.state().life.event(line, mark);
         if wake {
             self.shared.cond.notify_all();
         }
-        self.shared.push_event(event_bytes(line));
+        self.emit(event_bytes(line));
     }
 
     fn response(&mut self, line: &[u8]) {
@@ -316,14 +335,22 @@ impl Router<'_> {
         self.record(line, &shown, Some(&id), &message);
     }
 
-    fn record(&self, line: &[u8], command: &str, id: Option<&str>, message: &str) {
+    fn record(&mut self, line: &[u8], command: &str, id: Option<&str>, message: &str) {
         let mut r = Map::new();
         r.insert("message".into(), json!(message));
         r.insert("command".into(), json!(command));
         r.insert("requestId".into(), json!(id));
         r.insert("frame".into(), serde_json::from_slice(line).unwrap_or(Value::Null));
-        self.shared.protocol_error(r);
+        self.protocol_error(r);
     }
+}
+
+/// UTF-8 (checked only when not plain ASCII) and one JSON object; fills `fields`.
+fn check_frame(fields: &mut Fields, line: &[u8]) -> Result<(), String> {
+    if !line.is_ascii() {
+        std::str::from_utf8(line).map_err(|e| format!("invalid UTF-8 ({e})"))?;
+    }
+    fields.scan(line, 0..line.len()).map_err(|e| e.to_string())
 }
 
 /// `data.agentInvoked === false` on a prompt's response: it completed without a run.

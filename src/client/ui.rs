@@ -12,7 +12,7 @@ use crate::error::{Error, Result, Status};
 
 /// Requests waiting for an answer beyond this are cancelled, oldest first (and reported), so
 /// a host that never reads them cannot grow memory without bound.
-pub const UI_QUEUE_MAX: usize = 1024;
+pub(crate) const UI_QUEUE_MAX: usize = 1024;
 
 const PASSIVE: [&str; 6] = ["notify", "setStatus", "setWidget", "setTitle", "set_editor_text", "open_url"];
 

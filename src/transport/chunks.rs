@@ -4,7 +4,7 @@
 use crate::protocol::scan::{Fields, Kind};
 
 /// Largest decoded slice one chunk may carry (the server cuts at 256 KiB).
-pub const MAX_CHUNK_DATA: usize = 256 * 1024;
+pub(crate) const MAX_CHUNK_DATA: usize = 256 * 1024;
 const MAX_CHUNK_ID_CHARS: usize = 128;
 
 #[derive(Clone, Copy, Debug)]

@@ -82,6 +82,8 @@ impl StderrRing {
 pub trait LineSink {
     /// Returns false to stop reading (a fatal fault was reported).
     fn line(&mut self, line: &[u8]) -> bool;
+    /// Every complete line of one read has been handed over (a good moment to publish).
+    fn end_of_read(&mut self) {}
 }
 
 /// Why the stdout pump stopped.
@@ -165,6 +167,7 @@ pub fn pump(
             }
             if let Some(limit) = max_frame {
                 if line.len() > limit {
+                    sink.end_of_read();
                     return finish(PumpEnd::FrameTooLong { limit }, &mut stderr, &mut errbuf, ring, stderr_open);
                 }
             }
@@ -175,6 +178,7 @@ pub fn pump(
             start = end + 1;
             scanned = start;
         }
+        sink.end_of_read();
         if stop {
             break PumpEnd::Stopped;
         }

@@ -11,18 +11,20 @@ use crate::client::lifecycle::{Collector, Outcome};
 use crate::error::{Error, Result, Status};
 use crate::protocol::scan::Fields;
 
-/// The collected events as a JSON array.
+/// What a prompt_and_wait collector writes before the events: the turn object starts with
+/// its `events` member, so the events are copied once, straight into the result.
+pub const TURN_PREFIX: &[u8] = b"{\"events\":[";
+
+/// The collected events as a JSON array (the collector was started with prefix `[`).
 pub fn events_array(c: Collector) -> Result<String> {
     c.outcome.expect("collector is complete")?;
-    Ok(wrap(c.events))
+    let mut out = c.events;
+    out.push(b']');
+    Ok(utf8(out))
 }
 
-fn wrap(events: Vec<u8>) -> String {
-    let mut out = Vec::with_capacity(events.len() + 2);
-    out.push(b'[');
-    out.extend_from_slice(&events);
-    out.push(b']');
-    // The events are validated UTF-8 JSON joined by commas.
+/// The events are validated UTF-8 JSON joined by commas, so this never replaces anything.
+fn utf8(out: Vec<u8>) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
@@ -114,29 +116,29 @@ pub fn build(request_id: &str, c: Collector) -> Result<String> {
         Some(a) => serde_json::from_slice::<Value>(a).ok().and_then(|v| assistant_text(&v)),
         None => None,
     };
-    let mut out = String::with_capacity(c.events.len() + 256);
-    out.push_str("{\"requestId\":");
-    out.push_str(&Value::String(request_id.to_string()).to_string());
-    out.push_str(",\"agentInvoked\":");
-    out.push_str(if agent_invoked { "true" } else { "false" });
-    out.push_str(",\"messages\":[");
+    let mut tail = String::with_capacity(256);
+    tail.push_str("],\"requestId\":");
+    tail.push_str(&Value::String(request_id.to_string()).to_string());
+    tail.push_str(",\"agentInvoked\":");
+    tail.push_str(if agent_invoked { "true" } else { "false" });
+    tail.push_str(",\"messages\":[");
     for (i, m) in msgs.iter().enumerate() {
         if i > 0 {
-            out.push(',');
+            tail.push(',');
         }
-        out.push_str(m.get());
+        tail.push_str(m.get());
     }
-    out.push_str("],\"assistantMessage\":");
-    out.push_str(assistant.and_then(|a| std::str::from_utf8(a).ok()).unwrap_or("null"));
-    out.push_str(",\"assistantText\":");
-    out.push_str(&text.map(Value::String).unwrap_or(Value::Null).to_string());
-    out.push_str(",\"promptResult\":");
-    out.push_str(prompt_result.as_deref().and_then(|p| std::str::from_utf8(p).ok()).unwrap_or("null"));
-    out.push_str(",\"events\":");
+    tail.push_str("],\"assistantMessage\":");
+    tail.push_str(assistant.and_then(|a| std::str::from_utf8(a).ok()).unwrap_or("null"));
+    tail.push_str(",\"assistantText\":");
+    tail.push_str(&text.map(Value::String).unwrap_or(Value::Null).to_string());
+    tail.push_str(",\"promptResult\":");
+    tail.push_str(prompt_result.as_deref().and_then(|p| std::str::from_utf8(p).ok()).unwrap_or("null"));
+    tail.push('}');
     drop(msgs);
-    out.push_str(&wrap(c.events));
-    out.push('}');
-    Ok(out)
+    let mut out = c.events;
+    out.extend_from_slice(tail.as_bytes());
+    Ok(utf8(out))
 }
 
 #[cfg(test)]
@@ -146,7 +148,7 @@ mod tests {
 
     fn run(frames: &[&str]) -> Collector {
         let mut l = Lifecycle::new(None);
-        l.collect(None);
+        l.collect(None, TURN_PREFIX);
         for fr in frames {
             let v: Value = serde_json::from_str(fr).unwrap();
             let mark = match v["type"].as_str().unwrap() {
