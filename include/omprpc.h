@@ -79,8 +79,8 @@ const char *omprpc_status_name(int status);
 void omprpc_string_free(char *s);
 
 /**
- * The argv `omprpc_client_start` would spawn for `options_json`, as a JSON array (system
- * prompts redacted). Starts nothing. Thread-safe.
+ * The argv `omprpc_client_start` would spawn for `options_json`, as a JSON array, exactly
+ * (system prompts included: `omprpc_client_info` shows the redacted form). Starts nothing.
  */
 omprpc_status omprpc_build_argv(const char *options_json, char **out_argv_json, char **out_error);
 

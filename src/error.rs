@@ -101,6 +101,14 @@ impl Error {
         }
     }
 
+    /// What a call made after the client closed gets: CLOSED, saying why it closed.
+    pub fn closed_because(reason: &Error) -> Self {
+        if reason.status == Status::Closed {
+            return Error::new(Status::Closed, reason.message.clone());
+        }
+        Error::new(Status::Closed, format!("the client is closed ({}): {}", reason.status.name(), reason.message))
+    }
+
     /// The same error with other text before its message (e.g. where it was raised).
     pub fn context(mut self, prefix: &str) -> Self {
         self.message = format!("{prefix}{}", self.message);

@@ -5,11 +5,16 @@
 //! (frame scanning, argv) → `client` (correlation, events, lifecycle, UI, host calls) →
 //! `turn` (turn assembly) → `ffi` (the C ABI, the only place with foreign-facing `unsafe`).
 
+// Only `ffi` and `error` (the status enum) define the C API; cbindgen skips the rest.
+/// cbindgen:ignore
 pub mod client;
 pub mod error;
 pub mod ffi;
+/// cbindgen:ignore
 pub mod protocol;
+/// cbindgen:ignore
 pub mod transport;
+/// cbindgen:ignore
 pub mod turn;
 
 pub use client::Client;

@@ -148,6 +148,13 @@ impl Shared {
         self.state().close_reason.clone()
     }
 
+    fn closed_error(&self) -> Error {
+        match self.close_reason() {
+            Some(r) => Error::closed_because(&r),
+            None => Error::new(Status::Closed, "the client is closed"),
+        }
+    }
+
     /// Marks the client closed (the first reason wins) and wakes every waiter at once.
     fn shut(&self, reason: Error) {
         if self.closed.swap(true, Ordering::SeqCst) {
@@ -198,7 +205,7 @@ impl Shared {
         }
         let guard = self.stdin.lock().unwrap();
         let Some(stdin) = guard.as_ref() else {
-            return Err(self.close_reason().unwrap_or_else(|| Error::new(Status::Closed, "the client is closed")));
+            return Err(self.closed_error());
         };
         match process::write_all(stdin.as_raw_fd(), line, deadline, self.closing.raw()) {
             Ok(()) => Ok(()),
@@ -208,9 +215,7 @@ impl Shared {
                     std::io::ErrorKind::TimedOut => {
                         Err(Error::new(Status::Timeout, "Timed out writing an RPC command: the agent is not reading stdin"))
                     }
-                    std::io::ErrorKind::ConnectionAborted => {
-                        Err(self.close_reason().unwrap_or_else(|| Error::new(Status::Closed, "the client is closed")))
-                    }
+                    std::io::ErrorKind::ConnectionAborted => Err(self.closed_error()),
                     std::io::ErrorKind::BrokenPipe => Err(Error::new(
                         Status::ProcessExited,
                         format!("Failed to write RPC command: the agent closed its stdin{}", self.stderr_suffix()),
@@ -297,13 +302,16 @@ impl Shared {
         mut done: impl FnMut(&mut State) -> Option<T>,
     ) -> Result<T> {
         let mut st = self.state();
+        let mut first = true;
         loop {
             if let Some(v) = done(&mut st) {
                 return Ok(v);
             }
             if let Some(e) = &st.close_reason {
-                return Err(e.clone());
+                // A wait the close interrupted learns why; one begun after it, that it is closed.
+                return Err(if first { Error::closed_because(e) } else { e.clone() });
             }
+            first = false;
             match deadline {
                 None => st = self.cond.wait(st).unwrap(),
                 Some(d) => {
@@ -591,7 +599,7 @@ impl Client {
     }
 
     fn send_ui(&self, id: &str, frame: Vec<u8>) -> Result<()> {
-        self.shared.ui.answered(id);
+        self.shared.ui.answer(id)?;
         let mut line = frame;
         line.push(b'\n');
         self.shared.write(&line, self.default_request_deadline())

@@ -37,7 +37,7 @@ impl Pending {
     /// Registers a request, unless the client is already closed.
     pub fn insert(&mut self, id: String, command: &str, tx: Sender<Reply>) -> Result<()> {
         if let Some(e) = &self.closed {
-            return Err(e.clone());
+            return Err(Error::closed_because(e));
         }
         *self.by_command.entry(command.to_string()).or_default() += 1;
         self.entries.insert(id, Entry { command: command.to_string(), tx });

@@ -240,8 +240,10 @@ impl Router<'_> {
                 self.session_event(line, Mark::MessageEnd { message });
             }
             "prompt_result" => {
-                if let Some(id) = f.str(line, "id") {
-                    let invoked = f.kind(line, "agentInvoked") != Some(Kind::False);
+                let id = f.str(line, "id").map(Cow::into_owned);
+                let invoked = f.kind(line, "agentInvoked") != Some(Kind::False);
+                if let Some(id) = id {
+                    self.flush();
                     self.shared.state().life.completed_without_run(&id, Some(line), invoked);
                     self.shared.cond.notify_all();
                 }
@@ -253,15 +255,21 @@ impl Router<'_> {
 
     /// An event of the session's stream: retained for the active collector, then queued.
     fn session_event(&mut self, line: &[u8], mark: Mark) {
-        let wake = matches!(mark, Mark::AgentEnd { terminal: true });
-        self.shared.state().life.event(line, mark);
-        if wake {
+        if matches!(mark, Mark::AgentEnd { terminal: true }) {
+            // This may complete a turn: its events are in the queue before any waiter wakes.
+            self.emit(event_bytes(line));
+            self.flush();
+            self.shared.state().life.event(line, mark);
             self.shared.cond.notify_all();
+        } else {
+            self.shared.state().life.event(line, mark);
+            self.emit(event_bytes(line));
         }
-        self.emit(event_bytes(line));
     }
 
     fn response(&mut self, line: &[u8]) {
+        // Events the agent sent before this response are queued before its caller returns.
+        self.flush();
         let f = &self.fields;
         let s = self.shared;
         let command = f.str(line, "command").unwrap_or_default().into_owned();

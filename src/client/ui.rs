@@ -1,7 +1,7 @@
 //! Extension UI requests: the queue behind `next_ui_request`, and the headless policy that
 //! answers inside the library without a round trip through the host.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
@@ -50,7 +50,11 @@ fn headless_answer(policy: &UiPolicy, id: &str, method: &str) -> Vec<u8> {
 }
 
 struct Inner {
+    /// Requests not yet taken by `next`.
     items: VecDeque<(String, Vec<u8>)>,
+    /// Requests that still wait for an answer (queued or taken), so an answer to anything
+    /// else — unknown, answered already, dismissed by the agent — is refused.
+    open: HashSet<String>,
     policy: Option<UiPolicy>,
     closed: Option<Error>,
 }
@@ -70,7 +74,7 @@ pub struct Handled {
 
 impl UiQueue {
     pub fn new(policy: Option<UiPolicy>) -> Self {
-        UiQueue { inner: Mutex::new(Inner { items: VecDeque::new(), policy, closed: None }), cond: Condvar::new() }
+        UiQueue { inner: Mutex::new(Inner { items: VecDeque::new(), open: HashSet::new(), policy, closed: None }), cond: Condvar::new() }
     }
 
     pub fn set_policy(&self, policy: Option<UiPolicy>) -> Vec<Vec<u8>> {
@@ -79,9 +83,10 @@ impl UiQueue {
         // Requests already waiting are answered by the new policy too.
         let mut replies = Vec::new();
         if let Some(p) = g.policy.clone() {
-            for (id, raw) in g.items.drain(..) {
-                let method = method_of(&raw);
-                replies.push(headless_answer(&p, &id, &method));
+            let waiting: Vec<_> = g.items.drain(..).collect();
+            for (id, raw) in waiting {
+                g.open.remove(&id);
+                replies.push(headless_answer(&p, &id, &method_of(&raw)));
             }
         }
         replies
@@ -98,6 +103,7 @@ impl UiQueue {
             // The agent dismissed a dialog: nobody should answer it any more.
             if let Some(t) = target {
                 g.items.retain(|(i, _)| i != t);
+                g.open.remove(t);
             }
             return out;
         }
@@ -110,19 +116,34 @@ impl UiQueue {
         }
         if g.items.len() >= UI_QUEUE_MAX {
             if let Some((old, _)) = g.items.pop_front() {
+                g.open.remove(&old);
                 out.replies.push(cancel_frame(&old, false));
                 out.evicted = Some(old);
             }
         }
+        if g.open.len() >= UI_QUEUE_MAX * 4 {
+            // Taken but never answered: forget the oldest half rather than grow forever.
+            let keep: HashSet<String> = g.items.iter().map(|(i, _)| i.clone()).collect();
+            g.open.retain(|i| keep.contains(i));
+        }
+        g.open.insert(id.to_string());
         g.items.push_back((id.to_string(), raw.to_vec()));
         drop(g);
         self.cond.notify_all();
         out
     }
 
-    /// The host answered `id` directly: it no longer waits in the queue.
-    pub fn answered(&self, id: &str) {
-        self.inner.lock().unwrap().items.retain(|(i, _)| i != id);
+    /// The host answers `id`: it must be waiting for an answer; it no longer waits after.
+    pub fn answer(&self, id: &str) -> Result<()> {
+        let mut g = self.inner.lock().unwrap();
+        if !g.open.remove(id) {
+            return Err(Error::new(
+                Status::NotFound,
+                format!("no open UI request with id {id:?} (unknown, answered already, or dismissed by the agent)"),
+            ));
+        }
+        g.items.retain(|(i, _)| i != id);
+        Ok(())
     }
 
     pub fn next(&self, deadline: Option<Instant>) -> Result<Vec<u8>> {
@@ -150,9 +171,10 @@ impl UiQueue {
     pub fn close(&self, reason: &Error) {
         let mut g = self.inner.lock().unwrap();
         if g.closed.is_none() {
-            g.closed = Some(reason.clone());
+            g.closed = Some(Error::closed_because(reason));
         }
         g.items.clear();
+        g.open.clear();
         drop(g);
         self.cond.notify_all();
     }
@@ -193,6 +215,10 @@ mod tests {
         q.on_request("n", "notify", b"{}", None);
         q.on_request("c", "cancel", b"{}", Some("a"));
         assert_eq!(text(&q.next(None).unwrap())["id"], "b");
+        assert_eq!(q.answer("a").unwrap_err().status, Status::NotFound, "dismissed by the agent");
+        q.answer("b").unwrap();
+        assert_eq!(q.answer("b").unwrap_err().status, Status::NotFound, "answered twice");
+        assert_eq!(q.answer("n").unwrap_err().status, Status::NotFound, "passive");
         assert_eq!(q.next(Some(Instant::now())).unwrap_err().status, Status::Timeout);
         q.on_request("d", "editor", br#"{"id":"d","method":"editor"}"#, None);
         let replies = q.set_policy(Some(UiPolicy { editor: Some("text".into()), ..Default::default() }));

@@ -19,7 +19,6 @@ use serde_json::Value;
 use crate::client::options::{self, Options, UiPolicy};
 use crate::client::{parse_params, parse_value, Client, Deadline};
 use crate::error::{Error, Result, Status};
-use crate::protocol::argv;
 
 /// The C ABI version. Bumped on every incompatible change; bindings refuse a mismatch.
 pub const OMPRPC_ABI_VERSION: u32 = 1;
@@ -182,15 +181,15 @@ pub unsafe extern "C" fn omprpc_string_free(s: *mut c_char) {
     }
 }
 
-/// The argv `omprpc_client_start` would spawn for `options_json`, as a JSON array (system
-/// prompts redacted). Starts nothing. Thread-safe.
+/// The argv `omprpc_client_start` would spawn for `options_json`, as a JSON array, exactly
+/// (system prompts included: `omprpc_client_info` shows the redacted form). Starts nothing.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_build_argv(options_json: *const c_char, out_argv_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
     boundary(std::ptr::null(), out_error, || {
         let slot = out(out_argv_json, "out_argv_json")?;
         let map = options::parse_object(text(options_json, "options_json")?)?;
         let opts = Options::from_map(&map)?;
-        *slot = give(Value::from(argv::redact(&opts.spawn.argv)).to_string());
+        *slot = give(Value::from(opts.spawn.argv).to_string());
         Ok(())
     })
 }
@@ -643,7 +642,8 @@ pub unsafe extern "C" fn omprpc_client_host_uri_result(
 pub unsafe extern "C" fn omprpc_client_stderr(client: *const omprpc_client, out_text: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
     boundary(client, out_error, || {
         let c = self::client(client)?;
-        *out(out_text, "out_text")? = give(c.stderr());
+        let slot = out(out_text, "out_text")?;
+        *slot = give(c.stderr());
         Ok(())
     })
 }
@@ -653,7 +653,8 @@ pub unsafe extern "C" fn omprpc_client_stderr(client: *const omprpc_client, out_
 pub unsafe extern "C" fn omprpc_client_protocol_errors(client: *const omprpc_client, out_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
     boundary(client, out_error, || {
         let c = self::client(client)?;
-        *out(out_json, "out_json")? = give(c.protocol_errors());
+        let slot = out(out_json, "out_json")?;
+        *slot = give(c.protocol_errors());
         Ok(())
     })
 }
@@ -664,7 +665,8 @@ pub unsafe extern "C" fn omprpc_client_protocol_errors(client: *const omprpc_cli
 pub unsafe extern "C" fn omprpc_client_info(client: *const omprpc_client, out_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
     boundary(client, out_error, || {
         let c = self::client(client)?;
-        *out(out_json, "out_json")? = give(c.info());
+        let slot = out(out_json, "out_json")?;
+        *slot = give(c.info());
         Ok(())
     })
 }
