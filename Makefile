@@ -9,6 +9,7 @@
 #   make test           cargo test + check-header + c-tests + c-tests-asan
 #   make demo           stream a prompt through examples/demo.c
 #   make install        PREFIX=/usr/local: library and header
+#   make bench          release build, then the benchmark (bench/README.md); BENCH_RUNS=5
 #   make clean
 #
 # Everything lands under target/ (or $CARGO_TARGET_DIR), next to cargo's own output.
@@ -54,7 +55,7 @@ C_TEST_TIMEOUT := timeout --kill-after=10 600
         install clean help
 
 help:
-	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
 	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent
@@ -153,6 +154,25 @@ demo: $(DEMO_BIN)
 	@if [ -n "$${OMPRPC_DEMO_AGENT:-}" ]; then eval "set -- $$OMPRPC_DEMO_AGENT"; \
 	else set -- $(FAKE_AGENT); fi; \
 	$(DEMO_BIN) "$$@"
+
+# --- bench ----------------------------------------------------------------------------
+# Release build, then bench/omprpc_bench.c (the workloads, through the C API) and the Rust
+# driver examples/bench_run.rs (floors, medians, report). Results: target/bench/results.{md,json}.
+BENCH_RUNS   ?= 5
+BENCH_DIR    := $(TARGET_DIR)/bench
+BENCH_BIN    := $(BENCH_DIR)/omprpc_bench
+BENCH_CFLAGS := -std=c11 -O2 -Wall -Wextra -pthread -Iinclude
+
+.PHONY: bench
+bench:
+	$(CARGO) build $(LOCKED) --release --lib --bin omprpc-fake-agent
+	$(CARGO) build $(LOCKED) --release --example bench_run
+	@mkdir -p $(BENCH_DIR)
+	$(CC) $(BENCH_CFLAGS) bench/omprpc_bench.c -o $(BENCH_BIN) \
+	  -L$(RELEASE_DIR) -Wl,-rpath,$(RELEASE_DIR) -lomprpc
+	$(RELEASE_DIR)/examples/bench_run all --bench $(BENCH_BIN) \
+	  --agent $(RELEASE_DIR)/omprpc-fake-agent --lib $(RELEASE_DIR)/libomprpc.so \
+	  --out $(BENCH_DIR) --repo $(CURDIR) --runs $(BENCH_RUNS)
 
 # --- install --------------------------------------------------------------------------
 install: release

@@ -327,6 +327,17 @@ omprpc_status omprpc_client_host_uri_result(const omprpc_client *client,
                                             char **out_error);
 
 /**
+ * Answers a `policy_eval` event (the policy gate over the agent's own tools): allow, or
+ * block with `reason` (NULL or empty: a default reason). NOT_FOUND for an unknown id. No
+ * answer within the gate's `timeout_ms` blocks the tool (unless the gate fails open).
+ */
+omprpc_status omprpc_client_policy_verdict(const omprpc_client *client,
+                                           const char *request_id,
+                                           bool allow,
+                                           const char *reason,
+                                           char **out_error);
+
+/**
  * The agent's last `max_stderr_lines` stderr lines, as text.
  */
 omprpc_status omprpc_client_stderr(const omprpc_client *client, char **out_text, char **out_error);

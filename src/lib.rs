@@ -7,6 +7,8 @@
 
 // Only `ffi` and `error` (the status enum) define the C API; cbindgen skips the rest.
 /// cbindgen:ignore
+pub mod bridge;
+/// cbindgen:ignore
 pub mod client;
 pub mod error;
 pub mod ffi;

@@ -3,9 +3,11 @@
 //! and on the host's replies, and the toolCallId → host tool name map for xd-dispatched calls.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use crate::bridge::Conn;
 use crate::error::{Error, Result, Status};
 
 /// Open calls the xd rename map remembers at most (entries normally leave at
@@ -19,9 +21,35 @@ enum CallKind {
     UriWrite,
 }
 
+/// Where a call came from, and so where its replies go.
+#[derive(Clone)]
+pub enum Route {
+    /// omp's own `host_tool_call`: replies are frames on the agent's stdin.
+    Stdin,
+    /// A call through the tool bridge (pi): replies go back on that bridge connection.
+    Bridge(Arc<Conn>),
+}
+
+/// A reply ready to send, with its destination.
+pub enum Outgoing {
+    Stdin(Vec<u8>),
+    Bridge(Arc<Conn>, Vec<u8>),
+}
+
+impl std::fmt::Debug for Outgoing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (to, frame) = match self {
+            Outgoing::Stdin(b) => ("stdin", b),
+            Outgoing::Bridge(_, b) => ("bridge", b),
+        };
+        write!(f, "Outgoing({to}: {})", String::from_utf8_lossy(frame))
+    }
+}
+
 struct Call {
     kind: CallKind,
     cancelled: bool,
+    route: Route,
 }
 
 #[derive(Default)]
@@ -38,17 +66,31 @@ pub struct HostRegistry {
 pub enum Incoming {
     /// Valid: deliver the frame to the host as an event.
     Deliver,
-    /// Invalid but with an id: the library answers with this error frame itself.
-    Reject(Vec<u8>),
+    /// Invalid but with an id: the library answers with this error itself.
+    Reject(Outgoing),
     /// Invalid and without a usable id: nothing can be answered; record it.
     Unanswerable(String),
 }
 
-fn tool_error_frame(id: &str, text: &str) -> Vec<u8> {
-    json!({"type": "host_tool_result", "id": id,
-           "result": {"content": [{"type": "text", "text": text}], "details": {}}, "isError": true})
-    .to_string()
-    .into_bytes()
+fn tool_error(route: &Route, id: &str, text: &str) -> Outgoing {
+    let result = json!({"content": [{"type": "text", "text": text}], "details": {}});
+    tool_result_out(route, id, result, true)
+}
+
+fn tool_result_out(route: &Route, id: &str, result: Value, is_error: bool) -> Outgoing {
+    match route {
+        Route::Stdin => {
+            let mut v = json!({"type": "host_tool_result", "id": id, "result": result});
+            if is_error {
+                v["isError"] = Value::Bool(true);
+            }
+            Outgoing::Stdin(v.to_string().into_bytes())
+        }
+        Route::Bridge(conn) => Outgoing::Bridge(
+            conn.clone(),
+            json!({"id": id, "result": result, "isError": is_error}).to_string().into_bytes(),
+        ),
+    }
 }
 
 fn uri_error_frame(id: &str, text: &str) -> Vec<u8> {
@@ -115,20 +157,20 @@ impl HostRegistry {
         self.schemes = schemes.into_iter().collect();
     }
 
-    pub fn on_tool_call(&mut self, f: &Map<String, Value>) -> Incoming {
+    pub fn on_tool_call(&mut self, f: &Map<String, Value>, route: Route) -> Incoming {
         let Some(id) = f.get("id").and_then(Value::as_str) else {
             return Incoming::Unanswerable("host_tool_call without a string id".into());
         };
         let (Some(name), Some(call_id)) =
             (f.get("toolName").and_then(Value::as_str), f.get("toolCallId").and_then(Value::as_str))
         else {
-            return Incoming::Reject(tool_error_frame(id, "Host tool call needs string toolName and toolCallId"));
+            return Incoming::Reject(tool_error(&route, id, "Host tool call needs string toolName and toolCallId"));
         };
         if !f.get("arguments").is_some_and(Value::is_object) {
-            return Incoming::Reject(tool_error_frame(id, "Host tool arguments must be an object"));
+            return Incoming::Reject(tool_error(&route, id, "Host tool arguments must be an object"));
         }
         if !self.tools.contains(name) {
-            return Incoming::Reject(tool_error_frame(id, &format!("Host tool \"{name}\" is not registered")));
+            return Incoming::Reject(tool_error(&route, id, &format!("Host tool \"{name}\" is not registered")));
         }
         if self.xd_order.len() >= XD_MEMORY {
             if let Some(old) = self.xd_order.pop_front() {
@@ -137,7 +179,10 @@ impl HostRegistry {
         }
         self.xd.insert(call_id.to_string(), name.to_string());
         self.xd_order.push_back(call_id.to_string());
-        self.calls.insert(id.to_string(), Call { kind: CallKind::Tool, cancelled: false });
+        if self.calls.contains_key(id) {
+            return Incoming::Reject(tool_error(&route, id, &format!("Host tool call id {id:?} is already open")));
+        }
+        self.calls.insert(id.to_string(), Call { kind: CallKind::Tool, cancelled: false, route });
         Incoming::Deliver
     }
 
@@ -148,31 +193,55 @@ impl HostRegistry {
         let kind = match f.get("operation").and_then(Value::as_str) {
             Some("read") => CallKind::UriRead,
             Some("write") => CallKind::UriWrite,
-            other => return Incoming::Reject(uri_error_frame(id, &format!("Unsupported host URI operation {other:?}"))),
+            other => return Incoming::Reject(Outgoing::Stdin(uri_error_frame(id, &format!("Unsupported host URI operation {other:?}")))),
         };
         let Some(url) = f.get("url").and_then(Value::as_str) else {
-            return Incoming::Reject(uri_error_frame(id, "Host URI request needs a string url"));
+            return Incoming::Reject(Outgoing::Stdin(uri_error_frame(id, "Host URI request needs a string url")));
         };
         let scheme = scheme_of(url).unwrap_or_default();
         match self.schemes.get(&scheme) {
-            None => return Incoming::Reject(uri_error_frame(id, &format!("Host URI scheme \"{scheme}://\" is not registered"))),
+            None => {
+                return Incoming::Reject(Outgoing::Stdin(uri_error_frame(
+                    id,
+                    &format!("Host URI scheme \"{scheme}://\" is not registered"),
+                )))
+            }
             Some(false) if kind == CallKind::UriWrite => {
-                return Incoming::Reject(uri_error_frame(
+                return Incoming::Reject(Outgoing::Stdin(uri_error_frame(
                     id,
                     &format!("Host URI scheme \"{scheme}://\" is read-only: it has no write handler"),
-                ))
+                )))
             }
             _ => {}
         }
-        self.calls.insert(id.to_string(), Call { kind, cancelled: false });
+        self.calls.insert(id.to_string(), Call { kind, cancelled: false, route: Route::Stdin });
         Incoming::Deliver
     }
 
-    /// `host_tool_cancel` / `host_uri_cancel`: a later result is dropped.
-    pub fn on_cancel(&mut self, target: &str) {
-        if let Some(c) = self.calls.get_mut(target) {
-            c.cancelled = true;
+    /// `host_tool_cancel` / `host_uri_cancel`: a later result is dropped. Returns whether
+    /// an open call was cancelled.
+    pub fn on_cancel(&mut self, target: &str) -> bool {
+        match self.calls.get_mut(target) {
+            Some(c) if !c.cancelled => {
+                c.cancelled = true;
+                true
+            }
+            _ => false,
         }
+    }
+
+    /// The bridge calls a connection had open (it closed): they are cancelled.
+    pub fn cancel_route(&mut self, conn: &Arc<Conn>) -> Vec<String> {
+        let mut ids = Vec::new();
+        for (id, c) in self.calls.iter_mut() {
+            if let Route::Bridge(rc) = &c.route {
+                if Arc::ptr_eq(rc, conn) && !c.cancelled {
+                    c.cancelled = true;
+                    ids.push(id.clone());
+                }
+            }
+        }
+        ids
     }
 
     /// The host tool name to show on `tool_execution_*` for `tool_call_id`, when it differs
@@ -182,36 +251,36 @@ impl HostRegistry {
         name.filter(|n| n != shown)
     }
 
-    fn open(&mut self, id: &str, finish: bool, uri: bool) -> Result<CallKind> {
+    fn open(&mut self, id: &str, finish: bool, uri: bool) -> Result<(CallKind, Route)> {
         let call = self
             .calls
             .get(id)
             .filter(|c| (c.kind != CallKind::Tool) == uri)
             .ok_or_else(|| Error::new(Status::NotFound, format!("no open host {} call with id {id:?}", if uri { "URI" } else { "tool" })))?;
-        let (kind, cancelled) = (call.kind, call.cancelled);
+        let (kind, cancelled, route) = (call.kind, call.cancelled, call.route.clone());
         if finish || cancelled {
             self.calls.remove(id);
         }
         if cancelled {
             return Err(Error::new(Status::Cancelled, format!("the agent cancelled host call {id:?}; the reply was dropped")));
         }
-        Ok(kind)
+        Ok((kind, route))
     }
 
-    pub fn tool_update_frame(&mut self, id: &str, partial: Value) -> Result<Vec<u8>> {
+    pub fn tool_update(&mut self, id: &str, partial: Value) -> Result<Outgoing> {
         let partial = normalize_tool_result(partial)?;
-        self.open(id, false, false)?;
-        Ok(json!({"type": "host_tool_update", "id": id, "partialResult": partial}).to_string().into_bytes())
+        Ok(match self.open(id, false, false)?.1 {
+            Route::Stdin => Outgoing::Stdin(
+                json!({"type": "host_tool_update", "id": id, "partialResult": partial}).to_string().into_bytes(),
+            ),
+            Route::Bridge(conn) => Outgoing::Bridge(conn, json!({"id": id, "update": partial}).to_string().into_bytes()),
+        })
     }
 
-    pub fn tool_result_frame(&mut self, id: &str, result: Value, is_error: bool) -> Result<Vec<u8>> {
+    pub fn tool_result(&mut self, id: &str, result: Value, is_error: bool) -> Result<Outgoing> {
         let result = normalize_tool_result(result)?;
-        self.open(id, true, false)?;
-        let mut v = json!({"type": "host_tool_result", "id": id, "result": result});
-        if is_error {
-            v["isError"] = Value::Bool(true);
-        }
-        Ok(v.to_string().into_bytes())
+        let route = self.open(id, true, false)?.1;
+        Ok(tool_result_out(&route, id, result, is_error))
     }
 
     pub fn uri_result_frame(&mut self, id: &str, result: Value) -> Result<Vec<u8>> {
@@ -243,11 +312,17 @@ impl HostRegistry {
         Ok(Value::Object(m).to_string().into_bytes())
     }
 
-    /// The client closed: every open call is cancelled.
-    pub fn close(&mut self) {
-        for c in self.calls.values_mut() {
+    /// The client closed: every open call is cancelled, and each open bridge call gets an
+    /// error reply so the extension's promise settles with a reason.
+    pub fn close(&mut self) -> Vec<Outgoing> {
+        let mut replies = Vec::new();
+        for (id, c) in self.calls.iter_mut() {
+            if let (Route::Bridge(_), false) = (&c.route, c.cancelled) {
+                replies.push(tool_error(&c.route, id, "the host closed the session before answering"));
+            }
             c.cancelled = true;
         }
+        replies
     }
 }
 
@@ -268,12 +343,12 @@ mod tests {
         let mut h = HostRegistry::default();
         h.set_tools(HostRegistry::check_tools(&json!([{"name": "echo", "description": "d", "parameters": {"type": "object"}}])).unwrap());
         let ok = obj(json!({"id": "c1", "toolCallId": "t1", "toolName": "echo", "arguments": {}}));
-        assert!(matches!(h.on_tool_call(&ok), Incoming::Deliver));
-        let Incoming::Reject(f) = h.on_tool_call(&obj(json!({"id": "c2", "toolCallId": "t", "toolName": "echo", "arguments": "x"}))) else { panic!() };
+        assert!(matches!(h.on_tool_call(&ok, Route::Stdin), Incoming::Deliver));
+        let Incoming::Reject(Outgoing::Stdin(f)) = h.on_tool_call(&obj(json!({"id": "c2", "toolCallId": "t", "toolName": "echo", "arguments": "x"})), Route::Stdin) else { panic!() };
         assert_eq!(frame(f)["result"]["content"][0]["text"], "Host tool arguments must be an object");
-        let Incoming::Reject(f) = h.on_tool_call(&obj(json!({"id": "c3", "toolCallId": "t", "toolName": "nope", "arguments": {}}))) else { panic!() };
+        let Incoming::Reject(Outgoing::Stdin(f)) = h.on_tool_call(&obj(json!({"id": "c3", "toolCallId": "t", "toolName": "nope", "arguments": {}})), Route::Stdin) else { panic!() };
         assert_eq!(frame(f)["result"]["content"][0]["text"], "Host tool \"nope\" is not registered");
-        assert!(matches!(h.on_tool_call(&obj(json!({"toolName": "echo"}))), Incoming::Unanswerable(_)));
+        assert!(matches!(h.on_tool_call(&obj(json!({"toolName": "echo"})), Route::Stdin), Incoming::Unanswerable(_)));
         assert_eq!(h.rename("t1", "write", false).as_deref(), Some("echo"));
         assert_eq!(h.rename("t1", "echo", false), None);
         assert_eq!(h.rename("t1", "write", true).as_deref(), Some("echo"));
@@ -284,14 +359,15 @@ mod tests {
     fn replies_respect_cancellation_and_ids() {
         let mut h = HostRegistry::default();
         h.set_tools(vec!["echo".into()]);
-        h.on_tool_call(&obj(json!({"id": "c1", "toolCallId": "t1", "toolName": "echo", "arguments": {}})));
-        let u = frame(h.tool_update_frame("c1", json!("working")).unwrap());
+        h.on_tool_call(&obj(json!({"id": "c1", "toolCallId": "t1", "toolName": "echo", "arguments": {}})), Route::Stdin);
+        let Outgoing::Stdin(u) = h.tool_update("c1", json!("working")).unwrap() else { panic!() };
+        let u = frame(u);
         assert_eq!(u["partialResult"]["content"][0]["text"], "working");
-        assert_eq!(h.tool_result_frame("c9", json!("x"), false).unwrap_err().status, Status::NotFound);
-        assert_eq!(h.tool_result_frame("c1", json!(5), false).unwrap_err().status, Status::InvalidArgument);
+        assert_eq!(h.tool_result("c9", json!("x"), false).unwrap_err().status, Status::NotFound);
+        assert_eq!(h.tool_result("c1", json!(5), false).unwrap_err().status, Status::InvalidArgument);
         h.on_cancel("c1");
-        assert_eq!(h.tool_result_frame("c1", json!("x"), false).unwrap_err().status, Status::Cancelled);
-        assert_eq!(h.tool_result_frame("c1", json!("x"), false).unwrap_err().status, Status::NotFound);
+        assert_eq!(h.tool_result("c1", json!("x"), false).unwrap_err().status, Status::Cancelled);
+        assert_eq!(h.tool_result("c1", json!("x"), false).unwrap_err().status, Status::NotFound);
     }
 
     #[test]
@@ -301,9 +377,9 @@ mod tests {
         assert!(HostRegistry::check_schemes(&json!([{"scheme": ""}])).is_err());
         let read = obj(json!({"id": "u1", "operation": "read", "url": "MEMO://notes"}));
         assert!(matches!(h.on_uri_request(&read), Incoming::Deliver));
-        let Incoming::Reject(f) = h.on_uri_request(&obj(json!({"id": "u2", "operation": "write", "url": "memo://x", "content": "c"}))) else { panic!() };
+        let Incoming::Reject(Outgoing::Stdin(f)) = h.on_uri_request(&obj(json!({"id": "u2", "operation": "write", "url": "memo://x", "content": "c"}))) else { panic!() };
         assert!(frame(f)["error"].as_str().unwrap().contains("write handler"));
-        let Incoming::Reject(f) = h.on_uri_request(&obj(json!({"id": "u3", "operation": "read", "url": "zzz://x"}))) else { panic!() };
+        let Incoming::Reject(Outgoing::Stdin(f)) = h.on_uri_request(&obj(json!({"id": "u3", "operation": "read", "url": "zzz://x"}))) else { panic!() };
         assert!(frame(f)["error"].as_str().unwrap().contains("not registered"));
         assert!(h.uri_result_frame("u1", json!({"content": "x", "contentType": "image/png"})).is_err());
         let r = frame(h.uri_result_frame("u1", json!({"content": "x", "contentType": "text/plain"})).unwrap());

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use serde_json::{json, Map, Value};
 
+use crate::bridge::{self, Bridge, Conn};
 use crate::error::{Error, Result, Status};
 use crate::protocol::argv::{self, Flavor};
 use crate::transport::chunks::{ChunkDecoder, ChunkLimits};
@@ -33,7 +34,7 @@ use crate::transport::process::{self, Exit, Process, Signal};
 use crate::transport::StderrRing;
 use crate::turn;
 use events::{EventBytes, EventQueue};
-use host::HostRegistry;
+use host::{HostRegistry, Incoming, Outgoing, Route};
 use lifecycle::Lifecycle;
 use options::{Handshake, Options, UiPolicy};
 use pending::{Pending, Reply};
@@ -57,6 +58,8 @@ struct State {
     protocol_version: u32,
     protocol_errors: VecDeque<Value>,
     close_reason: Option<Error>,
+    /// policy_eval requests waiting for the host's verdict: id → (connection, toolCallId, tool).
+    policy: std::collections::HashMap<String, (Arc<Conn>, String, String)>,
 }
 
 pub(crate) struct Shared {
@@ -79,6 +82,7 @@ pub(crate) struct Shared {
     decoder: Mutex<ChunkDecoder>,
     next_id: AtomicU64,
     internal: Sender<Vec<u8>>,
+    bridge: Mutex<Option<Bridge>>,
 }
 
 pub struct Client {
@@ -160,11 +164,20 @@ impl Shared {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        {
+        let bridge_replies = {
             let mut st = self.state();
             st.close_reason = Some(reason.clone());
             st.life.close(&reason);
-            st.host.close();
+            for (id, (conn, _, _)) in st.policy.drain() {
+                let _ = conn.send(json!({"id": id, "error": "the host closed the session"}).to_string().as_bytes());
+            }
+            st.host.close()
+        };
+        // Every bridged call still open gets its one reply: an error saying why.
+        for r in bridge_replies {
+            if let Outgoing::Bridge(conn, frame) = r {
+                let _ = conn.send(&frame);
+            }
         }
         self.cond.notify_all();
         self.pending.lock().unwrap().close(&reason);
@@ -229,6 +242,27 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// Sends a host reply where its call came from.
+    fn send_outgoing(&self, out: Outgoing, deadline: Deadline) -> Result<()> {
+        match out {
+            Outgoing::Stdin(mut line) => {
+                line.push(b'\n');
+                self.write(&line, deadline)
+            }
+            Outgoing::Bridge(conn, frame) => conn
+                .send(&frame)
+                .map_err(|e| Error::new(Status::Io, format!("the tool bridge connection is gone: {e}"))),
+        }
+    }
+
+    /// A session event from outside the reader (the bridge): retained for the active
+    /// collector, then queued.
+    fn bridge_session_event(&self, v: Value) {
+        let bytes = v.to_string().into_bytes();
+        self.state().life.event(&bytes, lifecycle::Mark::Other);
+        self.events.push(events::event_bytes(&bytes));
     }
 
     /// A frame the library sends by itself, from the writer thread.
@@ -301,8 +335,20 @@ impl Shared {
         timeout_message: &str,
         mut done: impl FnMut(&mut State) -> Option<T>,
     ) -> Result<T> {
+        self.wait_state_since(deadline, timeout_message, false, &mut done)
+    }
+
+    /// `began_before`: the wait stands for something that began before any close (the
+    /// handshake), so a close always reports its reason rather than "closed".
+    fn wait_state_since<T>(
+        &self,
+        deadline: Deadline,
+        timeout_message: &str,
+        began_before: bool,
+        done: &mut dyn FnMut(&mut State) -> Option<T>,
+    ) -> Result<T> {
         let mut st = self.state();
-        let mut first = true;
+        let mut first = !began_before;
         loop {
             if let Some(v) = done(&mut st) {
                 return Ok(v);
@@ -343,7 +389,17 @@ impl Client {
     /// Spawns the agent and completes the handshake; on any failure the agent is torn down.
     pub fn start(options_json: &str) -> Result<Client> {
         let map = options::parse_object(options_json)?;
-        let opts = Options::from_map(&map)?;
+        let mut opts = Options::from_map(&map)?;
+        let mut bridge = match &opts.bridge {
+            Some(plan) => Some(Bridge::prepare(plan)?),
+            None => None,
+        };
+        if let Some(b) = &bridge {
+            let path = b.extension_path().to_string_lossy().into_owned();
+            for a in opts.spawn.argv.iter_mut().filter(|a| a.as_str() == argv::EXTENSION_PLACEHOLDER) {
+                *a = path.clone();
+            }
+        }
         let (process, pipes) = process::spawn(&opts.spawn).map_err(|e| Error::new(Status::Io, e.to_string()))?;
         let io = |e: std::io::Error| Error::new(Status::Io, e.to_string());
         let (internal_tx, internal_rx) = crossbeam_channel::unbounded::<Vec<u8>>();
@@ -363,6 +419,7 @@ impl Client {
                 protocol_version: 1,
                 protocol_errors: VecDeque::new(),
                 close_reason: None,
+                policy: Default::default(),
             }),
             cond: Condvar::new(),
             events: EventQueue::new(opts.event_queue_capacity).map_err(io)?,
@@ -371,8 +428,16 @@ impl Client {
             decoder: Mutex::new(ChunkDecoder::default()),
             next_id: AtomicU64::new(0),
             internal: internal_tx,
+            bridge: Mutex::new(None),
             opts,
         });
+        if let Some(b) = bridge.as_mut() {
+            if let Some(plan) = &shared.opts.bridge {
+                shared.state().host.set_tools(plan.tool_names());
+            }
+            b.serve(shared.clone())?;
+        }
+        *shared.bridge.lock().unwrap() = bridge;
         let mut threads = Vec::new();
         let s = shared.clone();
         threads.push(
@@ -397,6 +462,11 @@ impl Client {
         );
         let client = Client { shared, threads: Mutex::new(threads), teardown: Mutex::new(None) };
         if let Err(e) = client.handshake() {
+            // A step that started after the agent died says "closed"; the cause is more useful.
+            let e = match client.shared.close_reason() {
+                Some(reason) if e.status == Status::Closed => reason,
+                _ => e,
+            };
             let _ = client.close();
             return Err(e);
         }
@@ -408,7 +478,7 @@ impl Client {
         let deadline = deadline_after(s.opts.startup_timeout);
         match s.opts.handshake {
             Handshake::Ready => {
-                s.wait_state(deadline, "Timed out waiting for RPC ready signal", |st| st.ready.as_ref().map(|_| ()))?;
+                s.wait_state_since(deadline, "Timed out waiting for RPC ready signal", true, &mut |st| st.ready.as_ref().map(|_| ()))?;
             }
             Handshake::Probe => {
                 s.request("get_state", None, deadline).map_err(|e| e.context("the agent did not answer its start-up probe (get_state): "))?;
@@ -649,25 +719,35 @@ impl Client {
         Ok(data_text(r?))
     }
 
-    fn write_reply(&self, frame: Vec<u8>) -> Result<()> {
-        let mut line = frame;
-        line.push(b'\n');
-        self.shared.write(&line, self.default_request_deadline())
-    }
-
     pub fn host_tool_update(&self, call_id: &str, partial: Value) -> Result<()> {
-        let frame = self.shared.state().host.tool_update_frame(call_id, partial)?;
-        self.write_reply(frame)
+        let out = self.shared.state().host.tool_update(call_id, partial)?;
+        self.shared.send_outgoing(out, self.default_request_deadline())
     }
 
     pub fn host_tool_result(&self, call_id: &str, result: Value, is_error: bool) -> Result<()> {
-        let frame = self.shared.state().host.tool_result_frame(call_id, result, is_error)?;
-        self.write_reply(frame)
+        let out = self.shared.state().host.tool_result(call_id, result, is_error)?;
+        self.shared.send_outgoing(out, self.default_request_deadline())
     }
 
     pub fn host_uri_result(&self, request_id: &str, result: Value) -> Result<()> {
         let frame = self.shared.state().host.uri_result_frame(request_id, result)?;
-        self.write_reply(frame)
+        self.shared.send_outgoing(Outgoing::Stdin(frame), self.default_request_deadline())
+    }
+
+    /// The host's verdict on a `policy_eval` event (the policy gate over the agent's own tools).
+    pub fn policy_verdict(&self, request_id: &str, allow: bool, reason: &str) -> Result<()> {
+        let s = &self.shared;
+        let (conn, call, tool) = s
+            .state()
+            .policy
+            .remove(request_id)
+            .ok_or_else(|| Error::new(Status::NotFound, format!("no open policy_eval request with id {request_id:?}")))?;
+        let reason = if !allow && reason.is_empty() { "blocked by the host's policy" } else { reason };
+        if !allow {
+            s.bridge_session_event(json!({"type": "tool_blocked", "omprpc": true, "toolCallId": call, "toolName": tool, "reason": reason}));
+        }
+        conn.send(json!({"id": request_id, "verdict": {"block": !allow, "reason": reason}}).to_string().as_bytes())
+            .map_err(|e| Error::new(Status::Io, format!("the tool bridge connection is gone: {e}")))
     }
 
     pub fn stderr(&self) -> String {
@@ -680,6 +760,7 @@ impl Client {
 
     pub fn info(&self) -> String {
         let s = &self.shared;
+        let pending = s.pending.lock().unwrap().len();
         let st = s.state();
         let ready = st.ready.as_ref().and_then(|r| serde_json::from_slice::<Value>(r).ok()).unwrap_or(Value::Null);
         json!({
@@ -691,7 +772,7 @@ impl Client {
             "closed": st.close_reason.is_some(),
             "closeReason": st.close_reason.as_ref().map(Error::to_value),
             "activeOperation": st.life.active_operation(),
-            "pendingRequests": s.pending.lock().unwrap().len(),
+            "pendingRequests": pending,
         })
         .to_string()
     }
@@ -710,6 +791,9 @@ impl Client {
         let _ = s.internal.send(Vec::new());
         let exit = s.process.terminate(s.opts.stop_grace, s.opts.kill_grace);
         s.reader_stop.set();
+        if let Some(b) = s.bridge.lock().unwrap().take() {
+            b.shutdown();
+        }
         for t in self.threads.lock().unwrap().drain(..) {
             let _ = t.join();
         }
@@ -721,6 +805,78 @@ impl Client {
 impl Drop for Client {
     fn drop(&mut self) {
         let _ = self.close();
+    }
+}
+
+impl bridge::Host for Shared {
+    fn tool_call(&self, conn: &Arc<Conn>, frame: Map<String, Value>) {
+        // The same shape as omp's own host_tool_call, so the host handles both alike.
+        let mut call = Map::new();
+        call.insert("type".into(), json!("host_tool_call"));
+        call.insert("id".into(), frame.get("id").cloned().unwrap_or(Value::Null));
+        call.insert("toolCallId".into(), frame.get("toolCallId").cloned().unwrap_or(Value::Null));
+        call.insert("toolName".into(), frame.get("tool").cloned().unwrap_or(Value::Null));
+        call.insert("arguments".into(), frame.get("args").cloned().unwrap_or(Value::Null));
+        call.insert("bridged".into(), json!(true));
+        let outcome = self.state().host.on_tool_call(&call, Route::Bridge(conn.clone()));
+        match outcome {
+            Incoming::Deliver => self.events.push(events::event_bytes(Value::Object(call).to_string().as_bytes())),
+            Incoming::Reject(out) => {
+                let _ = self.send_outgoing(out, None);
+                let mut r = Map::new();
+                r.insert("message".into(), json!("answered a bridged tool call with an error by itself"));
+                r.insert("frame".into(), Value::Object(call));
+                self.protocol_error(r);
+            }
+            Incoming::Unanswerable(why) => {
+                let mut r = Map::new();
+                r.insert("message".into(), json!(why));
+                self.protocol_error(r);
+            }
+        }
+    }
+
+    fn cancel(&self, _conn: &Arc<Conn>, target: &str) {
+        if self.state().host.on_cancel(target) {
+            let ev = json!({"type": "host_tool_cancel", "id": format!("{target}-cancel"), "targetId": target, "bridged": true});
+            self.events.push(events::event_bytes(ev.to_string().as_bytes()));
+        }
+    }
+
+    fn policy_eval(&self, conn: &Arc<Conn>, frame: Map<String, Value>) {
+        let id = frame.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+        let tool = frame.get("tool").and_then(Value::as_str).unwrap_or_default().to_string();
+        let call = frame.get("toolCallId").and_then(Value::as_str).unwrap_or_default().to_string();
+        let ev = json!({"type": "policy_eval", "id": id, "toolName": tool, "toolCallId": call,
+                        "arguments": frame.get("args").cloned().unwrap_or(Value::Null)});
+        {
+            let mut st = self.state();
+            if st.close_reason.is_some() {
+                drop(st);
+                let _ = conn.send(json!({"id": id, "error": "the host closed the session"}).to_string().as_bytes());
+                return;
+            }
+            st.policy.insert(id, (conn.clone(), call, tool));
+        }
+        self.events.push(events::event_bytes(ev.to_string().as_bytes()));
+    }
+
+    fn policy_decided(&self, tool_call_id: &str, tool: &str, block: bool, reason: &str) {
+        if block {
+            self.bridge_session_event(json!({"type": "tool_blocked", "omprpc": true, "toolCallId": tool_call_id, "toolName": tool, "reason": reason}));
+        }
+    }
+
+    fn disconnected(&self, conn: &Arc<Conn>) {
+        let ids = {
+            let mut st = self.state();
+            st.policy.retain(|_, (c, _, _)| !Arc::ptr_eq(c, conn));
+            st.host.cancel_route(conn)
+        };
+        for target in ids {
+            let ev = json!({"type": "host_tool_cancel", "id": format!("{target}-cancel"), "targetId": target, "bridged": true});
+            self.events.push(events::event_bytes(ev.to_string().as_bytes()));
+        }
     }
 }
 

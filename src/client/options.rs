@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::bridge::{Gate, Plan, Rules, Transport};
 use crate::error::{Error, Result};
 use crate::protocol::argv::{self, Flavor};
 use crate::transport::process::SpawnSpec;
@@ -17,7 +18,8 @@ const KNOWN: &[&str] = &[
     "rpc_defaults", "extra_args", "extensions", "cwd", "env", "inherit_env", "startup_timeout_ms",
     "request_timeout_ms", "turn_timeout_ms", "max_event_history", "max_stderr_lines", "max_frame_bytes",
     "max_outbound_frame_bytes", "event_queue_capacity", "stop_grace_ms", "kill_grace_ms", "negotiate_v2",
-    "invalid_frames", "host_tools", "host_uri_schemes", "ui_policy", "handshake",
+    "invalid_frames", "host_tools", "host_uri_schemes", "ui_policy", "handshake", "bridge", "bridge_transport",
+    "tool_policy", "host_tool_timeout_ms",
 ];
 
 /// Typed, error-reporting access to an options object.
@@ -151,9 +153,49 @@ pub struct Options {
     pub kill_grace: Duration,
     pub negotiate_v2: bool,
     pub skip_invalid_frames: bool,
+    /// Host tools registered with `set_host_tools` during start (omp).
     pub host_tools: Option<Value>,
     pub host_uri_schemes: Option<Value>,
     pub ui_policy: Option<UiPolicy>,
+    /// The tool bridge to set up before spawning (pi's host tools, the policy gate).
+    pub bridge: Option<Plan>,
+}
+
+/// `tool_policy`: `{"mode":"host"|"rules","allow":[…],"block":{name:reason},"default":"allow"|"block",
+/// "fail_open":false,"timeout_ms":30000}`.
+fn parse_gate(v: &Value) -> Result<Gate> {
+    let m = v.as_object().ok_or_else(|| wrong("tool_policy", "an object"))?;
+    let o = Opts::new(m);
+    for k in m.keys() {
+        if !["mode", "allow", "block", "default", "fail_open", "timeout_ms"].contains(&k.as_str()) {
+            return Err(Error::invalid(format!("unknown tool_policy key \"{k}\"")));
+        }
+    }
+    let rules = match o.str("mode")? {
+        None | Some("host") => None,
+        Some("rules") => {
+            let block = match m.get("block") {
+                None | Some(Value::Null) => Default::default(),
+                Some(Value::Object(b)) => b
+                    .iter()
+                    .map(|(k, v)| v.as_str().map(|r| (k.clone(), r.to_string())).ok_or_else(|| wrong("tool_policy.block", "an object of reason strings")))
+                    .collect::<Result<_>>()?,
+                Some(_) => return Err(wrong("tool_policy.block", "an object of reason strings")),
+            };
+            let default_block = match o.str("default")? {
+                None | Some("block") => true,
+                Some("allow") => false,
+                Some(_) => return Err(wrong("tool_policy.default", "\"allow\" or \"block\"")),
+            };
+            Some(Rules { allow: o.str_list("allow")?.unwrap_or_default().into_iter().collect(), block, default_block })
+        }
+        Some(_) => return Err(wrong("tool_policy.mode", "\"host\" or \"rules\"")),
+    };
+    let timeout_ms = match m.get("timeout_ms") {
+        None | Some(Value::Null) => 30_000,
+        Some(v) => v.as_u64().ok_or_else(|| wrong("tool_policy.timeout_ms", "a non-negative integer"))?,
+    };
+    Ok(Gate { rules, fail_open: o.bool("fail_open")?.unwrap_or(false), timeout_ms })
 }
 
 pub fn parse_object(json: &str) -> Result<Map<String, Value>> {
@@ -170,7 +212,48 @@ impl Options {
             return Err(Error::invalid(format!("unknown option \"{k}\"")));
         }
         let o = Opts::new(map);
-        let (argv, flavor) = argv::build(&o)?;
+        let flavor = argv::flavor(&o)?;
+        let host_tools = match o.get("host_tools") {
+            None => None,
+            Some(v @ Value::Array(_)) => Some(v.clone()),
+            Some(_) => return Err(wrong("host_tools", "an array")),
+        };
+        // pi has no host tools in its protocol: they go through the bridge ("auto"), and
+        // "always" bridges them on omp too.
+        let bridge_tools = match o.str("bridge")? {
+            None | Some("auto") => flavor == Flavor::Pi,
+            Some("always") => true,
+            Some("never") => false,
+            Some(_) => return Err(wrong("bridge", "\"auto\", \"always\" or \"never\"")),
+        };
+        let gate = o.get("tool_policy").map(parse_gate).transpose()?;
+        let bridged: Vec<Value> = match (&host_tools, bridge_tools) {
+            (Some(Value::Array(t)), true) => {
+                crate::client::host::HostRegistry::check_tools(host_tools.as_ref().unwrap())?;
+                t.clone()
+            }
+            _ => Vec::new(),
+        };
+        let bridge = if !bridged.is_empty() || gate.is_some() {
+            Some(Plan {
+                flavor,
+                transport: match o.str("bridge_transport")? {
+                    None | Some("unix") => Transport::Unix,
+                    Some("tcp") => Transport::Tcp,
+                    Some(_) => return Err(wrong("bridge_transport", "\"unix\" or \"tcp\"")),
+                },
+                tools: bridged,
+                gate,
+                call_timeout_ms: match o.millis("host_tool_timeout_ms", None)? {
+                    None => 0,
+                    Some(d) => d.as_millis() as u64,
+                },
+            })
+        } else {
+            None
+        };
+        let names = bridge.as_ref().map(Plan::tool_names).unwrap_or_default();
+        let argv = argv::build(&o, flavor, bridge.is_some().then_some(names.as_slice()))?;
         let env = match o.get("env") {
             None => Vec::new(),
             Some(Value::Object(m)) => m
@@ -197,12 +280,10 @@ impl Options {
             Some("skip") => true,
             Some(_) => return Err(wrong("invalid_frames", "\"fatal\" or \"skip\"")),
         };
-        let list = |key: &str| -> Result<Option<Value>> {
-            match o.get(key) {
-                None => Ok(None),
-                Some(v @ Value::Array(_)) => Ok(Some(v.clone())),
-                Some(_) => Err(wrong(key, "an array")),
-            }
+        let host_uri_schemes = match o.get("host_uri_schemes") {
+            None => None,
+            Some(v @ Value::Array(_)) => Some(v.clone()),
+            Some(_) => return Err(wrong("host_uri_schemes", "an array")),
         };
         Ok(Options {
             spawn: SpawnSpec {
@@ -225,12 +306,13 @@ impl Options {
             kill_grace: o.millis("kill_grace_ms", Some(Duration::from_secs(1)))?.unwrap_or(Duration::from_secs(1)),
             negotiate_v2: o.bool("negotiate_v2")?.unwrap_or(true),
             skip_invalid_frames,
-            host_tools: list("host_tools")?,
-            host_uri_schemes: list("host_uri_schemes")?,
+            host_tools: if bridge_tools { None } else { host_tools },
+            host_uri_schemes,
             ui_policy: match o.get("ui_policy") {
                 None => None,
                 Some(v) => UiPolicy::parse(v)?,
             },
+            bridge,
         })
     }
 }

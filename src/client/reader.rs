@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::events::{event_bytes, EventBytes};
-use super::host::Incoming;
+use super::host::{Incoming, Outgoing, Route};
 use super::lifecycle::Mark;
 use super::pending::Settled;
 use super::{is_prompt_command, Shared};
@@ -182,14 +182,15 @@ impl Router<'_> {
                 let outcome = {
                     let mut st = self.shared.state();
                     if ty == "host_tool_call" {
-                        st.host.on_tool_call(&map)
+                        st.host.on_tool_call(&map, Route::Stdin)
                     } else {
                         st.host.on_uri_request(&map)
                     }
                 };
                 match outcome {
                     Incoming::Deliver => self.emit(event_bytes(line)),
-                    Incoming::Reject(reply) => {
+                    Incoming::Reject(Outgoing::Bridge(..)) => unreachable!("stdin calls are answered on stdin"),
+                    Incoming::Reject(Outgoing::Stdin(reply)) => {
                         let text = String::from_utf8_lossy(&reply).into_owned();
                         self.shared.send_internal(reply);
                         let mut r = Map::new();

@@ -637,6 +637,23 @@ pub unsafe extern "C" fn omprpc_client_host_uri_result(
     })
 }
 
+/// Answers a `policy_eval` event (the policy gate over the agent's own tools): allow, or
+/// block with `reason` (NULL or empty: a default reason). NOT_FOUND for an unknown id. No
+/// answer within the gate's `timeout_ms` blocks the tool (unless the gate fails open).
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_policy_verdict(
+    client: *const omprpc_client,
+    request_id: *const c_char,
+    allow: bool,
+    reason: *const c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        c.policy_verdict(text(request_id, "request_id")?, allow, opt_text(reason, "reason")?.unwrap_or(""))
+    })
+}
+
 /// The agent's last `max_stderr_lines` stderr lines, as text.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_stderr(client: *const omprpc_client, out_text: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {

@@ -40,26 +40,41 @@ fn detect(argv: &[String]) -> Flavor {
     }
 }
 
-/// The argv to spawn and the agent flavour, from the start options.
-pub fn build(o: &Opts) -> Result<(Vec<String>, Flavor)> {
-    let explicit = match o.str("flavor")? {
-        None | Some("auto") => None,
-        Some("omp") => Some(Flavor::Omp),
-        Some("pi") => Some(Flavor::Pi),
+/// Stands for the bridge extension's path in argv until the bridge exists.
+pub const EXTENSION_PLACEHOLDER: &str = "\u{0}omprpc-bridge-extension";
+
+/// The agent flavour: the `flavor` option, else detected from the program name.
+pub fn flavor(o: &Opts) -> Result<Flavor> {
+    match o.str("flavor")? {
+        Some("omp") => return Ok(Flavor::Omp),
+        Some("pi") => return Ok(Flavor::Pi),
+        None | Some("auto") => {}
         Some(other) => return Err(Error::invalid(format!("option \"flavor\" must be \"omp\", \"pi\" or \"auto\", not {other:?}"))),
-    };
+    }
     if let Some(command) = o.str_list("command")? {
+        return Ok(detect(&command));
+    }
+    Ok(match o.str("executable")? {
+        Some(e) => detect(&[e.to_string()]),
+        None => Flavor::Omp,
+    })
+}
+
+/// The argv to spawn. `bridged`: the tool names a bridge extension registers (Some when a
+/// bridge is used); they join the `--tools` allow-list, and `--extension` is added with
+/// `EXTENSION_PLACEHOLDER` as its path.
+pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>) -> Result<Vec<String>> {
+    if let Some(mut command) = o.str_list("command")? {
         if command.is_empty() {
             return Err(Error::invalid("option \"command\" must not be empty"));
         }
-        let flavor = explicit.unwrap_or_else(|| detect(&command));
-        return Ok((command, flavor));
+        if bridged.is_some() {
+            command.push("--extension".into());
+            command.push(EXTENSION_PLACEHOLDER.into());
+        }
+        return Ok(command);
     }
     let executable = o.str("executable")?.map(str::to_string);
-    let flavor = explicit.unwrap_or_else(|| match &executable {
-        Some(e) => detect(std::slice::from_ref(e)),
-        None => Flavor::Omp,
-    });
     let mut argv = vec![executable.unwrap_or_else(|| flavor.name().to_string()), "--mode".into(), "rpc".into()];
     let mut flag = |name: &str, value: Option<&str>| {
         // omp_rpc adds a valued flag only when the value is truthy (an empty string is skipped).
@@ -79,7 +94,14 @@ pub fn build(o: &Opts) -> Result<(Vec<String>, Flavor)> {
         return Err(Error::invalid("option \"provider_session_id\" is omp-only; pi has no such flag"));
     }
     flag("--provider-session-id", provider_session);
-    if let Some(tools) = o.str_list("tools")? {
+    if let Some(mut tools) = o.str_list("tools")? {
+        // An allow-list must name the bridged tools too, or the agent hides them (and pi's
+        // --no-tools would turn off extension tools as well).
+        for name in bridged.unwrap_or_default() {
+            if !tools.contains(name) {
+                tools.push(name.clone());
+            }
+        }
         if tools.is_empty() {
             argv.push("--no-tools".into());
         } else {
@@ -102,12 +124,16 @@ pub fn build(o: &Opts) -> Result<(Vec<String>, Flavor)> {
     } else if flavor == Flavor::Pi && o.bool("no_title")? == Some(true) {
         return Err(Error::invalid("option \"no_title\" is omp-only; pi has no such flag"));
     }
-    for ext in o.str_list("extensions")?.unwrap_or_default() {
+    let mut extensions = o.str_list("extensions")?.unwrap_or_default();
+    if bridged.is_some() {
+        extensions.push(EXTENSION_PLACEHOLDER.into());
+    }
+    for ext in extensions {
         argv.push("--extension".into());
         argv.push(ext);
     }
     argv.extend(o.str_list("extra_args")?.unwrap_or_default());
-    Ok((argv, flavor))
+    Ok(argv)
 }
 
 /// A copy of argv with every system-prompt value replaced, in both `--flag value` and
@@ -140,7 +166,9 @@ mod tests {
 
     fn argv(v: serde_json::Value) -> Result<(Vec<String>, Flavor)> {
         let map = v.as_object().unwrap().clone();
-        build(&Opts::new(&map))
+        let o = Opts::new(&map);
+        let f = flavor(&o)?;
+        Ok((build(&o, f, None)?, f))
     }
 
     #[test]
@@ -183,6 +211,17 @@ mod tests {
         assert!(argv(json!({"flavor": "vim"})).is_err());
         assert!(argv(json!({"command": []})).is_err());
         assert!(argv(json!({"tools": "read"})).unwrap_err().message.contains("tools"));
+    }
+
+    #[test]
+    fn bridged_tools_join_the_allow_list() {
+        let map = json!({"flavor": "pi", "tools": [], "extra_args": ["--x"]}).as_object().unwrap().clone();
+        let o = Opts::new(&map);
+        let a = build(&o, Flavor::Pi, Some(&["echo".to_string()])).unwrap();
+        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "echo", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
+        let map = json!({"command": ["pi", "--mode", "rpc"]}).as_object().unwrap().clone();
+        let a = build(&Opts::new(&map), Flavor::Pi, Some(&[])).unwrap();
+        assert_eq!(a, ["pi", "--mode", "rpc", "--extension", EXTENSION_PLACEHOLDER]);
     }
 
     #[test]

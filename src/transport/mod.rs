@@ -237,6 +237,59 @@ mod tests {
         assert_eq!(r.tail(), "line 7\nline 8\nline 9\nno newline");
     }
 
+    struct Lines(Vec<Vec<u8>>);
+    impl LineSink for Lines {
+        fn line(&mut self, line: &[u8]) -> bool {
+            self.0.push(line.to_vec());
+            true
+        }
+    }
+
+    fn pipe() -> (File, File) {
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        use std::os::fd::FromRawFd;
+        unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
+    }
+
+    fn pump_bytes(data: &[u8], max_frame: Option<usize>) -> (Vec<Vec<u8>>, PumpEnd, String) {
+        use std::io::Write;
+        let (out_r, mut out_w) = pipe();
+        let (err_r, mut err_w) = pipe();
+        let data = data.to_vec();
+        let writer = std::thread::spawn(move || {
+            err_w.write_all(b"warn: one\nwarn: two").unwrap();
+            drop(err_w);
+            for piece in data.chunks(7) {
+                out_w.write_all(piece).unwrap();
+            }
+        });
+        let ring = Mutex::new(StderrRing::new(Some(10)));
+        let stop = crate::transport::process::Signal::new().unwrap();
+        let mut sink = Lines(Vec::new());
+        let end = pump(out_r, err_r, &mut sink, &ring, max_frame, stop.raw());
+        writer.join().unwrap();
+        let text = ring.lock().unwrap().text();
+        (sink.0, end, text)
+    }
+
+    #[test]
+    fn lf_framing_strips_one_cr_and_keeps_stderr() {
+        let (lines, end, err) = pump_bytes(b"{\"a\":1}\r\n\n{\"b\":\"x\r\"}\n{\"c\":\r\r\n{\"half\"", None);
+        assert_eq!(lines, vec![b"{\"a\":1}".to_vec(), b"".to_vec(), b"{\"b\":\"x\r\"}".to_vec(), b"{\"c\":\r".to_vec()]);
+        assert!(matches!(end, PumpEnd::Eof { partial: 7 }), "{end:?}");
+        assert_eq!(err, "warn: one\nwarn: two");
+    }
+
+    #[test]
+    fn frames_over_the_maximum_stop_the_pump() {
+        let mut data = vec![b'x'; 100];
+        data.push(b'\n');
+        let (lines, end, _) = pump_bytes(&data, Some(50));
+        assert!(lines.is_empty());
+        assert!(matches!(end, PumpEnd::FrameTooLong { limit: 50 }), "{end:?}");
+    }
+
     #[test]
     fn stderr_flood_without_newlines_is_bounded() {
         let mut r = StderrRing::new(Some(2));

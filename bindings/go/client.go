@@ -1,0 +1,752 @@
+package omprpc
+
+/*
+#include <stdlib.h>
+#include "omprpc.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Client is one agent process and its RPC session (an omprpc_client). Every method may be
+// called from any goroutine, concurrently, Close included. Close it when done: a finalizer
+// closes a forgotten client, but only once it is unreachable, which host tool handlers that
+// capture it prevent.
+type Client struct {
+	h *core
+}
+
+// core is the state behind a Client. The event pump and host tool goroutines hold the core,
+// never the Client, so an abandoned Client can still be finalized.
+type core struct {
+	// mu guards ptr: every C call holds it for reading; free holds it for writing, so the
+	// handle is never freed under a running call (omprpc_client_free must not overlap any).
+	mu  sync.RWMutex
+	ptr *C.omprpc_client
+
+	closeOnce sync.Once
+	closing   chan struct{} // closed by Close, after omprpc_client_close
+	closeErr  error
+	final     snapshot // what Stderr / ProtocolErrors / Info report after Close
+
+	base       context.Context // cancelled by Close: the parent of host tool contexts
+	baseCancel context.CancelFunc
+
+	ev   pump
+	host hostTools
+}
+
+type snapshot struct {
+	stderr         string
+	protocolErrors []byte
+	info           []byte
+}
+
+type (
+	cfn func(p *C.omprpc_client, perr **C.char) C.omprpc_status
+	tfn func(p *C.omprpc_client, timeout C.int64_t, perr **C.char) C.omprpc_status
+)
+
+// Start spawns the agent described by opts, waits for its handshake, negotiates protocol
+// v2 when offered, and registers opts.HostTools / HostURISchemes. If ctx ends first, Start
+// returns ctx's error at once and the half-started agent is closed in the background (its
+// deadline also bounds startup_timeout_ms, so the library gives up by then too).
+func Start(ctx context.Context, opts Options) (*Client, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := checkABI(); err != nil {
+		return nil, err
+	}
+	if err := ctxError("start", ctx); err != nil {
+		return nil, err
+	}
+	js, err := opts.startJSON(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ptr, err := startC(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	h := &core{ptr: ptr, closing: make(chan struct{})}
+	h.base, h.baseCancel = context.WithCancel(context.Background())
+	h.ev.init()
+	h.host.init(opts.HostToolConcurrency)
+	c := &Client{h: h}
+	runtime.SetFinalizer(c, finalizeClient)
+	if h.host.install(opts.HostTools) {
+		h.ev.setHostDemand(h)
+	}
+	return c, nil
+}
+
+type startResult struct {
+	ptr *C.omprpc_client
+	err error
+}
+
+func startC(ctx context.Context, js []byte) (*C.omprpc_client, error) {
+	cs, err := cstring("start", "options", string(js))
+	if err != nil {
+		return nil, err
+	}
+	run := func() startResult {
+		defer freeC(cs)
+		var p *C.omprpc_client
+		var cerr *C.char
+		if st := C.omprpc_client_start(cs, &p, &cerr); st != C.OMPRPC_STATUS_OK {
+			return startResult{nil, errorFromJSON("start", Status(st), takeBytes(cerr))}
+		}
+		return startResult{p, nil}
+	}
+	if ctx.Done() == nil {
+		r := run()
+		return r.ptr, r.err
+	}
+	ch := make(chan startResult, 1)
+	go func() { ch <- run() }()
+	select {
+	case r := <-ch:
+		return r.ptr, withContext(r.err, ctx.Err())
+	case <-ctx.Done():
+		select {
+		case r := <-ch: // finished at the same moment: keep it
+			return r.ptr, withContext(r.err, ctx.Err())
+		default:
+		}
+		go func() {
+			if r := <-ch; r.ptr != nil {
+				C.omprpc_client_free(r.ptr) // closes the agent, then frees
+			}
+		}()
+		return nil, ctxError("start", ctx)
+	}
+}
+
+func finalizeClient(c *Client) {
+	// Closing waits for the agent to exit: not on the finalizer goroutine.
+	go c.h.close()
+}
+
+// Close closes the client: every blocked call returns at once (ErrClosed), host tool
+// handlers' contexts are cancelled, event subscriptions end, the agent is stopped (stdin
+// EOF, grace, SIGTERM, SIGKILL to its process group) and the handle is freed. Idempotent.
+// Stderr, ProtocolErrors and Info keep answering with their last state.
+func (c *Client) Close() error {
+	runtime.SetFinalizer(c, nil)
+	return c.h.close()
+}
+
+func (h *core) close() error {
+	h.closeOnce.Do(func() {
+		h.closeErr = h.do("close", func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_close(p, perr)
+		})
+		close(h.closing)
+		h.baseCancel()
+		h.ev.wait()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if p := h.ptr; p != nil {
+			h.final = takeSnapshot(p)
+			h.ptr = nil
+			C.omprpc_client_free(p)
+		}
+	})
+	return h.closeErr
+}
+
+func takeSnapshot(p *C.omprpc_client) snapshot {
+	var s snapshot
+	var out *C.char
+	if C.omprpc_client_stderr(p, &out, nil) == C.OMPRPC_STATUS_OK {
+		s.stderr = takeString(out)
+	}
+	out = nil
+	if C.omprpc_client_protocol_errors(p, &out, nil) == C.OMPRPC_STATUS_OK {
+		s.protocolErrors = takeBytes(out)
+	}
+	out = nil
+	if C.omprpc_client_info(p, &out, nil) == C.OMPRPC_STATUS_OK {
+		s.info = takeBytes(out)
+	}
+	return s
+}
+
+// do runs one C call on the live handle under the read lock; ErrClosed once freed.
+func (h *core) do(op string, fn cfn) error {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.ptr == nil {
+		return closedError(op)
+	}
+	var cerr *C.char
+	st := fn(h.ptr, &cerr)
+	if st == C.OMPRPC_STATUS_OK {
+		if cerr != nil { // never written on success; be safe anyway
+			C.omprpc_string_free(cerr)
+		}
+		return nil
+	}
+	return errorFromJSON(op, Status(st), takeBytes(cerr))
+}
+
+// ctxError is the error for a context that ended before a call: a deadline is a timeout
+// that also matches context.DeadlineExceeded; a cancellation is ctx.Err() itself.
+func ctxError(op string, ctx context.Context) error {
+	err := ctx.Err()
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		e := newError(op, StatusTimeout, "the context deadline passed")
+		e.ctxErr = err
+		return e
+	}
+	return err
+}
+
+// request runs a call that must not be repeated (it sends something): its timeout is what
+// is left of ctx's deadline, or the client's default for that kind of call. A cancellation
+// without a deadline is seen only before the call starts.
+func (h *core) request(ctx context.Context, op string, fn tfn) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctxError(op, ctx); err != nil {
+		return err
+	}
+	t := timeoutDefault
+	if d, ok := ctx.Deadline(); ok {
+		if t = ms(time.Until(d)); t <= 0 {
+			return ctxError(op, ctx)
+		}
+	}
+	err := h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return fn(p, C.int64_t(t), perr)
+	})
+	if err != nil && t >= 0 {
+		return withContext(err, ctx.Err())
+	}
+	return err
+}
+
+// waitSlice is the longest single C wait of a repeatable call whose ctx can be cancelled.
+const waitSlice = 200 * time.Millisecond
+
+// wait runs a repeatable wait (next_ui_request, wait_for_idle): without a ctx that can end,
+// one blocking C call; otherwise C waits of at most waitSlice, checking ctx in between.
+func (h *core) wait(ctx context.Context, op string, fn tfn) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if ctx.Done() == nil {
+		return h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+			return fn(p, C.int64_t(timeoutInfinite), perr)
+		})
+	}
+	for {
+		if err := ctxError(op, ctx); err != nil {
+			return err
+		}
+		slice := waitSlice
+		d, hasDeadline := ctx.Deadline()
+		if hasDeadline {
+			if left := time.Until(d); left < slice {
+				slice = left
+			}
+		}
+		err := h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+			return fn(p, C.int64_t(ms(slice)), perr)
+		})
+		if err == nil || !errors.Is(err, ErrTimeout) {
+			return err
+		}
+		if hasDeadline && !time.Now().Before(d) {
+			return withContext(err, context.DeadlineExceeded)
+		}
+	}
+}
+
+// --- commands ------------------------------------------------------------------------------
+
+// Request sends any command {"type": typ, …params} and returns the response's data verbatim
+// (JSON null when absent). params is nil, a JSON object as json.RawMessage or []byte (sent
+// as is), or any value that marshals to a JSON object. The agent's success:false is a
+// *CommandError.
+func (c *Client) Request(ctx context.Context, typ string, params any) (json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	const op = "request"
+	ct, err := cstring(op, "type", typ)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(ct)
+	pj, err := rawJSON(op, "params", params)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(pj)
+	var out *C.char
+	err = c.h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_request(p, ct, pj, t, &out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return takeBytes(out), nil
+}
+
+// SendFrame writes one frame as is (a JSON object with a string "type"), with no id and no
+// response awaited, e.g. widget_layout. frame is raw JSON or a value marshalled to it.
+func (c *Client) SendFrame(frame any) error {
+	defer runtime.KeepAlive(c)
+	const op = "send_frame"
+	fj, err := rawJSON(op, "frame", frame)
+	if err != nil {
+		return err
+	}
+	defer freeC(fj)
+	return c.h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_send_frame(p, fj, perr)
+	})
+}
+
+func (c *Client) promptLike(ctx context.Context, op, message string, opts *PromptOptions,
+	call func(p *C.omprpc_client, m, o *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status) ([]byte, error) {
+	defer runtime.KeepAlive(c)
+	cm, err := cstring(op, "message", message)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(cm)
+	var optv any
+	if opts != nil {
+		o := *opts
+		o.Images = fillImages(o.Images)
+		optv = o
+	}
+	co, err := rawJSON(op, "options", optv)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(co)
+	var out *C.char
+	err = c.h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return call(p, cm, co, t, &out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return takeBytes(out), nil
+}
+
+// Prompt sends a prompt and returns its request id once the agent acknowledged it; the
+// run streams as events (WaitForIdle waits for it).
+func (c *Client) Prompt(ctx context.Context, message string, opts *PromptOptions) (string, error) {
+	id, err := c.promptLike(ctx, "prompt", message, opts, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_prompt(p, m, o, t, out, perr)
+	})
+	return string(id), err
+}
+
+// AbortAndPrompt sends abort_and_prompt; like Prompt.
+func (c *Client) AbortAndPrompt(ctx context.Context, message string, opts *PromptOptions) (string, error) {
+	id, err := c.promptLike(ctx, "abort_and_prompt", message, opts, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_abort_and_prompt(p, m, o, t, out, perr)
+	})
+	return string(id), err
+}
+
+// Turn is one prompt's completed turn, as the library assembled it.
+type Turn struct {
+	RequestID    string `json:"requestId"`
+	AgentInvoked bool   `json:"agentInvoked"`
+	// Messages are the terminal agent_end's messages (rebuilt when it was compacted).
+	Messages []json.RawMessage `json:"messages"`
+	// AssistantMessage is the last assistant message; nil when there was none.
+	AssistantMessage json.RawMessage `json:"assistantMessage"`
+	// AssistantText is its visible text; nil when there was no assistant message.
+	AssistantText *string `json:"assistantText"`
+	// PromptResult is the agent's prompt_result frame, when the prompt ended with one.
+	PromptResult json.RawMessage `json:"promptResult,omitempty"`
+	// Events are the turn's events, verbatim.
+	Events []json.RawMessage `json:"events"`
+}
+
+// PromptAndWait prompts and waits until that prompt completes. The wait is bounded by ctx's
+// deadline, else by the turn_timeout_ms option (no deadline by default); Close ends it at
+// once with ErrClosed. Only one of PromptAndWait, CollectEvents and WaitForIdle runs at a
+// time (ErrConcurrency). A rejected or late-failed prompt is a *CommandError;
+// ErrLimitExceeded past max_event_history.
+func (c *Client) PromptAndWait(ctx context.Context, message string, opts *PromptOptions) (*Turn, error) {
+	js, err := c.promptLike(ctx, "prompt_and_wait", message, opts, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_prompt_and_wait(p, m, o, t, out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return parseTurn(js)
+}
+
+func (c *Client) messageCommand(ctx context.Context, op, message string, images []ImageContent,
+	call func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status) error {
+	defer runtime.KeepAlive(c)
+	cm, err := cstring(op, "message", message)
+	if err != nil {
+		return err
+	}
+	defer freeC(cm)
+	var optv any
+	if len(images) > 0 {
+		optv = struct {
+			Images []ImageContent `json:"images"`
+		}{fillImages(images)}
+	}
+	co, err := rawJSON(op, "options", optv)
+	if err != nil {
+		return err
+	}
+	defer freeC(co)
+	return c.h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return call(p, cm, co, t, perr)
+	})
+}
+
+// Steer sends steer (a message into the running turn), with optional images.
+func (c *Client) Steer(ctx context.Context, message string, images ...ImageContent) error {
+	return c.messageCommand(ctx, "steer", message, images, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_steer(p, m, o, t, perr)
+	})
+}
+
+// FollowUp sends follow_up (a message for after the running turn), with optional images.
+func (c *Client) FollowUp(ctx context.Context, message string, images ...ImageContent) error {
+	return c.messageCommand(ctx, "follow_up", message, images, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_follow_up(p, m, o, t, perr)
+	})
+}
+
+// Abort sends abort.
+func (c *Client) Abort(ctx context.Context) error {
+	defer runtime.KeepAlive(c)
+	return c.h.request(ctx, "abort", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_abort(p, t, perr)
+	})
+}
+
+// GetState sends get_state and returns the session state object.
+func (c *Client) GetState(ctx context.Context) (json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	var out *C.char
+	err := c.h.request(ctx, "get_state", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_get_state(p, t, &out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return takeBytes(out), nil
+}
+
+// Bash runs command through the agent's bash and returns its BashResult object.
+func (c *Client) Bash(ctx context.Context, command string) (json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	cc, err := cstring("bash", "command", command)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(cc)
+	var out *C.char
+	err = c.h.request(ctx, "bash", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_bash(p, cc, t, &out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return takeBytes(out), nil
+}
+
+// CollectEvents waits for the next terminal agent_end and returns every session event from
+// the call until then. Its wait is bounded like PromptAndWait's (it cannot be repeated
+// without losing events, so a cancellation without a deadline is seen only before it starts).
+func (c *Client) CollectEvents(ctx context.Context) ([]Event, error) {
+	defer runtime.KeepAlive(c)
+	var out *C.char
+	err := c.h.request(ctx, "collect_events", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_collect_events(p, t, &out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return parseEvents("collect_events", takeBytes(out))
+}
+
+// WaitForIdle waits until every accepted prompt has completed; a *CommandError when a
+// prompt failed late since the last prompt was sent. ctx ends the wait, not the client.
+func (c *Client) WaitForIdle(ctx context.Context) error {
+	defer runtime.KeepAlive(c)
+	if ctx == nil || ctx.Done() == nil {
+		// No way to end it but the turn or Close; the default is the turn_timeout_ms option.
+		return c.h.request(ctx, "wait_for_idle", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_wait_for_idle(p, t, perr)
+		})
+	}
+	return c.h.wait(ctx, "wait_for_idle", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_wait_for_idle(p, t, perr)
+	})
+}
+
+// --- UI requests ---------------------------------------------------------------------------
+
+// UIRequest is an extension_ui_request that needs an answer (select, confirm, input,
+// editor, or an unknown interactive method). Raw is the frame verbatim.
+type UIRequest struct {
+	ID          string          `json:"id"`
+	Method      string          `json:"method"`
+	Title       string          `json:"title,omitempty"`
+	Message     string          `json:"message,omitempty"`
+	Placeholder string          `json:"placeholder,omitempty"`
+	Prefill     string          `json:"prefill,omitempty"`
+	Options     []string        `json:"options,omitempty"`
+	Raw         json.RawMessage `json:"-"`
+}
+
+// NextUIRequest takes the next UI request that needs an answer, waiting until one arrives,
+// ctx ends (the client stays usable) or the client closes (ErrClosed).
+func (c *Client) NextUIRequest(ctx context.Context) (*UIRequest, error) {
+	defer runtime.KeepAlive(c)
+	var out *C.char
+	err := c.h.wait(ctx, "next_ui_request", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_next_ui_request(p, t, &out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	raw := takeBytes(out)
+	r := &UIRequest{Raw: raw}
+	if err := unmarshal("next_ui_request", raw, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (c *Client) uiAnswer(op, id string, call func(p *C.omprpc_client, cid *C.char, perr **C.char) C.omprpc_status) error {
+	defer runtime.KeepAlive(c)
+	cid, err := cstring(op, "request id", id)
+	if err != nil {
+		return err
+	}
+	defer freeC(cid)
+	return c.h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status { return call(p, cid, perr) })
+}
+
+// UISendValue answers UI request id (select, input, editor) with value. ErrNotFound unless
+// that request is open (unknown, already answered, or dismissed by the agent).
+func (c *Client) UISendValue(id, value string) error {
+	cv, err := cstring("ui_send_value", "value", value)
+	if err != nil {
+		return err
+	}
+	defer freeC(cv)
+	return c.uiAnswer("ui_send_value", id, func(p *C.omprpc_client, cid *C.char, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_ui_send_value(p, cid, cv, perr)
+	})
+}
+
+// UISendConfirmation answers a confirm UI request.
+func (c *Client) UISendConfirmation(id string, confirmed bool) error {
+	return c.uiAnswer("ui_send_confirmation", id, func(p *C.omprpc_client, cid *C.char, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_ui_send_confirmation(p, cid, C.bool(confirmed), perr)
+	})
+}
+
+// UICancel cancels a UI request; timedOut tells the agent the host's own timeout fired.
+func (c *Client) UICancel(id string, timedOut bool) error {
+	return c.uiAnswer("ui_cancel", id, func(p *C.omprpc_client, cid *C.char, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_ui_cancel(p, cid, C.bool(timedOut), perr)
+	})
+}
+
+// SetUIPolicy sets the headless UI policy (requests already waiting are answered by it);
+// nil removes it, and UI requests reach NextUIRequest again.
+func (c *Client) SetUIPolicy(policy *UIPolicy) error {
+	defer runtime.KeepAlive(c)
+	const op = "set_ui_policy"
+	var v any
+	if policy != nil {
+		v = policy
+	}
+	cp, err := rawJSON(op, "policy", v)
+	if err != nil {
+		return err
+	}
+	defer freeC(cp)
+	return c.h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_set_ui_policy(p, cp, perr)
+	})
+}
+
+// --- records -------------------------------------------------------------------------------
+
+// Stderr is the agent's last max_stderr_lines stderr lines.
+func (c *Client) Stderr() (string, error) {
+	defer runtime.KeepAlive(c)
+	var out *C.char
+	var final string
+	err := c.h.record("stderr", func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_stderr(p, &out, perr)
+	}, func(s *snapshot) { final = s.stderr })
+	if err != nil || out == nil {
+		return final, err
+	}
+	return takeString(out), nil
+}
+
+// ProtocolErrors are the recorded protocol errors (bounded, oldest dropped).
+func (c *Client) ProtocolErrors() ([]json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	var out *C.char
+	var js []byte
+	err := c.h.record("protocol_errors", func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_protocol_errors(p, &out, perr)
+	}, func(s *snapshot) { js = s.protocolErrors })
+	if err != nil {
+		return nil, err
+	}
+	if out != nil {
+		js = takeBytes(out)
+	}
+	var list []json.RawMessage
+	if err := unmarshal("protocol_errors", js, &list); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// Info describes the client (omprpc_client_info).
+type Info struct {
+	PID             int             `json:"pid"`
+	Argv            []string        `json:"argv"` // redacted
+	Flavor          string          `json:"flavor"`
+	ProtocolVersion int             `json:"protocolVersion"`
+	Ready           json.RawMessage `json:"ready"`
+	Closed          bool            `json:"closed"`
+	// CloseReason is why the client closed (nil while open).
+	CloseReason     error  `json:"-"`
+	ActiveOperation string `json:"activeOperation"`
+	PendingRequests int    `json:"pendingRequests"`
+	// Raw is the library's JSON, verbatim.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Info describes the client: pid, argv, flavour, protocol version, closed and why.
+func (c *Client) Info() (*Info, error) {
+	defer runtime.KeepAlive(c)
+	var out *C.char
+	var js []byte
+	err := c.h.record("info", func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_info(p, &out, perr)
+	}, func(s *snapshot) { js = s.info })
+	if err != nil {
+		return nil, err
+	}
+	if out != nil {
+		js = takeBytes(out)
+	}
+	info := &Info{Raw: js}
+	var extra struct {
+		CloseReason json.RawMessage `json:"closeReason"`
+	}
+	if err := unmarshal("info", js, info); err != nil {
+		return nil, err
+	}
+	if err := unmarshal("info", js, &extra); err != nil {
+		return nil, err
+	}
+	if len(extra.CloseReason) > 0 && string(extra.CloseReason) != "null" {
+		info.CloseReason = errorFromJSON("", StatusClosed, extra.CloseReason)
+	}
+	return info, nil
+}
+
+// record runs a read-only record call, or reads the snapshot Close took.
+func (h *core) record(op string, fn cfn, closed func(*snapshot)) error {
+	h.mu.RLock()
+	if h.ptr == nil {
+		defer h.mu.RUnlock()
+		if h.final.info == nil {
+			return closedError(op)
+		}
+		closed(&h.final)
+		return nil
+	}
+	h.mu.RUnlock()
+	err := h.do(op, fn)
+	if err != nil && errors.Is(err, ErrClosed) {
+		// Freed between the two locks: the snapshot is there now.
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		if h.ptr == nil && h.final.info != nil {
+			closed(&h.final)
+			return nil
+		}
+	}
+	return err
+}
+
+// --- JSON helpers ----------------------------------------------------------------------------
+
+// rawJSON turns v into a C string of JSON: NULL for nil, json.RawMessage / []byte as they
+// are (the library checks them), anything else marshalled.
+func rawJSON(op, what string, v any) (*C.char, error) {
+	var js []byte
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		if x == nil {
+			return nil, nil
+		}
+		js = x
+	case []byte:
+		if x == nil {
+			return nil, nil
+		}
+		js = x
+	default:
+		var err error
+		if js, err = json.Marshal(v); err != nil {
+			return nil, newError(op, StatusInvalidJSON, "%s: %v", what, err)
+		}
+	}
+	return cstring(op, what, string(js))
+}
+
+func unmarshal(op string, js []byte, v any) error {
+	if err := json.Unmarshal(js, v); err != nil {
+		return newError(op, StatusInvalidJSON, "the library returned JSON this package cannot read: %v", err)
+	}
+	return nil
+}
+
+func parseTurn(js []byte) (*Turn, error) {
+	t := &Turn{}
+	if err := unmarshal("prompt_and_wait", js, t); err != nil {
+		return nil, err
+	}
+	if string(t.AssistantMessage) == "null" {
+		t.AssistantMessage = nil
+	}
+	if string(t.PromptResult) == "null" {
+		t.PromptResult = nil
+	}
+	return t, nil
+}

@@ -1,0 +1,3 @@
+module github.com/omprpc/omprpc/bindings/go
+
+go 1.24

@@ -1,0 +1,368 @@
+package omprpc
+
+/*
+#include <stdlib.h>
+#include "omprpc.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// HostTool is a tool the host provides to the agent (omp host tools). The agent sees Name,
+// Description and the JSON-Schema Parameters; with a Handler, this package serves its calls.
+type HostTool struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Parameters is a JSON-Schema object: a map, a struct or json.RawMessage.
+	Parameters any    `json:"parameters"`
+	Label      string `json:"label,omitempty"`
+	Hidden     bool   `json:"hidden,omitempty"`
+	LoadMode   string `json:"loadMode,omitempty"`
+	// Handler serves the tool's calls. Without one, calls arrive as host_tool_call events
+	// for the program to answer with HostToolUpdate / HostToolResult.
+	Handler HostToolHandler `json:"-"`
+}
+
+// HostToolHandler serves one host tool call, on its own goroutine. ctx is cancelled when
+// the agent cancels the call (host_tool_cancel) or the client closes; update streams a
+// partial result (a string, a ToolResult, or raw JSON). A returned error becomes an error
+// result (isError) carrying its message; a panic too.
+type HostToolHandler func(ctx context.Context, call HostToolCall, update func(partial any) error) (ToolResult, error)
+
+// HostToolCall is a host_tool_call event.
+type HostToolCall struct {
+	ID         string          `json:"id"`         // the host call id: answer with it
+	ToolCallID string          `json:"toolCallId"` // the model's tool call id
+	ToolName   string          `json:"toolName"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Raw        json.RawMessage `json:"-"`
+}
+
+// ToolResult is a host tool's (partial or final) result: content blocks and optional details.
+type ToolResult struct {
+	Content []any `json:"content"`
+	Details any   `json:"details,omitempty"`
+}
+
+// TextContent is a text content block.
+type TextContent struct {
+	Type string `json:"type"` // "text"
+	Text string `json:"text"`
+}
+
+// TextResult is a result of one text block.
+func TextResult(text string) ToolResult {
+	return ToolResult{Content: []any{TextContent{Type: "text", Text: text}}}
+}
+
+// MarshalJSON writes a nil Content as [] (the library needs an array).
+func (r ToolResult) MarshalJSON() ([]byte, error) {
+	type wire ToolResult
+	if r.Content == nil {
+		r.Content = []any{}
+	}
+	return json.Marshal(wire(r))
+}
+
+type hostCall struct{ cancel context.CancelFunc }
+
+type hostTools struct {
+	reg      sync.Mutex // serialises registrations
+	mu       sync.Mutex
+	tools    []HostTool
+	handlers map[string]HostToolHandler
+	calls    map[string]*hostCall
+	sem      chan struct{}
+}
+
+func (t *hostTools) init(concurrency int) {
+	if concurrency <= 0 {
+		concurrency = defaultHostToolConcurrency
+	}
+	t.sem = make(chan struct{}, concurrency)
+	t.handlers = map[string]HostToolHandler{}
+	t.calls = map[string]*hostCall{}
+}
+
+// install makes tools the registered set; reports whether any has a handler.
+func (t *hostTools) install(tools []HostTool) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.tools = append([]HostTool(nil), tools...)
+	t.handlers = map[string]HostToolHandler{}
+	for _, tool := range tools {
+		if tool.Handler != nil {
+			t.handlers[tool.Name] = tool.Handler
+		}
+	}
+	return len(t.handlers) > 0
+}
+
+func (t *hostTools) current() []HostTool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]HostTool(nil), t.tools...)
+}
+
+// SetHostTools registers tools with the agent, replacing its whole set, and returns the
+// agent's answer ({"toolNames":[…]}). Tools with a Handler are served by this package.
+func (c *Client) SetHostTools(ctx context.Context, tools []HostTool) (json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	return c.h.setHostTools(ctx, tools)
+}
+
+// RegisterHostTool adds tool to the registered set (replacing one of the same name) and
+// registers the set with the agent.
+func (c *Client) RegisterHostTool(ctx context.Context, tool HostTool) error {
+	defer runtime.KeepAlive(c)
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	tools := c.h.host.current()
+	replaced := false
+	for i := range tools {
+		if tools[i].Name == tool.Name {
+			tools[i], replaced = tool, true
+		}
+	}
+	if !replaced {
+		tools = append(tools, tool)
+	}
+	_, err := c.h.setHostTools(ctx, tools)
+	return err
+}
+
+func (h *core) setHostTools(ctx context.Context, tools []HostTool) (json.RawMessage, error) {
+	const op = "set_host_tools"
+	if tools == nil {
+		tools = []HostTool{}
+	}
+	cj, err := rawJSON(op, "tools", tools)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(cj)
+	// Handlers first: a call may follow the agent's answer at once.
+	previous := h.host.current()
+	if h.host.install(tools) {
+		h.ev.setHostDemand(h)
+	}
+	var out *C.char
+	err = h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_set_host_tools(p, cj, t, &out, perr)
+	})
+	if err != nil {
+		h.host.install(previous)
+		return nil, err
+	}
+	return takeBytes(out), nil
+}
+
+// SetHostURISchemes registers host URI schemes, replacing the set, and returns the agent's
+// answer ({"schemes":[…]}). Requests arrive as host_uri_request events; answer them with
+// HostURIResult.
+func (c *Client) SetHostURISchemes(ctx context.Context, schemes []HostURIScheme) (json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	const op = "set_host_uri_schemes"
+	if schemes == nil {
+		schemes = []HostURIScheme{}
+	}
+	cj, err := rawJSON(op, "schemes", schemes)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(cj)
+	var out *C.char
+	err = c.h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_set_host_uri_schemes(p, cj, t, &out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return takeBytes(out), nil
+}
+
+// resultJSON encodes a tool result: a Go string is a text result, json.RawMessage is sent
+// as is, anything else (ToolResult …) is marshalled.
+func resultJSON(op string, v any) (*C.char, error) {
+	if s, ok := v.(string); ok {
+		js, _ := json.Marshal(s)
+		return cstring(op, "result", string(js))
+	}
+	if v == nil {
+		return nil, newError(op, StatusInvalidArgument, "a host tool result must not be nil")
+	}
+	return rawJSON(op, "result", v)
+}
+
+// HostToolUpdate streams a partial result for host call callID (a string, a ToolResult or
+// raw JSON). ErrNotFound for an unknown call, ErrCancelled if the agent cancelled it.
+func (c *Client) HostToolUpdate(callID string, partial any) error {
+	defer runtime.KeepAlive(c)
+	return c.h.hostToolUpdate(callID, partial)
+}
+
+func (h *core) hostToolUpdate(callID string, partial any) error {
+	const op = "host_tool_update"
+	cid, err := cstring(op, "call id", callID)
+	if err != nil {
+		return err
+	}
+	defer freeC(cid)
+	cr, err := resultJSON(op, partial)
+	if err != nil {
+		return err
+	}
+	defer freeC(cr)
+	return h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_host_tool_update(p, cid, cr, perr)
+	})
+}
+
+// HostToolResult sends the final result of host call callID. ErrNotFound for an unknown
+// (or already answered) call; ErrCancelled if the agent cancelled it (the result is dropped).
+func (c *Client) HostToolResult(callID string, result any, isError bool) error {
+	defer runtime.KeepAlive(c)
+	return c.h.hostToolResult(callID, result, isError)
+}
+
+func (h *core) hostToolResult(callID string, result any, isError bool) error {
+	const op = "host_tool_result"
+	cid, err := cstring(op, "call id", callID)
+	if err != nil {
+		return err
+	}
+	defer freeC(cid)
+	cr, err := resultJSON(op, result)
+	if err != nil {
+		return err
+	}
+	defer freeC(cr)
+	return h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_host_tool_result(p, cid, cr, C.bool(isError), perr)
+	})
+}
+
+// HostURIResult answers host URI request requestID: {"content","contentType"?,"notes"?,
+// "immutable"?} for a read, {} for a write, {"error":"…"} for a failure (raw JSON or a
+// value that marshals to it).
+func (c *Client) HostURIResult(requestID string, result any) error {
+	defer runtime.KeepAlive(c)
+	const op = "host_uri_result"
+	cid, err := cstring(op, "request id", requestID)
+	if err != nil {
+		return err
+	}
+	defer freeC(cid)
+	if result == nil {
+		return newError(op, StatusInvalidArgument, "a host URI result must not be nil")
+	}
+	cr, err := rawJSON(op, "result", result)
+	if err != nil {
+		return err
+	}
+	defer freeC(cr)
+	return c.h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_host_uri_result(p, cid, cr, perr)
+	})
+}
+
+// --- dispatch (on the pump goroutine) ------------------------------------------------------
+
+func (h *core) dispatchHost(batch []Event) {
+	for _, ev := range batch {
+		switch ev.Type {
+		case "host_tool_call":
+			h.startHostCall(ev)
+		case "host_tool_cancel":
+			var c struct {
+				TargetID string `json:"targetId"`
+			}
+			if ev.Decode(&c) == nil {
+				h.host.mu.Lock()
+				if call := h.host.calls[c.TargetID]; call != nil {
+					call.cancel()
+				}
+				h.host.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (h *core) startHostCall(ev Event) {
+	call := HostToolCall{Raw: ev.Raw}
+	if ev.Decode(&call) != nil || call.ID == "" {
+		return // the library answers malformed calls itself
+	}
+	t := &h.host
+	t.mu.Lock()
+	handler := t.handlers[call.ToolName]
+	if handler == nil {
+		t.mu.Unlock()
+		return // no handler: the program answers it from the event
+	}
+	ctx, cancel := context.WithCancel(h.base)
+	hc := &hostCall{cancel: cancel}
+	if old := t.calls[call.ID]; old != nil {
+		old.cancel()
+	}
+	t.calls[call.ID] = hc
+	t.mu.Unlock()
+	go h.runHostCall(ctx, hc, handler, call)
+}
+
+func (h *core) runHostCall(ctx context.Context, hc *hostCall, handler HostToolHandler, call HostToolCall) {
+	t := &h.host
+	defer func() {
+		hc.cancel()
+		t.mu.Lock()
+		if t.calls[call.ID] == hc {
+			delete(t.calls, call.ID)
+		}
+		t.mu.Unlock()
+	}()
+	select {
+	case t.sem <- struct{}{}:
+	case <-ctx.Done():
+		// Cancelled (or closing) before it started: the reply only settles the library's
+		// record of the call (it answers CANCELLED).
+		h.sendHostResult(call, TextResult("host tool call cancelled"), true)
+		return
+	}
+	res, err := callHandler(ctx, handler, call, func(partial any) error {
+		return h.hostToolUpdate(call.ID, partial)
+	})
+	<-t.sem
+	if err != nil {
+		h.sendHostResult(call, TextResult(err.Error()), true)
+		return
+	}
+	h.sendHostResult(call, res, false)
+}
+
+func callHandler(ctx context.Context, handler HostToolHandler, call HostToolCall, update func(any) error) (res ToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("host tool %s panicked: %v", call.ToolName, p)
+		}
+	}()
+	return handler(ctx, call, update)
+}
+
+// sendHostResult sends a handler's outcome. A result the library refuses is replaced by an
+// error result, so the agent is never left waiting; a cancelled, finished or closed call
+// needs nothing more.
+func (h *core) sendHostResult(call HostToolCall, res ToolResult, isError bool) {
+	err := h.hostToolResult(call.ID, res, isError)
+	if errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrInvalidJSON) {
+		_ = h.hostToolResult(call.ID, TextResult(fmt.Sprintf("host tool %s returned an invalid result: %v", call.ToolName, err)), true)
+	}
+}

@@ -1,0 +1,197 @@
+package omprpc
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Options are the start options of docs/c-api.md ("Start options"). Every field maps to the
+// snake_case key in its json tag; a zero value leaves the library's default. Fields that
+// need a third state (unset / false, or unset / a number / no limit) are pointers: use
+// Ptr(v), and Unlimited() for "null: no limit". Durations are converted to whole
+// milliseconds (rounded up); a negative duration means "no deadline".
+type Options struct {
+	// Command is the exact argv to spawn; every flag option below is then ignored.
+	Command            []string `json:"command,omitempty"`
+	Executable         string   `json:"executable,omitempty"` // argv[0] for the builder ("omp")
+	Flavor             string   `json:"flavor,omitempty"`     // "omp", "pi" or "auto"
+	Provider           string   `json:"provider,omitempty"`
+	Model              string   `json:"model,omitempty"`
+	SessionDir         string   `json:"session_dir,omitempty"`
+	Thinking           string   `json:"thinking,omitempty"`
+	SystemPrompt       string   `json:"system_prompt,omitempty"`
+	AppendSystemPrompt string   `json:"append_system_prompt,omitempty"`
+	ProviderSessionID  string   `json:"provider_session_id,omitempty"` // omp only
+	// Tools: nil leaves it unset, an empty non-nil slice gives --no-tools.
+	Tools       []string `json:"tools,omitzero"`
+	NoSession   bool     `json:"no_session,omitempty"`
+	NoSkills    bool     `json:"no_skills,omitempty"`
+	NoRules     bool     `json:"no_rules,omitempty"`
+	NoTitle     *bool    `json:"no_title,omitempty"`
+	RPCDefaults *bool    `json:"rpc_defaults,omitempty"`
+	Extensions  []string `json:"extensions,omitempty"`
+	ExtraArgs   []string `json:"extra_args,omitempty"`
+
+	Cwd        string            `json:"cwd,omitempty"`
+	Env        map[string]string `json:"env,omitempty"` // the agent's whole environment, unless InheritEnv
+	InheritEnv bool              `json:"inherit_env,omitempty"`
+	Handshake  string            `json:"handshake,omitempty"` // "ready", "probe" or "none"
+
+	StartupTimeout time.Duration `json:"-"` // startup_timeout_ms (30 s); Start's ctx deadline also bounds it
+	RequestTimeout time.Duration `json:"-"` // request_timeout_ms (30 s): requests whose ctx has no deadline
+	TurnTimeout    time.Duration `json:"-"` // turn_timeout_ms (none): PromptAndWait / CollectEvents / WaitForIdle
+	StopGrace      time.Duration `json:"-"` // stop_grace_ms (2 s)
+	KillGrace      time.Duration `json:"-"` // kill_grace_ms (1 s)
+
+	MaxEventHistory       *int `json:"max_event_history,omitempty"` // 10000; Unlimited() for none
+	MaxStderrLines        *int `json:"max_stderr_lines,omitempty"`  // 512
+	MaxFrameBytes         *int `json:"max_frame_bytes,omitempty"`
+	MaxOutboundFrameBytes *int `json:"max_outbound_frame_bytes,omitempty"`
+	EventQueueCapacity    *int `json:"event_queue_capacity,omitempty"` // 65536
+
+	NegotiateV2   *bool  `json:"negotiate_v2,omitempty"`   // true
+	InvalidFrames string `json:"invalid_frames,omitempty"` // "fatal" or "skip"
+
+	// HostTools are registered during start; the ones with a Handler are served by this
+	// package (see RegisterHostTool), the others arrive as host_tool_call events.
+	HostTools      []HostTool      `json:"host_tools,omitempty"`
+	HostURISchemes []HostURIScheme `json:"host_uri_schemes,omitempty"`
+	UIPolicy       *UIPolicy       `json:"ui_policy,omitempty"`
+
+	// Extra is merged into the options JSON last (it overrides the fields above): an escape
+	// hatch for options this struct does not name yet. A nil value sends JSON null.
+	Extra map[string]any `json:"-"`
+
+	// HostToolConcurrency bounds the host tool handlers running at once (default 8).
+	// A Go-side setting: it is not sent to the library.
+	HostToolConcurrency int `json:"-"`
+}
+
+// Ptr returns a pointer to v, for the optional fields of Options and UIPolicy.
+func Ptr[T any](v T) *T { return &v }
+
+// Unlimited is the value of a limit option (MaxEventHistory …) that removes the limit
+// (JSON null).
+func Unlimited() *int { return Ptr(-1) }
+
+const defaultHostToolConcurrency = 8
+
+// optionsWire has the fields of Options and none of its methods.
+type optionsWire Options
+
+// startJSON is the options JSON for the library. With a ctx deadline, startup_timeout_ms is
+// lowered to what is left of it.
+func (o Options) startJSON(ctx context.Context) ([]byte, error) {
+	base, err := json.Marshal(optionsWire(o))
+	if err != nil {
+		return nil, newError("start", StatusInvalidJSON, "options: %v", err)
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(base, &m); err != nil {
+		return nil, newError("start", StatusInvalidJSON, "options: %v", err)
+	}
+	for key, d := range map[string]time.Duration{
+		"startup_timeout_ms": o.StartupTimeout,
+		"request_timeout_ms": o.RequestTimeout,
+		"turn_timeout_ms":    o.TurnTimeout,
+		"stop_grace_ms":      o.StopGrace,
+		"kill_grace_ms":      o.KillGrace,
+	} {
+		switch {
+		case d < 0:
+			m[key] = -1
+		case d > 0:
+			m[key] = ms(d)
+		}
+	}
+	for key, p := range map[string]*int{
+		"max_event_history":        o.MaxEventHistory,
+		"max_stderr_lines":         o.MaxStderrLines,
+		"max_frame_bytes":          o.MaxFrameBytes,
+		"max_outbound_frame_bytes": o.MaxOutboundFrameBytes,
+		"event_queue_capacity":     o.EventQueueCapacity,
+	} {
+		if p != nil && *p < 0 {
+			m[key] = nil
+		}
+	}
+	for k, v := range o.Extra {
+		m[k] = v
+	}
+	if ctx != nil {
+		if d, ok := ctx.Deadline(); ok {
+			left := ms(time.Until(d))
+			if left < 1 {
+				left = 1
+			}
+			cur, set := number(m["startup_timeout_ms"])
+			if !set || cur < 0 || cur > float64(left) {
+				m["startup_timeout_ms"] = left
+			}
+		}
+	}
+	js, err := json.Marshal(m)
+	if err != nil {
+		return nil, newError("start", StatusInvalidJSON, "options: %v", err)
+	}
+	return js, nil
+}
+
+// number reads a JSON number held as any Go numeric type.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// PromptOptions are the options of Prompt, PromptAndWait and AbortAndPrompt.
+type PromptOptions struct {
+	Images []ImageContent `json:"images,omitempty"`
+	// StreamingBehavior queues a prompt into a running turn: "steer" or "followUp".
+	StreamingBehavior string `json:"streamingBehavior,omitempty"`
+}
+
+// ImageContent is an image attached to a prompt: base64 data and its MIME type.
+type ImageContent struct {
+	Type     string `json:"type"` // "image" (filled in when empty)
+	Data     string `json:"data"`
+	MimeType string `json:"mimeType"`
+}
+
+func fillImages(images []ImageContent) []ImageContent {
+	out := make([]ImageContent, len(images))
+	for i, im := range images {
+		if im.Type == "" {
+			im.Type = "image"
+		}
+		out[i] = im
+	}
+	return out
+}
+
+// UIPolicy is the headless UI policy: the library answers interactive UI requests itself.
+// A nil field cancels requests of that kind (nil Confirm cancels confirms).
+type UIPolicy struct {
+	Confirm *bool   `json:"confirm"`
+	Select  *string `json:"select"`
+	Input   *string `json:"input"`
+	Editor  *string `json:"editor"`
+}
+
+// HostURIScheme is a host URI scheme registration.
+type HostURIScheme struct {
+	Scheme      string `json:"scheme"`
+	Description string `json:"description,omitempty"`
+	Writable    bool   `json:"writable,omitempty"`
+	Immutable   bool   `json:"immutable,omitempty"`
+}

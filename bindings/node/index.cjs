@@ -1,0 +1,1408 @@
+'use strict';
+// omprpc for Node.js: a thin koffi binding over the omprpc C ABI (include/omprpc.h,
+// docs/c-api.md). No protocol logic lives here: correlation, framing, turn assembly, host
+// call bookkeeping and teardown are the core's. This file maps C calls to promises, runs
+// every call that can block on libuv's pool (koffi `fn.async`), and turns the polled event
+// queue into an async iterator and an EventEmitter.
+
+const fs = require('node:fs');
+const path = require('node:path');
+const { EventEmitter } = require('node:events');
+
+/** The C ABI version this binding was written against (`OMPRPC_ABI_VERSION`). */
+const ABI_VERSION = 1;
+/** Timeout value: wait without a deadline. */
+const TIMEOUT_INFINITE = -1;
+/** Timeout value: the client's configured default for that kind of call. */
+const TIMEOUT_DEFAULT = -2;
+
+/** Longest single blocking poll (events, UI requests, waitForIdle) handed to a pool thread. */
+const POLL_SLICE_MS = 250;
+/** Events taken from the core per poll. */
+const EVENT_BATCH = 8192;
+/** Events kept for later consumers while nobody listens (oldest dropped, reported). */
+const ORPHAN_CAPACITY = 65536;
+/** Default per-iterator buffer before event delivery pauses (backpressure). */
+const DEFAULT_HIGH_WATER_MARK = 65536;
+/** Unref'd polling interval bounds (ms) when the event pump must not hold the loop open. */
+const UNREF_POLL_MIN_MS = 2;
+const UNREF_POLL_MAX_MS = 100;
+
+const Status = Object.freeze({
+  OK: 0,
+  INVALID_ARGUMENT: 1,
+  INVALID_JSON: 2,
+  INVALID_UTF8: 3,
+  TIMEOUT: 4,
+  COMMAND_FAILED: 5,
+  PROCESS_EXITED: 6,
+  CLOSED: 7,
+  CONCURRENCY: 8,
+  PROTOCOL: 9,
+  IO: 10,
+  NOT_FOUND: 11,
+  CANCELLED: 12,
+  LIMIT_EXCEEDED: 13,
+  PANIC: 14,
+});
+const STATUS_NAMES = Object.keys(Status);
+
+// ---------------------------------------------------------------------------------------
+// Errors
+
+/** Every failure of an omprpc call: `status` (number), `code` (its name), `message`. */
+class OmprpcError extends Error {
+  constructor(message, status, code, details) {
+    super(message);
+    this.name = new.target.name;
+    this.status = status;
+    this.code = code !== undefined ? code : STATUS_NAMES[status] || 'UNKNOWN';
+    /** The core's whole error object (`{code,status,message,…}`). */
+    this.details = details || { code: this.code, status, message };
+  }
+}
+class InvalidArgumentError extends OmprpcError {}
+class InvalidJsonError extends OmprpcError {}
+class InvalidUtf8Error extends OmprpcError {}
+class TimeoutError extends OmprpcError {}
+/** The agent answered `success:false` (also a late prompt failure). */
+class CommandError extends OmprpcError {
+  constructor(message, status, code, details) {
+    super(message, status, code, details);
+    /** The command that failed (`"prompt"`, `"get_state"` …). */
+    this.command = details && details.command;
+    /** The agent's own error text. */
+    this.error = details && details.error;
+    /** The agent's error code, when it sent one. */
+    this.errorCode = details && details.errorCode;
+  }
+}
+class ProcessExitedError extends OmprpcError {}
+class ClosedError extends OmprpcError {}
+class ConcurrencyError extends OmprpcError {}
+class ProtocolError extends OmprpcError {}
+class IoError extends OmprpcError {}
+class NotFoundError extends OmprpcError {}
+class CancelledError extends OmprpcError {}
+class LimitExceededError extends OmprpcError {}
+class PanicError extends OmprpcError {}
+
+const ERROR_CLASSES = [
+  OmprpcError, InvalidArgumentError, InvalidJsonError, InvalidUtf8Error, TimeoutError,
+  CommandError, ProcessExitedError, ClosedError, ConcurrencyError, ProtocolError, IoError,
+  NotFoundError, CancelledError, LimitExceededError, PanicError,
+];
+
+function errorFromDetails(details, status) {
+  const st = typeof details.status === 'number' ? details.status : status;
+  const Cls = ERROR_CLASSES[st] || OmprpcError;
+  const message = typeof details.message === 'string' ? details.message : `omprpc: ${STATUS_NAMES[st] || st}`;
+  return new Cls(message, st, details.code, details);
+}
+
+function jsError(status, message, extra) {
+  return errorFromDetails({ code: STATUS_NAMES[status], status, message, ...extra }, status);
+}
+
+function closedError(message) {
+  return jsError(Status.CLOSED, message || 'the client is closed');
+}
+
+// ---------------------------------------------------------------------------------------
+// The native library
+
+let koffi = null;
+let N = null; // the bound functions, once loaded
+let loadedPath = null;
+
+function libraryFileName() {
+  if (process.platform === 'win32') return 'omprpc.dll';
+  if (process.platform === 'darwin') return 'libomprpc.dylib';
+  return 'libomprpc.so';
+}
+
+/** Where `load()` looks, in order (the first existing file wins; see README). */
+function libraryCandidates() {
+  const name = libraryFileName();
+  const out = [];
+  if (process.env.OMPRPC_LIBRARY) return [path.resolve(process.env.OMPRPC_LIBRARY)];
+  out.push(path.join(__dirname, 'lib', name));
+  // The repository's cargo output: the more recently built of release and debug.
+  const targets = [];
+  if (process.env.CARGO_TARGET_DIR) targets.push(path.resolve(process.env.CARGO_TARGET_DIR));
+  targets.push(path.resolve(__dirname, '..', '..', 'target'));
+  for (const t of targets) {
+    const builds = ['release', 'debug']
+      .map((p) => path.join(t, p, name))
+      .map((p) => ({ p, m: mtimeOf(p) }))
+      .filter((x) => x.m !== null)
+      .sort((a, b) => b.m - a.m);
+    for (const b of builds) out.push(b.p);
+    if (builds.length === 0) out.push(path.join(t, 'release', name), path.join(t, 'debug', name));
+  }
+  return out;
+}
+
+function mtimeOf(p) {
+  try {
+    return fs.statSync(p).mtimeMs;
+  } catch {
+    return null;
+  }
+}
+
+const DECLS = {
+  version: 'const char *omprpc_version(void)',
+  abiVersion: 'uint32_t omprpc_abi_version(void)',
+  statusName: 'const char *omprpc_status_name(int status)',
+  stringFree: 'void omprpc_string_free(void *s)',
+  buildArgv: 'int omprpc_build_argv(const char *options_json, _Out_ void **out, _Out_ void **err)',
+  start: 'int omprpc_client_start(const char *options_json, _Out_ void **out_client, _Out_ void **err)',
+  request: 'int omprpc_client_request(void *c, const char *type, const char *params_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  sendFrame: 'int omprpc_client_send_frame(void *c, const char *frame_json, _Out_ void **err)',
+  prompt: 'int omprpc_client_prompt(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  abortAndPrompt: 'int omprpc_client_abort_and_prompt(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  promptAndWait: 'int omprpc_client_prompt_and_wait(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  steer: 'int omprpc_client_steer(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **err)',
+  followUp: 'int omprpc_client_follow_up(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **err)',
+  abort: 'int omprpc_client_abort(void *c, int64_t timeout_ms, _Out_ void **err)',
+  getState: 'int omprpc_client_get_state(void *c, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  bash: 'int omprpc_client_bash(void *c, const char *command, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  collectEvents: 'int omprpc_client_collect_events(void *c, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  waitForIdle: 'int omprpc_client_wait_for_idle(void *c, int64_t timeout_ms, _Out_ void **err)',
+  nextEvent: 'int omprpc_client_next_event(void *c, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  nextEvents: 'int omprpc_client_next_events(void *c, size_t max_events, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  eventFd: 'int omprpc_client_event_fd(void *c, _Out_ int *out_fd, _Out_ void **err)',
+  nextUiRequest: 'int omprpc_client_next_ui_request(void *c, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  uiSendValue: 'int omprpc_client_ui_send_value(void *c, const char *request_id, const char *value, _Out_ void **err)',
+  uiSendConfirmation: 'int omprpc_client_ui_send_confirmation(void *c, const char *request_id, bool confirmed, _Out_ void **err)',
+  uiCancel: 'int omprpc_client_ui_cancel(void *c, const char *request_id, bool timed_out, _Out_ void **err)',
+  setUiPolicy: 'int omprpc_client_set_ui_policy(void *c, const char *policy_json, _Out_ void **err)',
+  setHostTools: 'int omprpc_client_set_host_tools(void *c, const char *tools_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  setHostUriSchemes: 'int omprpc_client_set_host_uri_schemes(void *c, const char *schemes_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  hostToolUpdate: 'int omprpc_client_host_tool_update(void *c, const char *call_id, const char *partial_json, _Out_ void **err)',
+  hostToolResult: 'int omprpc_client_host_tool_result(void *c, const char *call_id, const char *result_json, bool is_error, _Out_ void **err)',
+  hostUriResult: 'int omprpc_client_host_uri_result(void *c, const char *request_id, const char *result_json, _Out_ void **err)',
+  stderr: 'int omprpc_client_stderr(void *c, _Out_ void **out, _Out_ void **err)',
+  protocolErrors: 'int omprpc_client_protocol_errors(void *c, _Out_ void **out, _Out_ void **err)',
+  info: 'int omprpc_client_info(void *c, _Out_ void **out, _Out_ void **err)',
+  close: 'int omprpc_client_close(void *c, _Out_ void **err)',
+  free: 'void omprpc_client_free(void *c)',
+};
+
+/**
+ * Loads the shared library (once) and checks its ABI version. `libraryPath` overrides the
+ * search (env `OMPRPC_LIBRARY`, the package's `lib/`, the repository's `target/`).
+ * Returns the path that was loaded.
+ */
+function load(libraryPath) {
+  if (N) {
+    if (libraryPath && path.resolve(libraryPath) !== loadedPath) {
+      throw new Error(`omprpc: the library is already loaded from ${loadedPath}; cannot load ${libraryPath} too`);
+    }
+    return loadedPath;
+  }
+  if (!koffi) koffi = require('koffi');
+  const candidates = libraryPath ? [path.resolve(libraryPath)] : libraryCandidates();
+  const file = candidates.find((p) => mtimeOf(p) !== null);
+  if (!file) {
+    throw new Error(
+      'omprpc: cannot find the omprpc shared library. Set OMPRPC_LIBRARY to its path, copy it to ' +
+        `${path.join(__dirname, 'lib', libraryFileName())}, or build it with \`cargo build\`. Looked at:\n  ` +
+        candidates.join('\n  '),
+    );
+  }
+  let lib;
+  try {
+    lib = koffi.load(file);
+  } catch (e) {
+    throw new Error(`omprpc: cannot load ${file}: ${e.message}`);
+  }
+  const abi = lib.func(DECLS.abiVersion)();
+  if (abi !== ABI_VERSION) {
+    throw new Error(
+      `omprpc: ABI mismatch: ${file} has ABI version ${abi}, this binding (omprpc for Node) needs ${ABI_VERSION}. ` +
+        'Use a library and a binding from the same omprpc release.',
+    );
+  }
+  const fns = {};
+  for (const [k, decl] of Object.entries(DECLS)) fns[k] = lib.func(decl);
+  N = fns;
+  loadedPath = file;
+  return file;
+}
+
+function native() {
+  if (!N) load();
+  return N;
+}
+
+/** Decodes an omprpc-owned string and frees it. */
+function take(ptr) {
+  if (ptr === null || ptr === undefined || ptr === 0n || ptr === 0) return null;
+  try {
+    return koffi.decode.string(ptr);
+  } finally {
+    N.stringFree(ptr);
+  }
+}
+
+function failure(st, errPtr) {
+  const text = take(errPtr);
+  let details = null;
+  if (text) {
+    try {
+      details = JSON.parse(text);
+    } catch {
+      details = null;
+    }
+  }
+  if (!details || typeof details !== 'object') {
+    details = { code: STATUS_NAMES[st] || 'UNKNOWN', status: st, message: text || `omprpc call failed: ${STATUS_NAMES[st] || st}` };
+  }
+  return errorFromDetails(details, st);
+}
+
+/** A synchronous call with an out-string: the string, or throws. */
+function callOut(fn, args) {
+  const out = [null];
+  const err = [null];
+  const st = fn(...args, out, err);
+  if (st !== 0) throw failure(st, err[0]);
+  return take(out[0]);
+}
+
+/** A synchronous call without an out-parameter: undefined, or throws. */
+function callNoOut(fn, args) {
+  const err = [null];
+  const st = fn(...args, err);
+  if (st !== 0) throw failure(st, err[0]);
+}
+
+/**
+ * An async call on libuv's pool. Resolves `{st, out, err}` with the raw pointers; the
+ * caller takes (decodes + frees) them.
+ */
+function callAsyncRaw(fn, args, hasOut) {
+  return new Promise((resolve, reject) => {
+    const out = [null];
+    const err = [null];
+    const cb = (e, st) => {
+      if (e) reject(e);
+      else resolve({ st, out: out[0], err: err[0] });
+    };
+    if (hasOut) fn.async(...args, out, err, cb);
+    else fn.async(...args, err, cb);
+  });
+}
+
+function settle(r) {
+  if (r.st !== 0) {
+    take(r.out);
+    throw failure(r.st, r.err);
+  }
+  take(r.err);
+  return r.out === undefined ? undefined : take(r.out);
+}
+
+// ---------------------------------------------------------------------------------------
+// Argument helpers
+
+function timeoutArg(v, what) {
+  if (v === undefined) return TIMEOUT_DEFAULT;
+  if (v === null || v === Infinity) return TIMEOUT_INFINITE;
+  if (typeof v !== 'number' || Number.isNaN(v)) throw new TypeError(`${what || 'timeoutMs'} must be a number, null or Infinity`);
+  if (v === TIMEOUT_INFINITE || v === TIMEOUT_DEFAULT) return v;
+  if (v < 0) throw new RangeError(`${what || 'timeoutMs'} must be >= 0 (or -1: infinite, -2: the client default)`);
+  return Math.floor(v);
+}
+
+function text(v, what) {
+  if (typeof v !== 'string') throw new TypeError(`${what} must be a string`);
+  if (v.includes('\0')) throw jsError(Status.INVALID_ARGUMENT, `${what} contains a NUL character`);
+  return v;
+}
+
+/** JSON text for a C `*_json` argument: strings pass through as JSON text only when `raw`. */
+function json(v) {
+  return JSON.stringify(v);
+}
+
+function snakeKey(k) {
+  return k.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());
+}
+
+/** Binding-only start options (not sent to the core). */
+const BINDING_OPTIONS = new Set(['closeOnExit', 'close_on_exit', 'ref', 'libraryPath', 'library_path']);
+
+/**
+ * Converts a start options object to the C keys: top-level camelCase keys become snake_case
+ * (`maxEventHistory` → `max_event_history`); values (e.g. `env`, tool specs) are untouched;
+ * `undefined` values are dropped. Binding-only keys are removed.
+ */
+function toCoreOptions(options) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError('options must be an object');
+  }
+  const out = {};
+  for (const [k, v] of Object.entries(options)) {
+    if (BINDING_OPTIONS.has(k) || v === undefined) continue;
+    const key = snakeKey(k);
+    if (Object.prototype.hasOwnProperty.call(out, key)) {
+      throw jsError(Status.INVALID_ARGUMENT, `option "${key}" is given twice (as "${k}" and in another spelling)`);
+    }
+    out[key] = v;
+  }
+  return out;
+}
+
+function optionsJson(opts, strip) {
+  if (opts === undefined || opts === null) return null;
+  const o = {};
+  let any = false;
+  for (const [k, v] of Object.entries(opts)) {
+    if (strip.includes(k) || v === undefined) continue;
+    o[k] = v;
+    any = true;
+  }
+  return any ? JSON.stringify(o) : null;
+}
+
+const CALL_OPTS = ['timeoutMs', 'signal'];
+
+/** Host tool results: `"text"` or `{content:[…], details?}`; anything else becomes text. */
+function toolResultJson(v) {
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (v === undefined || v === null) return JSON.stringify('');
+  if (typeof v === 'object' && Array.isArray(v.content)) return JSON.stringify(v);
+  return JSON.stringify(JSON.stringify(v));
+}
+
+function errorText(e) {
+  if (e instanceof Error) return e.message || String(e);
+  return typeof e === 'string' ? e : JSON.stringify(e);
+}
+
+// ---------------------------------------------------------------------------------------
+// Process-exit safety net: a client still open when the process exits is closed
+// synchronously (agent and its process group stopped), unless `closeOnExit: false`.
+
+const openAtExit = new Set();
+let exitHookInstalled = false;
+function onProcessExit() {
+  for (const st of openAtExit) {
+    if (!st.freed && st.h) {
+      try {
+        N.close(st.h, [null]);
+      } catch {
+        /* exiting anyway */
+      }
+    }
+  }
+  openAtExit.clear();
+}
+
+// GC safety net: a client that became unreachable without close() is closed (async) and freed.
+const finalizer = new FinalizationRegistry((st) => {
+  if (st.freed || st.closing || !st.h) return;
+  st.closing = true;
+  openAtExit.delete(st);
+  const h = st.h;
+  N.close.async(h, [null], () => {
+    st.freed = true;
+    N.free(h);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// Event iterator
+
+class EventIterator {
+  constructor(client, opts) {
+    this._client = client;
+    this._buf = [];
+    this._head = 0;
+    this._waiter = null;
+    this._done = false;
+    this._error = null;
+    this._hwm = opts.highWaterMark || DEFAULT_HIGH_WATER_MARK;
+    this._types = opts.types ? new Set(opts.types) : null;
+    this._signal = opts.signal || null;
+    if (this._signal) {
+      this._onAbort = () => this._finish(this._signal.reason || new Error('aborted'));
+      if (this._signal.aborted) this._done = true;
+      else this._signal.addEventListener('abort', this._onAbort, { once: true });
+    }
+  }
+
+  get _size() {
+    return this._buf.length - this._head;
+  }
+
+  _push(evs) {
+    if (this._done) return;
+    const types = this._types;
+    for (let i = 0; i < evs.length; i++) {
+      const ev = evs[i];
+      if (types === null || types.has(ev.type)) this._buf.push(ev);
+    }
+    if (this._waiter && this._size > 0) {
+      const w = this._waiter;
+      this._waiter = null;
+      w.resolve({ value: this._shift(), done: false });
+    }
+  }
+
+  _shift() {
+    const v = this._buf[this._head];
+    this._buf[this._head++] = undefined;
+    if (this._head > 4096 && this._head * 2 > this._buf.length) {
+      this._buf = this._buf.slice(this._head);
+      this._head = 0;
+    }
+    if (this._size === this._hwm - 1) this._client._iteratorDrained();
+    return v;
+  }
+
+  /** Ends the iterator once its buffer is consumed (error: rejects after the buffer). */
+  _end(error) {
+    if (this._done) return;
+    this._done = true;
+    this._error = error || null;
+    this._detach();
+    if (this._waiter) {
+      const w = this._waiter;
+      this._waiter = null;
+      if (this._size > 0) w.resolve({ value: this._shift(), done: false });
+      else if (this._error) w.reject(this._error);
+      else w.resolve({ value: undefined, done: true });
+    }
+  }
+
+  /** Ends now, dropping the buffer (return(), abort). */
+  _finish(error) {
+    this._buf = [];
+    this._head = 0;
+    this._end(error && this._signal && this._signal.aborted ? error : null);
+  }
+
+  _detach() {
+    if (this._signal && this._onAbort) this._signal.removeEventListener('abort', this._onAbort);
+    this._client._detachIterator(this);
+  }
+
+  get blocked() {
+    return !this._done && this._size >= this._hwm;
+  }
+
+  next() {
+    if (this._size > 0) return Promise.resolve({ value: this._shift(), done: false });
+    if (this._done) {
+      if (this._error) {
+        const e = this._error;
+        this._error = null;
+        return Promise.reject(e);
+      }
+      return Promise.resolve({ value: undefined, done: true });
+    }
+    if (this._waiter) return Promise.reject(new Error('omprpc: concurrent next() on one event iterator'));
+    return new Promise((resolve, reject) => {
+      this._waiter = { resolve, reject };
+    });
+  }
+
+  return() {
+    this._finish(null);
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Client
+
+const RESERVED_EMIT = new Set(['error', 'event', 'close', 'newListener', 'removeListener']);
+const INTERNAL_LISTENERS = new Set(['close', 'error', 'newListener', 'removeListener']);
+
+class Client extends EventEmitter {
+  /**
+   * Spawns the agent and waits for its handshake (off the main thread). `options` takes the
+   * C start option keys (docs/c-api.md), in snake_case or camelCase. `hostTools` and
+   * `hostUriSchemes` entries may carry a `handler`. Binding-only: `closeOnExit` (default
+   * true), `ref` (default true), `libraryPath`.
+   */
+  static async start(options = {}) {
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new TypeError('options must be an object');
+    const libraryPath = options.libraryPath || options.library_path;
+    if (libraryPath) load(libraryPath);
+    const n = native();
+    const core = toCoreOptions(options);
+    const tools = new Map();
+    const schemes = new Map();
+    if (Array.isArray(core.host_tools)) core.host_tools = core.host_tools.map((t) => splitHandler(t, 'name', tools));
+    if (Array.isArray(core.host_uri_schemes)) core.host_uri_schemes = core.host_uri_schemes.map((s) => splitHandler(s, 'scheme', schemes));
+    const r = await callAsyncRaw(n.start, [JSON.stringify(core)], true);
+    if (r.st !== 0) throw failure(r.st, r.err);
+    const client = new Client(r.out, {
+      closeOnExit: options.closeOnExit !== undefined ? !!options.closeOnExit : options.close_on_exit !== false,
+      ref: options.ref !== false,
+    });
+    client._turnTimeoutMs = typeof core.turn_timeout_ms === 'number' && core.turn_timeout_ms >= 0 ? core.turn_timeout_ms : TIMEOUT_INFINITE;
+    client._tools = tools;
+    client._schemes = schemes;
+    client._updatePump();
+    return client;
+  }
+
+  constructor(handle, opts) {
+    if (typeof handle !== 'bigint') throw new TypeError('use Client.start(options)');
+    super();
+    this._st = { h: handle, freed: false, closing: false };
+    this._refed = opts.ref;
+    this._closePromise = null;
+    this._final = null; // stderr / protocolErrors / info snapshot after close
+    this._inflight = new Set();
+    this._pending = 0;
+    this._iterators = new Set();
+    this._orphans = [];
+    this._orphansDropped = 0;
+    this._tools = new Map(); // name -> {spec, handler}
+    this._schemes = new Map(); // scheme -> {spec, handler}
+    this._hostCalls = new Map(); // call id -> AbortController
+    this._uiStash = [];
+    this._eventWaiters = []; // pending nextEvent() calls
+    this._pumping = false;
+    this._pumpEnded = false;
+    this._pumpError = null;
+    this._wakePump = null;
+    this._drainWaiter = null;
+    this._unrefDelay = UNREF_POLL_MIN_MS;
+    this._turnTimeoutMs = TIMEOUT_INFINITE;
+    finalizer.register(this, this._st, this._st);
+    if (opts.closeOnExit) {
+      openAtExit.add(this._st);
+      if (!exitHookInstalled) {
+        exitHookInstalled = true;
+        process.on('exit', onProcessExit);
+      }
+    }
+    this.on('newListener', (name) => {
+      if (!INTERNAL_LISTENERS.has(name)) process.nextTick(() => this._updatePump());
+    });
+    this.on('removeListener', () => process.nextTick(() => this._updatePump()));
+  }
+
+  // --- handle and call plumbing --------------------------------------------------------
+
+  get closed() {
+    return this._closePromise !== null;
+  }
+
+  _handle() {
+    if (this._closePromise !== null || this._st.freed) throw closedError();
+    return this._st.h;
+  }
+
+  _track(p) {
+    this._inflight.add(p);
+    this._pending++;
+    this._updatePump();
+    const done = () => {
+      this._inflight.delete(p);
+      this._pending--;
+    };
+    p.then(done, done);
+    return p;
+  }
+
+  _asyncRaw(fn, args, hasOut) {
+    return this._track(callAsyncRaw(fn, [this._st.h, ...args], hasOut));
+  }
+
+  async _async(name, args, hasOut) {
+    const n = native();
+    this._handle();
+    return settle(await this._asyncRaw(n[name], args, hasOut));
+  }
+
+  _syncOut(name, args) {
+    return callOut(native()[name], [this._handle(), ...args]);
+  }
+
+  _syncNoOut(name, args) {
+    callNoOut(native()[name], [this._handle(), ...args]);
+  }
+
+  /**
+   * A poll (`timeout` is its last C argument) in slices of at most POLL_SLICE_MS, so no pool
+   * thread is held for long and `signal` is honoured between slices. Resolves the out string.
+   */
+  async _sliced(name, args, hasOut, timeoutMs, signal, stash) {
+    const n = native();
+    this._handle();
+    const t = timeoutArg(timeoutMs === undefined ? TIMEOUT_INFINITE : timeoutMs);
+    const deadline = t < 0 ? Infinity : Date.now() + t;
+    if (signal) signal.throwIfAborted();
+    for (;;) {
+      const remain = deadline - Date.now();
+      const slice = Math.max(0, Math.min(POLL_SLICE_MS, remain));
+      const call = this._asyncRaw(n[name], [...args, slice], hasOut);
+      let r;
+      if (signal) {
+        let onAbort;
+        const aborted = new Promise((_, reject) => {
+          onAbort = () => reject(signal.reason);
+          signal.addEventListener('abort', onAbort, { once: true });
+        });
+        try {
+          r = await Promise.race([call, aborted]);
+        } catch (e) {
+          // Whatever the abandoned slice still takes must not be lost.
+          call.then((late) => {
+            if (late.st === 0 && stash) stash.push(take(late.out));
+            else take(late.out);
+            take(late.err);
+          }, () => {});
+          throw e;
+        } finally {
+          signal.removeEventListener('abort', onAbort);
+        }
+      } else {
+        r = await call;
+      }
+      if (r.st === Status.TIMEOUT && remain > slice) {
+        take(r.err);
+        continue;
+      }
+      return settle(r);
+    }
+  }
+
+  // --- commands ------------------------------------------------------------------------
+
+  /** Any command `{type, ...params}`; resolves the response's `data` (null when absent). */
+  async request(type, params, opts = {}) {
+    const p = params === undefined || params === null ? null : JSON.stringify(params);
+    return JSON.parse(await this._async('request', [text(type, 'type'), p, timeoutArg(opts.timeoutMs)], true));
+  }
+
+  /** Writes one frame as is (no id, no response awaited), e.g. `widget_layout`. */
+  sendFrame(frame) {
+    this._syncNoOut('sendFrame', [typeof frame === 'string' ? frame : JSON.stringify(frame)]);
+  }
+
+  /** Sends `prompt`; resolves its request id once the agent acknowledged it. */
+  async prompt(message, opts = {}) {
+    return this._async('prompt', [text(message, 'message'), optionsJson(opts, CALL_OPTS), timeoutArg(opts.timeoutMs)], true);
+  }
+
+  /** Sends `abort_and_prompt`; like prompt(). */
+  async abortAndPrompt(message, opts = {}) {
+    return this._async('abortAndPrompt', [text(message, 'message'), optionsJson(opts, CALL_OPTS), timeoutArg(opts.timeoutMs)], true);
+  }
+
+  /**
+   * Prompts and waits for that prompt's completion; resolves the turn. `timeoutMs` covers the
+   * whole turn (default: the `turn_timeout_ms` option, else none). This call holds one
+   * libuv pool thread for the whole turn.
+   */
+  async promptAndWait(message, opts = {}) {
+    return JSON.parse(await this._async('promptAndWait', [text(message, 'message'), optionsJson(opts, CALL_OPTS), timeoutArg(opts.timeoutMs)], true));
+  }
+
+  async steer(message, opts = {}) {
+    await this._async('steer', [text(message, 'message'), optionsJson(opts, CALL_OPTS), timeoutArg(opts.timeoutMs)], false);
+  }
+
+  async followUp(message, opts = {}) {
+    await this._async('followUp', [text(message, 'message'), optionsJson(opts, CALL_OPTS), timeoutArg(opts.timeoutMs)], false);
+  }
+
+  async abort(opts = {}) {
+    await this._async('abort', [timeoutArg(opts.timeoutMs)], false);
+  }
+
+  async getState(opts = {}) {
+    return JSON.parse(await this._async('getState', [timeoutArg(opts.timeoutMs)], true));
+  }
+
+  async bash(command, opts = {}) {
+    return JSON.parse(await this._async('bash', [text(command, 'command'), timeoutArg(opts.timeoutMs)], true));
+  }
+
+  /** Events from now through the next terminal `agent_end` (holds a pool thread meanwhile). */
+  async collectEvents(opts = {}) {
+    return JSON.parse(await this._async('collectEvents', [timeoutArg(opts.timeoutMs)], true));
+  }
+
+  /**
+   * Waits until every accepted prompt completed (polled in slices; `signal` aborts the wait).
+   * Rejects with CommandError when a prompt failed late since the last prompt.
+   */
+  async waitForIdle(opts = {}) {
+    let t = opts.timeoutMs;
+    // The C default is turn_timeout_ms; slicing needs the deadline here.
+    if (t === undefined || t === TIMEOUT_DEFAULT) t = this._turnTimeoutMs;
+    await this._sliced('waitForIdle', [], false, t, opts.signal, null);
+  }
+
+  /**
+   * The next event straight from the core's queue (TimeoutError when none arrived in time;
+   * ClosedError once closed and drained). Do not mix with events()/listeners: whichever
+   * takes an event first gets it.
+   */
+  async nextEvent(opts = {}) {
+    if (this._orphans.length || this._orphansDropped) return this._takeOrphans(1)[0];
+    const t = timeoutArg(opts.timeoutMs === undefined ? TIMEOUT_INFINITE : opts.timeoutMs);
+    const signal = opts.signal;
+    if (signal) signal.throwIfAborted();
+    if (this._closePromise !== null) {
+      // close() drains the core's queue into the pull queue before it frees the handle.
+      await this._closePromise.catch(() => {});
+      if (this._orphans.length || this._orphansDropped) return this._takeOrphans(1)[0];
+      throw closedError();
+    }
+    if (this._pumpEnded) throw this._pumpError || closedError();
+    if (t === 0 && !this._pumping) {
+      // Nobody else reads the core's queue right now: a non-blocking poll keeps the order.
+      const r = callOutRaw(native().nextEvents, [this._st.h, EVENT_BATCH, 0]);
+      if (r.st === Status.OK) {
+        take(r.err);
+        this._keepOrphans(this._dispatchHost(JSON.parse(take(r.out))));
+        return this._takeOrphans(1)[0];
+      }
+      throw failure(r.st, r.err);
+    }
+    return new Promise((resolve, reject) => {
+      const w = { resolve, reject, timer: null, signal, onAbort: null };
+      const done = () => {
+        if (w.timer) clearTimeout(w.timer);
+        if (signal) signal.removeEventListener('abort', w.onAbort);
+        const i = this._eventWaiters.indexOf(w);
+        if (i >= 0) this._eventWaiters.splice(i, 1);
+      };
+      w.resolve = (v) => {
+        done();
+        resolve(v);
+      };
+      w.reject = (e) => {
+        done();
+        reject(e);
+      };
+      if (t >= 0) w.timer = setTimeout(() => w.reject(jsError(Status.TIMEOUT, 'no event arrived before the timeout')), t);
+      if (signal) {
+        w.onAbort = () => w.reject(signal.reason);
+        signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      this._eventWaiters.push(w);
+      this._updatePump();
+    });
+  }
+
+  _wakeEventWaiters() {
+    while (this._eventWaiters.length && (this._orphans.length || this._orphansDropped)) {
+      this._eventWaiters[0].resolve(this._takeOrphans(1)[0]);
+    }
+    if (this._eventWaiters.length && (this._pumpEnded || this._st.freed)) {
+      const e = this._pumpError || closedError();
+      for (const w of [...this._eventWaiters]) w.reject(e);
+    }
+  }
+
+  /**
+   * The next UI request that needs an answer (select, confirm, input, editor, unknown
+   * interactive). Default: waits without deadline, in slices. TimeoutError when none arrived
+   * in time; ClosedError once the client is closed.
+   */
+  async nextUiRequest(opts = {}) {
+    if (this._uiStash.length) return JSON.parse(this._uiStash.shift());
+    return JSON.parse(await this._sliced('nextUiRequest', [], true, opts.timeoutMs, opts.signal, this._uiStash));
+  }
+
+  uiSendValue(requestId, value) {
+    this._syncNoOut('uiSendValue', [text(requestId, 'requestId'), text(value, 'value')]);
+  }
+
+  uiSendConfirmation(requestId, confirmed) {
+    this._syncNoOut('uiSendConfirmation', [text(requestId, 'requestId'), !!confirmed]);
+  }
+
+  uiCancel(requestId, opts = {}) {
+    this._syncNoOut('uiCancel', [text(requestId, 'requestId'), !!(opts && opts.timedOut)]);
+  }
+
+  /** The headless UI policy (`{confirm, select, input, editor}`; null removes it). */
+  setUiPolicy(policy) {
+    this._syncNoOut('setUiPolicy', [policy === null || policy === undefined ? null : JSON.stringify(policy)]);
+  }
+
+  // --- host tools and URIs -----------------------------------------------------------
+
+  /**
+   * Replaces the registered host tools (`[{name, description, parameters, label?, hidden?,
+   * loadMode?, handler?}]`); tools with a `handler` are answered by it. Resolves the agent's
+   * answer (`{toolNames}`).
+   */
+  async setHostTools(tools, opts = {}) {
+    if (!Array.isArray(tools)) throw new TypeError('tools must be an array');
+    const handlers = new Map();
+    const specs = tools.map((t) => splitHandler(t, 'name', handlers));
+    const data = JSON.parse(await this._async('setHostTools', [JSON.stringify(specs), timeoutArg(opts.timeoutMs)], true));
+    this._tools = handlers;
+    this._updatePump();
+    return data;
+  }
+
+  /** Adds (or replaces, by name) one host tool with its async handler. */
+  async registerHostTool(tool, opts = {}) {
+    if (!tool || typeof tool.name !== 'string') throw new TypeError('tool.name must be a string');
+    const list = [...this._tools.values()].filter((e) => e.spec.name !== tool.name).map(joinHandler);
+    list.push(tool);
+    return this.setHostTools(list, opts);
+  }
+
+  /** Removes one host tool by name. */
+  async unregisterHostTool(name, opts = {}) {
+    return this.setHostTools([...this._tools.values()].filter((e) => e.spec.name !== name).map(joinHandler), opts);
+  }
+
+  /**
+   * Replaces the registered host URI schemes (`[{scheme, description?, writable?,
+   * immutable?, handler?}]`). Resolves the agent's answer (`{schemes}`).
+   */
+  async setHostUriSchemes(schemes, opts = {}) {
+    if (!Array.isArray(schemes)) throw new TypeError('schemes must be an array');
+    const handlers = new Map();
+    const specs = schemes.map((s) => splitHandler(s, 'scheme', handlers));
+    const data = JSON.parse(await this._async('setHostUriSchemes', [JSON.stringify(specs), timeoutArg(opts.timeoutMs)], true));
+    this._schemes = new Map([...handlers].map(([k, v]) => [String(k).trim().toLowerCase(), v]));
+    this._updatePump();
+    return data;
+  }
+
+  /** Adds (or replaces) one host URI scheme with its async handler. */
+  async registerHostUriScheme(scheme, opts = {}) {
+    if (!scheme || typeof scheme.scheme !== 'string') throw new TypeError('scheme.scheme must be a string');
+    const key = scheme.scheme.trim().toLowerCase();
+    const list = [...this._schemes.entries()].filter(([k]) => k !== key).map(([, e]) => joinHandler(e));
+    list.push(scheme);
+    return this.setHostUriSchemes(list, opts);
+  }
+
+  /** Streams a partial result for host tool call `callId` (raw; handlers use ctx.update). */
+  hostToolUpdate(callId, partial) {
+    this._syncNoOut('hostToolUpdate', [text(callId, 'callId'), toolResultJson(partial)]);
+  }
+
+  /** The final result of host tool call `callId` (raw; handlers just return). */
+  hostToolResult(callId, result, opts = {}) {
+    this._syncNoOut('hostToolResult', [text(callId, 'callId'), toolResultJson(result), !!(opts && opts.isError)]);
+  }
+
+  /** Answers host URI request `requestId` (raw; handlers just return). */
+  hostUriResult(requestId, result) {
+    this._syncNoOut('hostUriResult', [text(requestId, 'requestId'), JSON.stringify(result)]);
+  }
+
+  _onHostToolCall(ev) {
+    const entry = this._tools.get(ev.toolName);
+    if (!entry || !entry.handler || typeof ev.id !== 'string') return;
+    const ac = new AbortController();
+    this._hostCalls.set(ev.id, ac);
+    const id = ev.id;
+    const ctx = {
+      callId: id,
+      toolCallId: ev.toolCallId,
+      toolName: ev.toolName,
+      signal: ac.signal,
+      event: ev,
+      client: this,
+      update: (partial) => this._hostSend(() => this.hostToolUpdate(id, partial)),
+    };
+    Promise.resolve()
+      .then(() => entry.handler(ev.arguments, ctx))
+      .then(
+        (res) => this._hostSend(() => this.hostToolResult(id, res)),
+        (err) => this._hostSend(() => this.hostToolResult(id, errorText(err), { isError: true })),
+      )
+      .finally(() => this._hostCalls.delete(id));
+  }
+
+  _onHostUriRequest(ev) {
+    const url = typeof ev.url === 'string' ? ev.url : '';
+    const i = url.indexOf('://');
+    const entry = i > 0 ? this._schemes.get(url.slice(0, i).toLowerCase()) : undefined;
+    if (!entry || !entry.handler || typeof ev.id !== 'string') return;
+    const ac = new AbortController();
+    this._hostCalls.set(ev.id, ac);
+    const id = ev.id;
+    const ctx = { requestId: id, signal: ac.signal, event: ev, client: this };
+    Promise.resolve()
+      .then(() => entry.handler(ev, ctx))
+      .then(
+        (res) => this._hostSend(() => this.hostUriResult(id, res === undefined || res === null ? {} : typeof res === 'string' ? { content: res } : res)),
+        (err) => this._hostSend(() => this.hostUriResult(id, { error: errorText(err) })),
+      )
+      .finally(() => this._hostCalls.delete(id));
+  }
+
+  /** Sends a host reply; false when the call is no longer open (cancelled, unknown, closed). */
+  _hostSend(fn) {
+    try {
+      fn();
+      return true;
+    } catch (e) {
+      if (e instanceof CancelledError || e instanceof NotFoundError || e instanceof ClosedError) return false;
+      throw e;
+    }
+  }
+
+  _onHostCancel(ev) {
+    const ac = this._hostCalls.get(ev.targetId);
+    if (ac) ac.abort(jsError(Status.CANCELLED, `the agent cancelled ${ev.targetId}`));
+  }
+
+  // --- information -------------------------------------------------------------------
+
+  /** The agent's last `max_stderr_lines` stderr lines (also after close). */
+  stderr() {
+    if (this._final) return this._final.stderr;
+    return callOut(native().stderr, [this._liveHandle()]);
+  }
+
+  /** The recorded protocol errors (also after close). */
+  protocolErrors() {
+    if (this._final) return this._final.protocolErrors;
+    return JSON.parse(callOut(native().protocolErrors, [this._liveHandle()]));
+  }
+
+  /** `{pid, argv, flavor, protocolVersion, ready, closed, closeReason, …}` (also after close). */
+  info() {
+    if (this._final) return this._final.info;
+    return JSON.parse(callOut(native().info, [this._liveHandle()]));
+  }
+
+  /** The core's event descriptor (eventfd; do not read or close it). Valid until close(). */
+  eventFd() {
+    const fd = [0];
+    callNoOut(native().eventFd, [this._handle(), fd]);
+    return fd[0];
+  }
+
+  _liveHandle() {
+    if (this._st.freed) throw closedError();
+    return this._st.h;
+  }
+
+  // --- events ------------------------------------------------------------------------
+
+  /**
+   * An async iterator over every event from now on (verbatim agent frames plus omprpc's
+   * synthetic ones). Ends when the client is closed and the queue drained. Options:
+   * `signal`, `types` (only these event types), `highWaterMark` (buffered events before
+   * delivery pauses).
+   */
+  events(opts = {}) {
+    const it = new EventIterator(this, opts);
+    if (it._done) return it;
+    this._iterators.add(it);
+    if (this._orphans.length || this._orphansDropped) it._push(this._takeOrphans(Infinity));
+    if (this._pumpEnded || this._st.freed) it._end(this._pumpError);
+    else this._updatePump();
+    return it;
+  }
+
+  _detachIterator(it) {
+    this._iterators.delete(it);
+    this._iteratorDrained();
+    this._updatePump();
+  }
+
+  _iteratorDrained() {
+    if (this._drainWaiter) {
+      const w = this._drainWaiter;
+      this._drainWaiter = null;
+      w();
+    }
+  }
+
+  /** Keeps the process alive while events are awaited (default). */
+  ref() {
+    this._refed = true;
+    this._updatePump();
+    return this;
+  }
+
+  /**
+   * Lets the process exit although events are awaited: the event pump then polls with
+   * unref'd timers instead of blocking pool calls.
+   */
+  unref() {
+    this._refed = false;
+    this._updatePump();
+    return this;
+  }
+
+  _hasListeners() {
+    for (const name of this.eventNames()) {
+      if (!INTERNAL_LISTENERS.has(name) && this.listenerCount(name) > 0) return true;
+    }
+    return false;
+  }
+
+  _hasConsumers() {
+    return this._iterators.size > 0 || this._eventWaiters.length > 0 || this._hasListeners();
+  }
+
+  _hasHandlers() {
+    for (const e of this._tools.values()) if (e.handler) return true;
+    for (const e of this._schemes.values()) if (e.handler) return true;
+    return false;
+  }
+
+  _pumpMode() {
+    if (this._st.freed || this._pumpEnded) return 'off';
+    const consumers = this._hasConsumers();
+    if (!consumers && !this._hasHandlers()) return 'off';
+    if (this._pending > 0 || this._eventWaiters.length > 0 || (consumers && this._refed)) return 'block';
+    return 'timer';
+  }
+
+  _updatePump() {
+    if (this._pumping) {
+      if (this._wakePump) this._wakePump();
+      return;
+    }
+    if (this._pumpMode() === 'off') return;
+    this._pumping = true;
+    this._pump().then(
+      () => {
+        this._pumping = false;
+        // Demand may have come back while the pump wound down.
+        if (this._pumpMode() !== 'off') this._updatePump();
+      },
+      (e) => {
+        this._pumping = false;
+        this._pumpFailed(e);
+      },
+    );
+  }
+
+  _blockedIterator() {
+    if (this._closePromise !== null) return false;
+    for (const it of this._iterators) if (it.blocked) return true;
+    return false;
+  }
+
+  async _pump() {
+    const n = native();
+    for (;;) {
+      const mode = this._pumpMode();
+      if (mode === 'off') return;
+      if (this._blockedIterator()) {
+        await new Promise((resolve) => {
+          this._drainWaiter = resolve;
+          this._wakePump = resolve;
+        });
+        this._wakePump = null;
+        continue;
+      }
+      let r;
+      if (mode === 'block' && this._closePromise === null) {
+        r = await this._asyncRawUntracked(n.nextEvents, [EVENT_BATCH, POLL_SLICE_MS]);
+      } else {
+        r = callOutRaw(n.nextEvents, [this._st.h, EVENT_BATCH, 0]);
+      }
+      if (this._st.freed) return;
+      if (r.st === Status.OK) {
+        this._unrefDelay = UNREF_POLL_MIN_MS;
+        take(r.err);
+        this._deliver(JSON.parse(take(r.out)));
+        // More is likely queued: take it without a pool round trip, yielding in between.
+        for (;;) {
+          await new Promise((resolve) => setImmediate(resolve));
+          if (this._st.freed || this._pumpMode() === 'off' || this._blockedIterator()) break;
+          const s = callOutRaw(n.nextEvents, [this._st.h, EVENT_BATCH, 0]);
+          if (s.st !== Status.OK) {
+            take(s.err);
+            if (s.st === Status.CLOSED) return this._pumpClosed(null);
+            break;
+          }
+          this._deliver(JSON.parse(take(s.out)));
+        }
+      } else if (r.st === Status.TIMEOUT) {
+        take(r.err);
+        if (mode === 'timer' || this._closePromise !== null) {
+          const delay = this._closePromise !== null ? 1 : this._unrefDelay;
+          this._unrefDelay = Math.min(UNREF_POLL_MAX_MS, this._unrefDelay * 2);
+          await new Promise((resolve) => {
+            const t = setTimeout(resolve, delay);
+            if (this._closePromise === null) t.unref();
+            this._wakePump = () => {
+              clearTimeout(t);
+              resolve();
+            };
+          });
+          this._wakePump = null;
+        }
+      } else if (r.st === Status.CLOSED) {
+        take(r.err);
+        return this._pumpClosed(null);
+      } else {
+        return this._pumpClosed(failure(r.st, r.err));
+      }
+    }
+  }
+
+  _asyncRawUntracked(fn, args) {
+    const p = callAsyncRaw(fn, [this._st.h, ...args], true);
+    this._inflight.add(p);
+    const done = () => this._inflight.delete(p);
+    p.then(done, done);
+    return p;
+  }
+
+  _pumpClosed(error) {
+    this._pumpEnded = true;
+    this._pumpError = error;
+    for (const it of [...this._iterators]) it._end(error);
+    this._wakeEventWaiters();
+  }
+
+  _pumpFailed(e) {
+    this._pumpClosed(e instanceof Error ? e : new Error(String(e)));
+    if (this.listenerCount('error') > 0) this.emit('error', e);
+  }
+
+  /** Starts handlers for host calls / cancels; returns the events. */
+  _dispatchHost(evs) {
+    for (let i = 0; i < evs.length; i++) {
+      const ev = evs[i];
+      switch (ev.type) {
+        case 'host_tool_call':
+          this._onHostToolCall(ev);
+          break;
+        case 'host_uri_request':
+          this._onHostUriRequest(ev);
+          break;
+        case 'host_tool_cancel':
+        case 'host_uri_cancel':
+          this._onHostCancel(ev);
+          break;
+        default:
+      }
+    }
+    return evs;
+  }
+
+  /**
+   * Hands a batch to everyone: host handlers, iterators, listeners; and to the pull queue
+   * (nextEvent(), later iterators) while a nextEvent() waits or nobody else consumes.
+   */
+  _deliver(evs) {
+    this._dispatchHost(evs);
+    const listeners = this._hasListeners();
+    if (this._eventWaiters.length > 0 || (this._iterators.size === 0 && !listeners)) {
+      this._keepOrphans(evs);
+      this._wakeEventWaiters();
+    }
+    for (const it of this._iterators) it._push(evs);
+    if (listeners) {
+      const all = this.listenerCount('event') > 0;
+      for (let i = 0; i < evs.length; i++) {
+        const ev = evs[i];
+        try {
+          if (all) this.emit('event', ev);
+          if (typeof ev.type === 'string' && !RESERVED_EMIT.has(ev.type) && this.listenerCount(ev.type) > 0) this.emit(ev.type, ev);
+        } catch (e) {
+          // A throwing listener must not stop the pump; surface it like any uncaught error.
+          queueMicrotask(() => {
+            throw e;
+          });
+        }
+      }
+    }
+  }
+
+  _keepOrphans(evs) {
+    for (const ev of evs) this._orphans.push(ev);
+    const over = this._orphans.length - ORPHAN_CAPACITY;
+    if (over > 0) {
+      // Oldest dropped, and said so (like the core's own queue) when they are handed out.
+      this._orphans.splice(0, over);
+      this._orphansDropped += over;
+    }
+  }
+
+  /** Up to `max` kept events, led by a synthetic event_overflow when some were dropped. */
+  _takeOrphans(max) {
+    const out = [];
+    if (this._orphansDropped > 0) {
+      out.push({ type: 'event_overflow', dropped: this._orphansDropped, omprpc: true });
+      this._orphansDropped = 0;
+    }
+    const n = Math.min(max - out.length, this._orphans.length);
+    for (const ev of this._orphans.splice(0, n)) out.push(ev);
+    return out;
+  }
+
+  // --- close -------------------------------------------------------------------------
+
+  /**
+   * Closes the client: every pending call settles at once (ClosedError, or the earlier
+   * failure), the agent and its process group are stopped, events queued before close are
+   * still delivered to active iterators/listeners (or kept for a later events()), and the
+   * native handle is freed. Resolves once the agent is gone. Idempotent.
+   */
+  close() {
+    if (this._closePromise === null) this._closePromise = this._doClose();
+    return this._closePromise;
+  }
+
+  async _doClose() {
+    const n = native();
+    const st = this._st;
+    st.closing = true;
+    openAtExit.delete(st);
+    for (const ac of this._hostCalls.values()) ac.abort(closedError('the client was closed'));
+    this._hostCalls.clear();
+    if (this._wakePump) this._wakePump();
+    let closeError = null;
+    const r = await callAsyncRaw(n.close, [st.h], false);
+    if (r.st !== 0) closeError = failure(r.st, r.err);
+    // Wait for every call to see the close, and the pump to drain what was queued.
+    while (this._inflight.size > 0) await Promise.allSettled([...this._inflight]);
+    while (this._pumping) {
+      if (this._wakePump) this._wakePump();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    // What nobody consumed is kept for a later events()/nextEvent().
+    for (;;) {
+      const s = callOutRaw(n.nextEvents, [st.h, EVENT_BATCH, 0]);
+      if (s.st !== Status.OK) {
+        take(s.err);
+        break;
+      }
+      this._deliver(JSON.parse(take(s.out)));
+    }
+    const snapshot = (fn) => {
+      try {
+        return callOut(fn, [st.h]);
+      } catch {
+        return null;
+      }
+    };
+    const info = snapshot(n.info);
+    const pe = snapshot(n.protocolErrors);
+    this._final = {
+      stderr: snapshot(n.stderr) || '',
+      protocolErrors: pe ? JSON.parse(pe) : [],
+      info: info ? JSON.parse(info) : { closed: true },
+    };
+    while (this._inflight.size > 0) await Promise.allSettled([...this._inflight]);
+    st.freed = true;
+    finalizer.unregister(st);
+    n.free(st.h);
+    this._pumpEnded = true;
+    for (const it of [...this._iterators]) it._end(this._pumpError);
+    this._wakeEventWaiters();
+    this.emit('close', this._final.info.closeReason || null);
+    if (closeError) throw closeError;
+  }
+}
+
+if (typeof Symbol.asyncDispose === 'symbol') {
+  Client.prototype[Symbol.asyncDispose] = function asyncDispose() {
+    return this.close();
+  };
+}
+
+function callOutRaw(fn, args) {
+  const out = [null];
+  const err = [null];
+  const st = fn(...args, out, err);
+  return { st, out: out[0], err: err[0] };
+}
+
+function splitHandler(item, key, handlers) {
+  if (!item || typeof item !== 'object' || Array.isArray(item)) {
+    if (typeof item === 'string' && key === 'scheme') {
+      handlers.set(item.trim().toLowerCase(), { spec: { scheme: item }, handler: null });
+      return item;
+    }
+    throw new TypeError(`each entry must be an object with a "${key}"`);
+  }
+  const { handler, ...spec } = item;
+  if (handler !== undefined && typeof handler !== 'function') throw new TypeError(`${key} ${spec[key]}: handler must be a function`);
+  const k = key === 'scheme' ? String(spec.scheme).trim().toLowerCase() : spec[key];
+  handlers.set(k, { spec, handler: handler || null });
+  return spec;
+}
+
+function joinHandler(e) {
+  return e.handler ? { ...e.spec, handler: e.handler } : e.spec;
+}
+
+// ---------------------------------------------------------------------------------------
+// Module functions
+
+/** The library version string. */
+function version() {
+  return native().version();
+}
+
+/** The loaded library's ABI version. */
+function abiVersion() {
+  return native().abiVersion();
+}
+
+/** The name of a status value ("TIMEOUT"); "UNKNOWN" for others. */
+function statusName(status) {
+  return native().statusName(status);
+}
+
+/** The argv `Client.start(options)` would spawn (nothing started). */
+function buildArgv(options = {}) {
+  return JSON.parse(callOut(native().buildArgv, [JSON.stringify(toCoreOptions(options))]));
+}
+
+/** The path of the loaded library (null before load()). */
+function libraryPath() {
+  return loadedPath;
+}
+
+module.exports = {
+  ABI_VERSION,
+  TIMEOUT_INFINITE,
+  TIMEOUT_DEFAULT,
+  POLL_SLICE_MS,
+  Status,
+  Client,
+  EventIterator,
+  OmprpcError,
+  InvalidArgumentError,
+  InvalidJsonError,
+  InvalidUtf8Error,
+  TimeoutError,
+  CommandError,
+  ProcessExitedError,
+  ClosedError,
+  ConcurrencyError,
+  ProtocolError,
+  IoError,
+  NotFoundError,
+  CancelledError,
+  LimitExceededError,
+  PanicError,
+  load,
+  libraryPath,
+  libraryCandidates,
+  version,
+  abiVersion,
+  statusName,
+  buildArgv,
+  toCoreOptions,
+};

@@ -1,0 +1,411 @@
+// Type declarations for omprpc (Node binding over the omprpc C ABI).
+/// <reference types="node" />
+
+import { EventEmitter } from 'node:events';
+
+/** The C ABI version this binding needs (`OMPRPC_ABI_VERSION`). */
+export declare const ABI_VERSION: number;
+/** Timeout value: wait without a deadline (`null` and `Infinity` mean the same). */
+export declare const TIMEOUT_INFINITE: -1;
+/** Timeout value: the client's configured default for that kind of call. */
+export declare const TIMEOUT_DEFAULT: -2;
+/** Longest single blocking poll handed to a libuv pool thread, in ms. */
+export declare const POLL_SLICE_MS: number;
+
+export declare const Status: Readonly<{
+  OK: 0;
+  INVALID_ARGUMENT: 1;
+  INVALID_JSON: 2;
+  INVALID_UTF8: 3;
+  TIMEOUT: 4;
+  COMMAND_FAILED: 5;
+  PROCESS_EXITED: 6;
+  CLOSED: 7;
+  CONCURRENCY: 8;
+  PROTOCOL: 9;
+  IO: 10;
+  NOT_FOUND: 11;
+  CANCELLED: 12;
+  LIMIT_EXCEEDED: 13;
+  PANIC: 14;
+}>;
+export type StatusCode = (typeof Status)[keyof typeof Status];
+export type StatusName = keyof typeof Status;
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+/** A JSON object. */
+export type JsonObject = { [key: string]: Json };
+
+/** The core's error object, as sent with every failed call. */
+export interface ErrorDetails {
+  code: StatusName | string;
+  status: number;
+  message: string;
+  command?: string;
+  error?: string;
+  errorCode?: string;
+  [key: string]: unknown;
+}
+
+export declare class OmprpcError extends Error {
+  /** The numeric `omprpc_status`. */
+  readonly status: number;
+  /** The status name: "TIMEOUT", "CLOSED", … */
+  readonly code: StatusName | string;
+  /** The core's whole error object. */
+  readonly details: ErrorDetails;
+}
+export declare class InvalidArgumentError extends OmprpcError {}
+export declare class InvalidJsonError extends OmprpcError {}
+export declare class InvalidUtf8Error extends OmprpcError {}
+export declare class TimeoutError extends OmprpcError {}
+/** The agent answered `success:false` (also a late prompt failure). */
+export declare class CommandError extends OmprpcError {
+  /** The command that failed ("prompt", "get_state", …). */
+  readonly command: string | undefined;
+  /** The agent's error text. */
+  readonly error: string | undefined;
+  /** The agent's error code, when it sent one. */
+  readonly errorCode: string | undefined;
+}
+export declare class ProcessExitedError extends OmprpcError {}
+export declare class ClosedError extends OmprpcError {}
+export declare class ConcurrencyError extends OmprpcError {}
+export declare class ProtocolError extends OmprpcError {}
+export declare class IoError extends OmprpcError {}
+export declare class NotFoundError extends OmprpcError {}
+export declare class CancelledError extends OmprpcError {}
+export declare class LimitExceededError extends OmprpcError {}
+export declare class PanicError extends OmprpcError {}
+
+/** A host tool as registered with the agent. */
+export interface HostToolSpec {
+  name: string;
+  description: string;
+  /** JSON schema of the arguments. */
+  parameters: JsonObject;
+  label?: string;
+  hidden?: boolean;
+  loadMode?: string;
+  [key: string]: unknown;
+}
+
+/** A host tool result: text, or `{content, details?}`. Other values are sent as JSON text. */
+export type HostToolResult = string | { content: Json[]; details?: Json } | Json | undefined | void;
+
+export interface HostToolContext {
+  /** The host call id (`host_tool_call.id`). */
+  callId: string;
+  /** The agent's tool call id (`toolCallId`). */
+  toolCallId: string;
+  toolName: string;
+  /** Aborted on `host_tool_cancel` and on close(). */
+  signal: AbortSignal;
+  /** Streams a partial result; false when the call is no longer open. */
+  update(partial: HostToolResult): boolean;
+  /** The `host_tool_call` event, verbatim. */
+  event: HostToolCallEvent;
+  client: Client;
+}
+
+export interface HostTool<Args = any> extends HostToolSpec {
+  handler?: (args: Args, ctx: HostToolContext) => HostToolResult | Promise<HostToolResult>;
+}
+
+export interface HostUriSchemeSpec {
+  scheme: string;
+  description?: string;
+  writable?: boolean;
+  immutable?: boolean;
+  [key: string]: unknown;
+}
+
+/** `{content, contentType?, notes?, immutable?}` for a read, `{}` for a write, `{error}`. */
+export type HostUriResult =
+  | { content: string; contentType?: string; notes?: Json; immutable?: boolean }
+  | { error: string }
+  | Record<string, never>
+  | string
+  | undefined
+  | void;
+
+export interface HostUriContext {
+  requestId: string;
+  /** Aborted on `host_uri_cancel` and on close(). */
+  signal: AbortSignal;
+  event: HostUriRequestEvent;
+  client: Client;
+}
+
+export interface HostUriScheme extends HostUriSchemeSpec {
+  handler?: (request: HostUriRequestEvent, ctx: HostUriContext) => HostUriResult | Promise<HostUriResult>;
+}
+
+/** Headless UI answers: a null value cancels that kind of request. */
+export interface UiPolicy {
+  confirm?: boolean | null;
+  select?: string | null;
+  input?: string | null;
+  editor?: string | null;
+}
+
+/**
+ * Start options: the C keys of docs/c-api.md. Top-level keys may also be written in
+ * camelCase (`maxEventHistory`), converted to snake_case; nested values are sent as given.
+ */
+export interface StartOptions {
+  command?: string[];
+  executable?: string;
+  flavor?: 'auto' | 'omp' | 'pi';
+  provider?: string;
+  model?: string;
+  session_dir?: string;
+  sessionDir?: string;
+  thinking?: string;
+  system_prompt?: string;
+  systemPrompt?: string;
+  append_system_prompt?: string;
+  appendSystemPrompt?: string;
+  provider_session_id?: string;
+  providerSessionId?: string;
+  tools?: string[];
+  no_session?: boolean;
+  noSession?: boolean;
+  no_skills?: boolean;
+  noSkills?: boolean;
+  no_rules?: boolean;
+  noRules?: boolean;
+  no_title?: boolean | null;
+  noTitle?: boolean | null;
+  rpc_defaults?: boolean;
+  rpcDefaults?: boolean;
+  extensions?: string[];
+  extra_args?: string[];
+  extraArgs?: string[];
+  cwd?: string;
+  env?: Record<string, string>;
+  inherit_env?: boolean;
+  inheritEnv?: boolean;
+  handshake?: 'ready' | 'probe' | 'none';
+  startup_timeout_ms?: number;
+  startupTimeoutMs?: number;
+  request_timeout_ms?: number;
+  requestTimeoutMs?: number;
+  turn_timeout_ms?: number | null;
+  turnTimeoutMs?: number | null;
+  max_event_history?: number | null;
+  maxEventHistory?: number | null;
+  max_stderr_lines?: number | null;
+  maxStderrLines?: number | null;
+  max_frame_bytes?: number | null;
+  maxFrameBytes?: number | null;
+  max_outbound_frame_bytes?: number | null;
+  maxOutboundFrameBytes?: number | null;
+  event_queue_capacity?: number;
+  eventQueueCapacity?: number;
+  stop_grace_ms?: number;
+  stopGraceMs?: number;
+  kill_grace_ms?: number;
+  killGraceMs?: number;
+  negotiate_v2?: boolean;
+  negotiateV2?: boolean;
+  invalid_frames?: 'fatal' | 'skip';
+  invalidFrames?: 'fatal' | 'skip';
+  /** Registered during start; entries may carry a `handler`. */
+  host_tools?: HostTool[];
+  hostTools?: HostTool[];
+  host_uri_schemes?: HostUriScheme[];
+  hostUriSchemes?: HostUriScheme[];
+  ui_policy?: UiPolicy | null;
+  uiPolicy?: UiPolicy | null;
+  /** Binding only: close the agent synchronously if the process exits with it open (default true). */
+  closeOnExit?: boolean;
+  /** Binding only: whether awaiting events keeps the process alive (default true; see unref()). */
+  ref?: boolean;
+  /** Binding only: load the library from this path (only before the first load). */
+  libraryPath?: string;
+  [key: string]: unknown;
+}
+
+export interface CallOptions {
+  /** ms; undefined: the client's default; null / Infinity / -1: no deadline. */
+  timeoutMs?: number | null;
+}
+
+export interface WaitOptions extends CallOptions {
+  /** Aborts the wait (between poll slices, at once for the promise). */
+  signal?: AbortSignal;
+}
+
+export interface ImageContent {
+  type: 'image';
+  data: string;
+  mimeType: string;
+  [key: string]: unknown;
+}
+
+export interface PromptOptions extends CallOptions {
+  images?: ImageContent[];
+  streamingBehavior?: 'steer' | 'followUp';
+  [key: string]: unknown;
+}
+
+export interface MessageOptions extends CallOptions {
+  images?: ImageContent[];
+  [key: string]: unknown;
+}
+
+/** Any event: agent frames verbatim, plus omprpc's synthetic ones (`omprpc: true`). */
+export interface AgentEvent {
+  type: string;
+  [key: string]: any;
+}
+
+export interface HostToolCallEvent extends AgentEvent {
+  type: 'host_tool_call';
+  id: string;
+  toolCallId: string;
+  toolName: string;
+  arguments: any;
+}
+
+export interface HostUriRequestEvent extends AgentEvent {
+  type: 'host_uri_request';
+  id: string;
+  operation: 'read' | 'write' | string;
+  url: string;
+  content?: string;
+}
+
+export interface UiRequest extends AgentEvent {
+  type: 'extension_ui_request';
+  id: string;
+  method: string;
+  title?: string;
+  message?: string;
+  placeholder?: string;
+  options?: string[];
+}
+
+/** The completed prompt, as assembled by the core. */
+export interface Turn {
+  requestId: string;
+  agentInvoked: boolean;
+  /** The terminal agent_end's messages (a compacted agent_end rebuilt). */
+  messages: any[];
+  assistantMessage: any | null;
+  assistantText: string | null;
+  promptResult: any | null;
+  /** Every event of the turn, in order. */
+  events: AgentEvent[];
+}
+
+export interface BashResult {
+  output: string;
+  exitCode: number;
+  cancelled: boolean;
+  truncated: boolean;
+  [key: string]: unknown;
+}
+
+export interface ClientInfo {
+  pid: number;
+  argv: string[];
+  flavor: 'omp' | 'pi';
+  protocolVersion: number;
+  ready: unknown;
+  closed: boolean;
+  closeReason: unknown;
+  [key: string]: unknown;
+}
+
+export interface EventsOptions {
+  /** Ends the iteration (rejects the pending next() with the reason). */
+  signal?: AbortSignal;
+  /** Only events of these types. */
+  types?: string[];
+  /** Buffered events before delivery pauses until this iterator catches up (default 65536). */
+  highWaterMark?: number;
+}
+
+export declare class EventIterator implements AsyncIterableIterator<AgentEvent> {
+  next(): Promise<IteratorResult<AgentEvent, undefined>>;
+  return(): Promise<IteratorResult<AgentEvent, undefined>>;
+  [Symbol.asyncIterator](): EventIterator;
+}
+
+export interface ClientEvents {
+  /** Every event. */
+  event: [ev: AgentEvent];
+  /** After close(): the close reason, if the core recorded one. */
+  close: [reason: unknown];
+  /** The event pump failed (e.g. PANIC). */
+  error: [err: Error];
+}
+
+export declare class Client extends EventEmitter {
+  /** Spawns the agent and waits for its handshake (off the main thread). */
+  static start(options?: StartOptions): Promise<Client>;
+  private constructor();
+
+  /** True once close() was called. */
+  readonly closed: boolean;
+
+  request<T = any>(type: string, params?: JsonObject | null, opts?: CallOptions): Promise<T>;
+  sendFrame(frame: JsonObject | string): void;
+  prompt(message: string, opts?: PromptOptions): Promise<string>;
+  abortAndPrompt(message: string, opts?: PromptOptions): Promise<string>;
+  promptAndWait(message: string, opts?: PromptOptions): Promise<Turn>;
+  steer(message: string, opts?: MessageOptions): Promise<void>;
+  followUp(message: string, opts?: MessageOptions): Promise<void>;
+  abort(opts?: CallOptions): Promise<void>;
+  getState<T = any>(opts?: CallOptions): Promise<T>;
+  bash(command: string, opts?: CallOptions): Promise<BashResult>;
+  collectEvents(opts?: CallOptions): Promise<AgentEvent[]>;
+  waitForIdle(opts?: WaitOptions): Promise<void>;
+  nextEvent(opts?: WaitOptions): Promise<AgentEvent>;
+  nextUiRequest(opts?: WaitOptions): Promise<UiRequest>;
+  uiSendValue(requestId: string, value: string): void;
+  uiSendConfirmation(requestId: string, confirmed: boolean): void;
+  uiCancel(requestId: string, opts?: { timedOut?: boolean }): void;
+  setUiPolicy(policy: UiPolicy | null): void;
+
+  setHostTools(tools: HostTool[], opts?: CallOptions): Promise<{ toolNames: string[] }>;
+  registerHostTool<Args = any>(tool: HostTool<Args>, opts?: CallOptions): Promise<{ toolNames: string[] }>;
+  unregisterHostTool(name: string, opts?: CallOptions): Promise<{ toolNames: string[] }>;
+  setHostUriSchemes(schemes: (HostUriScheme | string)[], opts?: CallOptions): Promise<{ schemes: string[] }>;
+  registerHostUriScheme(scheme: HostUriScheme, opts?: CallOptions): Promise<{ schemes: string[] }>;
+  hostToolUpdate(callId: string, partial: HostToolResult): void;
+  hostToolResult(callId: string, result: HostToolResult, opts?: { isError?: boolean }): void;
+  hostUriResult(requestId: string, result: HostUriResult): void;
+
+  stderr(): string;
+  protocolErrors(): any[];
+  info(): ClientInfo;
+  eventFd(): number;
+
+  events(opts?: EventsOptions): EventIterator;
+  ref(): this;
+  unref(): this;
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+
+  on(event: 'event', listener: (ev: AgentEvent) => void): this;
+  on(event: 'close', listener: (reason: unknown) => void): this;
+  on(event: 'error', listener: (err: Error) => void): this;
+  on(event: string, listener: (ev: AgentEvent) => void): this;
+  once(event: 'event', listener: (ev: AgentEvent) => void): this;
+  once(event: 'close', listener: (reason: unknown) => void): this;
+  once(event: 'error', listener: (err: Error) => void): this;
+  once(event: string, listener: (ev: AgentEvent) => void): this;
+}
+
+export declare function load(libraryPath?: string): string;
+export declare function libraryPath(): string | null;
+export declare function libraryCandidates(): string[];
+export declare function version(): string;
+export declare function abiVersion(): number;
+export declare function statusName(status: number): string;
+export declare function buildArgv(options?: StartOptions): string[];
+export declare function toCoreOptions(options: StartOptions): Record<string, unknown>;

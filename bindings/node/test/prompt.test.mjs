@@ -1,0 +1,260 @@
+// The prompt lifecycle (mirrors tests/c/test_prompt.c): promptAndWait and its turn, late
+// and id-less failures, collectEvents, waitForIdle, single flight, close during a wait,
+// the event stream (iterator, EventEmitter, nextEvent, overflow), history limits, v2.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  Client, ClosedError, CommandError, ConcurrencyError, LimitExceededError, ProcessExitedError,
+  ProtocolError, TimeoutError, OmprpcError,
+} from '../index.mjs';
+import { WAIT_MS, start, fakeOptions, count, find, nextOfType, nextEventOfType, sleep } from './helpers.mjs';
+
+test('promptAndWait returns the turn', async (t) => {
+  const c = await start(t);
+  const turn = await c.promptAndWait('say hello', { timeoutMs: WAIT_MS });
+  assert.equal(turn.assistantText, 'pong');
+  assert.ok(turn.requestId.length > 0);
+  assert.equal(turn.agentInvoked, true);
+  assert.equal(turn.assistantMessage.role, 'assistant');
+  assert.equal(turn.messages.length, 1);
+  assert.equal(turn.messages[0].content[0].text, 'pong');
+  assert.equal(count(turn.events, 'agent_end'), 1);
+  assert.equal(count(turn.events, 'message_update'), 1);
+  assert.equal(count(turn.events, 'ready'), 0);
+  assert.equal((await c.request('get_last_assistant_text')).text, 'pong');
+});
+
+test('turn shapes: thinking, compacted, non-terminal, all events', async (t) => {
+  const c = await start(t);
+  assert.equal((await c.promptAndWait('thinking')).assistantText, 'visible');
+  const compacted = await c.promptAndWait('compacted');
+  assert.equal(compacted.messages.length, 2);
+  assert.equal(compacted.messages[0].role, 'assistant');
+  assert.equal(compacted.messages[1].customType, 'terminal');
+  assert.equal(compacted.assistantText, 'pong');
+  const nt = await c.promptAndWait('non-terminal');
+  assert.equal(count(nt.events, 'agent_end'), 2);
+  assert.equal(nt.assistantText, 'pong');
+  const all = await c.promptAndWait('all events');
+  for (const type of [
+    'agent_start', 'turn_start', 'message_start', 'message_update', 'message_end', 'turn_end',
+    'tool_execution_start', 'tool_execution_update', 'tool_execution_end', 'auto_compaction_start',
+    'auto_compaction_end', 'auto_retry_start', 'auto_retry_end', 'retry_fallback_applied',
+    'retry_fallback_succeeded', 'ttsr_triggered', 'todo_reminder', 'todo_auto_clear', 'agent_end',
+  ]) assert.equal(count(all.events, type), 1, type);
+});
+
+test('local prompts complete and leave the client idle', async (t) => {
+  const c = await start(t);
+  const local = await c.promptAndWait('local');
+  assert.equal(local.agentInvoked, false);
+  assert.equal(local.assistantText, null);
+  assert.equal((await c.promptAndWait('prompt result')).agentInvoked, false);
+  await c.waitForIdle({ timeoutMs: 2000 });
+  assert.equal((await c.promptAndWait('say hello')).assistantText, 'pong');
+});
+
+async function checkLateFailure(c, message) {
+  await assert.rejects(c.promptAndWait(message, { timeoutMs: WAIT_MS }), (e) => {
+    assert.ok(e instanceof CommandError, e.stack);
+    assert.equal(e.command, 'prompt');
+    assert.equal(e.error, 'late failure');
+    return true;
+  });
+  const errors = c.protocolErrors();
+  assert.equal(errors.length, 1);
+  assert.match(JSON.stringify(errors), /late failure/);
+  // sticky for waitForIdle until the next prompt
+  await assert.rejects(c.waitForIdle({ timeoutMs: 2000 }), CommandError);
+}
+
+test('late prompt failures', async (t) => {
+  await checkLateFailure(await start(t, ['--scenario', 'late-failure']), 'say hello');
+  const c = await start(t);
+  await checkLateFailure(c, 'late failure');
+  assert.equal((await c.promptAndWait('say hello')).assistantText, 'pong');
+});
+
+test('id-less errors reach their own callers', async (t) => {
+  const c = await start(t, ['--scenario', 'idless-error']);
+  await assert.rejects(c.request('unknown'), (e) => e instanceof CommandError && e.command === 'unknown' && e.error === 'unsupported: unknown');
+  const [a, b] = await Promise.allSettled([c.request('alpha'), c.request('beta')]);
+  assert.equal(a.status, 'rejected');
+  assert.equal(a.reason.command, 'alpha');
+  assert.equal(b.status, 'rejected');
+  assert.equal(b.reason.command, 'beta');
+});
+
+test('collectEvents, waitForIdle, abortAndPrompt, a hanging prompt', async (t) => {
+  const c = await start(t);
+  const id = await c.prompt('slow');
+  assert.ok(id.length > 0);
+  const events = await c.collectEvents({ timeoutMs: WAIT_MS });
+  assert.equal(events.at(-1).type, 'agent_end');
+  await c.waitForIdle({ timeoutMs: WAIT_MS });
+  assert.ok((await c.abortAndPrompt('say hello')).length > 0);
+  await c.waitForIdle({ timeoutMs: WAIT_MS });
+  assert.equal((await c.request('get_last_assistant_text')).text, 'pong');
+  await c.prompt('hang');
+  const t0 = Date.now();
+  await assert.rejects(c.waitForIdle({ timeoutMs: 600 }), TimeoutError);
+  const dt = Date.now() - t0;
+  assert.ok(dt >= 550 && dt < 3000, `waitForIdle(600) took ${dt} ms`);
+  // an AbortSignal ends the wait at once
+  const ac = new AbortController();
+  setTimeout(() => ac.abort(new Error('stop waiting')), 100);
+  const t1 = Date.now();
+  await assert.rejects(c.waitForIdle({ signal: ac.signal }), /stop waiting/);
+  assert.ok(Date.now() - t1 < 1000);
+  await c.getState();
+});
+
+test('single flight: a second collector gets ConcurrencyError', async (t) => {
+  const c = await start(t);
+  const it = c.events();
+  const first = c.promptAndWait('slow');
+  await nextOfType(it, 'message_update');
+  await assert.rejects(c.collectEvents({ timeoutMs: 1000 }), ConcurrencyError);
+  await assert.rejects(c.promptAndWait('say hello', { timeoutMs: 1000 }), ConcurrencyError);
+  assert.equal((await first).assistantText, 'pong');
+  await it.return();
+});
+
+test('close during a prompt rejects it at once with ClosedError', async () => {
+  const c = await Client.start(fakeOptions(['--scenario', 'hanging']));
+  const waiting = c.promptAndWait('hang', { timeoutMs: 30_000 });
+  let settled = false;
+  waiting.then(() => (settled = true), () => (settled = true));
+  await sleep(300);
+  assert.equal(settled, false);
+  const t0 = Date.now();
+  const closing = c.close();
+  const err = await waiting.then(() => null, (e) => e);
+  const woke = Date.now() - t0;
+  assert.ok(err instanceof ClosedError || err instanceof ProcessExitedError, String(err));
+  assert.ok(woke < 200, `promptAndWait woke ${woke} ms after close began`);
+  await Promise.all([closing, c.close()]);
+});
+
+test('events: iterator, EventEmitter, nextEvent, batches', async (t) => {
+  const c = await start(t);
+  // the ready frame was queued at start: the first consumer gets it
+  const it = c.events();
+  assert.equal((await it.next()).value.type, 'ready');
+  const seen = [];
+  const types = [];
+  const onEvent = (ev) => seen.push(ev.type);
+  const onEnd = (ev) => types.push(ev.type);
+  c.on('event', onEvent);
+  c.on('agent_end', onEnd);
+  await c.promptAndWait('burst 50');
+  const fromIterator = [];
+  for await (const ev of it) {
+    fromIterator.push(ev.type);
+    if (ev.type === 'agent_end') break;
+  }
+  // agent_start turn_start message_start, 50 updates, message_end turn_end agent_end
+  assert.equal(fromIterator.length, 56);
+  assert.equal(fromIterator[0], 'agent_start');
+  while (seen.length < 56) await sleep(5);
+  assert.deepEqual(seen, fromIterator);
+  assert.deepEqual(types, ['agent_end']);
+  c.off('event', onEvent);
+  c.off('agent_end', onEnd);
+  // a filtered iterator
+  const ends = c.events({ types: ['agent_end'] });
+  await c.promptAndWait('say hello');
+  assert.equal((await ends.next()).value.type, 'agent_end');
+  await ends.return();
+  // with nobody listening, events wait in the core's queue for nextEvent()
+  // (the pump may still hold a poll: what it takes then is kept for the next consumer)
+  await c.promptAndWait('say hello');
+  assert.equal((await c.nextEvent({ timeoutMs: WAIT_MS })).type, 'agent_start');
+  await nextEventOfType(c, 'agent_end');
+  await assert.rejects(c.nextEvent({ timeoutMs: 0 }), TimeoutError);
+  const t0 = Date.now();
+  await assert.rejects(c.nextEvent({ timeoutMs: 200 }), TimeoutError);
+  assert.ok(Date.now() - t0 >= 150);
+  // close: iterators see what was queued, then end
+  const tail = c.events();
+  await c.prompt('say hello');
+  await c.waitForIdle();
+  await c.close();
+  const rest = [];
+  for await (const ev of tail) rest.push(ev.type);
+  assert.equal(rest.at(-1), 'agent_end');
+});
+
+test('a full queue drops the oldest events and says so', async (t) => {
+  const c = await start(t, [], { eventQueueCapacity: 16 });
+  await c.promptAndWait('burst 200');
+  let received = 0;
+  let dropped = 0;
+  let overflows = 0;
+  const it = c.events();
+  for await (const ev of it) {
+    if (ev.type === 'event_overflow') {
+      overflows++;
+      assert.equal(ev.omprpc, true);
+      dropped += ev.dropped;
+    } else received++;
+    if (ev.type === 'agent_end') break;
+  }
+  assert.ok(overflows >= 1);
+  assert.equal(received + dropped, 1 + 206);
+});
+
+test('bounded histories: max_event_history', async (t) => {
+  const c = await start(t, [], { maxEventHistory: 2 });
+  await assert.rejects(c.promptAndWait('say hello'), (e) => e instanceof LimitExceededError && /max_event_history/.test(e.message));
+  const u = await start(t, [], { max_event_history: null });
+  assert.equal((await u.promptAndWait('burst 100')).events.length, 106);
+});
+
+test('timeouts: a hanging turn times out, the client survives; default deadlines', async (t) => {
+  const c = await start(t);
+  const t0 = Date.now();
+  await assert.rejects(c.promptAndWait('hang', { timeoutMs: 300 }), TimeoutError);
+  assert.ok(Date.now() - t0 < 3000);
+  await c.getState();
+  const h = await start(t, ['--scenario', 'hanging'], { requestTimeoutMs: 200, turnTimeoutMs: 200 });
+  await assert.rejects(h.promptAndWait('x'), TimeoutError);
+  await assert.rejects(h.getState(), TimeoutError);
+  await assert.rejects(h.waitForIdle(), TimeoutError);
+});
+
+test('protocol v2: chunked frames, refused negotiation, negotiateV2:false', async (t) => {
+  const c = await start(t, ['--v2']);
+  assert.equal(c.info().protocolVersion, 2);
+  const big = await c.promptAndWait('big 2000000');
+  assert.equal(big.assistantText.length, 2_000_000);
+  assert.equal(big.assistantText[0], 'a');
+  assert.equal(big.assistantText[1_999_999], String.fromCharCode(97 + (1_999_999 % 26)));
+  assert.equal((await c.promptAndWait('exact MiB')).assistantText[0], 'a');
+  assert.equal((await c.promptAndWait('say hello')).assistantText, 'pong');
+  const refused = await start(t, ['--v2'], { env: { OMPRPC_FAKE_V2_FAIL: '1' } });
+  assert.equal(refused.info().protocolVersion, 1);
+  assert.equal((await refused.promptAndWait('say hello')).assistantText, 'pong');
+  const v1 = await start(t, ['--v2'], { negotiateV2: false });
+  assert.equal(v1.info().protocolVersion, 1);
+});
+
+test('max_frame_bytes', async (t) => {
+  const ok = await start(t, [], { maxFrameBytes: 8 * 1024 * 1024 });
+  const turn = await ok.promptAndWait('huge 5000000');
+  assert.equal(find(turn.events, 'tool_execution_end').result.content[0].text.length, 5_000_000);
+  const small = await start(t, [], { maxFrameBytes: 1024 * 1024 });
+  await assert.rejects(small.promptAndWait('huge 2000000'), (e) => e instanceof ProtocolError || e instanceof LimitExceededError);
+});
+
+test('large inputs cross the boundary intact (sync and async calls)', async (t) => {
+  const c = await start(t);
+  const message = 'x'.repeat(3 * 1024 * 1024) + 'é✓';
+  const turn = await c.promptAndWait(message);
+  assert.equal(turn.assistantText, 'pong');
+  const frame = { type: 'widget_layout', widgetKey: 'k'.repeat(2 * 1024 * 1024), visible: true };
+  c.sendFrame(frame);
+  const seen = await nextEventOfType(c, 'widget_layout_seen');
+  assert.equal(seen.frame.widgetKey.length, 2 * 1024 * 1024);
+  assert.ok(!(seen instanceof OmprpcError));
+});

@@ -1,0 +1,394 @@
+"""ctypes layer over the omprpc C ABI (include/omprpc.h, docs/c-api.md).
+
+* The shared library is found through ``OMPRPC_LIBRARY``, else next to the package
+  (``omprpc/_lib/libomprpc.so``), else — when running from a checkout — the repository's
+  ``target/release`` or ``target/debug`` (the more recently built one).
+* Every function gets ``argtypes`` / ``restype``. Owned strings come back as ``c_void_p``,
+  are copied with ``ctypes.string_at`` and released with ``omprpc_string_free``.
+* ``omprpc_abi_version()`` is checked against :data:`ABI_VERSION` at import.
+* :class:`Handle` guards a client pointer: calls count themselves in, so ``free`` waits
+  until every call that is still inside the library (all woken by ``close``) has returned.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+import threading
+from ctypes import POINTER, c_bool, c_char_p, c_int, c_int64, c_size_t, c_uint32, c_void_p
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import (
+    RpcCommandError,
+    RpcConcurrencyError,
+    RpcError,
+    RpcProcessExitError,
+    RpcTimeoutError,
+)
+
+#: The C ABI version this binding was written against (``OMPRPC_ABI_VERSION``).
+ABI_VERSION = 1
+
+TIMEOUT_INFINITE = -1
+TIMEOUT_DEFAULT = -2
+
+OK = 0
+INVALID_ARGUMENT = 1
+INVALID_JSON = 2
+INVALID_UTF8 = 3
+TIMEOUT = 4
+COMMAND_FAILED = 5
+PROCESS_EXITED = 6
+CLOSED = 7
+CONCURRENCY = 8
+PROTOCOL = 9
+IO = 10
+NOT_FOUND = 11
+CANCELLED = 12
+LIMIT_EXCEEDED = 13
+PANIC = 14
+
+_LIB_NAME = {"darwin": "libomprpc.dylib", "win32": "omprpc.dll"}.get(sys.platform, "libomprpc.so")
+
+_PP = POINTER(c_void_p)
+
+# name: (restype, argtypes)
+_SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
+    "omprpc_version": (c_void_p, []),
+    "omprpc_abi_version": (c_uint32, []),
+    "omprpc_status_name": (c_void_p, [c_int]),
+    "omprpc_string_free": (None, [c_void_p]),
+    "omprpc_build_argv": (c_int, [c_char_p, _PP, _PP]),
+    "omprpc_client_start": (c_int, [c_char_p, _PP, _PP]),
+    "omprpc_client_request": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_send_frame": (c_int, [c_void_p, c_char_p, _PP]),
+    "omprpc_client_prompt": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_abort_and_prompt": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_prompt_and_wait": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_steer": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP]),
+    "omprpc_client_follow_up": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP]),
+    "omprpc_client_abort": (c_int, [c_void_p, c_int64, _PP]),
+    "omprpc_client_get_state": (c_int, [c_void_p, c_int64, _PP, _PP]),
+    "omprpc_client_bash": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_collect_events": (c_int, [c_void_p, c_int64, _PP, _PP]),
+    "omprpc_client_wait_for_idle": (c_int, [c_void_p, c_int64, _PP]),
+    "omprpc_client_next_event": (c_int, [c_void_p, c_int64, _PP, _PP]),
+    "omprpc_client_next_events": (c_int, [c_void_p, c_size_t, c_int64, _PP, _PP]),
+    "omprpc_client_event_fd": (c_int, [c_void_p, POINTER(c_int), _PP]),
+    "omprpc_client_next_ui_request": (c_int, [c_void_p, c_int64, _PP, _PP]),
+    "omprpc_client_ui_send_value": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
+    "omprpc_client_ui_send_confirmation": (c_int, [c_void_p, c_char_p, c_bool, _PP]),
+    "omprpc_client_ui_cancel": (c_int, [c_void_p, c_char_p, c_bool, _PP]),
+    "omprpc_client_set_ui_policy": (c_int, [c_void_p, c_char_p, _PP]),
+    "omprpc_client_set_host_tools": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_set_host_uri_schemes": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_host_tool_update": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
+    "omprpc_client_host_tool_result": (c_int, [c_void_p, c_char_p, c_char_p, c_bool, _PP]),
+    "omprpc_client_host_uri_result": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
+    "omprpc_client_stderr": (c_int, [c_void_p, _PP, _PP]),
+    "omprpc_client_protocol_errors": (c_int, [c_void_p, _PP, _PP]),
+    "omprpc_client_info": (c_int, [c_void_p, _PP, _PP]),
+    "omprpc_client_close": (c_int, [c_void_p, _PP]),
+    "omprpc_client_free": (None, [c_void_p]),
+}
+
+
+def _candidates() -> list[Path]:
+    env = os.environ.get("OMPRPC_LIBRARY")
+    if env:
+        return [Path(env)]
+    here = Path(__file__).resolve().parent
+    found = [here / "_lib" / _LIB_NAME]
+    # A checkout: <repo>/bindings/python/omprpc → <repo>/target/{release,debug}.
+    repo = here.parents[2] if len(here.parents) > 2 else None
+    if repo is not None and (repo / "Cargo.toml").is_file():
+        builds = [repo / "target" / kind / _LIB_NAME for kind in ("release", "debug")]
+        builds = [b for b in builds if b.is_file()]
+        builds.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+        found.extend(builds)
+    return found
+
+
+def _load() -> tuple[ctypes.CDLL, str]:
+    tried = []
+    for path in _candidates():
+        if path.is_file():
+            lib = ctypes.CDLL(str(path))  # CDLL: every call releases the GIL
+            return lib, str(path)
+        tried.append(str(path))
+    raise ImportError(
+        "omprpc: cannot find the omprpc shared library (looked for: "
+        + ", ".join(tried)
+        + "). Set OMPRPC_LIBRARY to the path of libomprpc, install the package with pip "
+        "(which builds it), or run `cargo build --lib` in the repository."
+    )
+
+
+def _bind(lib: ctypes.CDLL) -> None:
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        try:
+            fn = getattr(lib, name)
+        except AttributeError as exc:
+            raise ImportError(f"omprpc: the library does not export {name}: {exc}") from None
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+def check_abi(found: int, path: str) -> None:
+    if found != ABI_VERSION:
+        raise ImportError(
+            f"omprpc: ABI mismatch: the library at {path} has ABI version {found}, but this "
+            f"Python binding needs ABI version {ABI_VERSION}. Rebuild or reinstall the binding "
+            "and the library from the same omprpc version (or point OMPRPC_LIBRARY at a "
+            "matching library)."
+        )
+
+
+lib, LIBRARY_PATH = _load()
+_bind(lib)
+check_abi(int(lib.omprpc_abi_version()), LIBRARY_PATH)
+
+LIBRARY_VERSION: str = ctypes.string_at(lib.omprpc_version()).decode("utf-8", "replace")
+
+
+def status_name(status: int) -> str:
+    return ctypes.string_at(lib.omprpc_status_name(status)).decode("ascii", "replace")
+
+
+def take(ptr: c_void_p) -> bytes | None:
+    """Copies an owned string out of the library and frees it."""
+    if not ptr.value:
+        return None
+    try:
+        return ctypes.string_at(ptr.value)
+    finally:
+        lib.omprpc_string_free(ptr.value)
+        ptr.value = None
+
+
+def take_raw(ptr: int | None) -> bytes | None:
+    """Like :func:`take`, for a raw pointer value."""
+    if not ptr:
+        return None
+    try:
+        return ctypes.string_at(ptr)
+    finally:
+        lib.omprpc_string_free(ptr)
+
+
+def error_from(status: int, err: bytes | None) -> RpcError:
+    """The Python exception for a failed call (the C status + its error JSON)."""
+    detail: dict[str, Any] = {}
+    if err:
+        try:
+            parsed = json.loads(err)
+            if isinstance(parsed, dict):
+                detail = parsed
+        except ValueError:
+            detail = {"message": err.decode("utf-8", "replace")}
+    message = str(detail.get("message") or status_name(status))
+    exc: RpcError
+    if status == COMMAND_FAILED:
+        command = detail.get("command")
+        error = detail.get("error")
+        code = detail.get("errorCode")
+        exc = RpcCommandError(
+            command if isinstance(command, str) else "",
+            error if isinstance(error, str) else message,
+            code if isinstance(code, str) else None,
+        )
+    elif status == TIMEOUT:
+        exc = RpcTimeoutError(message)
+    elif status in (CLOSED, PROCESS_EXITED):
+        exc = RpcProcessExitError(message)
+    elif status == CONCURRENCY:
+        exc = RpcConcurrencyError(message)
+    else:
+        exc = RpcError(message)
+    exc.status = status
+    exc.status_name = status_name(status)
+    return exc
+
+
+def encode(text: str, what: str) -> bytes:
+    """UTF-8 for a C string argument; a NUL would silently cut the string, so it is refused."""
+    if "\x00" in text:
+        raise ValueError(f"{what} must not contain NUL characters")
+    return text.encode("utf-8", "surrogatepass")
+
+
+def dumps(value: Any) -> bytes:
+    """JSON for the library: compact, UTF-8, no NaN/Infinity (JavaScript rejects them)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+def build_argv(options: bytes) -> bytes:
+    out, err = c_void_p(), c_void_p()
+    status = lib.omprpc_build_argv(options, ctypes.byref(out), ctypes.byref(err))
+    if status != OK:
+        raise error_from(status, take(err))
+    return take(out) or b"[]"
+
+
+def start(options: bytes) -> int:
+    out, err = c_void_p(), c_void_p()
+    status = lib.omprpc_client_start(options, ctypes.byref(out), ctypes.byref(err))
+    if status != OK:
+        raise error_from(status, take(err))
+    if not out.value:
+        raise RpcError("omprpc_client_start returned no client")
+    return out.value
+
+
+class Handle:
+    """An ``omprpc_client*`` with use-after-free protection.
+
+    ``call``/``call_out`` refuse to run once ``free`` began; ``free`` waits until every call
+    already inside the library has returned (``close`` wakes them all), then frees.
+    """
+
+    def __init__(self, ptr: int):
+        self._ptr: int | None = ptr
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._inflight = 0
+        self.closed_message = "RPC process stopped"
+
+    def _enter(self) -> int:
+        with self._lock:
+            if self._ptr is None:
+                err = RpcProcessExitError(self.closed_message)
+                err.status, err.status_name = CLOSED, "CLOSED"
+                raise err
+            self._inflight += 1
+            return self._ptr
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._inflight -= 1
+            if self._inflight == 0:
+                self._idle.notify_all()
+
+    @property
+    def alive(self) -> bool:
+        return self._ptr is not None
+
+    def call(self, fn: Callable[..., int], *args: Any) -> None:
+        """A call whose only out-parameter is ``out_error``."""
+        ptr = self._enter()
+        err = c_void_p()
+        try:
+            status = fn(ptr, *args, ctypes.byref(err))
+        finally:
+            self._leave()
+        if status != OK:
+            raise error_from(status, take(err))
+
+    def call_out(self, fn: Callable[..., int], *args: Any) -> bytes | None:
+        """A call with one owned string out-parameter, then ``out_error``."""
+        ptr = self._enter()
+        out, err = c_void_p(), c_void_p()
+        try:
+            status = fn(ptr, *args, ctypes.byref(out), ctypes.byref(err))
+        finally:
+            self._leave()
+        if status != OK:
+            raise error_from(status, take(err))
+        return take(out)
+
+    def call_status(self, fn: Callable[..., int], *args: Any) -> tuple[int, bytes | None, bytes | None]:
+        """Like ``call_out`` but returns (status, out, error) instead of raising."""
+        ptr = self._enter()
+        out, err = c_void_p(), c_void_p()
+        try:
+            status = fn(ptr, *args, ctypes.byref(out), ctypes.byref(err))
+        finally:
+            self._leave()
+        return status, take(out), take(err)
+
+    def call_raw(self, fn: Callable[..., int], *args: Any) -> tuple[int, int | None, bytes | None]:
+        """Like ``call_status`` but hands back the owned output pointer unread (caller frees)."""
+        ptr = self._enter()
+        out, err = c_void_p(), c_void_p()
+        try:
+            status = fn(ptr, *args, ctypes.byref(out), ctypes.byref(err))
+        finally:
+            self._leave()
+        return status, out.value, take(err)
+
+    def event_fd(self) -> int:
+        ptr = self._enter()
+        fd, err = c_int(-1), c_void_p()
+        try:
+            status = lib.omprpc_client_event_fd(ptr, ctypes.byref(fd), ctypes.byref(err))
+        finally:
+            self._leave()
+        if status != OK:
+            raise error_from(status, take(err))
+        return fd.value
+
+    def close(self) -> None:
+        try:
+            self.call(lib.omprpc_client_close)
+        except RpcProcessExitError:
+            pass  # already freed
+
+    def free(self) -> None:
+        with self._lock:
+            ptr, self._ptr = self._ptr, None
+            while self._inflight:
+                self._idle.wait()
+        if ptr is not None:
+            lib.omprpc_client_free(ptr)
+
+
+class OwnedString:
+    """A string owned by the library, read without copying it all (``view``), freed once."""
+
+    __slots__ = ("_ptr", "size", "__weakref__")
+
+    def __init__(self, ptr: int):
+        self._ptr: int | None = ptr
+        self.size = _strlen(ptr)
+
+    def view(self) -> memoryview:
+        if self._ptr is None:
+            raise ValueError("the string was released")
+        return memoryview((ctypes.c_char * self.size).from_address(self._ptr)).cast("B")
+
+    def slice(self, start: int, end: int | None = None) -> bytes:
+        if self._ptr is None:
+            raise ValueError("the string was released")
+        end = self.size if end is None else end
+        return ctypes.string_at(self._ptr + start, max(0, end - start))
+
+    def release(self) -> None:
+        ptr, self._ptr = self._ptr, None
+        if ptr:
+            try:
+                lib.omprpc_string_free(ptr)
+            except Exception:  # interpreter shutdown
+                pass
+
+    def __del__(self) -> None:
+        self.release()
+
+
+try:
+    _libc = ctypes.CDLL(None)
+    _libc_strlen = _libc.strlen
+    _libc_strlen.argtypes = [c_void_p]
+    _libc_strlen.restype = c_size_t
+
+    def _strlen(ptr: int) -> int:
+        return int(_libc_strlen(ptr))
+
+except (OSError, AttributeError):  # pragma: no cover - no libc symbol lookup
+
+    def _strlen(ptr: int) -> int:
+        return len(ctypes.string_at(ptr))

@@ -1,0 +1,1684 @@
+"""``RpcClient``: the ``omp_rpc`` client API over the omprpc C ABI.
+
+Threads per started client:
+
+* the caller's threads, each blocking inside the library (the GIL is released) for requests,
+  prompts and waits;
+* one **dispatcher** thread (``omprpc-dispatch``) that polls the library's event queue in
+  batches and runs every listener, in order; it never writes to the agent except for host
+  replies it hands to the workers;
+* a bounded pool of **host workers** (``omprpc-host``, ``max_host_workers``, default 8) that run
+  host tools and host URI handlers.
+
+The protocol itself (framing, correlation, turn assembly, argv, UI policy, host call checks)
+lives in the library; this module converts JSON to Python objects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import select
+import threading
+import time
+import weakref
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar, cast
+
+from . import _ffi
+from ._ffi import lib
+from .errors import (
+    RpcCommandError,
+    RpcError,
+    RpcProcessExitError,
+    RpcProtocolError,
+    RpcTimeoutError,
+)
+from .host_tools import HostTool, HostToolContext, normalize_result
+from .host_uris import HostUri, HostUriContext, normalize_read_result
+from .protocol import (
+    AGENT_EVENT_TYPES,
+    TODO_STATUSES,
+    AgentEndEvent,
+    AgentMessage,
+    AgentStartEvent,
+    AssistantMessage,
+    AutoCompactionEndEvent,
+    AutoCompactionStartEvent,
+    AutoRetryEndEvent,
+    AutoRetryStartEvent,
+    BashResult,
+    BranchMessage,
+    BranchResult,
+    CancellationResult,
+    CompactionResult,
+    EventOverflow,
+    ExtensionError,
+    ExtensionUiRequest,
+    FastModeResult,
+    ImageContent,
+    InterruptMode,
+    JsonObject,
+    JsonValue,
+    MessageEndEvent,
+    MessagesPage,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ModelCycleResult,
+    ModelInfo,
+    ReadyEvent,
+    RetryFallbackAppliedEvent,
+    RetryFallbackSucceededEvent,
+    RpcAgentEvent,
+    RpcNotification,
+    SessionState,
+    SessionStats,
+    SteeringMode,
+    StreamingBehavior,
+    ThinkingLevel,
+    ThinkingLevelCycleResult,
+    TodoAutoClearEvent,
+    TodoItem,
+    TodoPhase,
+    TodoReminderEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TtsrTriggeredEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    UnknownNotification,
+    parse_agent_messages,
+    parse_bash_result,
+    parse_branch_messages,
+    parse_branch_result,
+    parse_cancellation_result,
+    parse_compaction_result,
+    parse_extension_ui_request,
+    parse_fast_mode_result,
+    parse_model_cycle_result,
+    parse_model_info,
+    parse_session_state,
+    parse_session_stats,
+    parse_thinking_level_cycle_result,
+    parse_todo_phases,
+    to_notification,
+)
+
+__all__ = [
+    "RpcClient",
+    "PromptTurn",
+    "ListenerErrorEvent",
+    "AgentEventListener",
+    "NotificationListener",
+    "UiRequestListener",
+    "ExtensionErrorListener",
+    "ReadyListener",
+    "UnknownNotificationListener",
+    "ProtocolErrorListener",
+    "ListenerErrorListener",
+]
+
+AgentEventListener = Callable[[RpcAgentEvent], None]
+NotificationListener = Callable[[RpcNotification], None]
+UiRequestListener = Callable[[ExtensionUiRequest], None]
+ExtensionErrorListener = Callable[[ExtensionError], None]
+ReadyListener = Callable[[ReadyEvent], None]
+UnknownNotificationListener = Callable[[UnknownNotification], None]
+EventOverflowListener = Callable[[EventOverflow], None]
+ProtocolErrorListener = Callable[[RpcProtocolError], None]
+ListenerErrorListener = Callable[["ListenerErrorEvent"], None]
+TListener = TypeVar("TListener", bound=Callable[..., None])
+
+TodoSeed = str | TodoItem | Mapping[str, object]
+TodoPhaseSeed = TodoPhase | Mapping[str, object]
+
+_ERROR_HISTORY_LIMIT = 128
+_BATCH_MAX_EVENTS = 4096
+_MESSAGES_PAGE_FALLBACK_CODES = frozenset({"session_busy", "stale_cursor"})
+_MESSAGES_PAGE_FALLBACK_ERRORS = frozenset(
+    {"Cannot page messages while the session is changing", "RPC message cursor is stale"}
+)
+_HOST_FRAME_MARK = b'"host_'
+_TURN_PREFIX = b'{"events":['
+_TURN_TAIL_MARK = b'],"requestId":'
+
+
+def _ms(timeout: float | None) -> int:
+    """Seconds → the library's milliseconds; None → no deadline."""
+    if timeout is None:
+        return _ffi.TIMEOUT_INFINITE
+    if timeout <= 0:
+        return 0
+    return max(1, int(round(timeout * 1000)))
+
+
+def _loads(data: bytes | None) -> Any:
+    return None if data is None else json.loads(data)
+
+
+# --- listeners --------------------------------------------------------------------------------
+
+
+class ListenerErrorEvent:
+    """A listener raised: where (``listener_kind``, the frame type), which listener, what."""
+
+    __slots__ = ("listener_kind", "source_type", "listener", "error")
+
+    def __init__(self, listener_kind: str, source_type: str | None, listener: Callable[..., Any],
+                 error: BaseException):
+        self.listener_kind = listener_kind
+        self.source_type = source_type
+        self.listener = listener
+        self.error = error
+
+    def __repr__(self) -> str:
+        return (f"ListenerErrorEvent(listener_kind={self.listener_kind!r}, "
+                f"source_type={self.source_type!r}, error={self.error!r})")
+
+
+class _Entry:
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+
+
+class _Listeners:
+    """Listener lists, copy-on-write (the dispatcher iterates without locking)."""
+
+    KINDS = ("notification", "event", "ready", "ui_request", "extension_error",
+             "unknown_notification", "protocol_error", "listener_error", "event_overflow")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.lists: dict[str, tuple[_Entry, ...]] = {k: () for k in self.KINDS}
+        self.typed: dict[str, tuple[_Entry, ...]] = {}
+        self.count = 0
+        self.errors: deque[ListenerErrorEvent] = deque(maxlen=_ERROR_HISTORY_LIMIT)
+
+    def add(self, kind: str, fn: Callable[..., Any], typed: bool = False) -> Callable[[], None]:
+        if not callable(fn):
+            raise TypeError("a listener must be callable")
+        entry = _Entry(fn)
+        table = self.typed if typed else self.lists
+        with self._lock:
+            table[kind] = table.get(kind, ()) + (entry,)
+            self.count += 1
+
+        def unsubscribe() -> None:
+            with self._lock:
+                current = table.get(kind, ())
+                if entry in current:
+                    table[kind] = tuple(e for e in current if e is not entry)
+                    self.count -= 1
+
+        return unsubscribe
+
+    def record_error(self, event: ListenerErrorEvent) -> None:
+        with self._lock:
+            self.errors.append(event)
+        for entry in self.lists["listener_error"]:
+            try:
+                entry.fn(event)
+            except Exception:
+                continue
+
+    def run(self, kind: str, source_type: str | None, entries: tuple[_Entry, ...], payload: Any) -> None:
+        for entry in entries:
+            try:
+                entry.fn(payload)
+            except Exception as exc:
+                self.record_error(ListenerErrorEvent(kind, source_type, entry.fn, exc))
+
+
+# --- the host worker pool ------------------------------------------------------------------
+
+
+class _WorkerPool:
+    """At most ``max_workers`` daemon threads, started on demand (daemon: a host tool that
+    never returns cannot hold up interpreter exit)."""
+
+    def __init__(self, max_workers: int, name: str):
+        self._max = max(1, max_workers)
+        self._name = name
+        self._queue: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+        self._closed = False
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> bool:
+        with self._lock:
+            if self._closed:
+                return False
+            self._queue.put((fn, args))
+            if len(self._threads) < self._max and self._idle < self._queue.qsize():
+                t = threading.Thread(target=self._work, name=f"{self._name}-{len(self._threads) + 1}",
+                                     daemon=True)
+                self._threads.append(t)
+                t.start()
+        return True
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                self._idle += 1
+            item = self._queue.get()
+            with self._lock:
+                self._idle -= 1
+            if item is None:
+                return
+            fn, args = item
+            try:
+                fn(*args)
+            except BaseException:  # pragma: no cover - the jobs catch their own errors
+                pass
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for _ in self._threads:
+                self._queue.put(None)
+
+
+# --- prompt turns --------------------------------------------------------------------------
+
+
+class _RawEvents:
+    """The events part of a turn, still in the library's buffer; parsed on first use."""
+
+    __slots__ = ("_owner", "_start", "_end", "_bytes")
+
+    def __init__(self, owner: _ffi.OwnedString | None, start: int, end: int, data: bytes | None = None):
+        self._owner = owner
+        self._start = start
+        self._end = end
+        self._bytes = data
+
+    def payloads(self) -> list[Any]:
+        if self._bytes is not None:
+            data = self._bytes
+        else:
+            assert self._owner is not None
+            data = self._owner.slice(self._start, self._end)
+        result = json.loads(data)
+        self.release()
+        return result if isinstance(result, list) else []
+
+    def release(self) -> None:
+        owner, self._owner, self._bytes = self._owner, None, None
+        if owner is not None:
+            owner.release()
+
+
+class PromptTurn:
+    """One completed prompt: its events, the final messages, the assistant message and text.
+
+    ``events`` (typed notifications) and ``event_payloads`` (the frames as dicts) are decoded
+    on first access; until then the turn holds the library's JSON text only. Read-only.
+    """
+
+    __slots__ = ("_raw", "_payloads", "_events", "_lock", "_messages", "_assistant_message",
+                 "_assistant_text", "_request_id", "_agent_invoked", "_prompt_result")
+
+    def __init__(
+        self,
+        events: Sequence[RpcNotification] = (),
+        messages: Sequence[AgentMessage] = (),
+        assistant_message: AssistantMessage | None = None,
+        assistant_text: str | None = None,
+        *,
+        request_id: str | None = None,
+        agent_invoked: bool = True,
+        prompt_result: JsonObject | None = None,
+    ):
+        self._raw: _RawEvents | None = None
+        self._payloads: list[Any] | None = None
+        self._events: tuple[RpcNotification, ...] | None = tuple(events)
+        self._lock = threading.Lock()
+        self._messages = tuple(messages)
+        self._assistant_message = assistant_message
+        self._assistant_text = assistant_text
+        self._request_id = request_id
+        self._agent_invoked = agent_invoked
+        self._prompt_result = prompt_result
+
+    @classmethod
+    def _from_turn(cls, tail: Mapping[str, Any], raw: _RawEvents | None,
+                   payloads: list[Any] | None) -> PromptTurn:
+        messages = tail.get("messages")
+        assistant = tail.get("assistantMessage")
+        text = tail.get("assistantText")
+        prompt_result = tail.get("promptResult")
+        turn = cls(
+            (),
+            tuple(messages) if isinstance(messages, list) else (),
+            cast(AssistantMessage, assistant) if isinstance(assistant, dict) else None,
+            text if isinstance(text, str) else None,
+            request_id=tail.get("requestId") if isinstance(tail.get("requestId"), str) else None,
+            agent_invoked=tail.get("agentInvoked") is not False,
+            prompt_result=prompt_result if isinstance(prompt_result, dict) else None,
+        )
+        turn._events = None
+        turn._raw = raw
+        turn._payloads = payloads
+        return turn
+
+    def _load_payloads(self) -> list[Any]:
+        with self._lock:
+            if self._payloads is None:
+                if self._raw is not None:
+                    self._payloads = self._raw.payloads()
+                    self._raw = None
+                else:
+                    self._payloads = []
+            return self._payloads
+
+    @property
+    def events(self) -> tuple[RpcNotification, ...]:
+        """Every session event of the turn, typed (unknown frames as UnknownNotification)."""
+        events = self._events
+        if events is None:
+            payloads = self._load_payloads()
+            events = tuple(to_notification(p) for p in payloads)
+            self._events = events
+        return events
+
+    @property
+    def event_payloads(self) -> tuple[JsonObject, ...]:
+        """The turn's events as the agent sent them (dicts), without typed objects."""
+        if self._events is not None and self._payloads is None and self._raw is None:
+            return tuple(getattr(e, "payload", None) or {"type": e.type} for e in self._events)
+        return tuple(self._load_payloads())
+
+    @property
+    def messages(self) -> tuple[AgentMessage, ...]:
+        return self._messages
+
+    @property
+    def assistant_message(self) -> AssistantMessage | None:
+        return self._assistant_message
+
+    @property
+    def assistant_text(self) -> str | None:
+        return self._assistant_text
+
+    @property
+    def request_id(self) -> str | None:
+        return self._request_id
+
+    @property
+    def agent_invoked(self) -> bool:
+        """False when the prompt completed without an agent run (slash command, …)."""
+        return self._agent_invoked
+
+    @property
+    def prompt_result(self) -> JsonObject | None:
+        """The ``prompt_result`` frame that completed the prompt, when that is what did."""
+        return self._prompt_result
+
+    def require_assistant_text(self) -> str:
+        if self._assistant_text is None:
+            raise RpcError("Prompt completed without a text assistant message")
+        return self._assistant_text
+
+    def __repr__(self) -> str:
+        return (f"PromptTurn(request_id={self._request_id!r}, messages={len(self._messages)}, "
+                f"assistant_text={self._assistant_text!r})")
+
+
+def _parse_turn(owned: _ffi.OwnedString) -> PromptTurn:
+    """Reads the turn JSON ``{"events":[…],"requestId":…,…}`` without decoding the events:
+    the members after ``events`` are located from the end and decoded on their own."""
+    size = owned.size
+    if size > len(_TURN_PREFIX) and owned.slice(0, len(_TURN_PREFIX)) == _TURN_PREFIX:
+        window = 1 << 16
+        while True:
+            start = max(0, size - window)
+            chunk = owned.slice(start, size)
+            pos = len(chunk)
+            while True:
+                pos = chunk.rfind(_TURN_TAIL_MARK, 0, pos)
+                if pos < 0:
+                    break
+                try:
+                    tail = json.loads(b"{" + chunk[pos + 2:])
+                except ValueError:
+                    continue
+                if isinstance(tail, dict) and "requestId" in tail and "messages" in tail:
+                    raw = _RawEvents(owned, len(_TURN_PREFIX) - 1, start + pos + 1)
+                    return PromptTurn._from_turn(tail, raw, None)
+            if start == 0:
+                break
+            window *= 8
+    data = json.loads(owned.slice(0, size))
+    owned.release()
+    if not isinstance(data, dict):
+        raise RpcError("the library returned a turn that is not a JSON object")
+    events = data.get("events")
+    return PromptTurn._from_turn(data, None, events if isinstance(events, list) else [])
+
+
+class _PromptLifecycle:
+    """``client._prompt_lifecycle.active_operation``: the running collector, from the library."""
+
+    def __init__(self, client: RpcClient):
+        self._client = weakref.ref(client)
+
+    @property
+    def active_operation(self) -> str | None:
+        client = self._client()
+        session = client._session if client is not None else None
+        if session is None:
+            return None
+        try:
+            info = session.info()
+        except RpcError:
+            return None
+        op = info.get("activeOperation")
+        return op if isinstance(op, str) else None
+
+
+# --- one started client ----------------------------------------------------------------------
+
+
+class _Session:
+    """Everything that lives from start() to stop(): the handle, the dispatcher, the workers."""
+
+    def __init__(self, ptr: int, listeners: _Listeners, tools: Sequence[HostTool[Any, Any]],
+                 uris: Sequence[HostUri[Any]], max_workers: int, listener_sync_timeout: float,
+                 stop_join_timeout: float):
+        self.handle = _ffi.Handle(ptr)
+        self.listeners = listeners
+        self.tools: dict[str, HostTool[Any, Any]] = {t.name: t for t in tools}
+        self.uris: dict[str, HostUri[Any]] = {u.scheme: u for u in uris}
+        self.pool = _WorkerPool(max_workers, "omprpc-host")
+        self.sync_timeout = listener_sync_timeout
+        self.join_timeout = stop_join_timeout
+        self.calls: dict[str, threading.Event] = {}
+        self.calls_lock = threading.Lock()
+        self.stderr_cache = ""
+        self.protocol_errors_cache: tuple[RpcProtocolError, ...] = ()
+        self.protocol_version = 1
+        self._shutdown_lock = threading.Lock()
+        self._stopping = False
+        self._dispatcher_done = False
+        self._free_on_exit = False
+        # listener synchronisation (see settle())
+        self._sync = threading.Condition()
+        self._sync_req = 0
+        self._drained = 0
+        self._terminal_seen = 0
+        self._sync_waiters = 0
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.event_fd = self.handle.event_fd()
+        self.thread = threading.Thread(target=self._run, name="omprpc-dispatch", daemon=True)
+
+    def start(self) -> None:
+        try:
+            self.protocol_version = int(self.info().get("protocolVersion") or 1)
+        except (RpcError, ValueError, TypeError):
+            self.protocol_version = 1
+        self.thread.start()
+
+    def info(self) -> dict[str, Any]:
+        data = _loads(self.handle.call_out(lib.omprpc_client_info))
+        return data if isinstance(data, dict) else {}
+
+    # -- the dispatcher --
+
+    def _run(self) -> None:
+        poller = select.poll()
+        poller.register(self.event_fd, select.POLLIN)
+        poller.register(self._wake_r, select.POLLIN)
+        next_events = lib.omprpc_client_next_events
+        try:
+            while True:
+                with self._sync:
+                    pass_req = self._sync_req
+                try:
+                    status, ptr, err = self.handle.call_raw(next_events, _BATCH_MAX_EVENTS, 0)
+                except RpcError:
+                    break
+                if status == _ffi.OK:
+                    data = _ffi.take_raw(ptr)
+                    if data:
+                        self._dispatch_batch(data)
+                    continue
+                if status == _ffi.TIMEOUT:
+                    with self._sync:
+                        self._drained = pass_req
+                        if self._sync_waiters:
+                            self._sync.notify_all()
+                    poller.poll()
+                    try:
+                        while os.read(self._wake_r, 512):
+                            pass
+                    except (BlockingIOError, OSError):
+                        pass
+                    continue
+                break  # CLOSED (after the queue was drained), or a fault
+        finally:
+            with self._sync:
+                self._drained = 1 << 62
+                self._terminal_seen = 1 << 62
+                self._sync.notify_all()
+            with self._shutdown_lock:
+                self._dispatcher_done = True
+                free_now = self._free_on_exit
+            if free_now:
+                self._release()
+
+    def _dispatch_batch(self, data: bytes) -> None:
+        listeners = self.listeners
+        if listeners.count == 0 and _HOST_FRAME_MARK not in data:
+            return  # nobody listens and no host call: nothing to decode
+        try:
+            frames = json.loads(data)
+        except ValueError:
+            return
+        for frame in frames:
+            if isinstance(frame, dict):
+                self._dispatch(frame)
+
+    def _dispatch(self, frame: JsonObject) -> None:
+        kind = frame.get("type")
+        if kind == "host_tool_call":
+            self._host_tool_call(frame)
+            return
+        if kind == "host_uri_request":
+            self._host_uri_request(frame)
+            return
+        if kind in ("host_tool_cancel", "host_uri_cancel"):
+            target = frame.get("targetId")
+            if isinstance(target, str):
+                with self.calls_lock:
+                    event = self.calls.get(target)
+                if event is not None:
+                    event.set()
+            return
+        L = self.listeners
+        lists = L.lists
+        if frame.get("omprpc") is True:
+            if kind == "protocol_error":
+                entries = lists["protocol_error"]
+                if entries:
+                    err = RpcProtocolError._from_record(frame)
+                    L.run("protocol_error", err.command, entries, err)
+                return
+            if kind == "event_overflow":
+                dropped = frame.get("dropped")
+                overflow = EventOverflow(dropped=dropped if isinstance(dropped, int) else 0)
+                L.run("notification", overflow.type, lists["notification"], overflow)
+                L.run("event_overflow", overflow.type, lists["event_overflow"], overflow)
+                return
+        if kind == "ready":
+            ready = to_notification(frame)
+            L.run("notification", ready.type, lists["notification"], ready)
+            L.run("ready", ready.type, lists["ready"], ready)
+            return
+        if kind == "extension_ui_request":
+            entries = lists["ui_request"]
+            if entries or lists["notification"]:
+                request = to_notification(frame)
+                L.run("notification", request.type, lists["notification"], request)
+                if isinstance(request, ExtensionUiRequest):
+                    L.run("ui_request", request.type, entries, request)
+            return
+        if kind == "extension_error":
+            note = to_notification(frame)
+            L.run("notification", note.type, lists["notification"], note)
+            L.run("extension_error", note.type, lists["extension_error"], note)
+            return
+        if isinstance(kind, str) and kind in AGENT_EVENT_TYPES:
+            typed = L.typed.get(kind, ())
+            if lists["notification"] or lists["event"] or typed or lists["unknown_notification"]:
+                note = to_notification(frame)
+                L.run("notification", note.type, lists["notification"], note)
+                if isinstance(note, UnknownNotification):
+                    L.run("unknown_notification", note.type, lists["unknown_notification"], note)
+                else:
+                    L.run("event", note.type, lists["event"], note)
+                    L.run("typed_event", note.type, typed, note)
+            if kind == "agent_end" and frame.get("isTerminal") is not False:
+                with self._sync:
+                    self._terminal_seen += 1
+                    if self._sync_waiters:
+                        self._sync.notify_all()
+            return
+        if lists["notification"] or lists["unknown_notification"]:
+            note = to_notification(frame)
+            L.run("notification", note.type, lists["notification"], note)
+            L.run("unknown_notification", note.type, lists["unknown_notification"], note)
+
+    # -- listener synchronisation --
+
+    def sync_mark(self) -> int:
+        with self._sync:
+            return self._terminal_seen
+
+    def settle(self, mark: int, expect_terminal: bool) -> None:
+        """After a lifecycle call returned: waits (at most ``listener_sync_timeout``) until the
+        dispatcher has run the listeners for everything queued so far — and, when the call
+        ended at an ``agent_end``, for that ``agent_end`` — so listeners have seen the turn
+        when prompt_and_wait returns, as with omp_rpc."""
+        if self.sync_timeout <= 0 or self.listeners.count == 0:
+            return
+        if threading.current_thread() is self.thread or not self.thread.is_alive():
+            return
+        deadline = time.monotonic() + self.sync_timeout
+        with self._sync:
+            self._sync_req += 1
+            req = self._sync_req
+            self._sync_waiters += 1
+        try:
+            try:
+                os.write(self._wake_w, b"s")
+            except (BlockingIOError, OSError):
+                pass
+            with self._sync:
+                while not (self._drained >= req and (not expect_terminal or self._terminal_seen > mark)):
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return
+                    self._sync.wait(remaining)
+        finally:
+            with self._sync:
+                self._sync_waiters -= 1
+
+    # -- host tools and URIs --
+
+    def _host_tool_call(self, frame: JsonObject) -> None:
+        call_id = frame.get("id")
+        if not isinstance(call_id, str) or self._stopping:
+            return
+        name = frame.get("toolName")
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            self._tool_reply(call_id, {"content": [{"type": "text", "text": f'Host tool "{name}" is not registered'}],
+                                       "details": {}}, True)
+            return
+        cancel = threading.Event()
+        with self.calls_lock:
+            self.calls[call_id] = cancel
+        tool_call_id = frame.get("toolCallId")
+        args = frame.get("arguments")
+        if not self.pool.submit(self._run_tool, tool, call_id, tool_call_id if isinstance(tool_call_id, str) else "",
+                                args if isinstance(args, dict) else {}, cancel):
+            cancel.set()
+
+    def _run_tool(self, tool: HostTool[Any, Any], call_id: str, tool_call_id: str, args: JsonObject,
+                  cancel: threading.Event) -> None:
+        try:
+            try:
+                context: HostToolContext[Any] = HostToolContext(
+                    tool_call_id=tool_call_id,
+                    _cancel_event=cancel,
+                    _send_update=lambda result: self._tool_update(call_id, result, cancel),
+                )
+                value = tool.execute(tool.parse_params(args), context)
+                if cancel.is_set():
+                    return
+                self._tool_reply(call_id, normalize_result(value), False)
+            except Exception as exc:
+                if cancel.is_set():
+                    return
+                self._tool_reply(call_id, {"content": [{"type": "text", "text": str(exc)}], "details": {}}, True)
+        finally:
+            with self.calls_lock:
+                self.calls.pop(call_id, None)
+
+    def _tool_update(self, call_id: str, result: JsonObject, cancel: threading.Event) -> None:
+        try:
+            self.handle.call(lib.omprpc_client_host_tool_update, _ffi.encode(call_id, "call id"), _ffi.dumps(result))
+        except RpcError as exc:
+            if exc.status in (_ffi.CANCELLED, _ffi.NOT_FOUND, _ffi.CLOSED, _ffi.PROCESS_EXITED):
+                if exc.status == _ffi.CANCELLED:
+                    cancel.set()
+                return
+            raise
+
+    def _tool_reply(self, call_id: str, result: JsonObject, is_error: bool) -> None:
+        try:
+            body = _ffi.dumps(result)
+        except (TypeError, ValueError) as exc:
+            body, is_error = _ffi.dumps({"content": [{"type": "text", "text": f"Host tool result is not JSON: {exc}"}],
+                                         "details": {}}), True
+        try:
+            self.handle.call(lib.omprpc_client_host_tool_result, _ffi.encode(call_id, "call id"), body, is_error)
+        except RpcError as exc:
+            if exc.status in (_ffi.INVALID_ARGUMENT, _ffi.INVALID_JSON) and not is_error:
+                # The handler's value had the wrong shape: tell the agent instead of leaving it waiting.
+                self._tool_reply(call_id, {"content": [{"type": "text", "text": f"Invalid host tool result: {exc}"}],
+                                           "details": {}}, True)
+
+    def _host_uri_request(self, frame: JsonObject) -> None:
+        request_id = frame.get("id")
+        url = frame.get("url")
+        operation = frame.get("operation")
+        if not isinstance(request_id, str) or self._stopping:
+            return
+        url = url if isinstance(url, str) else ""
+        scheme = url.split(":", 1)[0].strip().lower()
+        uri = self.uris.get(scheme)
+        if uri is None:
+            self._uri_reply(request_id, {"error": f'Host URI scheme "{scheme}://" is not registered'})
+            return
+        cancel = threading.Event()
+        with self.calls_lock:
+            self.calls[request_id] = cancel
+        content = frame.get("content")
+        if not self.pool.submit(self._run_uri, uri, request_id, url, operation,
+                                content if isinstance(content, str) else "", cancel):
+            cancel.set()
+
+    def _run_uri(self, uri: HostUri[Any], request_id: str, url: str, operation: object, content: str,
+                 cancel: threading.Event) -> None:
+        try:
+            try:
+                context = HostUriContext(url=url, operation=cast(Any, operation), _cancel_event=cancel)
+                if operation == "write":
+                    if uri.write is None:
+                        raise RpcError(f'Host URI scheme "{uri.scheme}://" was not registered with a write handler')
+                    uri.write(url, content, context)
+                    reply: JsonObject = {}
+                else:
+                    reply = normalize_read_result(uri.read(url, context))
+                if cancel.is_set():
+                    return
+            except Exception as exc:
+                if cancel.is_set():
+                    return
+                reply = {"error": str(exc)}
+            self._uri_reply(request_id, reply)
+        finally:
+            with self.calls_lock:
+                self.calls.pop(request_id, None)
+
+    def _uri_reply(self, request_id: str, reply: JsonObject) -> None:
+        try:
+            self.handle.call(lib.omprpc_client_host_uri_result, _ffi.encode(request_id, "request id"),
+                             _ffi.dumps(reply))
+        except (TypeError, ValueError) as exc:
+            self._uri_reply(request_id, {"error": f"Host URI result is not JSON: {exc}"})
+        except RpcError as exc:
+            if exc.status in (_ffi.INVALID_ARGUMENT, _ffi.INVALID_JSON) and "error" not in reply:
+                self._uri_reply(request_id, {"error": str(exc)})
+
+    # -- teardown --
+
+    def shutdown(self) -> None:
+        """close → the dispatcher drains the queue (listeners see everything) → join → free."""
+        with self._shutdown_lock:
+            if self._stopping:
+                return
+            self._stopping = True
+        with self.calls_lock:
+            for event in self.calls.values():
+                event.set()
+        self.handle.close()
+        self._cache_records()
+        self.pool.shutdown()
+        if threading.current_thread() is self.thread:
+            with self._shutdown_lock:
+                self._free_on_exit = True  # the dispatcher frees when it leaves its loop
+            return
+        if self.thread.ident is not None:
+            self.thread.join(self.join_timeout)
+        with self._shutdown_lock:
+            if self.thread.ident is not None and not self._dispatcher_done:
+                self._free_on_exit = True
+                return
+        self._release()
+
+    def _cache_records(self) -> None:
+        try:
+            self.stderr_cache = (self.handle.call_out(lib.omprpc_client_stderr) or b"").decode("utf-8", "replace")
+        except RpcError:
+            pass
+        try:
+            self.protocol_errors_cache = self.protocol_errors()
+        except RpcError:
+            pass
+
+    def _release(self) -> None:
+        self.handle.free()
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def stderr(self) -> str:
+        if not self.handle.alive or self._stopping:
+            return self.stderr_cache
+        try:
+            return (self.handle.call_out(lib.omprpc_client_stderr) or b"").decode("utf-8", "replace")
+        except RpcProcessExitError:
+            return self.stderr_cache
+
+    def protocol_errors(self) -> tuple[RpcProtocolError, ...]:
+        records = _loads(self.handle.call_out(lib.omprpc_client_protocol_errors))
+        if not isinstance(records, list):
+            return ()
+        return tuple(RpcProtocolError._from_record(r) for r in records if isinstance(r, dict))
+
+
+# --- the client ------------------------------------------------------------------------------
+
+
+class RpcClient:
+    """A client for ``omp --mode rpc`` (and ``pi --mode rpc``), API-compatible with
+    ``omp_rpc.RpcClient``. Use ``with RpcClient(...) as client:`` or start()/stop().
+
+    Options beyond ``omp_rpc``'s: ``flavor`` ("omp"/"pi"/"auto"), ``system_prompt``,
+    ``extensions``, ``turn_timeout`` (seconds; default for prompt_and_wait / collect_events /
+    wait_for_idle when their ``timeout`` is None; None = no deadline), ``max_host_workers``,
+    ``listener_sync_timeout`` (seconds a lifecycle call waits for listeners to catch up; 0 = do
+    not wait), ``stop_join_timeout`` and ``core_options`` (extra start options for the
+    library, e.g. ``{"stop_grace_ms": 500, "event_queue_capacity": 100000}``).
+    """
+
+    def __init__(
+        self,
+        *,
+        command: Sequence[str] | None = None,
+        executable: str = "omp",
+        provider: str | None = None,
+        model: str | None = None,
+        session_dir: str | Path | None = None,
+        cwd: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        user: int | str | None = None,
+        group: int | str | None = None,
+        extra_groups: Sequence[int | str] | None = None,
+        thinking: ThinkingLevel | None = None,
+        append_system_prompt: str | None = None,
+        provider_session_id: str | None = None,
+        tools: Sequence[str] | None = None,
+        custom_tools: Sequence[HostTool[Any, Any]] | None = None,
+        host_uris: Sequence[HostUri[Any]] | None = None,
+        no_session: bool = False,
+        no_skills: bool = False,
+        no_rules: bool = False,
+        no_title: bool | None = None,
+        rpc_defaults: bool = True,
+        extra_args: Sequence[str] = (),
+        startup_timeout: float | None = 30.0,
+        request_timeout: float | None = 30.0,
+        max_event_history: int | None = 10_000,
+        max_stderr_chunks: int | None = 512,
+        flavor: str | None = None,
+        system_prompt: str | None = None,
+        extensions: Sequence[str] | None = None,
+        turn_timeout: float | None = None,
+        max_host_workers: int = 8,
+        listener_sync_timeout: float = 5.0,
+        stop_join_timeout: float = 30.0,
+        core_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if user is not None or group is not None or extra_groups is not None:
+            raise NotImplementedError(
+                "omprpc does not switch user/group for the agent process; run the host under "
+                "the wanted account instead (user, group and extra_groups must be None)"
+            )
+        self._command = tuple(command) if command is not None else None
+        self._executable = executable
+        self._provider = provider
+        self._model = model
+        self._session_dir = Path(session_dir) if session_dir is not None else None
+        self._cwd = Path(cwd) if cwd is not None else None
+        self._env = {str(k): str(v) for k, v in (env or {}).items()}
+        self._thinking = thinking
+        self._append_system_prompt = append_system_prompt
+        self._provider_session_id = provider_session_id
+        self._tools = tuple(tools) if tools is not None else None
+        self._custom_tools: tuple[HostTool[Any, Any], ...] = tuple(custom_tools or ())
+        self._host_uris: tuple[HostUri[Any], ...] = tuple(host_uris or ())
+        self._no_session = no_session
+        self._no_skills = no_skills
+        self._no_rules = no_rules
+        self._no_title = no_title
+        self._rpc_defaults = rpc_defaults
+        self._extra_args = tuple(extra_args)
+        self._startup_timeout = startup_timeout
+        self._request_timeout = request_timeout
+        self._max_event_history = self._validate_history_limit("max_event_history", max_event_history)
+        self._max_stderr_chunks = self._validate_history_limit("max_stderr_chunks", max_stderr_chunks)
+        self._flavor = flavor
+        self._system_prompt = system_prompt
+        self._extensions = tuple(extensions) if extensions is not None else None
+        self._turn_timeout = turn_timeout
+        self._max_host_workers = max_host_workers
+        self._listener_sync_timeout = listener_sync_timeout
+        self._stop_join_timeout = stop_join_timeout
+        self._core_options = dict(core_options or {})
+
+        self._listeners = _Listeners()
+        self._headless: list[tuple[object, JsonObject]] = []
+        self._session: _Session | None = None
+        self._finalizer: weakref.finalize | None = None
+        self._lifecycle_lock = threading.RLock()
+        self._stderr_text = ""
+        self._protocol_errors: tuple[RpcProtocolError, ...] = ()
+        self._prompt_lifecycle = _PromptLifecycle(self)
+
+    # -- lifecycle --
+
+    def __enter__(self) -> RpcClient:
+        return self.start()
+
+    def __exit__(self, _exc_type: object, _exc: object, _tb: object) -> None:
+        self.stop()
+
+    def _argv_options(self) -> JsonObject:
+        o: JsonObject = {
+            "executable": self._executable,
+            "rpc_defaults": self._rpc_defaults,
+            "no_session": self._no_session,
+            "no_skills": self._no_skills,
+            "no_rules": self._no_rules,
+            "extra_args": list(self._extra_args),
+        }
+        if self._command is not None:
+            o["command"] = list(self._command)
+        for key, value in (
+            ("provider", self._provider),
+            ("model", self._model),
+            ("session_dir", str(self._session_dir) if self._session_dir is not None else None),
+            ("thinking", self._thinking),
+            ("append_system_prompt", self._append_system_prompt),
+            ("provider_session_id", self._provider_session_id),
+            ("no_title", self._no_title),
+            ("flavor", self._flavor),
+            ("system_prompt", self._system_prompt),
+        ):
+            if value is not None:
+                o[key] = value
+        if self._tools is not None:
+            o["tools"] = list(self._tools)
+        if self._extensions is not None:
+            o["extensions"] = list(self._extensions)
+        return o
+
+    def _start_options(self) -> JsonObject:
+        o = self._argv_options()
+        o["inherit_env"] = True
+        if self._env:
+            o["env"] = dict(self._env)
+        if self._cwd is not None:
+            o["cwd"] = str(self._cwd)
+        o["startup_timeout_ms"] = _ms(self._startup_timeout)
+        o["request_timeout_ms"] = _ms(self._request_timeout)
+        o["turn_timeout_ms"] = _ms(self._turn_timeout)
+        o["max_event_history"] = self._max_event_history
+        o["max_stderr_lines"] = self._max_stderr_chunks
+        if self._custom_tools:
+            o["host_tools"] = [tool.to_wire() for tool in self._custom_tools]
+        if self._host_uris:
+            o["host_uri_schemes"] = [uri.to_wire() for uri in self._host_uris]
+        if self._headless:
+            o["ui_policy"] = self._headless[-1][1]
+        o.update(self._core_options)
+        return o
+
+    def start(self) -> RpcClient:
+        """Spawns the agent, waits for it, negotiates protocol v2 when offered and registers
+        host tools / URIs. On any failure nothing is left running."""
+        with self._lifecycle_lock:
+            if self._session is not None:
+                raise RpcError("RPC client is already started")
+            with self._listeners._lock:
+                self._listeners.errors.clear()
+            self._stderr_text = ""
+            self._protocol_errors = ()
+            ptr = _ffi.start(_ffi.dumps(self._start_options()))
+            try:
+                session = _Session(ptr, self._listeners, self._custom_tools, self._host_uris,
+                                   self._max_host_workers, self._listener_sync_timeout,
+                                   self._stop_join_timeout)
+            except BaseException:
+                handle = _ffi.Handle(ptr)
+                handle.close()
+                handle.free()
+                raise
+            self._session = session
+            self._finalizer = weakref.finalize(self, _Session.shutdown, session)
+            session.start()
+            return self
+
+    def stop(self) -> None:
+        """Stops the agent (stdin EOF, grace, SIGTERM, SIGKILL to its process group). Every
+        blocked call returns at once with RpcProcessExitError; listeners have seen every
+        event the agent sent when stop() returns. Idempotent, callable from any thread."""
+        with self._lifecycle_lock:
+            session = self._session
+            if session is None:
+                return
+            self._session = None
+            finalizer, self._finalizer = self._finalizer, None
+        if finalizer is not None:
+            finalizer.detach()
+        session.shutdown()
+        self._stderr_text = session.stderr_cache
+        self._protocol_errors = session.protocol_errors_cache
+
+    def _require(self) -> _Session:
+        session = self._session
+        if session is None:
+            raise RpcError("RPC client is not started")
+        return session
+
+    # -- read-only state --
+
+    @property
+    def stderr(self) -> str:
+        """The agent's last ``max_stderr_chunks`` stderr lines (kept after stop())."""
+        session = self._session
+        if session is None:
+            return self._stderr_text
+        return session.stderr()
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        """The argv start() spawns (built by the library; nothing is started)."""
+        return tuple(json.loads(_ffi.build_argv(_ffi.dumps(self._argv_options()))))
+
+    @property
+    def protocol_errors(self) -> tuple[RpcProtocolError, ...]:
+        session = self._session
+        if session is None:
+            return self._protocol_errors
+        try:
+            return session.protocol_errors()
+        except RpcProcessExitError:
+            return session.protocol_errors_cache
+
+    @property
+    def listener_errors(self) -> tuple[ListenerErrorEvent, ...]:
+        with self._listeners._lock:
+            return tuple(self._listeners.errors)
+
+    @property
+    def is_running(self) -> bool:
+        return self._session is not None
+
+    def info(self) -> dict[str, Any]:
+        """The library's view: pid, argv (system prompts redacted), flavor, protocolVersion,
+        ready frame, closed / closeReason, activeOperation, pendingRequests."""
+        return self._require().info()
+
+    # -- listeners --
+
+    def on_event(self, listener: AgentEventListener) -> Callable[[], None]:
+        return self._listeners.add("event", listener)
+
+    def on_notification(self, listener: NotificationListener) -> Callable[[], None]:
+        return self._listeners.add("notification", listener)
+
+    def on_ready(self, listener: ReadyListener) -> Callable[[], None]:
+        return self._listeners.add("ready", listener)
+
+    def on_ui_request(self, listener: UiRequestListener) -> Callable[[], None]:
+        return self._listeners.add("ui_request", listener)
+
+    def on_extension_error(self, listener: ExtensionErrorListener) -> Callable[[], None]:
+        return self._listeners.add("extension_error", listener)
+
+    def on_protocol_error(self, listener: ProtocolErrorListener) -> Callable[[], None]:
+        return self._listeners.add("protocol_error", listener)
+
+    def on_listener_error(self, listener: ListenerErrorListener) -> Callable[[], None]:
+        return self._listeners.add("listener_error", listener)
+
+    def on_unknown_notification(self, listener: UnknownNotificationListener) -> Callable[[], None]:
+        return self._listeners.add("unknown_notification", listener)
+
+    def on_event_overflow(self, listener: EventOverflowListener) -> Callable[[], None]:
+        """omprpc only: the event queue overflowed and listeners missed ``dropped`` events."""
+        return self._listeners.add("event_overflow", listener)
+
+    def _typed(self, kind: str, listener: Callable[..., None]) -> Callable[[], None]:
+        return self._listeners.add(kind, listener, typed=True)
+
+    def on_agent_start(self, listener: Callable[[AgentStartEvent], None]) -> Callable[[], None]:
+        return self._typed("agent_start", listener)
+
+    def on_agent_end(self, listener: Callable[[AgentEndEvent], None]) -> Callable[[], None]:
+        return self._typed("agent_end", listener)
+
+    def on_turn_start(self, listener: Callable[[TurnStartEvent], None]) -> Callable[[], None]:
+        return self._typed("turn_start", listener)
+
+    def on_turn_end(self, listener: Callable[[TurnEndEvent], None]) -> Callable[[], None]:
+        return self._typed("turn_end", listener)
+
+    def on_message_start(self, listener: Callable[[MessageStartEvent], None]) -> Callable[[], None]:
+        return self._typed("message_start", listener)
+
+    def on_message_update(self, listener: Callable[[MessageUpdateEvent], None]) -> Callable[[], None]:
+        return self._typed("message_update", listener)
+
+    def on_message_end(self, listener: Callable[[MessageEndEvent], None]) -> Callable[[], None]:
+        return self._typed("message_end", listener)
+
+    def on_tool_execution_start(self, listener: Callable[[ToolExecutionStartEvent], None]) -> Callable[[], None]:
+        return self._typed("tool_execution_start", listener)
+
+    def on_tool_execution_update(self, listener: Callable[[ToolExecutionUpdateEvent], None]) -> Callable[[], None]:
+        return self._typed("tool_execution_update", listener)
+
+    def on_tool_execution_end(self, listener: Callable[[ToolExecutionEndEvent], None]) -> Callable[[], None]:
+        return self._typed("tool_execution_end", listener)
+
+    def on_auto_compaction_start(self, listener: Callable[[AutoCompactionStartEvent], None]) -> Callable[[], None]:
+        return self._typed("auto_compaction_start", listener)
+
+    def on_auto_compaction_end(self, listener: Callable[[AutoCompactionEndEvent], None]) -> Callable[[], None]:
+        return self._typed("auto_compaction_end", listener)
+
+    def on_auto_retry_start(self, listener: Callable[[AutoRetryStartEvent], None]) -> Callable[[], None]:
+        return self._typed("auto_retry_start", listener)
+
+    def on_auto_retry_end(self, listener: Callable[[AutoRetryEndEvent], None]) -> Callable[[], None]:
+        return self._typed("auto_retry_end", listener)
+
+    def on_retry_fallback_applied(self, listener: Callable[[RetryFallbackAppliedEvent], None]) -> Callable[[], None]:
+        return self._typed("retry_fallback_applied", listener)
+
+    def on_retry_fallback_succeeded(
+        self, listener: Callable[[RetryFallbackSucceededEvent], None]
+    ) -> Callable[[], None]:
+        return self._typed("retry_fallback_succeeded", listener)
+
+    def on_ttsr_triggered(self, listener: Callable[[TtsrTriggeredEvent], None]) -> Callable[[], None]:
+        return self._typed("ttsr_triggered", listener)
+
+    def on_todo_reminder(self, listener: Callable[[TodoReminderEvent], None]) -> Callable[[], None]:
+        return self._typed("todo_reminder", listener)
+
+    def on_todo_auto_clear(self, listener: Callable[[TodoAutoClearEvent], None]) -> Callable[[], None]:
+        return self._typed("todo_auto_clear", listener)
+
+    # -- UI --
+
+    def install_headless_ui(
+        self,
+        *,
+        on_request: UiRequestListener | None = None,
+        confirm: bool = False,
+        select_value: str | None = None,
+        input_value: str | None = None,
+        editor_value: str | None = None,
+    ) -> Callable[[], None]:
+        """Answers UI requests inside the library, with no round trip through Python: confirm
+        → ``confirm``; select / input / editor → the given value, else cancelled; any other
+        method that is not passive (e.g. a later ``ask``) → cancelled. ``on_request`` sees
+        every UI request (passive ones too) on the dispatcher thread. The most recent active
+        installation decides; the returned function uninstalls this one."""
+        policy: JsonObject = {"confirm": bool(confirm), "select": select_value, "input": input_value,
+                              "editor": editor_value}
+        token = object()
+        unsubscribe_listener: Callable[[], None] | None = None
+        if on_request is not None:
+            callback = on_request
+            listeners = self._listeners
+
+            def handle(request: ExtensionUiRequest) -> None:
+                try:
+                    callback(request)
+                except Exception as exc:
+                    listeners.record_error(ListenerErrorEvent("headless_ui_request", request.type, callback, exc))
+
+            unsubscribe_listener = self._listeners.add("ui_request", handle)
+        with self._lifecycle_lock:
+            self._headless.append((token, policy))
+            self._apply_ui_policy()
+
+        def uninstall() -> None:
+            if unsubscribe_listener is not None:
+                unsubscribe_listener()
+            with self._lifecycle_lock:
+                before = len(self._headless)
+                self._headless = [entry for entry in self._headless if entry[0] is not token]
+                if len(self._headless) != before:
+                    self._apply_ui_policy()
+
+        return uninstall
+
+    def _apply_ui_policy(self) -> None:
+        session = self._session
+        if session is None:
+            return
+        policy = _ffi.dumps(self._headless[-1][1]) if self._headless else None
+        try:
+            session.handle.call(lib.omprpc_client_set_ui_policy, policy)
+        except RpcProcessExitError:
+            pass
+
+    def next_ui_request(self, timeout: float | None = None) -> ExtensionUiRequest:
+        """The next UI request that needs an answer (select, confirm, input, editor, or an
+        unknown non-passive method). ``timeout=None`` waits without a deadline; stop() wakes it
+        (RpcProcessExitError)."""
+        session = self._require()
+        data = _loads(session.handle.call_out(lib.omprpc_client_next_ui_request, _ms(timeout)))
+        return parse_extension_ui_request(data if isinstance(data, dict) else {})
+
+    def send_ui_value(self, request_id: str, value: str) -> None:
+        self._require().handle.call(lib.omprpc_client_ui_send_value, _ffi.encode(request_id, "request_id"),
+                                    _ffi.encode(value, "value"))
+
+    def send_ui_confirmation(self, request_id: str, confirmed: bool) -> None:
+        self._require().handle.call(lib.omprpc_client_ui_send_confirmation,
+                                    _ffi.encode(request_id, "request_id"), bool(confirmed))
+
+    def cancel_ui_request(self, request_id: str, *, timed_out: bool = False) -> None:
+        self._require().handle.call(lib.omprpc_client_ui_cancel, _ffi.encode(request_id, "request_id"),
+                                    bool(timed_out))
+
+    def send_widget_layout(
+        self,
+        widget_key: str,
+        *,
+        visible: bool,
+        available_width: int,
+        visible_rows: int,
+        hidden_blocks: Sequence[str] | None = None,
+    ) -> None:
+        frame: JsonObject = {
+            "type": "widget_layout",
+            "widgetKey": widget_key,
+            "visible": visible,
+            "availableWidth": available_width,
+            "visibleRows": visible_rows,
+        }
+        if hidden_blocks is not None:
+            frame["hiddenBlocks"] = list(hidden_blocks)
+        self.send_frame(frame)
+
+    def send_frame(self, frame: Mapping[str, Any]) -> None:
+        """Writes one frame as is (no id, no response awaited)."""
+        self._require().handle.call(lib.omprpc_client_send_frame, _ffi.dumps(dict(frame)))
+
+    # -- requests --
+
+    def _request_data(self, command_type: str, payload: Mapping[str, Any] | None = None) -> Any:
+        session = self._require()
+        params = {k: v for k, v in (payload or {}).items() if v is not None}
+        data = session.handle.call_out(
+            lib.omprpc_client_request,
+            _ffi.encode(command_type, "command type"),
+            _ffi.dumps(params) if params else None,
+            _ffi.TIMEOUT_DEFAULT,
+        )
+        return _loads(data)
+
+    def _request(self, command_type: str, **payload: Any) -> JsonObject:
+        data = self._request_data(command_type, payload)
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            raise RpcError("RPC response payload must be an object")
+        return data
+
+    def request_raw(self, command_type: str, **payload: JsonValue) -> JsonObject:
+        """Any command; keyword arguments that are None are left out. Returns ``data``."""
+        return self._request(command_type, **payload)
+
+    def get_state(self) -> SessionState:
+        return parse_session_state(self._request("get_state"))
+
+    def set_fast_mode(self, enabled: bool) -> FastModeResult:
+        return parse_fast_mode_result(self._request("set_fast_mode", enabled=enabled))
+
+    def set_model(self, provider: str, model_id: str) -> ModelInfo:
+        model = parse_model_info(self._request("set_model", provider=provider, modelId=model_id) or None)
+        if model is None:
+            raise RpcError("set_model returned an empty payload")
+        return model
+
+    def cycle_model(self) -> ModelCycleResult | None:
+        """None when there is no other model (the agent answers null)."""
+        return parse_model_cycle_result(self._request_data("cycle_model"))
+
+    def get_available_models(self) -> tuple[ModelInfo, ...]:
+        models = self._request("get_available_models").get("models")
+        if not isinstance(models, list):
+            return ()
+        return tuple(m for m in (parse_model_info(item) for item in models) if m is not None)
+
+    def set_thinking_level(self, level: ThinkingLevel) -> None:
+        self._request("set_thinking_level", level=level)
+
+    def cycle_thinking_level(self) -> ThinkingLevelCycleResult | None:
+        return parse_thinking_level_cycle_result(self._request_data("cycle_thinking_level"))
+
+    def set_steering_mode(self, mode: SteeringMode) -> None:
+        self._request("set_steering_mode", mode=mode)
+
+    def set_follow_up_mode(self, mode: SteeringMode) -> None:
+        self._request("set_follow_up_mode", mode=mode)
+
+    def set_interrupt_mode(self, mode: InterruptMode) -> None:
+        self._request("set_interrupt_mode", mode=mode)
+
+    def compact(self, custom_instructions: str | None = None) -> CompactionResult:
+        return parse_compaction_result(self._request("compact", customInstructions=custom_instructions))
+
+    def set_auto_compaction(self, enabled: bool) -> None:
+        self._request("set_auto_compaction", enabled=enabled)
+
+    def set_auto_retry(self, enabled: bool) -> None:
+        self._request("set_auto_retry", enabled=enabled)
+
+    def abort_retry(self) -> None:
+        self._request("abort_retry")
+
+    def bash(self, command: str) -> BashResult:
+        return parse_bash_result(self._request("bash", command=command))
+
+    def abort_bash(self) -> None:
+        self._request("abort_bash")
+
+    def get_session_stats(self) -> SessionStats:
+        return parse_session_stats(self._request("get_session_stats"))
+
+    def export_html(self, output_path: str | Path | None = None) -> Path:
+        payload = self._request("export_html", outputPath=str(output_path) if output_path is not None else None)
+        path = payload.get("path")
+        if not isinstance(path, str):
+            raise RpcError("export_html response did not include a path")
+        return Path(path)
+
+    def new_session(self, parent_session: str | None = None) -> CancellationResult:
+        return parse_cancellation_result(self._request("new_session", parentSession=parent_session))
+
+    def switch_session(self, session_path: str | Path) -> CancellationResult:
+        return parse_cancellation_result(self._request("switch_session", sessionPath=str(session_path)))
+
+    def branch(self, entry_id: str) -> BranchResult:
+        return parse_branch_result(self._request("branch", entryId=entry_id))
+
+    def get_branch_messages(self) -> tuple[BranchMessage, ...]:
+        return parse_branch_messages(self._request("get_branch_messages"))
+
+    def get_last_assistant_text(self) -> str | None:
+        value = self._request("get_last_assistant_text").get("text")
+        return value if isinstance(value, str) else None
+
+    def set_session_name(self, name: str) -> None:
+        self._request("set_session_name", name=name)
+
+    def get_todos(self) -> tuple[TodoPhase, ...]:
+        return self.get_state().todo_phases
+
+    def set_todos(self, todos: Sequence[TodoSeed | TodoPhaseSeed]) -> tuple[TodoPhase, ...]:
+        phases = _normalize_todo_phases(todos)
+        return parse_todo_phases(self._request("set_todos", phases=phases).get("todoPhases"))
+
+    def clear_todos(self) -> tuple[TodoPhase, ...]:
+        return self.set_todos(())
+
+    def get_messages(self) -> tuple[AgentMessage, ...]:
+        """The session's messages. Under protocol v2 the pages of ``get_messages_page`` are
+        walked (falling back to ``get_messages`` when the session is busy or a cursor goes
+        stale); under v1 ``get_messages`` is used."""
+        session = self._require()
+        if session.protocol_version == 2:
+            try:
+                messages: list[AgentMessage] = []
+                seen: set[str] = set()
+                total: int | None = None
+                cursor: str | None = None
+                while True:
+                    page = self.get_messages_page(cursor=cursor, limit=256)
+                    if total is not None and page.total_messages != total:
+                        raise RpcError("RPC message pagination returned an inconsistent total")
+                    total = page.total_messages
+                    messages.extend(page.messages)
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        break
+                    if cursor in seen:
+                        raise RpcError("RPC message pagination repeated a cursor")
+                    seen.add(cursor)
+                if len(messages) != total:
+                    raise RpcError("RPC message pagination ended before the advertised total")
+                return tuple(messages)
+            except RpcCommandError as error:
+                if error.command != "get_messages_page" or not (
+                    error.code in _MESSAGES_PAGE_FALLBACK_CODES or error.error in _MESSAGES_PAGE_FALLBACK_ERRORS
+                ):
+                    raise
+        return parse_agent_messages(self._request("get_messages").get("messages"))
+
+    def get_messages_page(self, *, cursor: str | None = None, limit: int | None = None) -> MessagesPage:
+        payload = self._request("get_messages_page", cursor=cursor, limit=limit)
+        total = payload.get("totalMessages")
+        if not isinstance(total, int) or isinstance(total, bool) or total < 0:
+            raise RpcError("get_messages_page response has an invalid totalMessages")
+        next_cursor = payload.get("nextCursor")
+        if next_cursor is not None and not isinstance(next_cursor, str):
+            raise RpcError("get_messages_page response has an invalid nextCursor")
+        return MessagesPage(
+            messages=parse_agent_messages(payload.get("messages")), total_messages=total, next_cursor=next_cursor
+        )
+
+    def set_custom_tools(self, tools: Sequence[HostTool[Any, Any]]) -> tuple[str, ...]:
+        """Registers host tools (replacing the set). Before start() they are only stored."""
+        self._custom_tools = tuple(tools)
+        session = self._session
+        if session is None:
+            return tuple(tool.name for tool in self._custom_tools)
+        session.tools = {t.name: t for t in self._custom_tools}
+        data = _loads(session.handle.call_out(
+            lib.omprpc_client_set_host_tools, _ffi.dumps([t.to_wire() for t in self._custom_tools]),
+            _ffi.TIMEOUT_DEFAULT))
+        names = data.get("toolNames") if isinstance(data, dict) else None
+        if names is None:
+            names = []
+        if not isinstance(names, list):
+            raise RpcError("set_host_tools response did not include toolNames")
+        return tuple(str(name) for name in names)
+
+    def set_host_uris(self, host_uris: Sequence[HostUri[Any]]) -> tuple[str, ...]:
+        """Registers host URI schemes (replacing the set). Before start() only stored."""
+        self._host_uris = tuple(host_uris)
+        session = self._session
+        if session is None:
+            return tuple(uri.scheme for uri in self._host_uris)
+        session.uris = {u.scheme: u for u in self._host_uris}
+        data = _loads(session.handle.call_out(
+            lib.omprpc_client_set_host_uri_schemes, _ffi.dumps([u.to_wire() for u in self._host_uris]),
+            _ffi.TIMEOUT_DEFAULT))
+        schemes = data.get("schemes") if isinstance(data, dict) else None
+        if schemes is None:
+            schemes = []
+        if not isinstance(schemes, list):
+            raise RpcError("set_host_uri_schemes response did not include schemes")
+        return tuple(str(entry) for entry in schemes)
+
+    # -- prompts --
+
+    @staticmethod
+    def _prompt_options(images: Sequence[ImageContent] | None,
+                        streaming_behavior: StreamingBehavior | None = None) -> bytes | None:
+        options: JsonObject = {}
+        if images is not None:
+            options["images"] = list(images)
+        if streaming_behavior is not None:
+            options["streamingBehavior"] = streaming_behavior
+        return _ffi.dumps(options) if options else None
+
+    def prompt(
+        self,
+        message: str,
+        *,
+        images: Sequence[ImageContent] | None = None,
+        streaming_behavior: StreamingBehavior | None = None,
+    ) -> str:
+        """Sends ``prompt``; returns its request id once the agent acknowledged it."""
+        session = self._require()
+        rid = session.handle.call_out(lib.omprpc_client_prompt, _ffi.encode(message, "message"),
+                                      self._prompt_options(images, streaming_behavior), _ffi.TIMEOUT_DEFAULT)
+        return (rid or b"").decode()
+
+    def abort_and_prompt(self, message: str, *, images: Sequence[ImageContent] | None = None) -> str:
+        session = self._require()
+        rid = session.handle.call_out(lib.omprpc_client_abort_and_prompt, _ffi.encode(message, "message"),
+                                      self._prompt_options(images), _ffi.TIMEOUT_DEFAULT)
+        return (rid or b"").decode()
+
+    def steer(self, message: str, *, images: Sequence[ImageContent] | None = None) -> None:
+        self._request("steer", message=message, images=list(images) if images is not None else None)
+
+    def follow_up(self, message: str, *, images: Sequence[ImageContent] | None = None) -> None:
+        self._request("follow_up", message=message, images=list(images) if images is not None else None)
+
+    def abort(self) -> None:
+        self._request("abort")
+
+    def _turn_ms(self, timeout: float | None) -> int:
+        return _ms(timeout) if timeout is not None else _ffi.TIMEOUT_DEFAULT
+
+    def prompt_and_wait(
+        self,
+        message: str,
+        *,
+        images: Sequence[ImageContent] | None = None,
+        streaming_behavior: StreamingBehavior | None = None,
+        timeout: float | None = None,
+    ) -> PromptTurn:
+        """Prompts and waits until *that* prompt completes (its run's terminal ``agent_end``,
+        a ``prompt_result``, or ``agentInvoked:false``). ``timeout=None`` means the
+        ``turn_timeout`` option, which defaults to no deadline."""
+        session = self._require()
+        mark = session.sync_mark()
+        status, ptr, err = session.handle.call_raw(
+            lib.omprpc_client_prompt_and_wait, _ffi.encode(message, "message"),
+            self._prompt_options(images, streaming_behavior), self._turn_ms(timeout))
+        if status != _ffi.OK:
+            raise _ffi.error_from(status, err)
+        if not ptr:
+            raise RpcError("the library returned no turn")
+        turn = _parse_turn(_ffi.OwnedString(ptr))
+        session.settle(mark, expect_terminal=turn.agent_invoked and turn.prompt_result is None)
+        return turn
+
+    def collect_events(self, timeout: float | None = None) -> tuple[RpcNotification, ...]:
+        """Events from now through the next terminal ``agent_end`` (typed)."""
+        session = self._require()
+        mark = session.sync_mark()
+        data = _loads(session.handle.call_out(lib.omprpc_client_collect_events, self._turn_ms(timeout)))
+        events = tuple(to_notification(p) for p in (data if isinstance(data, list) else ()))
+        session.settle(mark, expect_terminal=True)
+        return events
+
+    def wait_for_idle(self, timeout: float | None = None) -> None:
+        """Waits until every accepted prompt has completed; raises the first late prompt
+        failure recorded since the last prompt."""
+        session = self._require()
+        mark = session.sync_mark()
+        session.handle.call(lib.omprpc_client_wait_for_idle, self._turn_ms(timeout))
+        session.settle(mark, expect_terminal=False)
+
+    @staticmethod
+    def _validate_history_limit(name: str, limit: int | None) -> int | None:
+        if limit is None:
+            return None
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError(f"{name} must be an int or None")
+        if limit <= 0:
+            raise ValueError(f"{name} must be greater than zero")
+        return limit
+
+
+# --- set_todos normalisation ---------------------------------------------------------------------
+
+
+def _normalize_todo_phases(todos: Sequence[TodoSeed | TodoPhaseSeed]) -> list[JsonObject]:
+    """omp_rpc's set_todos input rules (spec §4.4), with status ``blocked`` accepted."""
+    if isinstance(todos, (str, bytes)):
+        raise RpcError("set_todos() takes a sequence of todo items or phases, not a string")
+    if len(todos) == 0:
+        return []
+    counter = 0
+
+    def next_task() -> str:
+        nonlocal counter
+        counter += 1
+        return f"task-{counter}"
+
+    def opt(value: object) -> str | None:
+        return value if isinstance(value, str) else None
+
+    def item(seed: object) -> JsonObject:
+        if isinstance(seed, str):
+            return {"id": next_task(), "content": seed, "status": "pending"}
+        if isinstance(seed, TodoItem):
+            if seed.status not in TODO_STATUSES:
+                raise RpcError(f"Unsupported todo status: {seed.status}")
+            if not seed.content.strip():
+                raise RpcError("Todo items must provide a non-empty 'content' value")
+            return {"id": seed.id or next_task(), "content": seed.content, "status": seed.status,
+                    "notes": seed.notes, "details": seed.details, "blocker": seed.blocker}
+        if not isinstance(seed, Mapping):
+            raise RpcError(f"Unsupported todo item: {seed!r}")
+        content = seed.get("content")
+        if not isinstance(content, str) or not content.strip():
+            raise RpcError("Todo items must provide a non-empty 'content' value")
+        raw_status = seed.get("status")
+        if isinstance(raw_status, str):
+            if raw_status not in TODO_STATUSES:
+                raise RpcError(f"Unsupported todo status: {raw_status}")
+            status = raw_status
+        else:
+            status = "pending"
+        raw_id = seed.get("id")
+        return {
+            "id": raw_id if isinstance(raw_id, str) and raw_id else next_task(),
+            "content": content,
+            "status": status,
+            "notes": opt(seed.get("notes")),
+            "details": opt(seed.get("details")),
+            "blocker": opt(seed.get("blocker")),
+        }
+
+    def is_phase(seed: object) -> bool:
+        if isinstance(seed, TodoPhase):
+            return True
+        if not isinstance(seed, Mapping):
+            return False
+        return "tasks" in seed or ("name" in seed and "content" not in seed)
+
+    def phase(seed: object, index: int) -> JsonObject:
+        if isinstance(seed, TodoPhase):
+            if not seed.name.strip():
+                raise RpcError("Todo phases must provide a non-empty 'name' value")
+            return {"id": seed.id or f"phase-{index}", "name": seed.name, "tasks": [item(t) for t in seed.tasks]}
+        assert isinstance(seed, Mapping)
+        name = seed.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise RpcError("Todo phases must provide a non-empty 'name' value")
+        raw_tasks = seed.get("tasks") or ()
+        if not isinstance(raw_tasks, Iterable) or isinstance(raw_tasks, (str, bytes, Mapping)):
+            raise RpcError("Todo phase 'tasks' must be a sequence")
+        raw_id = seed.get("id")
+        return {"id": raw_id if isinstance(raw_id, str) and raw_id else f"phase-{index}", "name": name,
+                "tasks": [item(t) for t in raw_tasks]}
+
+    if any(is_phase(t) for t in todos):
+        phases = []
+        for index, seed in enumerate(todos, start=1):
+            if not is_phase(seed):
+                raise RpcError("Cannot mix flat todo items with todo phases in one set_todos() call")
+            phases.append(phase(seed, index))
+        return phases
+    return [{"id": "phase-1", "name": "Todos", "tasks": [item(t) for t in todos]}]

@@ -1,0 +1,90 @@
+"""The exception classes of omprpc (the same names and attributes as ``omp_rpc``).
+
+Every error raised from a C status carries ``status`` (the ``omprpc_status`` number, or
+``None`` when the error did not come from the library) and ``status_name``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+__all__ = [
+    "RpcError",
+    "RpcTimeoutError",
+    "RpcProcessExitError",
+    "RpcConcurrencyError",
+    "RpcCommandError",
+    "RpcProtocolError",
+]
+
+
+class RpcError(RuntimeError):
+    """Base exception of the omprpc Python binding."""
+
+    status: int | None = None
+    status_name: str | None = None
+
+
+class RpcTimeoutError(RpcError):
+    """A deadline passed (start-up, a request, a turn, a UI request). The client stays usable."""
+
+
+class RpcProcessExitError(RpcError):
+    """The agent exited, closed its output, or the client was stopped."""
+
+
+class RpcConcurrencyError(RpcError):
+    """A second prompt-lifecycle collector (prompt_and_wait, collect_events, wait_for_idle)."""
+
+
+class RpcCommandError(RpcError):
+    """The agent answered ``success: false`` (also a late prompt failure).
+
+    ``command`` is the command, ``error`` the agent's text, ``code`` its machine code if any.
+    """
+
+    def __init__(self, command: str, error: str, code: str | None = None):
+        super().__init__(f"{command}: {error}")
+        self.command = command
+        self.error = error
+        self.code = code
+
+
+class RpcProtocolError(RpcError):
+    """An unmatched error response or another protocol fault the library recorded.
+
+    These are reported (``client.protocol_errors``, ``on_protocol_error``), never raised.
+    ``payload`` is the offending frame (or the library's record when there is no frame),
+    ``record`` the library's full record.
+    """
+
+    def __init__(self, payload: Mapping[str, Any], *, message: str | None = None,
+                 record: Mapping[str, Any] | None = None):
+        self.payload: dict[str, Any] = dict(payload)
+        self.record: dict[str, Any] = dict(record) if record is not None else dict(payload)
+        command = payload.get("command")
+        request_id = payload.get("id")
+        error = payload.get("error")
+        if record is not None:
+            command = record.get("command", command) or command
+            request_id = record.get("requestId", request_id) or request_id
+        self.command: str | None = command if isinstance(command, str) and command else None
+        self.request_id: str | None = request_id if isinstance(request_id, str) else None
+        self.remote_error: str | None = error if isinstance(error, str) else None
+        if message is None:
+            fragments = ["Received unmatched RPC error response"]
+            if self.command:
+                fragments.append(f"for {self.command}")
+            if self.request_id:
+                fragments.append(f"(id={self.request_id})")
+            if self.remote_error:
+                fragments.append(f": {self.remote_error}")
+            message = " ".join(fragments)
+        super().__init__(message)
+
+    @classmethod
+    def _from_record(cls, record: Mapping[str, Any]) -> RpcProtocolError:
+        frame = record.get("frame")
+        payload = frame if isinstance(frame, dict) else record
+        message = record.get("message")
+        return cls(payload, message=message if isinstance(message, str) else None, record=record)

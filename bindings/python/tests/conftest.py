@@ -1,0 +1,74 @@
+"""Shared fixtures: the project's fake agent (env OMPRPC_FAKE_AGENT, default
+<repo>/target/debug/omprpc-fake-agent) and a client factory that always stops its clients."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+PACKAGE_ROOT = HERE.parent
+REPO = PACKAGE_ROOT.parents[1]
+
+if str(PACKAGE_ROOT) not in sys.path:  # run from a checkout without installing
+    sys.path.insert(0, str(PACKAGE_ROOT))
+
+from omprpc import RpcClient  # noqa: E402
+
+
+def fake_agent_path() -> str:
+    path = os.environ.get("OMPRPC_FAKE_AGENT") or str(REPO / "target" / "debug" / "omprpc-fake-agent")
+    if not Path(path).is_file():
+        pytest.fail(
+            f"the fake agent {path} does not exist: run `cargo build --bin omprpc-fake-agent` "
+            "or set OMPRPC_FAKE_AGENT",
+            pytrace=False,
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def fake_agent() -> str:
+    return fake_agent_path()
+
+
+def agent_command(fake: str, scenario: str | None = None, *, flavor: str | None = None, v2: bool = False,
+                  extra: tuple[str, ...] = ()) -> list[str]:
+    cmd = [fake]
+    if scenario:
+        cmd += ["--scenario", scenario]
+    if flavor:
+        cmd += ["--flavor", flavor]
+    if v2:
+        cmd.append("--v2")
+    return cmd + list(extra)
+
+
+MakeClient = Callable[..., RpcClient]
+
+
+@pytest.fixture
+def make_client(fake_agent: str) -> Iterator[MakeClient]:
+    """make_client(scenario=None, *, flavor=None, v2=False, start=True, **RpcClient kwargs)."""
+    made: list[RpcClient] = []
+
+    def factory(scenario: str | None = None, *, flavor: str | None = None, v2: bool = False,
+                start: bool = True, **kwargs: Any) -> RpcClient:
+        kwargs.setdefault("startup_timeout", 10.0)
+        kwargs.setdefault("request_timeout", 10.0)
+        if flavor is not None:
+            kwargs.setdefault("flavor", flavor)
+        kwargs.setdefault("core_options", {"stop_grace_ms": 2000, "kill_grace_ms": 1000})
+        client = RpcClient(command=agent_command(fake_agent, scenario, flavor=flavor, v2=v2), **kwargs)
+        made.append(client)
+        if start:
+            client.start()
+        return client
+
+    yield factory
+    for client in made:
+        client.stop()

@@ -1,0 +1,900 @@
+//! `make bench`: the driver of omprpc's benchmark, and the Rust floors measured beside it.
+//!
+//! ```text
+//! bench_run all --bench BIN --agent AGENT --lib LIBOMPRPC_SO --out DIR --repo DIR [--runs N]
+//! bench_run parse FILE                       serde_json parse loop over FILE's lines (floor)
+//! bench_run rtt AGENT COUNT [--pin CPU]      raw get_state write/read-line/parse loop (floor)
+//! ```
+//!
+//! `all` produces the input files once with the fake agent, then runs every workload and every
+//! floor `--runs` times (default 5), each run in its own process, and reports the medians: a
+//! table on stdout, `DIR/results.md` and `DIR/results.json` (every run's figures too). The
+//! workloads through the C API are `bench/omprpc_bench.c` (BIN); the bindings' benchmarks are
+//! optional scripts (see bench/README.md). A workload that fails is reported as failed and
+//! makes the exit status 1; a missed target does not (this measures, it does not gate).
+//!
+//! The floors print the same `key=value` line as the C workloads: `secs` is the timed part,
+//! `hwm_kib` the process's peak RSS (VmHWM).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+type Figures = BTreeMap<String, f64>;
+
+const BURST_EVENTS: u64 = 100_000;
+/// agent_start, turn_start, message_start, the updates, message_end, turn_end, agent_end.
+const BURST_EXTRA_EVENTS: u64 = 6;
+const HUGE_SIZES: [u64; 2] = [16 << 20, 64 << 20];
+const RTT_COUNT: u64 = 2000;
+const CLIENTS: u64 = 100;
+const CLIENT_BURST: u64 = 10_000;
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("parse") if args.len() == 2 => floor_parse(Path::new(&args[1])),
+        Some("rtt") if args.len() >= 3 => {
+            let pin = match args.get(3).map(String::as_str) {
+                Some("--pin") => Some(args.get(4).and_then(|c| c.parse().ok()).expect("--pin CPU")),
+                _ => None,
+            };
+            floor_rtt(&args[1], args[2].parse().expect("COUNT"), pin)
+        }
+        Some("all") => std::process::exit(drive(Config::parse(&args[1..]))),
+        _ => {
+            eprintln!("usage: bench_run all --bench BIN --agent AGENT --lib SO --out DIR --repo DIR [--runs N]");
+            eprintln!("       bench_run parse FILE | bench_run rtt AGENT COUNT [--pin CPU]");
+            std::process::exit(2);
+        }
+    }
+}
+
+// --- floors -------------------------------------------------------------------------------
+
+/// VmHWM of this process, in KiB.
+fn hwm_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Reads FILE line by line (as a pipe consumer would) and parses each line into a
+/// `serde_json::Value`: what a plain JSON-lines client does at the least.
+fn floor_parse(path: &Path) {
+    let t0 = Instant::now();
+    let mut r = BufReader::with_capacity(256 * 1024, File::open(path).expect("open input"));
+    let mut line = Vec::new();
+    let (mut lines, mut bytes) = (0u64, 0u64);
+    loop {
+        line.clear();
+        let n = r.read_until(b'\n', &mut line).expect("read input");
+        if n == 0 {
+            break;
+        }
+        bytes += n as u64;
+        let body = line.strip_suffix(b"\n").unwrap_or(&line);
+        if body.is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_slice(body).expect("every line is JSON");
+        std::hint::black_box(&v);
+        lines += 1;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    println!("secs={secs:.6} lines={lines} bytes={bytes} hwm_kib={}", hwm_kib());
+}
+
+fn pin_to(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET and sched_setaffinity only read
+    // and write that local set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            eprintln!("bench_run: sched_setaffinity: {}", std::io::Error::last_os_error());
+        }
+    }
+}
+
+/// Nearest-rank percentile of sorted values.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let k = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[k - 1]
+}
+
+/// The same process model as the client (this process, the agent as its child, two pipes),
+/// with nothing in between: write the request, read one line, parse it.
+fn floor_rtt(agent: &str, count: usize, pin: Option<usize>) {
+    if let Some(cpu) = pin {
+        pin_to(cpu);
+    }
+    let mut child = Command::new(agent)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the fake agent");
+    let mut w = child.stdin.take().unwrap();
+    let mut r = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    r.read_line(&mut line).expect("ready line");
+    let mut round_trip = |i: usize, line: &mut String| {
+        // ChildStdin is unbuffered: one write(2), as the client does.
+        w.write_all(format!("{{\"id\":\"r{i}\",\"type\":\"get_state\"}}\n").as_bytes()).expect("write");
+        line.clear();
+        r.read_line(line).expect("read");
+        let v: Value = serde_json::from_str(line).expect("response is JSON");
+        assert!(v["success"] == true && v["data"].is_object(), "unexpected response {line}");
+    };
+    for i in 0..100 {
+        round_trip(i, &mut line);
+    }
+    let mut lat = Vec::with_capacity(count);
+    for i in 0..count {
+        let t0 = Instant::now();
+        round_trip(100 + i, &mut line);
+        lat.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    drop(round_trip);
+    drop(w);
+    let _ = child.wait();
+    let mean = lat.iter().sum::<f64>() / count as f64;
+    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "count={count} p50_us={:.2} p99_us={:.2} mean_us={mean:.2} max_us={:.2} hwm_kib={}",
+        percentile(&lat, 0.50),
+        percentile(&lat, 0.99),
+        lat[count - 1],
+        hwm_kib()
+    );
+}
+
+// --- the driver -------------------------------------------------------------------------
+
+struct Config {
+    bench: String,
+    agent: String,
+    lib: String,
+    out: PathBuf,
+    repo: PathBuf,
+    runs: usize,
+}
+
+impl Config {
+    fn parse(args: &[String]) -> Config {
+        let get = |name: &str| {
+            args.iter()
+                .position(|a| a == name)
+                .and_then(|i| args.get(i + 1))
+                .cloned()
+                .unwrap_or_else(|| panic!("bench_run all: {name} is required"))
+        };
+        let runs = args
+            .iter()
+            .position(|a| a == "--runs")
+            .and_then(|i| args.get(i + 1))
+            .map(|r| r.parse().expect("--runs N"))
+            .unwrap_or(5usize)
+            .max(1);
+        let abs = |p: String| std::fs::canonicalize(&p).unwrap_or_else(|e| panic!("{p}: {e}")).display().to_string();
+        let out = PathBuf::from(get("--out"));
+        std::fs::create_dir_all(&out).expect("create the output directory");
+        Config {
+            bench: abs(get("--bench")),
+            agent: abs(get("--agent")),
+            lib: abs(get("--lib")),
+            out: std::fs::canonicalize(&out).unwrap(),
+            repo: PathBuf::from(abs(get("--repo"))),
+            runs,
+        }
+    }
+}
+
+/// One command's run: wall time, output, success.
+struct Ran {
+    wall: f64,
+    stdout: String,
+    stderr: String,
+    ok: bool,
+}
+
+/// Runs `cmd` to completion (killed after `timeout`), timing it from spawn to exit.
+fn run(cmd: &[String], env: &[(&str, String)], cwd: Option<&Path>, timeout: Duration) -> Ran {
+    let mut c = Command::new(&cmd[0]);
+    c.args(&cmd[1..]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    if let Some(d) = cwd {
+        c.current_dir(d);
+    }
+    let t0 = Instant::now();
+    let mut child = match c.spawn() {
+        Ok(ch) => ch,
+        Err(e) => return Ran { wall: 0.0, stdout: String::new(), stderr: format!("cannot run {}: {e}", cmd[0]), ok: false },
+    };
+    let pipe = |mut p: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = p.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = pipe(Box::new(child.stdout.take().unwrap()));
+    let err = pipe(Box::new(child.stderr.take().unwrap()));
+    let (status, wall) = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break (Some(st), t0.elapsed().as_secs_f64()),
+            Ok(None) if t0.elapsed() > timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break (None, t0.elapsed().as_secs_f64());
+            }
+            Ok(None) => std::thread::sleep(Duration::from_micros(100)),
+            Err(_) => break (None, t0.elapsed().as_secs_f64()),
+        }
+    };
+    let stdout = out.join().unwrap_or_default();
+    let mut stderr = err.join().unwrap_or_default();
+    if status.is_none() {
+        stderr.push_str(&format!("\n(killed after {} s)", timeout.as_secs()));
+    }
+    Ran { wall, stdout, stderr, ok: status.is_some_and(|s| s.success()) }
+}
+
+/// The `key=value` pairs of the last output line that has any.
+fn figures(stdout: &str) -> Figures {
+    let line = stdout.lines().rev().find(|l| l.contains('=')).unwrap_or("");
+    line.split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .filter_map(|(k, v)| v.parse::<f64>().ok().map(|v| (k.to_string(), v)))
+        .collect()
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+/// One measured thing: every run's figures, or why it has none.
+struct Row {
+    label: String,
+    runs: Vec<Figures>,
+    /// "not available …" or "failed: …".
+    note: Option<String>,
+}
+
+impl Row {
+    fn med(&self, key: &str) -> Option<f64> {
+        if self.note.is_some() {
+            return None;
+        }
+        median(self.runs.iter().filter_map(|f| f.get(key).copied()).collect())
+    }
+
+    fn to_json(&self) -> Value {
+        let keys: std::collections::BTreeSet<&String> = self.runs.iter().flat_map(|f| f.keys()).collect();
+        let medians: BTreeMap<&String, Option<f64>> = keys.iter().map(|k| (*k, self.med(k))).collect();
+        json!({"label": self.label, "note": self.note, "median": medians, "runs": self.runs})
+    }
+}
+
+struct Driver {
+    cfg: Config,
+    failed: bool,
+}
+
+fn last_line(s: &str) -> String {
+    s.trim().lines().last().unwrap_or("").chars().take(300).collect()
+}
+
+impl Driver {
+    /// Runs `cmd` `runs` times; each run's figures are its `key=value` line plus `wall`.
+    fn measure(&mut self, label: &str, cmd: &[String], env: &[(&str, String)], cwd: Option<&Path>, runs: usize) -> Row {
+        let mut row = Row { label: label.to_string(), runs: Vec::new(), note: None };
+        for i in 0..runs {
+            eprint!("\rbench: {label} ({}/{runs})          ", i + 1);
+            let _ = std::io::stderr().flush();
+            let r = run(cmd, env, cwd, RUN_TIMEOUT);
+            if !r.ok {
+                eprintln!("\nbench: {label} failed: {}", r.stderr.trim());
+                row.note = Some(format!("failed: {}", last_line(&r.stderr)));
+                self.failed = true;
+                return row;
+            }
+            let mut f = figures(&r.stdout);
+            f.insert("wall".into(), r.wall);
+            row.runs.push(f);
+        }
+        eprintln!();
+        row
+    }
+
+    fn c_bench(&mut self, label: &str, args: &[String], runs: usize) -> Row {
+        let mut cmd = vec![self.cfg.bench.clone()];
+        cmd.extend(args.iter().cloned());
+        self.measure(label, &cmd, &[], None, runs)
+    }
+
+    /// `sh -c 'cat FILE | cat > /dev/null'`, timed from outside.
+    fn cat_floor(&mut self, file: &Path) -> Row {
+        let cmd = sh(&["cat \"$1\" | cat > /dev/null", &file.display().to_string()]);
+        let mut row = self.measure(&format!("floor: cat {} | cat", file_name(file)), &cmd, &[], None, self.cfg.runs);
+        for f in &mut row.runs {
+            let w = f["wall"];
+            f.insert("secs".into(), w);
+        }
+        row
+    }
+
+    fn serde_floor(&mut self, file: &Path) -> Row {
+        let me = std::env::current_exe().unwrap().display().to_string();
+        let cmd = vec![me, "parse".into(), file.display().to_string()];
+        self.measure("floor: serde_json parse loop", &cmd, &[], None, self.cfg.runs)
+    }
+
+    /// The fake agent writing the same output into a pipe that `cat` empties: the producer's
+    /// own cost, which every figure over the agent includes.
+    fn producer_floor(&mut self, message: &str) -> Row {
+        let prompt = json!({"id": "1", "type": "prompt", "message": message}).to_string();
+        let cmd = sh(&["printf '%s\\n' \"$2\" | \"$1\" | cat > /dev/null", &self.cfg.agent, &prompt]);
+        let mut row = self.measure("floor: agent | cat (producer)", &cmd, &[], None, self.cfg.runs);
+        for f in &mut row.runs {
+            let w = f["wall"];
+            f.insert("secs".into(), w);
+        }
+        row
+    }
+
+    /// Writes the agent's whole stdout for one prompt into `file`.
+    fn produce(&self, message: &str, file: &Path) -> std::io::Result<()> {
+        let mut child = Command::new(&self.cfg.agent)
+            .stdin(Stdio::piped())
+            .stdout(File::create(file)?)
+            .stderr(Stdio::null())
+            .spawn()?;
+        let prompt = json!({"id": "1", "type": "prompt", "message": message}).to_string();
+        child.stdin.take().unwrap().write_all(format!("{prompt}\n").as_bytes())?;
+        let st = child.wait()?;
+        if !st.success() {
+            return Err(std::io::Error::other(format!("the fake agent exited with {st}")));
+        }
+        Ok(())
+    }
+
+    /// An optional per-binding benchmark: None when the binding has none.
+    fn binding(&mut self, name: &str) -> Row {
+        let repo = self.cfg.repo.clone();
+        let n = BURST_EVENTS.to_string();
+        let env = vec![
+            ("OMPRPC_LIBRARY", self.cfg.lib.clone()),
+            ("OMPRPC_FAKE_AGENT", self.cfg.agent.clone()),
+            ("OMPRPC_BENCH_EVENTS", n.clone()),
+        ];
+        let label = format!("{name} binding");
+        let unavailable = |why: String| Row { label: label.clone(), runs: Vec::new(), note: Some(format!("not available ({why})")) };
+        let (cmd, cwd): (Vec<String>, PathBuf) = match name {
+            "Python" => {
+                let script = repo.join("bindings/python/bench.py");
+                if !script.is_file() {
+                    return unavailable("no bindings/python/bench.py".into());
+                }
+                if !have("python3") {
+                    return unavailable("python3 is not installed".into());
+                }
+                (vec!["python3".into(), script.display().to_string(), self.cfg.agent.clone(), n], repo.clone())
+            }
+            "Go" => {
+                let dir = repo.join("bindings/go");
+                if !dir.join("cmd/bench").is_dir() {
+                    return unavailable("no bindings/go/cmd/bench".into());
+                }
+                if !have("go") {
+                    return unavailable("go is not installed".into());
+                }
+                let exe = self.cfg.out.join("go-bench");
+                let build = [
+                    "go".to_string(),
+                    "build".into(),
+                    "-tags".into(),
+                    "omprpc_release".into(),
+                    "-o".into(),
+                    exe.display().to_string(),
+                    "./cmd/bench".into(),
+                ];
+                eprintln!("bench: building bindings/go/cmd/bench");
+                let b = run(&build, &[], Some(&dir), Duration::from_secs(300));
+                if !b.ok {
+                    self.failed = true;
+                    return Row { label, runs: Vec::new(), note: Some(format!("failed to build: {}", last_line(&b.stderr))) };
+                }
+                (vec![exe.display().to_string(), self.cfg.agent.clone(), n], repo.clone())
+            }
+            _ => {
+                let script = repo.join("bindings/node/bench.mjs");
+                if !script.is_file() {
+                    return unavailable("no bindings/node/bench.mjs".into());
+                }
+                if !have("node") {
+                    return unavailable("node is not installed".into());
+                }
+                (vec!["node".into(), script.display().to_string(), self.cfg.agent.clone(), n], repo.join("bindings/node"))
+            }
+        };
+        let mut env = env;
+        if name == "Python" {
+            let mut pp = repo.join("bindings/python").display().to_string();
+            if let Ok(old) = std::env::var("PYTHONPATH") {
+                pp = format!("{pp}:{old}");
+            }
+            env.push(("PYTHONPATH", pp));
+        }
+        let runs = self.cfg.runs;
+        let mut row = self.measure(&label, &cmd, &env, Some(&cwd), runs);
+        if row.note.is_none() && row.runs.iter().any(|f| !f.contains_key("events_per_sec")) {
+            row.note = Some("failed: the script printed no `events_per_sec=<n> rss_mib=<n>` line".into());
+            self.failed = true;
+        }
+        row
+    }
+}
+
+fn sh(script_and_args: &[&str]) -> Vec<String> {
+    // sh -c SCRIPT NAME ARGS…: $0 = "bench", $1… = the args.
+    let mut v = vec!["sh".to_string(), "-c".into(), script_and_args[0].to_string(), "bench".into()];
+    v.extend(script_and_args[1..].iter().map(|s| s.to_string()));
+    v
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", "command -v \"$1\" >/dev/null 2>&1", "sh", tool])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Lengths of the file's lines without their newline.
+fn line_lengths(file: &Path) -> Vec<u64> {
+    let mut r = BufReader::with_capacity(1 << 20, File::open(file).expect("open"));
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = r.read_until(b'\n', &mut buf).expect("read");
+        if n == 0 {
+            break;
+        }
+        out.push(buf.strip_suffix(b"\n").unwrap_or(&buf).len() as u64);
+    }
+    out
+}
+
+// --- formatting ---------------------------------------------------------------------------
+
+fn secs(v: Option<f64>) -> String {
+    match v {
+        None => "—".into(),
+        Some(s) if s < 1e-3 => format!("{:.1} µs", s * 1e6),
+        Some(s) if s < 1.0 => format!("{:.1} ms", s * 1e3),
+        Some(s) => format!("{s:.2} s"),
+    }
+}
+
+fn rate(v: Option<f64>) -> String {
+    match v {
+        None => "—".into(),
+        Some(r) if r >= 1e6 => format!("{:.2} M/s", r / 1e6),
+        Some(r) => format!("{:.0} k/s", r / 1e3),
+    }
+}
+
+fn mib_from_kib(v: Option<f64>) -> String {
+    v.map(|k| format!("{:.1} MiB", k / 1024.0)).unwrap_or_else(|| "—".into())
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
+        _ => "—".into(),
+    }
+}
+
+fn verdict(ok: Option<bool>) -> &'static str {
+    match ok {
+        Some(true) => "yes",
+        Some(false) => "**no**",
+        None => "—",
+    }
+}
+
+fn cmd_line(cmd: &str) -> String {
+    Command::new("sh")
+        .args(["-c", cmd])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+// --- the run ------------------------------------------------------------------------------
+
+fn drive(cfg: Config) -> i32 {
+    let started = Instant::now();
+    let runs = cfg.runs;
+    let mut d = Driver { cfg, failed: false };
+    let out = d.cfg.out.clone();
+    let agent = d.cfg.agent.clone();
+
+    // Pinning for the round trips: taskset when present, else the programs pin themselves.
+    let taskset = have("taskset") && run(&["taskset".into(), "-c".into(), "0".into(), "true".into()], &[], None, RUN_TIMEOUT).ok;
+    // Without taskset the commands carry `--pin 0` instead (added where they are built).
+    let pinned = |cmd: Vec<String>| -> Vec<String> {
+        if taskset {
+            let mut v = vec!["taskset".to_string(), "-c".into(), "0".into()];
+            v.extend(cmd);
+            v
+        } else {
+            cmd
+        }
+    };
+    let pin_method = if taskset { "taskset -c 0" } else { "sched_setaffinity(CPU 0) in the program (taskset not found)" };
+
+    // --- inputs
+    eprintln!("bench: producing the inputs with the fake agent");
+    let burst_file = out.join("burst.jsonl");
+    let burst_msg = format!("burst {BURST_EVENTS}");
+    if let Err(e) = d.produce(&burst_msg, &burst_file) {
+        eprintln!("bench: cannot produce {}: {e}", burst_file.display());
+        return 1;
+    }
+    let lens = line_lengths(&burst_file);
+    // ready, the prompt's response, then the events.
+    let event_lines = lens.len().saturating_sub(2) as u64;
+    let s_bytes: u64 = lens.iter().skip(2).sum();
+    let burst_bytes = std::fs::metadata(&burst_file).map(|m| m.len()).unwrap_or(0);
+    let n_events = BURST_EVENTS + BURST_EXTRA_EVENTS;
+    if event_lines != n_events {
+        eprintln!("bench: expected {n_events} event lines in {}, found {event_lines}", burst_file.display());
+        return 1;
+    }
+
+    // --- burst
+    let burst_cat = d.cat_floor(&burst_file);
+    let burst_serde = d.serde_floor(&burst_file);
+    let burst_producer = d.producer_floor(&burst_msg);
+    let n = BURST_EVENTS.to_string();
+    let s = s_bytes.to_string();
+    let turn_drain = d.c_bench(
+        "prompt_and_wait, a 2nd thread drains next_events (C API)",
+        &["turn".into(), agent.clone(), n.clone(), "drain".into(), s.clone()],
+        runs,
+    );
+    let turn_nodrain =
+        d.c_bench("prompt_and_wait, nobody drains (C API)", &["turn".into(), agent.clone(), n.clone(), "nodrain".into(), s.clone()], runs);
+    let ev_batch = d.c_bench(
+        "next_events batches, no turn (C API)",
+        &["events".into(), agent.clone(), n.clone(), "batch".into(), s.clone()],
+        runs,
+    );
+    let ev_single =
+        d.c_bench("next_event one by one, no turn (C API)", &["events".into(), agent.clone(), n.clone(), "single".into(), s.clone()], runs);
+    let mut delivery_ok = true;
+    for (row, key) in [(&turn_drain, "drained"), (&ev_batch, "received"), (&ev_single, "received")] {
+        for f in &row.runs {
+            if f.get(key).copied() != Some(n_events as f64) {
+                delivery_ok = false;
+                eprintln!("bench: {}: {key}={:?}, expected {n_events}", row.label, f.get(key));
+            }
+        }
+    }
+    let bindings: Vec<Row> = ["Python", "Go", "Node"].iter().map(|b| d.binding(b)).collect();
+
+    // --- get_state round trips, pinned, raw and client interleaved run by run
+    let me = std::env::current_exe().unwrap().display().to_string();
+    let mut raw = Row { label: "floor: raw write + read line + serde_json parse (Rust)".into(), runs: vec![], note: None };
+    let mut ours = Row { label: "omprpc_client_get_state (C API)".into(), runs: vec![], note: None };
+    for _ in 0..runs {
+        let mut raw_cmd = vec![me.clone(), "rtt".into(), agent.clone(), RTT_COUNT.to_string()];
+        let mut our_cmd = vec![d.cfg.bench.clone()];
+        if !taskset {
+            raw_cmd.extend(["--pin".to_string(), "0".into()]);
+            our_cmd.extend(["--pin".to_string(), "0".into()]);
+        }
+        our_cmd.extend(["rtt".to_string(), agent.clone(), RTT_COUNT.to_string()]);
+        for (row, cmd) in [(&mut raw, pinned(raw_cmd)), (&mut ours, pinned(our_cmd))] {
+            let r = d.measure(&row.label.clone(), &cmd, &[], None, 1);
+            match r.note {
+                Some(n) => row.note = Some(n),
+                None => row.runs.extend(r.runs),
+            }
+        }
+    }
+
+    // --- huge frames
+    // Per size: the text size, the frame's length, then [cat, serde, producer, turn, events].
+    let mut huge: Vec<(u64, u64, [Row; 5])> = Vec::new();
+    for size in HUGE_SIZES {
+        let file = out.join(format!("huge-{}MiB.jsonl", size >> 20));
+        let msg = format!("huge {size}");
+        if let Err(e) = d.produce(&msg, &file) {
+            eprintln!("bench: cannot produce {}: {e}", file.display());
+            return 1;
+        }
+        let frame = line_lengths(&file).into_iter().max().unwrap_or(0);
+        let cat = d.cat_floor(&file);
+        let serde = d.serde_floor(&file);
+        let producer = d.producer_floor(&msg);
+        let sz = size.to_string();
+        let turn = d.c_bench(
+            &format!("prompt_and_wait, {} MiB frame, drained (C API)", size >> 20),
+            &["huge".into(), agent.clone(), sz.clone(), "turn".into()],
+            runs,
+        );
+        let events =
+            d.c_bench(&format!("next_event, {} MiB frame (C API)", size >> 20), &["huge".into(), agent.clone(), sz, "events".into()], runs);
+        let _ = std::fs::remove_file(&file);
+        huge.push((size, frame, [cat, serde, producer, turn, events]));
+    }
+
+    // --- 100 clients
+    let clients = d.c_bench(
+        &format!("{CLIENTS} clients, idle, then burst {CLIENT_BURST} each in turn (C API)"),
+        &["clients".into(), agent.clone(), CLIENTS.to_string(), CLIENT_BURST.to_string()],
+        runs,
+    );
+    let _ = std::fs::remove_file(&burst_file);
+
+    // --- report
+    let mut md = String::new();
+    let commit = cmd_line("git rev-parse --short HEAD 2>/dev/null");
+    let dirty = if cmd_line("git status --porcelain --untracked-files=no 2>/dev/null").is_empty() { "" } else { " (+ uncommitted changes)" };
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").map(|m| m.trim_start_matches([' ', '\t', ':']).to_string()))
+        .unwrap_or_default();
+    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
+    let date = cmd_line("date -u '+%Y-%m-%d %H:%M:%SZ'");
+    let _ = writeln!(md, "# omprpc bench\n");
+    let _ = writeln!(
+        md,
+        "{date} · commit {}{dirty} · {ncpu} CPUs ({cpu}) · Linux {kernel} · every figure is the median of {runs} runs, \
+         each run in its own process; floors measured in the same run. Peak RSS = the measuring process's VmHWM \
+         (the agent's own memory is not included).\n",
+        if commit.is_empty() { "unknown" } else { &commit }
+    );
+
+    // burst table
+    let cat_t = burst_cat.med("secs");
+    let serde_t = burst_serde.med("secs");
+    let _ = writeln!(
+        md,
+        "## Burst: {BURST_EVENTS} `message_update` events of 640 B (+{BURST_EXTRA_EVENTS} turn frames, {:.1} MB)\n",
+        burst_bytes as f64 / 1e6
+    );
+    let _ = writeln!(md, "| workload | time | events/s | peak RSS | × cat | × serde | target | met |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    let ev_rate = |t: Option<f64>| t.map(|t| n_events as f64 / t);
+    for row in [&burst_cat, &burst_serde, &burst_producer] {
+        let t = row.med("secs");
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | | |",
+            row.label,
+            secs(t),
+            rate(ev_rate(t)),
+            mib_from_kib(row.med("hwm_kib")),
+            ratio(t, cat_t),
+            ratio(t, serde_t)
+        );
+    }
+    for row in [&turn_drain, &turn_nodrain, &ev_batch, &ev_single] {
+        let t = row.med("secs");
+        let r = row.med("events_per_sec");
+        let rss = row.med("hwm_kib");
+        let turn = std::ptr::eq(row, &turn_drain) || std::ptr::eq(row, &turn_nodrain);
+        let (target, ok) = if turn {
+            (
+                "≥ 1 M/s, ≤ 100 MiB",
+                r.zip(rss).map(|(r, m)| r >= 1e6 && m <= 100.0 * 1024.0),
+            )
+        } else {
+            ("≥ 1 M/s", r.map(|r| r >= 1e6))
+        };
+        let label = match &row.note {
+            Some(n) => format!("{} — {n}", row.label),
+            None => row.label.clone(),
+        };
+        let _ = writeln!(
+            md,
+            "| {label} | {} | {} | {} | {} | {} | {target} ({}) | {} |",
+            secs(t),
+            rate(r),
+            mib_from_kib(rss),
+            ratio(t, cat_t),
+            ratio(t, serde_t),
+            ratio(r, Some(1e6)),
+            verdict(ok)
+        );
+    }
+    for (row, target) in bindings.iter().zip([170e3, 199e3, 199e3]) {
+        let r = row.med("events_per_sec");
+        let label = match &row.note {
+            Some(n) => format!("{} — {n}", row.label),
+            None => row.label.clone(),
+        };
+        let rss = row.med("rss_mib").map(|m| format!("{m:.1} MiB")).unwrap_or_else(|| "—".into());
+        let t = r.map(|r| n_events as f64 / r);
+        let _ = writeln!(
+            md,
+            "| {label} | {} | {} | {rss} | {} | {} | ≥ {:.0} k/s ({}) | {} |",
+            secs(t),
+            rate(r),
+            ratio(t, cat_t),
+            ratio(t, serde_t),
+            target / 1e3,
+            ratio(r, Some(target)),
+            verdict(r.map(|r| r >= target))
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nAll {n_events} events were {} (exact count). Nobody-drains: the event queue (default capacity 65,536) \
+         overflowed in {} of {} runs. Batches: `next_events(max {})`. Reference: omp_rpc (Python) 12 s / 410 MiB; \
+         pi's TS client 0.50 s / 157 MiB; `cat|cat` 0.05 s. The cat floor is timed from outside (includes starting \
+         `sh` and two `cat`s); the other figures time the prompt → last event (or turn) only.\n",
+        if delivery_ok { "delivered in every drained run" } else { "**NOT** always delivered (see the JSON)" },
+        turn_nodrain.runs.iter().filter(|f| f.get("overflow") == Some(&1.0)).count(),
+        turn_nodrain.runs.len(),
+        std::env::var("OMPRPC_BENCH_BATCH").unwrap_or_else(|_| "4096".into()),
+    );
+
+    // rtt table
+    let _ = writeln!(md, "## {RTT_COUNT} sequential `get_state` round trips, pinned to one CPU ({pin_method})\n");
+    let _ = writeln!(md, "| workload | p50 | p99 | p50 × raw | p99 × raw | target | met |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+    let (rp50, rp99) = (raw.med("p50_us"), raw.med("p99_us"));
+    let us = |v: Option<f64>| v.map(|v| format!("{v:.1} µs")).unwrap_or_else(|| "—".into());
+    let _ = writeln!(md, "| {} | {} | {} | 1.00× | 1.00× | | |", raw.label, us(rp50), us(rp99));
+    let (op50, op99) = (ours.med("p50_us"), ours.med("p99_us"));
+    let ok = match (op50, op99, rp50, rp99) {
+        (Some(a), Some(b), Some(c), Some(e)) => Some(a <= 1.3 * c && b <= 2.0 * e),
+        _ => None,
+    };
+    let label = match &ours.note {
+        Some(n) => format!("{} — {n}", ours.label),
+        None => ours.label.clone(),
+    };
+    let _ = writeln!(
+        md,
+        "| {label} | {} | {} | {} | {} | p50 ≤ 1.3×, p99 ≤ 2× raw | {} |",
+        us(op50),
+        us(op99),
+        ratio(op50, rp50),
+        ratio(op99, rp99),
+        verdict(ok)
+    );
+    let _ = writeln!(md, "\nReference: omp_rpc 222 / 374 µs; TS 33 / 1140 µs; raw 24 / 43 µs. 100 warm-up round trips precede each run.\n");
+
+    // huge table
+    let _ = writeln!(md, "## One huge `tool_execution_end` frame (prompt \"huge N\", protocol v1: one line)\n");
+    let _ = writeln!(md, "| workload | 16 MiB | 64 MiB | 64/16 | × cat (64) | × serde (64) | peak RSS (64) | RSS / frame | target | met |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
+    if huge.len() == 2 {
+        let (a, b) = (&huge[0], &huge[1]);
+        let frame64 = b.1 as f64;
+        let (cat64, serde64) = (b.2[0].med("secs"), b.2[1].med("secs"));
+        for i in 0..5 {
+            let (ra, rb) = (&a.2[i], &b.2[i]);
+            let (ta, tb) = (ra.med("secs"), rb.med("secs"));
+            let rss = rb.med("hwm_kib");
+            let per_frame = rss.map(|k| k * 1024.0 / frame64);
+            let workload = i >= 3;
+            let ok = if workload {
+                match (tb, per_frame, ta) {
+                    (Some(t), Some(p), Some(t16)) => Some(t <= 0.3 && p <= 3.0 && t / t16 <= 5.0),
+                    _ => None,
+                }
+            } else {
+                None
+            };
+            let label = match (&ra.note, &rb.note) {
+                (Some(n), _) | (_, Some(n)) => format!("{} — {n}", rb.label.replace("64 MiB frame, ", "")),
+                _ => rb.label.replace("64 MiB frame, ", "").replace(", 64 MiB frame", ""),
+            };
+            let _ = writeln!(
+                md,
+                "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                secs(ta),
+                secs(tb),
+                ratio(tb, ta),
+                ratio(tb, cat64),
+                ratio(tb, serde64),
+                mib_from_kib(rss),
+                per_frame.map(|p| format!("{p:.2}×")).unwrap_or_else(|| "—".into()),
+                if workload { "≤ 0.3 s, ≤ 3× frame, linear" } else { "" },
+                if workload { verdict(ok) } else { "" }
+            );
+        }
+        let _ = writeln!(
+            md,
+            "\nFrames: {} and {} bytes. \"linear\" = 64 MiB time ≤ 5× the 16 MiB time. Reference at 64 MiB: omp_rpc \
+             0.35 s / 243 MiB; TS 27 s / 910 MiB. Every figure over the agent includes the agent generating the frame \
+             (the producer floor).\n",
+            a.1, b.1
+        );
+    }
+
+    // clients table
+    let _ = writeln!(md, "## {CLIENTS} clients open at once, idle, then one burst of {CLIENT_BURST} each in turn\n");
+    if let Some(n) = &clients.note {
+        let _ = writeln!(md, "{n}\n");
+    }
+    let _ = writeln!(md, "| figure | median |");
+    let _ = writeln!(md, "|---|---|");
+    let num = |k: &str, dec: usize| clients.med(k).map(|v| format!("{v:.dec$}")).unwrap_or_else(|| "—".into());
+    for (label, value) in [
+        ("threads per client", num("threads_per_client", 2)),
+        ("file descriptors per client", num("fds_per_client", 2)),
+        ("RSS per idle client (host process)", format!("{} KiB", num("idle_rss_kib_per_client", 1))),
+        ("client start (spawn + handshake), per client", format!("{} ms", num("start_ms_per_client", 2))),
+        (&format!("CPU used by {CLIENTS} idle clients over 1 s"), format!("{} ms", num("idle_cpu_ms", 1))),
+        ("burst throughput (prompt_and_wait + drain, one client at a time)", rate(clients.med("events_per_sec"))),
+        ("RSS retained per client after its burst", format!("{} KiB", num("retained_kib_per_client", 1))),
+        ("peak RSS of the host process", mib_from_kib(clients.med("hwm_kib"))),
+        (&format!("closing all {CLIENTS}"), format!("{} ms", num("close_ms", 1))),
+        ("threads left after freeing every client (1 = main only)", num("threads_after_free", 0)),
+    ] {
+        let _ = writeln!(md, "| {label} | {value} |");
+    }
+    let _ = writeln!(md, "\nTotal bench time: {:.0} s.", started.elapsed().as_secs_f64());
+
+    print!("\n{md}");
+    let _ = std::fs::write(out.join("results.md"), &md);
+    let mut j = json!({
+        "date": date, "commit": commit, "dirty": !dirty.is_empty(), "cpus": ncpu, "cpu": cpu, "kernel": kernel,
+        "runs": runs, "pinning": pin_method,
+        "burst": {
+            "events": n_events, "bytes": burst_bytes, "event_frame_bytes": s_bytes, "delivered_exactly": delivery_ok,
+            "floors": [burst_cat.to_json(), burst_serde.to_json(), burst_producer.to_json()],
+            "c_api": [turn_drain.to_json(), turn_nodrain.to_json(), ev_batch.to_json(), ev_single.to_json()],
+            "bindings": bindings.iter().map(Row::to_json).collect::<Vec<_>>(),
+        },
+        "get_state": {"count": RTT_COUNT, "raw": raw.to_json(), "omprpc": ours.to_json()},
+        "huge": huge.iter().map(|(size, frame, rows)| json!({
+            "text_bytes": size, "frame_bytes": frame,
+            "floors": [rows[0].to_json(), rows[1].to_json(), rows[2].to_json()],
+            "c_api": [rows[3].to_json(), rows[4].to_json()],
+        })).collect::<Vec<_>>(),
+        "clients": clients.to_json(),
+    });
+    j["seconds"] = json!(started.elapsed().as_secs_f64());
+    let _ = std::fs::write(out.join("results.json"), serde_json::to_string_pretty(&j).unwrap() + "\n");
+    eprintln!("bench: wrote {} and {}", out.join("results.md").display(), out.join("results.json").display());
+    if d.failed {
+        eprintln!("bench: some workloads failed (see above)");
+        1
+    } else {
+        0
+    }
+}

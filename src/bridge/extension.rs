@@ -1,0 +1,171 @@
+//! The generated agent extension (JavaScript): CommonJS for pi, ESM for omp. It registers
+//! the host's tools, asks the library over the bridge when one runs (streaming `onUpdate`
+//! partial results, honouring the AbortSignal, timing out if configured, and always settling
+//! its promise), and — with the policy gate on — asks before the agent runs one of its own
+//! tools, blocking when no verdict comes unless the gate was set to fail open.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use crate::protocol::argv::Flavor;
+
+pub enum Endpoint {
+    Unix(PathBuf),
+    Tcp(u16),
+}
+
+pub struct Config {
+    pub endpoint: Endpoint,
+    pub token: String,
+    pub client_id: String,
+    pub tools: Vec<Value>,
+    pub gate: bool,
+    pub fail_open: bool,
+    pub policy_timeout_ms: u64,
+    pub call_timeout_ms: u64,
+}
+
+/// The extension's body, shared by both module formats. `CONFIG` and `net` / `StringDecoder`
+/// are bound by the format-specific prologue.
+const BODY: &str = r#"
+let conn = null;
+let seq = 0;
+const waiting = new Map();
+const bridged = new Set(CONFIG.tools.map((t) => t.name));
+
+function connection() {
+  if (conn && !conn.destroyed) return conn;
+  const sock = CONFIG.socket ? net.createConnection(CONFIG.socket) : net.createConnection(CONFIG.port, "127.0.0.1");
+  const decoder = new StringDecoder("utf8"); // a multibyte character may span two chunks
+  let buf = "";
+  sock.on("data", (chunk) => {
+    buf += decoder.write(chunk);
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      let frame;
+      try { frame = JSON.parse(line); } catch { continue; }
+      const w = waiting.get(frame.id);
+      if (!w) continue;
+      if (frame.update !== undefined) { if (w.onUpdate) w.onUpdate(frame.update); continue; }
+      w.finish(frame);
+    }
+  });
+  const fail = (why) => {
+    if (conn === sock) conn = null;
+    for (const w of [...waiting.values()]) w.finish({ error: why });
+  };
+  sock.on("error", (e) => fail("omprpc bridge connection failed: " + e.message));
+  sock.on("close", () => fail("omprpc bridge connection closed"));
+  conn = sock;
+  return sock;
+}
+
+// The connection keeps the agent's event loop alive only while a request waits on it.
+function keepAlive() {
+  if (!conn) return;
+  if (waiting.size > 0) conn.ref(); else conn.unref();
+}
+
+// One request; the promise always settles exactly once (reply, error, close, timeout, abort).
+function request(frame, timeoutMs, onUpdate) {
+  const id = CONFIG.client + "-" + ++seq;
+  let finish;
+  const done = new Promise((resolve) => {
+    let settled = false;
+    let timer = null;
+    finish = (reply) => {
+      if (settled) return;
+      settled = true;
+      if (timer) clearTimeout(timer);
+      waiting.delete(id);
+      keepAlive();
+      resolve(reply);
+    };
+    if (timeoutMs > 0) timer = setTimeout(() => finish({ error: "omprpc bridge: no answer within " + timeoutMs + " ms" }), timeoutMs);
+  });
+  waiting.set(id, { finish, onUpdate });
+  try {
+    connection().write(JSON.stringify({ ...frame, id, token: CONFIG.token, client: CONFIG.client }) + "\n");
+    keepAlive();
+  } catch (e) {
+    finish({ error: "omprpc bridge unavailable: " + e.message });
+  }
+  return { id, done, finish };
+}
+
+function text(content) {
+  return (Array.isArray(content) ? content : []).filter((c) => c && c.type === "text").map((c) => c.text).join("\n");
+}
+
+for (const tool of CONFIG.tools) {
+  pi.registerTool({
+    name: tool.name,
+    label: tool.label || tool.name,
+    description: tool.description,
+    parameters: tool.parameters,
+    async execute(toolCallId, params, signal, onUpdate) {
+      if (signal && signal.aborted) throw new Error("cancelled");
+      const call = request({ kind: "tool", tool: tool.name, toolCallId, args: params ?? {} }, CONFIG.callTimeoutMs, onUpdate);
+      const onAbort = () => {
+        try { connection().write(JSON.stringify({ kind: "cancel", target: call.id, id: call.id + "-cancel", token: CONFIG.token, client: CONFIG.client }) + "\n"); } catch {}
+        call.finish({ error: "cancelled" });
+      };
+      if (signal) signal.addEventListener("abort", onAbort, { once: true });
+      const reply = await call.done;
+      if (signal) signal.removeEventListener("abort", onAbort);
+      if (reply.error !== undefined) throw new Error(String(reply.error));
+      const result = reply.result || { content: [] };
+      if (reply.isError) throw new Error(text(result.content) || "host tool failed");
+      return { content: result.content || [], details: result.details ?? {} };
+    },
+  });
+}
+
+if (CONFIG.gate) {
+  pi.on("tool_call", async (event) => {
+    const name = event.toolName ?? event.name;
+    if (bridged.has(name)) return undefined; // the host runs these itself
+    const call = request({ kind: "policy_eval", tool: name, toolCallId: event.toolCallId, args: event.input ?? event.args ?? {} }, CONFIG.policyTimeoutMs);
+    const reply = await call.done;
+    const v = reply.verdict;
+    if (v && typeof v.block === "boolean") return v.block ? { block: true, reason: v.reason || "blocked by the host's policy" } : undefined;
+    if (CONFIG.failOpen) return undefined;
+    return { block: true, reason: "blocked: the host's policy gave no verdict (" + (reply.error || "malformed verdict") + ")" };
+  });
+}
+"#;
+
+/// The file name and text of the extension for `flavor`.
+pub fn render(flavor: Flavor, c: &Config) -> (&'static str, String) {
+    let tools: Vec<Value> = c
+        .tools
+        .iter()
+        .map(|t| json!({"name": t["name"], "label": t.get("label").cloned().unwrap_or(Value::Null), "description": t["description"], "parameters": t["parameters"]}))
+        .collect();
+    let (socket, port) = match &c.endpoint {
+        Endpoint::Unix(p) => (Value::String(p.to_string_lossy().into_owned()), Value::Null),
+        Endpoint::Tcp(port) => (Value::Null, json!(port)),
+    };
+    let config = json!({
+        "socket": socket, "port": port, "token": c.token, "client": c.client_id, "tools": tools,
+        "gate": c.gate, "failOpen": c.fail_open, "policyTimeoutMs": c.policy_timeout_ms, "callTimeoutMs": c.call_timeout_ms,
+    });
+    let header = "// Generated by omprpc for one agent session; do not edit. It holds that session's bridge token.\n";
+    match flavor {
+        Flavor::Pi => (
+            "omprpc-bridge.cjs",
+            format!(
+                "{header}\"use strict\";\nconst net = require(\"node:net\");\nconst {{ StringDecoder }} = require(\"node:string_decoder\");\nconst CONFIG = {config};\nmodule.exports = function omprpcBridge(pi) {{{BODY}}};\n"
+            ),
+        ),
+        Flavor::Omp => (
+            "omprpc-bridge.mjs",
+            format!(
+                "{header}import net from \"node:net\";\nimport {{ StringDecoder }} from \"node:string_decoder\";\nconst CONFIG = {config};\nexport default function omprpcBridge(pi) {{{BODY}}}\n"
+            ),
+        ),
+    }
+}

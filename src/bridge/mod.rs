@@ -1,0 +1,497 @@
+//! The tool bridge: host tools for agents whose RPC protocol has none (pi), and the policy
+//! gate over an agent's own tools.
+//!
+//! The library writes a small extension into a private directory (0700) and passes it with
+//! `--extension`. The extension registers the host's tools with the agent and, when a tool
+//! runs, asks the library over a Unix socket (0600; loopback TCP as an option) — so the host
+//! sees the same `host_tool_call` events and answers with the same calls as on omp.
+//!
+//! Frames are JSON lines. Extension → library, each carrying the per-client 256-bit token
+//! (compared in constant time) and the client id:
+//!   `{"token","client","id","kind":"tool","tool","toolCallId","args"}`
+//!   `{"token","client","id","kind":"cancel","target"}`            (the AbortSignal fired)
+//!   `{"token","client","id","kind":"policy_eval","tool","toolCallId","args"}`
+//! Library → extension, exactly one final reply per request:
+//!   `{"id","update":{content,details?}}` (any number, tool calls only), then
+//!   `{"id","result":{content,details?},"isError":bool}` or `{"id","error":"…"}`;
+//!   `{"id","verdict":{"block":bool,"reason":"…"}}` for policy_eval;
+//!   `{"id","error":"unauthorized"}` and the connection closes, for a bad token.
+
+pub mod extension;
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result, Status};
+use crate::protocol::argv::Flavor;
+use crate::transport::process::{poll_readable, Signal};
+
+/// Connections one bridge serves at once (the extension keeps one; reconnects replace it).
+const MAX_CONNECTIONS: usize = 16;
+/// A request line longer than this is refused (tool arguments come from the model).
+const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Unix,
+    Tcp,
+}
+
+/// Library-side policy rules: answered without a round trip to the host.
+#[derive(Clone, Debug, Default)]
+pub struct Rules {
+    pub allow: HashSet<String>,
+    pub block: HashMap<String, String>,
+    pub default_block: bool,
+}
+
+impl Rules {
+    fn verdict(&self, tool: &str) -> (bool, String) {
+        if let Some(reason) = self.block.get(tool) {
+            return (true, reason.clone());
+        }
+        if self.allow.contains(tool) {
+            return (false, String::new());
+        }
+        if self.default_block {
+            (true, format!("tool \"{tool}\" is not allowed by the host's policy"))
+        } else {
+            (false, String::new())
+        }
+    }
+}
+
+/// The native-tool policy gate.
+#[derive(Clone, Debug)]
+pub struct Gate {
+    /// None: every decision is asked of the host (a `policy_eval` event).
+    pub rules: Option<Rules>,
+    /// Allow when no verdict comes (error, timeout). Off by default: the gate fails closed.
+    pub fail_open: bool,
+    pub timeout_ms: u64,
+}
+
+/// What the bridge serves, decided from the start options.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub flavor: Flavor,
+    pub transport: Transport,
+    /// Host tools the extension registers (`[{name,description,parameters,label?}]`).
+    pub tools: Vec<Value>,
+    pub gate: Option<Gate>,
+    /// How long the extension waits for a tool result (0: no limit).
+    pub call_timeout_ms: u64,
+}
+
+impl Plan {
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tools.iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect()
+    }
+}
+
+/// What the bridge needs from the client it serves.
+pub trait Host: Send + Sync + 'static {
+    /// A tool call to deliver to the host (or to reject).
+    fn tool_call(&self, conn: &Arc<Conn>, frame: Map<String, Value>);
+    /// The extension's AbortSignal fired for call `target`.
+    fn cancel(&self, conn: &Arc<Conn>, target: &str);
+    /// A native tool wants to run: the host decides (rules were not configured).
+    fn policy_eval(&self, conn: &Arc<Conn>, frame: Map<String, Value>);
+    /// A policy verdict the rules gave, for the record.
+    fn policy_decided(&self, tool_call_id: &str, tool: &str, block: bool, reason: &str);
+    /// The connection closed: its open calls are cancelled.
+    fn disconnected(&self, conn: &Arc<Conn>);
+}
+
+enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    fn try_clone(&self) -> io::Result<Stream> {
+        Ok(match self {
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+        })
+    }
+
+    fn shutdown(&self) {
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+}
+
+impl io::Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One connection from the extension. Replies may be sent from any thread.
+pub struct Conn {
+    stream: Mutex<Stream>,
+}
+
+impl Conn {
+    /// Sends one reply frame (a newline is added).
+    pub fn send(&self, frame: &[u8]) -> io::Result<()> {
+        let mut s = self.stream.lock().unwrap();
+        let mut line = Vec::with_capacity(frame.len() + 1);
+        line.extend_from_slice(frame);
+        line.push(b'\n');
+        s.write_all(&line)
+    }
+
+    fn close(&self) {
+        self.stream.lock().unwrap().shutdown();
+    }
+}
+
+enum Listener {
+    Unix(UnixListener),
+    Tcp(TcpListener),
+}
+
+/// A bridge, prepared before the agent is spawned and served once the client exists.
+pub struct Bridge {
+    dir: PathBuf,
+    extension: PathBuf,
+    token: String,
+    client_id: String,
+    listener: Option<Listener>,
+    stop: Signal,
+    gate: Option<Gate>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    conns: Arc<Mutex<Vec<Arc<Conn>>>>,
+}
+
+/// 32 random bytes from the kernel, as hex.
+fn random_hex(bytes: usize) -> io::Result<String> {
+    let mut buf = vec![0u8; bytes];
+    let mut filled = 0;
+    while filled < bytes {
+        // SAFETY: getrandom writes at most `bytes - filled` bytes into the buffer's tail.
+        let n = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), bytes - filled, 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        filled += n as usize;
+    }
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Equal without an early exit, so the time taken says nothing about where they differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A new private directory (0700) under the system temp dir.
+fn private_dir() -> io::Result<PathBuf> {
+    let base = std::env::temp_dir();
+    for _ in 0..16 {
+        let dir = base.join(format!("omprpc-bridge-{}", random_hex(8)?));
+        match fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, "could not create a private bridge directory"))
+}
+
+impl Bridge {
+    /// Creates the directory, the listening socket, the token and the extension file.
+    pub fn prepare(plan: &Plan) -> Result<Bridge> {
+        let io_err = |what: &str| {
+            let what = what.to_string();
+            move |e: io::Error| Error::new(Status::Io, format!("tool bridge: {what}: {e}"))
+        };
+        let dir = private_dir().map_err(io_err("creating its directory"))?;
+        let token = random_hex(32).map_err(io_err("making a token"))?;
+        let client_id = random_hex(8).map_err(io_err("making a client id"))?;
+        let (listener, endpoint) = match plan.transport {
+            Transport::Unix => {
+                let path = dir.join("bridge.sock");
+                let l = UnixListener::bind(&path).map_err(io_err("binding its socket"))?;
+                fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).map_err(io_err("securing its socket"))?;
+                (Listener::Unix(l), extension::Endpoint::Unix(path))
+            }
+            Transport::Tcp => {
+                let l = TcpListener::bind("127.0.0.1:0").map_err(io_err("binding loopback TCP"))?;
+                let port = l.local_addr().map_err(io_err("reading its port"))?.port();
+                (Listener::Tcp(l), extension::Endpoint::Tcp(port))
+            }
+        };
+        let config = extension::Config {
+            endpoint,
+            token: token.clone(),
+            client_id: client_id.clone(),
+            tools: plan.tools.clone(),
+            gate: plan.gate.is_some(),
+            fail_open: plan.gate.as_ref().is_some_and(|g| g.fail_open),
+            policy_timeout_ms: plan.gate.as_ref().map_or(0, |g| g.timeout_ms),
+            call_timeout_ms: plan.call_timeout_ms,
+        };
+        let (file, text) = extension::render(plan.flavor, &config);
+        let extension = dir.join(file);
+        let write = || -> io::Result<()> {
+            let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&extension)?;
+            f.write_all(text.as_bytes())
+        };
+        use std::os::unix::fs::OpenOptionsExt;
+        write().map_err(io_err("writing the extension"))?;
+        Ok(Bridge {
+            dir,
+            extension,
+            token,
+            client_id,
+            listener: Some(listener),
+            stop: Signal::new().map_err(io_err("creating its stop signal"))?,
+            gate: plan.gate.clone(),
+            threads: Mutex::new(Vec::new()),
+            conns: Arc::new(Mutex::new(Vec::new())),
+        })
+    }
+
+    /// The extension file to pass with `--extension`.
+    pub fn extension_path(&self) -> &Path {
+        &self.extension
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Starts accepting connections for `host`.
+    pub fn serve(&mut self, host: Arc<dyn Host>) -> Result<()> {
+        let listener = self.listener.take().ok_or_else(|| Error::invalid("the bridge is already serving"))?;
+        let auth = Arc::new(Auth {
+            token: self.token.clone(),
+            client_id: self.client_id.clone(),
+            rules: self.gate.as_ref().and_then(|g| g.rules.clone()),
+        });
+        let stop = self.stop.raw();
+        let conns = self.conns.clone();
+        let accept = std::thread::Builder::new()
+            .name("omprpc-bridge".into())
+            .spawn(move || accept_loop(listener, stop, conns, auth, host))
+            .map_err(|e| Error::new(Status::Io, format!("tool bridge: starting its thread: {e}")))?;
+        self.threads.lock().unwrap().push(accept);
+        Ok(())
+    }
+
+    /// Stops accepting, closes every connection (after the caller sent its last replies),
+    /// waits for the bridge threads and removes the directory.
+    pub fn shutdown(&self) {
+        self.stop.set();
+        for c in self.conns.lock().unwrap().drain(..) {
+            c.close();
+        }
+        for t in self.threads.lock().unwrap().drain(..) {
+            let _ = t.join();
+        }
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+struct Auth {
+    token: String,
+    client_id: String,
+    rules: Option<Rules>,
+}
+
+fn accept_loop(listener: Listener, stop: i32, conns: Arc<Mutex<Vec<Arc<Conn>>>>, auth: Arc<Auth>, host: Arc<dyn Host>) {
+    let fd = match &listener {
+        Listener::Unix(l) => l.as_raw_fd(),
+        Listener::Tcp(l) => l.as_raw_fd(),
+    };
+    let mut readers: Vec<JoinHandle<()>> = Vec::new();
+    loop {
+        // Wait for a connection or the stop signal.
+        let mut fds = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: stop, events: libc::POLLIN, revents: 0 }];
+        // SAFETY: two valid pollfds.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if r < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            break;
+        }
+        if fds[1].revents != 0 || poll_readable(stop, Some(std::time::Duration::ZERO)) {
+            break;
+        }
+        let stream = match &listener {
+            Listener::Unix(l) => l.accept().map(|(s, _)| Stream::Unix(s)),
+            Listener::Tcp(l) => l.accept().map(|(s, _)| Stream::Tcp(s)),
+        };
+        let Ok(stream) = stream else { continue };
+        readers.retain(|t| !t.is_finished());
+        if readers.len() >= MAX_CONNECTIONS {
+            let conn = Conn { stream: Mutex::new(stream) };
+            let _ = conn.send(br#"{"id":null,"error":"too many bridge connections"}"#);
+            conn.close();
+            continue;
+        }
+        let Ok(read_half) = stream.try_clone() else { continue };
+        let conn = Arc::new(Conn { stream: Mutex::new(stream) });
+        conns.lock().unwrap().push(conn.clone());
+        let (auth, host) = (auth.clone(), host.clone());
+        if let Ok(t) = std::thread::Builder::new().name("omprpc-bridge-conn".into()).spawn(move || serve_conn(read_half, conn, auth, host)) {
+            readers.push(t);
+        }
+    }
+    for t in readers {
+        let _ = t.join();
+    }
+}
+
+fn error_frame(id: &Value, text: &str) -> Vec<u8> {
+    json!({"id": id, "error": text}).to_string().into_bytes()
+}
+
+static NEXT_CONN: AtomicU64 = AtomicU64::new(0);
+
+fn serve_conn(read_half: Stream, conn: Arc<Conn>, auth: Arc<Auth>, host: Arc<dyn Host>) {
+    let _n = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
+    let mut reader = BufReader::with_capacity(64 * 1024, read_half);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // Bytes up to the newline; a frame is decoded as UTF-8 only once it is whole.
+        match io::Read::take(&mut reader, MAX_REQUEST_BYTES as u64 + 1).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if line.len() > MAX_REQUEST_BYTES {
+            let _ = conn.send(&error_frame(&Value::Null, "bridge request too large"));
+            break;
+        }
+        let frame: Map<String, Value> = match serde_json::from_slice(&line) {
+            Ok(Value::Object(m)) => m,
+            _ => {
+                let _ = conn.send(&error_frame(&Value::Null, "bridge request is not a JSON object"));
+                continue;
+            }
+        };
+        let id = frame.get("id").cloned().unwrap_or(Value::Null);
+        let token_ok = frame.get("token").and_then(Value::as_str).is_some_and(|t| constant_time_eq(t.as_bytes(), auth.token.as_bytes()));
+        let client_ok = frame.get("client").and_then(Value::as_str) == Some(auth.client_id.as_str());
+        if !token_ok || !client_ok {
+            // Never reaches the host; the connection is not trusted any further.
+            let _ = conn.send(&error_frame(&id, "unauthorized"));
+            break;
+        }
+        if !id.is_string() {
+            let _ = conn.send(&error_frame(&id, "bridge request needs a string id"));
+            continue;
+        }
+        match frame.get("kind").and_then(Value::as_str) {
+            Some("tool") => host.tool_call(&conn, frame),
+            Some("cancel") => {
+                if let Some(target) = frame.get("target").and_then(Value::as_str) {
+                    host.cancel(&conn, target);
+                }
+            }
+            Some("policy_eval") => match &auth.rules {
+                Some(rules) => {
+                    let tool = frame.get("tool").and_then(Value::as_str).unwrap_or("");
+                    let call = frame.get("toolCallId").and_then(Value::as_str).unwrap_or("");
+                    let (block, reason) = rules.verdict(tool);
+                    host.policy_decided(call, tool, block, &reason);
+                    let _ = conn.send(json!({"id": id, "verdict": {"block": block, "reason": reason}}).to_string().as_bytes());
+                }
+                None => host.policy_eval(&conn, frame),
+            },
+            other => {
+                let _ = conn.send(&error_frame(&id, &format!("unknown bridge request kind {other:?}")));
+            }
+        }
+    }
+    conn.close();
+    host.disconnected(&conn);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_256_bit_and_differ() {
+        let a = random_hex(32).unwrap();
+        let b = random_hex(32).unwrap();
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+        assert!(constant_time_eq(a.as_bytes(), a.as_bytes()));
+        assert!(!constant_time_eq(a.as_bytes(), b.as_bytes()));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+
+    #[test]
+    fn rules_decide() {
+        let r = Rules {
+            allow: ["read".to_string()].into_iter().collect(),
+            block: [("bash".to_string(), "no shell".to_string())].into_iter().collect(),
+            default_block: true,
+        };
+        assert_eq!(r.verdict("read"), (false, String::new()));
+        assert_eq!(r.verdict("bash"), (true, "no shell".to_string()));
+        assert!(r.verdict("write").0);
+        assert!(!Rules::default().verdict("write").0);
+    }
+
+    #[test]
+    fn private_dir_and_socket_modes() {
+        let plan = Plan { flavor: Flavor::Pi, transport: Transport::Unix, tools: vec![], gate: None, call_timeout_ms: 0 };
+        let b = Bridge::prepare(&plan).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(b.dir()), 0o700);
+        assert_eq!(mode(&b.dir().join("bridge.sock")), 0o600);
+        assert_eq!(mode(b.extension_path()), 0o600);
+        let dir = b.dir().to_path_buf();
+        drop(b);
+        assert!(!dir.exists(), "the private directory is removed");
+    }
+}

@@ -1,0 +1,286 @@
+//! The tool bridge against a live client: a raw socket acting as a hostile or honest
+//! extension, and the generated extension itself run by node with a stand-in for pi's API.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use omprpc::client::deadline_after;
+use omprpc::{Client, Status};
+use serde_json::{json, Value};
+
+const FAKE: &str = env!("CARGO_BIN_EXE_omprpc-fake-agent");
+const HARNESS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bridge-harness.cjs");
+
+fn secs(n: u64) -> Option<Instant> {
+    deadline_after(Some(Duration::from_secs(n)))
+}
+
+fn echo_tool() -> Value {
+    json!({"name": "echo_host", "description": "Echo", "parameters": {"type": "object", "properties": {"message": {"type": "string"}}}})
+}
+
+fn start(extra: Value) -> Client {
+    let mut opts = json!({"command": [FAKE, "--flavor", "pi"], "flavor": "pi", "host_tools": [echo_tool()], "stop_grace_ms": 300});
+    for (k, v) in extra.as_object().unwrap() {
+        opts[k] = v.clone();
+    }
+    Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("start: {e}"))
+}
+
+/// The extension path from the agent's argv, and the CONFIG object embedded in it.
+fn extension(c: &Client) -> (String, Value) {
+    let info: Value = serde_json::from_str(&c.info()).unwrap();
+    let argv: Vec<String> = serde_json::from_value(info["argv"].clone()).unwrap();
+    let i = argv.iter().position(|a| a == "--extension").expect("--extension in argv");
+    let path = argv[i + 1].clone();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line = text.lines().find(|l| l.starts_with("const CONFIG = ")).unwrap();
+    let config: Value = serde_json::from_str(line.trim_start_matches("const CONFIG = ").trim_end_matches(';')).unwrap();
+    (path, config)
+}
+
+fn wait_event(c: &Client, ty: &str) -> Value {
+    let deadline = secs(10);
+    loop {
+        let evs = c.next_events(1, deadline).unwrap_or_else(|e| panic!("waiting for {ty}: {e}"));
+        let v: Value = serde_json::from_slice(&evs[0]).unwrap();
+        if v["type"] == ty {
+            return v;
+        }
+    }
+}
+
+struct Ext {
+    stream: UnixStream,
+    reader: BufReader<UnixStream>,
+    config: Value,
+}
+
+impl Ext {
+    fn connect(config: &Value) -> Ext {
+        let stream = UnixStream::connect(config["socket"].as_str().unwrap()).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let reader = BufReader::new(stream.try_clone().unwrap());
+        Ext { stream, reader, config: config.clone() }
+    }
+
+    fn send(&mut self, mut frame: Value, authentic: bool) {
+        if authentic {
+            frame["token"] = self.config["token"].clone();
+            frame["client"] = self.config["client"].clone();
+        }
+        writeln!(self.stream, "{frame}").unwrap();
+    }
+
+    fn recv(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(serde_json::from_str(&line).unwrap()),
+        }
+    }
+}
+
+#[test]
+fn files_are_private_and_tokens_differ_per_client() {
+    use std::os::unix::fs::PermissionsExt;
+    let a = start(json!({}));
+    let b = start(json!({}));
+    let (path_a, conf_a) = extension(&a);
+    let (_, conf_b) = extension(&b);
+    assert_eq!(conf_a["token"].as_str().unwrap().len(), 64);
+    assert_ne!(conf_a["token"], conf_b["token"]);
+    let mode = |p: &str| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path_a), 0o600);
+    assert_eq!(mode(conf_a["socket"].as_str().unwrap()), 0o600);
+    let dir = std::path::Path::new(&path_a).parent().unwrap().to_path_buf();
+    assert_eq!(mode(dir.to_str().unwrap()), 0o700);
+    a.close().unwrap();
+    assert!(!dir.exists(), "the bridge directory is removed at close");
+}
+
+#[test]
+fn wrong_or_missing_tokens_never_reach_the_host() {
+    let c = start(json!({}));
+    let (_, config) = extension(&c);
+    for frame in [
+        json!({"id": "x1", "kind": "tool", "tool": "echo_host", "toolCallId": "t", "args": {}}),
+        json!({"id": "x2", "kind": "tool", "tool": "echo_host", "toolCallId": "t", "args": {}, "token": "0".repeat(64), "client": config["client"]}),
+        json!({"id": "x3", "kind": "tool", "tool": "echo_host", "toolCallId": "t", "args": {}, "token": config["token"], "client": "someone-else"}),
+    ] {
+        let mut ext = Ext::connect(&config);
+        ext.send(frame.clone(), false);
+        let reply = ext.recv().unwrap();
+        assert_eq!(reply["error"], "unauthorized", "{frame}");
+        assert_eq!(reply["id"], frame["id"]);
+        assert!(ext.recv().is_none(), "the connection is closed after an unauthorized request");
+    }
+    // Nothing reached the host: no host_tool_call event was queued.
+    let evs = c.next_events(1000, deadline_after(Some(Duration::from_millis(200)))).unwrap_or_default();
+    assert!(evs.iter().all(|e| !String::from_utf8_lossy(e).contains("host_tool_call")));
+}
+
+#[test]
+fn bridged_calls_look_like_omp_host_calls_and_get_exactly_one_reply() {
+    let c = start(json!({}));
+    let (_, config) = extension(&c);
+    let mut ext = Ext::connect(&config);
+    ext.send(json!({"id": "call-1", "kind": "tool", "tool": "echo_host", "toolCallId": "toolu_1", "args": {"message": "hi"}}), true);
+    let call = wait_event(&c, "host_tool_call");
+    assert_eq!(call["id"], "call-1");
+    assert_eq!(call["toolName"], "echo_host");
+    assert_eq!(call["toolCallId"], "toolu_1");
+    assert_eq!(call["arguments"]["message"], "hi");
+    c.host_tool_update("call-1", json!("working")).unwrap();
+    c.host_tool_result("call-1", json!({"content": [{"type": "text", "text": "done"}], "details": {"n": 1}}), false).unwrap();
+    let update = ext.recv().unwrap();
+    assert_eq!(update["update"]["content"][0]["text"], "working");
+    let result = ext.recv().unwrap();
+    assert_eq!(result["result"]["content"][0]["text"], "done");
+    assert_eq!(result["isError"], false);
+    assert_eq!(c.host_tool_result("call-1", json!("again"), false).unwrap_err().status, Status::NotFound);
+    // Unknown tools and bad arguments are answered by the library itself.
+    ext.send(json!({"id": "call-2", "kind": "tool", "tool": "nope", "toolCallId": "t2", "args": {}}), true);
+    let r = ext.recv().unwrap();
+    assert_eq!(r["isError"], true);
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("not registered"));
+    ext.send(json!({"id": "call-3", "kind": "tool", "tool": "echo_host", "toolCallId": "t3", "args": [1]}), true);
+    assert_eq!(ext.recv().unwrap()["isError"], true);
+    // Not JSON: an error frame, and the connection stays usable.
+    writeln!(ext.stream, "not json").unwrap();
+    assert!(ext.recv().unwrap()["error"].as_str().unwrap().contains("not a JSON object"));
+    // A cancel from the extension reaches the host as host_tool_cancel, and the late result is dropped.
+    ext.send(json!({"id": "call-4", "kind": "tool", "tool": "echo_host", "toolCallId": "t4", "args": {}}), true);
+    wait_event(&c, "host_tool_call");
+    ext.send(json!({"id": "call-4-cancel", "kind": "cancel", "target": "call-4"}), true);
+    assert_eq!(wait_event(&c, "host_tool_cancel")["targetId"], "call-4");
+    assert_eq!(c.host_tool_result("call-4", json!("late"), false).unwrap_err().status, Status::Cancelled);
+    // A call open when the client closes gets an error reply.
+    ext.send(json!({"id": "call-5", "kind": "tool", "tool": "echo_host", "toolCallId": "t5", "args": {}}), true);
+    wait_event(&c, "host_tool_call");
+    c.close().unwrap();
+    let last = ext.recv().unwrap();
+    assert_eq!(last["id"], "call-5");
+    assert!(last["result"]["content"][0]["text"].as_str().unwrap().contains("closed"));
+}
+
+#[test]
+fn disconnect_cancels_open_calls() {
+    let c = start(json!({}));
+    let (_, config) = extension(&c);
+    let mut ext = Ext::connect(&config);
+    ext.send(json!({"id": "d-1", "kind": "tool", "tool": "echo_host", "toolCallId": "t", "args": {}}), true);
+    wait_event(&c, "host_tool_call");
+    drop(ext);
+    assert_eq!(wait_event(&c, "host_tool_cancel")["targetId"], "d-1");
+}
+
+#[test]
+fn policy_rules_answer_without_the_host() {
+    let c = start(json!({"tool_policy": {"mode": "rules", "allow": ["read"], "block": {"bash": "no shell here"}}}));
+    let (_, config) = extension(&c);
+    let mut ext = Ext::connect(&config);
+    ext.send(json!({"id": "p1", "kind": "policy_eval", "tool": "bash", "toolCallId": "tc", "args": {}}), true);
+    assert_eq!(ext.recv().unwrap()["verdict"], json!({"block": true, "reason": "no shell here"}));
+    ext.send(json!({"id": "p2", "kind": "policy_eval", "tool": "read", "toolCallId": "tc2", "args": {}}), true);
+    assert_eq!(ext.recv().unwrap()["verdict"]["block"], false);
+    ext.send(json!({"id": "p3", "kind": "policy_eval", "tool": "write", "toolCallId": "tc3", "args": {}}), true);
+    assert_eq!(ext.recv().unwrap()["verdict"]["block"], true, "default block");
+    let blocked = wait_event(&c, "tool_blocked");
+    assert_eq!(blocked["toolCallId"], "tc");
+}
+
+fn node() -> Option<String> {
+    Command::new("node").arg("--version").output().ok().filter(|o| o.status.success()).map(|_| "node".to_string())
+}
+
+/// Runs the harness on the generated extension while `serve` answers the host side.
+fn harness(c: &Client, scenario: &str, serve: impl FnOnce(&Client)) -> Value {
+    let node = node().expect("node is needed to run the generated extension");
+    let (path, _) = extension(c);
+    let child = Command::new(node).args([HARNESS, &path, scenario]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    serve(c);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "harness failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn generated_extension_runs_tools_streams_updates_and_maps_errors() {
+    let c = start(json!({"tool_policy": {"mode": "host", "timeout_ms": 500}}));
+    let out = harness(&c, "tool", |c| {
+        let call = wait_event(c, "host_tool_call");
+        let id = call["id"].as_str().unwrap();
+        c.host_tool_update(id, json!("wörking")).unwrap();
+        c.host_tool_result(id, json!({"content": [{"type": "text", "text": "host: ✓ hello"}], "details": {"k": 1}}), false).unwrap();
+    });
+    assert_eq!(out["tools"], json!(["echo_host"]));
+    assert_eq!(out["gate"], true);
+    assert_eq!(out["updates"][0]["content"][0]["text"], "wörking");
+    assert_eq!(out["result"]["content"][0]["text"], "host: ✓ hello");
+    assert_eq!(out["result"]["details"]["k"], 1);
+    let out = harness(&c, "tool-error", |c| {
+        let call = wait_event(c, "host_tool_call");
+        c.host_tool_result(call["id"].as_str().unwrap(), json!("it broke"), true).unwrap();
+    });
+    assert_eq!(out["error"], "it broke");
+    let out = harness(&c, "abort", |c| {
+        wait_event(c, "host_tool_call");
+        let cancel = wait_event(c, "host_tool_cancel");
+        assert!(cancel["targetId"].as_str().unwrap().len() > 2);
+    });
+    assert_eq!(out["error"], "cancelled");
+}
+
+#[test]
+fn generated_gate_asks_the_host_and_fails_closed() {
+    let c = start(json!({"tool_policy": {"mode": "host", "timeout_ms": 400}}));
+    let out = harness(&c, "gate", |c| {
+        let q = wait_event(c, "policy_eval");
+        assert_eq!(q["toolName"], "bash");
+        c.policy_verdict(q["id"].as_str().unwrap(), false, "not in tests").unwrap();
+        let q = wait_event(c, "policy_eval");
+        assert_eq!(q["toolName"], "read");
+        c.policy_verdict(q["id"].as_str().unwrap(), true, "").unwrap();
+    });
+    assert_eq!(out["bash"], json!({"block": true, "reason": "not in tests"}));
+    assert_eq!(out["read"], Value::Null, "allowed: no block");
+    assert_eq!(out["bridged"], Value::Null, "bridged tools are not gated");
+    // Nobody answers: blocked once the gate's timeout passes.
+    let out = harness(&c, "gate-silent", |c| {
+        wait_event(c, "policy_eval");
+    });
+    assert_eq!(out["verdict"]["block"], true);
+    assert!(out["verdict"]["reason"].as_str().unwrap().contains("no verdict"));
+    assert!(out["ms"].as_u64().unwrap() >= 350);
+    // Fail-open is an explicit choice.
+    let open = start(json!({"tool_policy": {"mode": "host", "timeout_ms": 200, "fail_open": true}}));
+    let out = harness(&open, "gate-silent", |c| {
+        wait_event(c, "policy_eval");
+    });
+    assert_eq!(out["verdict"], Value::Null);
+}
+
+#[test]
+fn extension_settles_when_the_host_goes_away() {
+    let c = start(json!({}));
+    let out = harness(&c, "host-gone", |c| {
+        wait_event(c, "host_tool_call");
+        c.close().unwrap();
+    });
+    assert!(out["error"].as_str().unwrap().contains("closed"), "{out}");
+}
+
+#[test]
+fn tcp_transport_works_too() {
+    let c = start(json!({"bridge_transport": "tcp"}));
+    let (_, config) = extension(&c);
+    assert!(config["port"].as_u64().unwrap() > 0);
+    let out = harness(&c, "tool", |c| {
+        let call = wait_event(c, "host_tool_call");
+        c.host_tool_result(call["id"].as_str().unwrap(), json!("over tcp"), false).unwrap();
+    });
+    assert_eq!(out["result"]["content"][0]["text"], "over tcp");
+}
