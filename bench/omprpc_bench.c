@@ -113,7 +113,7 @@ static omprpc_client *start_client(void) {
     char *ev = NULL;
     st = omprpc_client_next_event(c, WAIT_MS, &ev, &err);
     if (st != OMPRPC_STATUS_OK) die("next_event (ready)", st, err);
-    if (strncmp(ev, "{\"type\":\"ready\"", 16) != 0) {
+    if (strncmp(ev, "{\"type\":\"ready\"", 15) != 0) {
         fprintf(stderr, "omprpc_bench: first event is not ready: %.200s\n", ev);
         exit(1);
     }

@@ -518,6 +518,11 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
+/// A table cell: pipes escaped, newlines flattened.
+fn esc(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
 fn verdict(ok: Option<bool>) -> &'static str {
     match ok {
         Some(true) => "yes",
@@ -700,7 +705,7 @@ fn drive(cfg: Config) -> i32 {
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} | | |",
-            row.label,
+            esc(&row.label),
             secs(t),
             rate(ev_rate(t)),
             mib_from_kib(row.med("hwm_kib")),
@@ -727,7 +732,8 @@ fn drive(cfg: Config) -> i32 {
         };
         let _ = writeln!(
             md,
-            "| {label} | {} | {} | {} | {} | {} | {target} ({}) | {} |",
+            "| {} | {} | {} | {} | {} | {} | {target} ({}) | {} |",
+            esc(&label),
             secs(t),
             rate(r),
             mib_from_kib(rss),
@@ -747,7 +753,8 @@ fn drive(cfg: Config) -> i32 {
         let t = r.map(|r| n_events as f64 / r);
         let _ = writeln!(
             md,
-            "| {label} | {} | {} | {rss} | {} | {} | ≥ {:.0} k/s ({}) | {} |",
+            "| {} | {} | {} | {rss} | {} | {} | ≥ {:.0} k/s ({}) | {} |",
+            esc(&label),
             secs(t),
             rate(r),
             ratio(t, cat_t),
@@ -775,7 +782,7 @@ fn drive(cfg: Config) -> i32 {
     let _ = writeln!(md, "|---|---|---|---|---|---|---|");
     let (rp50, rp99) = (raw.med("p50_us"), raw.med("p99_us"));
     let us = |v: Option<f64>| v.map(|v| format!("{v:.1} µs")).unwrap_or_else(|| "—".into());
-    let _ = writeln!(md, "| {} | {} | {} | 1.00× | 1.00× | | |", raw.label, us(rp50), us(rp99));
+    let _ = writeln!(md, "| {} | {} | {} | 1.00× | 1.00× | | |", esc(&raw.label), us(rp50), us(rp99));
     let (op50, op99) = (ours.med("p50_us"), ours.med("p99_us"));
     let ok = match (op50, op99, rp50, rp99) {
         (Some(a), Some(b), Some(c), Some(e)) => Some(a <= 1.3 * c && b <= 2.0 * e),
@@ -787,7 +794,8 @@ fn drive(cfg: Config) -> i32 {
     };
     let _ = writeln!(
         md,
-        "| {label} | {} | {} | {} | {} | p50 ≤ 1.3×, p99 ≤ 2× raw | {} |",
+        "| {} | {} | {} | {} | {} | p50 ≤ 1.3×, p99 ≤ 2× raw | {} |",
+        esc(&label),
         us(op50),
         us(op99),
         ratio(op50, rp50),
@@ -824,7 +832,8 @@ fn drive(cfg: Config) -> i32 {
             };
             let _ = writeln!(
                 md,
-                "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                esc(&label),
                 secs(ta),
                 secs(tb),
                 ratio(tb, ta),

@@ -54,6 +54,12 @@ typedef enum {
  */
 typedef struct omprpc_client omprpc_client;
 
+/**
+ * A turn summarizer: feed it raw events in order; it returns the derived items each one
+ * produces and, at any time, the summary so far (see `omprpc_summarize`). Opaque.
+ */
+typedef struct omprpc_summarizer omprpc_summarizer;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -336,6 +342,46 @@ omprpc_status omprpc_client_policy_verdict(const omprpc_client *client,
                                            bool allow,
                                            const char *reason,
                                            char **out_error);
+
+/**
+ * The summary of a JSON array of raw events (e.g. a turn's `events`): `{"complete","text",
+ * "finalText","reasoning","chunks","toolCalls","stopReason","stopReasons","usage",
+ * "messageUsage"}`. Options: `{"model":"…"}` — the configured model, for usage records whose
+ * message names none. Thread-safe.
+ */
+omprpc_status omprpc_summarize(const char *events_json,
+                               const char *options_json,
+                               char **out_summary_json,
+                               char **out_error);
+
+/**
+ * A new summarizer (options as for `omprpc_summarize`); free it with `omprpc_summarizer_free`.
+ */
+omprpc_status omprpc_summarizer_new(const char *options_json,
+                                    omprpc_summarizer **out_summarizer,
+                                    char **out_error);
+
+/**
+ * Feeds one raw event; `out_derived_json` receives the derived items it produced, as a JSON
+ * array: `{"kind":"text"|"reasoning_start"|"reasoning"|"tool_start"|"tool_update"|"tool_end"|
+ * "message_end"|"stop"|"turn_end",…}`.
+ */
+omprpc_status omprpc_summarizer_feed(const omprpc_summarizer *summarizer,
+                                     const char *event_json,
+                                     char **out_derived_json,
+                                     char **out_error);
+
+/**
+ * The summary of everything fed so far.
+ */
+omprpc_status omprpc_summarizer_summary(const omprpc_summarizer *summarizer,
+                                        char **out_summary_json,
+                                        char **out_error);
+
+/**
+ * Frees a summarizer. NULL is a no-op.
+ */
+void omprpc_summarizer_free(omprpc_summarizer *summarizer);
 
 /**
  * The agent's last `max_stderr_lines` stderr lines, as text.

@@ -496,3 +496,25 @@ fn requests_time_out_and_late_answers_are_recorded() {
     assert_eq!(e.status, Status::Timeout);
     assert!(parse(&c.info())["closed"] == false);
 }
+
+#[test]
+fn turn_summary_and_idle_timeout() {
+    let c = start_with(json!({"turn_summary": true, "model": "configured-model"}));
+    let t = turn(&c, "all events");
+    let s = &t["summary"];
+    assert_eq!(s["complete"], true);
+    assert_eq!(s["finalText"], "pong");
+    assert_eq!(s["text"], "pong");
+    assert_eq!(s["toolCalls"][0]["toolCallId"], "tool-1");
+    assert_eq!(s["toolCalls"][0]["outcome"], "success");
+    assert_eq!(s["usage"]["inputTokens"], 1);
+    assert_eq!(s["usage"]["model"], "claude-sonnet-4-5");
+    // No event for 300 ms: a distinct timeout, while the agent is still alive.
+    let c = start_with(json!({"turn_idle_timeout_ms": 300}));
+    let t0 = Instant::now();
+    let e = c.prompt_and_wait("hang", None, secs(10)).unwrap_err();
+    assert_eq!(e.status, Status::Timeout);
+    assert!(e.message.contains("turn_idle_timeout_ms"), "{}", e.message);
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    assert_eq!(parse(&c.info())["closed"], false);
+}

@@ -737,15 +737,60 @@ func unmarshal(op string, js []byte, v any) error {
 	return nil
 }
 
+// parseTurn reads the turn JSON. Its events and messages alias js: a turn can hold
+// hundreds of thousands of events, and copying each one again would double the cost.
 func parseTurn(js []byte) (*Turn, error) {
 	t := &Turn{}
+	ok := objectMembers(js, func(key string, b []byte, i int) int {
+		var end int
+		var ok bool
+		switch key {
+		case "events":
+			t.Events, end, ok = splitArrayAt(b, i)
+		case "messages":
+			t.Messages, end, ok = splitArrayAt(b, i)
+		default:
+			if end = valueEnd(b, i); end < 0 {
+				return -1
+			}
+			v := b[i:end:end]
+			ok = true
+			switch key {
+			case "assistantMessage":
+				if !isNull(v) {
+					t.AssistantMessage = v
+				}
+			case "promptResult":
+				if !isNull(v) {
+					t.PromptResult = v
+				}
+			case "assistantText":
+				if !isNull(v) {
+					t.AssistantText = new(string)
+					ok = json.Unmarshal(v, t.AssistantText) == nil
+				}
+			case "requestId":
+				ok = json.Unmarshal(v, &t.RequestID) == nil
+			case "agentInvoked":
+				ok = json.Unmarshal(v, &t.AgentInvoked) == nil
+			}
+		}
+		if !ok {
+			return -1
+		}
+		return end
+	})
+	if ok {
+		return t, nil
+	}
+	t = &Turn{}
 	if err := unmarshal("prompt_and_wait", js, t); err != nil {
 		return nil, err
 	}
-	if string(t.AssistantMessage) == "null" {
+	if isNull(t.AssistantMessage) {
 		t.AssistantMessage = nil
 	}
-	if string(t.PromptResult) == "null" {
+	if isNull(t.PromptResult) {
 		t.PromptResult = nil
 	}
 	return t, nil

@@ -6,7 +6,6 @@ package omprpc
 // ok=false on anything it does not expect; callers then fall back to encoding/json.
 
 import (
-	"bytes"
 	"encoding/json"
 )
 
@@ -20,29 +19,20 @@ func skipSpace(b []byte, i int) int {
 }
 
 // stringEnd returns the index just past the string starting at b[i] == '"', and whether it
-// contains escapes; -1 if it does not end.
+// contains escapes; -1 if it does not end. (A byte loop: event JSON has many short strings,
+// where calling bytes.IndexByte per string costs more than it saves.)
 func stringEnd(b []byte, i int) (int, bool) {
 	escaped := false
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return -1, false
-		}
-		q := j + k
-		// the quote is escaped when an odd number of backslashes precede it
-		n := 0
-		for p := q - 1; p >= j && b[p] == '\\'; p-- {
-			n++
-		}
-		if !escaped && bytes.IndexByte(b[j:q], '\\') >= 0 {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '"':
+			return j + 1, escaped
+		case '\\':
 			escaped = true
+			j++
 		}
-		if n%2 == 0 {
-			return q + 1, escaped
-		}
-		j = q + 1
 	}
+	return -1, false
 }
 
 // valueEnd returns the index just past the JSON value starting at b[i]; -1 if malformed.
@@ -59,11 +49,11 @@ func valueEnd(b []byte, i int) int {
 		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				e, _ := stringEnd(b, j)
-				if e < 0 {
-					return -1
+				for j++; j < len(b) && b[j] != '"'; j++ {
+					if b[j] == '\\' {
+						j++
+					}
 				}
-				j = e - 1
 			case '{', '[':
 				depth++
 			case '}', ']':
@@ -88,32 +78,37 @@ func valueEnd(b []byte, i int) int {
 
 // splitArray cuts a JSON array into its elements (aliasing b).
 func splitArray(b []byte) ([]json.RawMessage, bool) {
-	i := skipSpace(b, 0)
+	out, end, ok := splitArrayAt(b, skipSpace(b, 0))
+	return out, ok && skipSpace(b, end) == len(b)
+}
+
+// splitArrayAt cuts the JSON array starting at b[i] into its elements (aliasing b); end is
+// the index just past it.
+func splitArrayAt(b []byte, i int) (out []json.RawMessage, end int, ok bool) {
 	if i >= len(b) || b[i] != '[' {
-		return nil, false
+		return nil, -1, false
 	}
 	i = skipSpace(b, i+1)
-	var out []json.RawMessage
 	if i < len(b) && b[i] == ']' {
-		return out, skipSpace(b, i+1) == len(b)
+		return []json.RawMessage{}, i + 1, true
 	}
 	for {
 		e := valueEnd(b, i)
 		if e < 0 {
-			return nil, false
+			return nil, -1, false
 		}
 		out = append(out, json.RawMessage(b[i:e:e]))
 		i = skipSpace(b, e)
 		if i >= len(b) {
-			return nil, false
+			return nil, -1, false
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
 		case ']':
-			return out, skipSpace(b, i+1) == len(b)
+			return out, i + 1, true
 		default:
-			return nil, false
+			return nil, -1, false
 		}
 	}
 }
@@ -178,3 +173,50 @@ func topLevelType(b []byte) (string, bool) {
 	}
 	return "", false
 }
+
+// objectMembers walks the top-level members of a JSON object: fn gets each key and the
+// index of its value in b, and returns the index just past the value (-1: stop, not ok).
+func objectMembers(b []byte, fn func(key string, b []byte, i int) int) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return skipSpace(b, i+1) == len(b)
+	}
+	for i < len(b) {
+		if b[i] != '"' {
+			return false
+		}
+		ke, kesc := stringEnd(b, i)
+		if ke < 0 || kesc {
+			return false
+		}
+		key := string(b[i+1 : ke-1])
+		i = skipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		ve := fn(key, b, i)
+		if ve < 0 {
+			return false
+		}
+		i = skipSpace(b, ve)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return skipSpace(b, i+1) == len(b)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func isNull(v []byte) bool { return string(v) == "null" }

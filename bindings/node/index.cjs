@@ -522,6 +522,92 @@ class EventIterator {
 }
 
 // ---------------------------------------------------------------------------------------
+// A polled queue with one reader: one sliced async poll at a time on behalf of every
+// waiter, so an abandoned wait (timeout, AbortSignal) never loses what the poll took.
+
+class PollLane {
+  constructor(client, fnName, timeoutMessage) {
+    this._client = client;
+    this._fn = fnName;
+    this._timeoutMessage = timeoutMessage;
+    this._waiters = [];
+    this._stash = [];
+    this._running = false;
+  }
+
+  get(opts) {
+    const c = this._client;
+    if (c._closePromise !== null || c._st.freed) return Promise.reject(closedError());
+    if (this._stash.length) return Promise.resolve(this._stash.shift());
+    let t;
+    try {
+      t = timeoutArg(opts.timeoutMs === undefined ? TIMEOUT_INFINITE : opts.timeoutMs);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const signal = opts.signal;
+    if (signal && signal.aborted) return Promise.reject(signal.reason);
+    if (t === 0 && !this._running) {
+      // A non-blocking poll: nobody else is reading this queue right now.
+      try {
+        return Promise.resolve(JSON.parse(callOut(native()[this._fn], [c._st.h, 0])));
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    return new Promise((resolve, reject) => {
+      const w = { resolve: null, reject: null, timer: null, onAbort: null };
+      const done = () => {
+        if (w.timer) clearTimeout(w.timer);
+        if (signal) signal.removeEventListener('abort', w.onAbort);
+        const i = this._waiters.indexOf(w);
+        if (i >= 0) this._waiters.splice(i, 1);
+      };
+      w.resolve = (v) => {
+        done();
+        resolve(v);
+      };
+      w.reject = (e) => {
+        done();
+        reject(e);
+      };
+      if (t >= 0) w.timer = setTimeout(() => w.reject(jsError(Status.TIMEOUT, this._timeoutMessage)), t);
+      if (signal) {
+        w.onAbort = () => w.reject(signal.reason);
+        signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      this._waiters.push(w);
+      this._run();
+    });
+  }
+
+  async _run() {
+    if (this._running) return;
+    this._running = true;
+    const c = this._client;
+    const fn = native()[this._fn];
+    try {
+      while (this._waiters.length > 0 && !c._st.freed) {
+        const r = await c._asyncRaw(fn, [POLL_SLICE_MS], true);
+        if (r.st === Status.OK) {
+          take(r.err);
+          const v = JSON.parse(take(r.out));
+          if (this._waiters.length) this._waiters[0].resolve(v);
+          else this._stash.push(v);
+        } else if (r.st === Status.TIMEOUT) {
+          take(r.err);
+        } else {
+          const e = failure(r.st, r.err);
+          for (const w of [...this._waiters]) w.reject(e);
+        }
+      }
+    } finally {
+      this._running = false;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
 // Client
 
 const RESERVED_EMIT = new Set(['error', 'event', 'close', 'newListener', 'removeListener']);
@@ -572,7 +658,7 @@ class Client extends EventEmitter {
     this._tools = new Map(); // name -> {spec, handler}
     this._schemes = new Map(); // scheme -> {spec, handler}
     this._hostCalls = new Map(); // call id -> AbortController
-    this._uiStash = [];
+    this._uiLane = new PollLane(this, 'nextUiRequest', 'Timed out waiting for an extension UI request');
     this._eventWaiters = []; // pending nextEvent() calls
     this._pumping = false;
     this._pumpEnded = false;
@@ -640,7 +726,7 @@ class Client extends EventEmitter {
    * A poll (`timeout` is its last C argument) in slices of at most POLL_SLICE_MS, so no pool
    * thread is held for long and `signal` is honoured between slices. Resolves the out string.
    */
-  async _sliced(name, args, hasOut, timeoutMs, signal, stash) {
+  async _sliced(name, args, hasOut, timeoutMs, signal) {
     const n = native();
     this._handle();
     const t = timeoutArg(timeoutMs === undefined ? TIMEOUT_INFINITE : timeoutMs);
@@ -660,10 +746,8 @@ class Client extends EventEmitter {
         try {
           r = await Promise.race([call, aborted]);
         } catch (e) {
-          // Whatever the abandoned slice still takes must not be lost.
           call.then((late) => {
-            if (late.st === 0 && stash) stash.push(take(late.out));
-            else take(late.out);
+            take(late.out);
             take(late.err);
           }, () => {});
           throw e;
@@ -746,7 +830,7 @@ class Client extends EventEmitter {
     let t = opts.timeoutMs;
     // The C default is turn_timeout_ms; slicing needs the deadline here.
     if (t === undefined || t === TIMEOUT_DEFAULT) t = this._turnTimeoutMs;
-    await this._sliced('waitForIdle', [], false, t, opts.signal, null);
+    await this._sliced('waitForIdle', [], false, t, opts.signal);
   }
 
   /**
@@ -818,8 +902,7 @@ class Client extends EventEmitter {
    * in time; ClosedError once the client is closed.
    */
   async nextUiRequest(opts = {}) {
-    if (this._uiStash.length) return JSON.parse(this._uiStash.shift());
-    return JSON.parse(await this._sliced('nextUiRequest', [], true, opts.timeoutMs, opts.signal, this._uiStash));
+    return this._uiLane.get(opts);
   }
 
   uiSendValue(requestId, value) {
@@ -926,7 +1009,7 @@ class Client extends EventEmitter {
       .then(() => entry.handler(ev.arguments, ctx))
       .then(
         (res) => this._hostSend(() => this.hostToolResult(id, res)),
-        (err) => this._hostSend(() => this.hostToolResult(id, errorText(err), { isError: true })),
+        (err) => this._hostSend(() => this.hostToolResult(id, err && err.result !== undefined ? err.result : errorText(err), { isError: true })),
       )
       .finally(() => this._hostCalls.delete(id));
   }

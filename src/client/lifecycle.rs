@@ -57,8 +57,9 @@ pub enum Mark<'a> {
     Other,
 }
 
-#[derive(Default)]
 pub struct Lifecycle {
+    /// When the last session event arrived (for the idle timeout).
+    pub last_event: std::time::Instant,
     prompts: Vec<Prompt>,
     agent_starts: u64,
     active: Option<&'static str>,
@@ -70,7 +71,15 @@ pub struct Lifecycle {
 
 impl Lifecycle {
     pub fn new(max_events: Option<usize>) -> Self {
-        Lifecycle { max_events, ..Default::default() }
+        Lifecycle {
+            last_event: std::time::Instant::now(),
+            prompts: Vec::new(),
+            agent_starts: 0,
+            active: None,
+            collector: None,
+            sticky: None,
+            max_events,
+        }
     }
 
     pub fn active_operation(&self) -> Option<&'static str> {
@@ -99,6 +108,7 @@ impl Lifecycle {
     /// Starts retaining events (before the prompt is written, so none can be missed) after
     /// `prefix` in the output buffer.
     pub fn collect(&mut self, prompt_id: Option<String>, prefix: &[u8]) {
+        self.last_event = std::time::Instant::now();
         self.collector = Some(Collector {
             prompt_id,
             events: prefix.to_vec(),
@@ -165,6 +175,7 @@ impl Lifecycle {
     /// One event that belongs to the session's event stream, in arrival order.
     pub fn event(&mut self, line: &[u8], mark: Mark) {
         if let Some(c) = &mut self.collector {
+            self.last_event = std::time::Instant::now();
             if c.outcome.is_none() {
                 if c.limit.is_some_and(|l| c.offsets.len() >= l) {
                     let l = c.limit.unwrap_or_default();

@@ -335,16 +335,18 @@ impl Shared {
         timeout_message: &str,
         mut done: impl FnMut(&mut State) -> Option<T>,
     ) -> Result<T> {
-        self.wait_state_since(deadline, timeout_message, false, &mut done)
+        self.wait_state_since(deadline, timeout_message, false, None, &mut done)
     }
 
     /// `began_before`: the wait stands for something that began before any close (the
-    /// handshake), so a close always reports its reason rather than "closed".
+    /// handshake), so a close always reports its reason rather than "closed". `idle`: fail
+    /// when no session event arrives for that long (the turn idle timeout).
     fn wait_state_since<T>(
         &self,
         deadline: Deadline,
         timeout_message: &str,
         began_before: bool,
+        idle: Option<Duration>,
         done: &mut dyn FnMut(&mut State) -> Option<T>,
     ) -> Result<T> {
         let mut st = self.state();
@@ -358,17 +360,27 @@ impl Shared {
                 return Err(if first { Error::closed_because(e) } else { e.clone() });
             }
             first = false;
-            match deadline {
-                None => st = self.cond.wait(st).unwrap(),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        drop(st);
-                        return Err(Error::new(Status::Timeout, format!("{timeout_message}{}", self.stderr_suffix())));
-                    }
-                    st = self.cond.wait_timeout(st, d - now).unwrap().0;
+            let idle_deadline = idle.map(|i| st.life.last_event + i);
+            let now = Instant::now();
+            if let (Some(d), Some(i)) = (idle_deadline, idle) {
+                if now >= d {
+                    drop(st);
+                    return Err(Error::new(
+                        Status::Timeout,
+                        format!("no event from the agent for {} ms (turn_idle_timeout_ms){}", i.as_millis(), self.stderr_suffix()),
+                    ));
                 }
             }
+            if let Some(d) = deadline {
+                if now >= d {
+                    drop(st);
+                    return Err(Error::new(Status::Timeout, format!("{timeout_message}{}", self.stderr_suffix())));
+                }
+            }
+            st = match [deadline, idle_deadline].into_iter().flatten().min() {
+                None => self.cond.wait(st).unwrap(),
+                Some(d) => self.cond.wait_timeout(st, d.saturating_duration_since(now)).unwrap().0,
+            };
         }
     }
 }
@@ -478,7 +490,9 @@ impl Client {
         let deadline = deadline_after(s.opts.startup_timeout);
         match s.opts.handshake {
             Handshake::Ready => {
-                s.wait_state_since(deadline, "Timed out waiting for RPC ready signal", true, &mut |st| st.ready.as_ref().map(|_| ()))?;
+                s.wait_state_since(deadline, "Timed out waiting for RPC ready signal", true, None, &mut |st| {
+                    st.ready.as_ref().map(|_| ())
+                })?;
             }
             Handshake::Probe => {
                 s.request("get_state", None, deadline).map_err(|e| e.context("the agent did not answer its start-up probe (get_state): "))?;
@@ -608,14 +622,14 @@ impl Client {
         }
         let _slot = Slot { shared: s, op: "prompt_and_wait" };
         s.call(&id, "prompt", &line, deadline, Some(streaming))?;
-        let collector = s.wait_state(deadline, "Timed out waiting for agent_end", |st| {
+        let collector = s.wait_state_since(deadline, "Timed out waiting for agent_end", false, s.opts.turn_idle_timeout, &mut |st| {
             if st.life.collector_done() {
                 st.life.take_collector()
             } else {
                 None
             }
         })?;
-        turn::build(&id, collector)
+        turn::build(&id, collector, s.opts.turn_summary.then(|| s.opts.model.clone()))
     }
 
     /// Events from now through the next terminal `agent_end`, as a JSON array.
@@ -627,7 +641,7 @@ impl Client {
             st.life.collect(None, b"[");
         }
         let _slot = Slot { shared: s, op: "collect_events" };
-        let collector = s.wait_state(deadline, "Timed out waiting for agent_end", |st| {
+        let collector = s.wait_state_since(deadline, "Timed out waiting for agent_end", false, s.opts.turn_idle_timeout, &mut |st| {
             if st.life.collector_done() {
                 st.life.take_collector()
             } else {

@@ -19,7 +19,7 @@ const KNOWN: &[&str] = &[
     "request_timeout_ms", "turn_timeout_ms", "max_event_history", "max_stderr_lines", "max_frame_bytes",
     "max_outbound_frame_bytes", "event_queue_capacity", "stop_grace_ms", "kill_grace_ms", "negotiate_v2",
     "invalid_frames", "host_tools", "host_uri_schemes", "ui_policy", "handshake", "bridge", "bridge_transport",
-    "tool_policy", "host_tool_timeout_ms",
+    "tool_policy", "host_tool_timeout_ms", "turn_summary", "turn_idle_timeout_ms",
 ];
 
 /// Typed, error-reporting access to an options object.
@@ -159,6 +159,13 @@ pub struct Options {
     pub ui_policy: Option<UiPolicy>,
     /// The tool bridge to set up before spawning (pi's host tools, the policy gate).
     pub bridge: Option<Plan>,
+    /// Add a `summary` to prompt_and_wait's turn JSON.
+    pub turn_summary: bool,
+    /// Fail a waiting turn when no event arrives for this long (distinct from the agent's
+    /// stdout ending, which is PROCESS_EXITED).
+    pub turn_idle_timeout: Option<Duration>,
+    /// The `model` option, named by usage records whose message does not name one.
+    pub model: Option<String>,
 }
 
 /// `tool_policy`: `{"mode":"host"|"rules","allow":[…],"block":{name:reason},"default":"allow"|"block",
@@ -313,6 +320,9 @@ impl Options {
                 Some(v) => UiPolicy::parse(v)?,
             },
             bridge,
+            turn_summary: o.bool("turn_summary")?.unwrap_or(false),
+            turn_idle_timeout: o.millis("turn_idle_timeout_ms", None)?,
+            model: o.str("model")?.map(str::to_string),
         })
     }
 }

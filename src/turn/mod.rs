@@ -4,6 +4,8 @@
 //!
 //! Runs on the waiting caller's thread, never on the reader, and copies event bytes once.
 
+pub mod summary;
+
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -104,8 +106,21 @@ fn find_assistant<'m>(messages: &'m [Box<RawValue>], events: &'m [u8], offsets: 
     None
 }
 
-/// The turn JSON for a completed prompt.
-pub fn build(request_id: &str, c: Collector) -> Result<String> {
+/// The summary of the collected events (parsing each one: opt-in, as it costs a full parse).
+fn summarize(c: &Collector, model: Option<String>) -> Value {
+    let mut s = summary::Summarizer::new(model);
+    for &(start, end) in &c.offsets {
+        if let Ok(v) = serde_json::from_slice::<Value>(&c.events[start..end]) {
+            s.feed(&v);
+        }
+    }
+    s.finish()
+}
+
+/// The turn JSON for a completed prompt; with `summary`, a `summary` member too (the model
+/// named is the configured one, for usage that does not name its own).
+pub fn build(request_id: &str, c: Collector, summary: Option<Option<String>>) -> Result<String> {
+    let summary = summary.map(|model| summarize(&c, model));
     let Outcome { agent_end, agent_invoked, prompt_result } = c.outcome.expect("collector is complete")?;
     let msgs = match &agent_end {
         Some(end) => messages(end, &c.streamed)?,
@@ -134,6 +149,10 @@ pub fn build(request_id: &str, c: Collector) -> Result<String> {
     tail.push_str(&text.map(Value::String).unwrap_or(Value::Null).to_string());
     tail.push_str(",\"promptResult\":");
     tail.push_str(prompt_result.as_deref().and_then(|p| std::str::from_utf8(p).ok()).unwrap_or("null"));
+    if let Some(s) = summary {
+        tail.push_str(",\"summary\":");
+        tail.push_str(&s.to_string());
+    }
     tail.push('}');
     drop(msgs);
     let mut out = c.events;
@@ -172,7 +191,8 @@ mod tests {
     fn plain_turn() {
         let end = format!(r#"{{"type":"agent_end","messages":[{PONG}]}}"#);
         let c = run(&[r#"{"type":"agent_start"}"#, &end]);
-        let t: Value = serde_json::from_str(&build("req_1", c).unwrap()).unwrap();
+        let t: Value = serde_json::from_str(&build("req_1", c, Some(None)).unwrap()).unwrap();
+        assert_eq!(t["summary"]["finalText"], "pong");
         assert_eq!(t["assistantText"], "pong");
         assert_eq!(t["events"].as_array().unwrap().len(), 2);
         assert_eq!(t["messages"].as_array().unwrap().len(), 1);
@@ -186,7 +206,7 @@ mod tests {
         let me2 = format!(r#"{{"type":"message_end","message":{term}}}"#);
         let end = format!(r#"{{"type":"agent_end","messages":[{term}],"messageCount":2}}"#);
         let c = run(&[r#"{"type":"agent_start"}"#, &me, &me2, &end]);
-        let t: Value = serde_json::from_str(&build("r", c).unwrap()).unwrap();
+        let t: Value = serde_json::from_str(&build("r", c, None).unwrap()).unwrap();
         let roles: Vec<_> = t["messages"].as_array().unwrap().iter().map(|m| m["role"].clone()).collect();
         assert_eq!(roles, [Value::from("assistant"), Value::from("custom")]);
         assert_eq!(t["assistantText"], "pong");
@@ -196,7 +216,7 @@ mod tests {
     fn compaction_needs_enough_streamed_messages() {
         let end = r#"{"type":"agent_end","messages":[],"messageCount":3}"#;
         let c = run(&[r#"{"type":"agent_start"}"#, end]);
-        let e = build("r", c).unwrap_err();
+        let e = build("r", c, None).unwrap_err();
         assert!(e.message.contains("references 3 streamed messages, but only 0 were retained"));
     }
 
@@ -204,7 +224,7 @@ mod tests {
     fn assistant_falls_back_to_events() {
         let upd = format!(r#"{{"type":"message_update","message":{PONG}}}"#);
         let c = run(&[&upd, r#"{"type":"agent_end","messages":[]}"#]);
-        let t: Value = serde_json::from_str(&build("r", c).unwrap()).unwrap();
+        let t: Value = serde_json::from_str(&build("r", c, None).unwrap()).unwrap();
         assert_eq!(t["assistantText"], "pong");
     }
 }

@@ -71,3 +71,14 @@ export function find(events, type) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** `{promise, resolve, reject}` (Promise.withResolvers is Node 22+). */
+export function deferred() {
+  let resolve;
+  let reject;
+  const promise = new Promise((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}

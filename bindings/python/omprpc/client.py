@@ -980,7 +980,6 @@ class RpcClient:
 
     def _argv_options(self) -> JsonObject:
         o: JsonObject = {
-            "executable": self._executable,
             "rpc_defaults": self._rpc_defaults,
             "no_session": self._no_session,
             "no_skills": self._no_skills,
@@ -989,6 +988,8 @@ class RpcClient:
         }
         if self._command is not None:
             o["command"] = list(self._command)
+        if not (self._flavor == "pi" and self._executable == "omp"):  # pi's default is "pi"
+            o["executable"] = self._executable
         for key, value in (
             ("provider", self._provider),
             ("model", self._model),

@@ -57,13 +57,13 @@ def make_client(fake_agent: str) -> Iterator[MakeClient]:
     made: list[RpcClient] = []
 
     def factory(scenario: str | None = None, *, flavor: str | None = None, v2: bool = False,
-                start: bool = True, **kwargs: Any) -> RpcClient:
+                start: bool = True, extra: tuple[str, ...] = (), **kwargs: Any) -> RpcClient:
         kwargs.setdefault("startup_timeout", 10.0)
         kwargs.setdefault("request_timeout", 10.0)
         if flavor is not None:
             kwargs.setdefault("flavor", flavor)
         kwargs.setdefault("core_options", {"stop_grace_ms": 2000, "kill_grace_ms": 1000})
-        client = RpcClient(command=agent_command(fake_agent, scenario, flavor=flavor, v2=v2), **kwargs)
+        client = RpcClient(command=agent_command(fake_agent, scenario, flavor=flavor, v2=v2, extra=extra), **kwargs)
         made.append(client)
         if start:
             client.start()

@@ -67,10 +67,16 @@ def test_command_builder_flags() -> None:
     assert RpcClient(command=exact, model="ignored").command == exact
 
 
-@pytest.mark.xfail(reason="core: omprpc_build_argv redacts --append-system-prompt values (reported)", strict=False)
-def test_command_keeps_the_system_prompt() -> None:
+def test_command_keeps_the_system_prompt_but_info_redacts_it(make_client) -> None:
     client = RpcClient(append_system_prompt="extra instructions")
     assert client.command == ("omp", "--mode", "rpc", "--append-system-prompt", "extra instructions", "--no-title")
+    running = make_client(extra=("--append-system-prompt", "secret"))
+    assert "secret" not in running.info()["argv"]
+
+
+def test_pi_flavor_defaults_its_executable() -> None:
+    assert RpcClient(flavor="pi").command == ("pi", "--mode", "rpc")
+    assert RpcClient(flavor="pi", executable="/opt/pi").command == ("/opt/pi", "--mode", "rpc")
 
 
 def test_constructor_validation() -> None:

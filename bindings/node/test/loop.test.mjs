@@ -1,0 +1,147 @@
+// The binding's own promises: the event loop never blocks, libuv's pool is not pinned by
+// idle polls, and a process exits by itself once its clients are closed (or forgotten).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { TimeoutError } from '../index.mjs';
+import { WAIT_MS, start, sleep } from './helpers.mjs';
+
+/** Runs `fn` while a 10 ms interval ticks; returns the tick count and the largest gap. */
+async function ticking(fn) {
+  let ticks = 0;
+  let last = performance.now();
+  let maxGap = 0;
+  const iv = setInterval(() => {
+    const now = performance.now();
+    maxGap = Math.max(maxGap, now - last);
+    last = now;
+    ticks++;
+  }, 10);
+  const t0 = performance.now();
+  try {
+    await fn();
+  } finally {
+    clearInterval(iv);
+  }
+  return { ticks, maxGap, ms: performance.now() - t0 };
+}
+
+test('the event loop keeps ticking during promptAndWait("slow")', async (t) => {
+  const c = await start(t);
+  c.on('event', () => {}); // the event pump runs too
+  const r = await ticking(async () => assert.equal((await c.promptAndWait('slow')).assistantText, 'pong'));
+  assert.ok(r.ms >= 250, `the slow turn took only ${r.ms} ms`);
+  assert.ok(r.ticks >= r.ms / 10 / 3, `${r.ticks} ticks in ${r.ms} ms`);
+  assert.ok(r.maxGap < 150, `largest gap between ticks: ${r.maxGap} ms`);
+});
+
+test('the event loop keeps ticking during a 2 s nextUiRequest', async (t) => {
+  const c = await start(t);
+  const r = await ticking(() => assert.rejects(c.nextUiRequest({ timeoutMs: 2000 }), TimeoutError));
+  assert.ok(r.ms >= 1900 && r.ms < 4000, `nextUiRequest(2000) took ${r.ms} ms`);
+  assert.ok(r.ticks >= 60, `${r.ticks} ticks in ${r.ms} ms`);
+  assert.ok(r.maxGap < 150, `largest gap between ticks: ${r.maxGap} ms`);
+});
+
+test('idle waits do not pin libuv\'s pool: fs still works with 12 idle waiters on 4 threads', async (t) => {
+  const clients = [];
+  for (let i = 0; i < 4; i++) clients.push(await start(t));
+  const waits = [];
+  for (const c of clients) {
+    waits.push(c.events()); // an idle event pump
+    waits.push(c.nextUiRequest({ timeoutMs: 5000 }).catch(() => {}));
+    waits.push(c.waitForIdle({ timeoutMs: 5000 }).catch(() => {}));
+  }
+  await sleep(300);
+  const self = fileURLToPath(import.meta.url);
+  const t0 = performance.now();
+  for (let i = 0; i < 3; i++) await fs.readFile(self);
+  const dt = performance.now() - t0;
+  assert.ok(dt < 3000, `3 readFile calls took ${dt} ms`);
+  t.diagnostic(`3 sequential readFile with 12 idle waiters: ${dt.toFixed(0)} ms`);
+  for (const c of clients) await c.close();
+});
+
+function runChild(args, { expectExit = true, ms = 8000 } = {}) {
+  const script = fileURLToPath(new URL('./fixtures/lifecycle.mjs', import.meta.url));
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    const t0 = Date.now();
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+    }, ms);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      const lines = out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      resolve({ code, signal, ms: Date.now() - t0, lines, stderr: err, expectExit });
+    });
+  });
+}
+
+function agentGone(pid) {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return e.code === 'ESRCH';
+  }
+}
+
+for (const flavor of ['esm', 'cjs']) {
+  test(`a process exits by itself after close() (${flavor})`, async () => {
+    const r = await runChild(['close', flavor]);
+    assert.equal(r.signal, null, `killed: did not exit by itself; stderr: ${r.stderr}`);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(agentGone(r.lines[0].pid));
+  });
+}
+
+test('a process exits by itself after close() during a prompt (which rejects with ClosedError)', async () => {
+  const r = await runChild(['close-during-prompt']);
+  assert.equal(r.signal, null, `killed: did not exit by itself; stderr: ${r.stderr}`);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.lines[1].rejected, 'ClosedError');
+});
+
+test('a forgotten idle client does not keep the process alive; the exit hook stops its agent', async () => {
+  const r = await runChild(['forgotten']);
+  assert.equal(r.signal, null, `killed: did not exit by itself; stderr: ${r.stderr}`);
+  assert.equal(r.code, 0, r.stderr);
+  await sleep(100);
+  assert.ok(agentGone(r.lines[0].pid), 'the agent outlived the process');
+});
+
+test('unref(): a listening client lets the process exit', async () => {
+  const r = await runChild(['unref']);
+  assert.equal(r.signal, null, `killed: did not exit by itself; stderr: ${r.stderr}`);
+  assert.equal(r.code, 0, r.stderr);
+});
+
+test('registered host tool handlers alone do not keep the process alive', async () => {
+  const r = await runChild(['host-tools']);
+  assert.equal(r.signal, null, `killed: did not exit by itself; stderr: ${r.stderr}`);
+  assert.equal(r.code, 0, r.stderr);
+});
+
+test('a ref\'d event listener keeps the process alive (like a socket)', async () => {
+  const r = await runChild(['listening'], { ms: 1500 });
+  assert.equal(r.signal, 'SIGKILL', 'the process exited although a listener was waiting for events');
+  await sleep(200);
+  // SIGKILL skips the exit hook; the agent sees stdin EOF and exits by itself
+  assert.ok(agentGone(r.lines[0].pid));
+});
+
+test('close() resolves only once the agent is gone', async (t) => {
+  const c = await start(t);
+  const { pid } = c.info();
+  assert.ok(!agentGone(pid));
+  await c.close();
+  assert.ok(agentGone(pid));
+  void WAIT_MS;
+});

@@ -1,0 +1,205 @@
+"""The ctypes layer: loading, the ABI handshake, signatures, errors, teardown and GC."""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+import weakref
+from pathlib import Path
+
+import pytest
+
+import omprpc
+from omprpc import (
+    RpcClient,
+    RpcCommandError,
+    RpcConcurrencyError,
+    RpcError,
+    RpcProcessExitError,
+    RpcTimeoutError,
+    _ffi,
+)
+
+from conftest import PACKAGE_ROOT, REPO, agent_command
+
+
+def _run_python(code: str, *, env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT), str(PACKAGE_ROOT / "tests"),
+                                              full_env.get("PYTHONPATH", "")])
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, *args, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_versions() -> None:
+    assert omprpc.ABI_VERSION == _ffi.lib.omprpc_abi_version() == 1
+    assert re.match(r"^\d+\.\d+\.\d+", omprpc.LIBRARY_VERSION)
+    assert _ffi.status_name(4) == "TIMEOUT" and _ffi.status_name(999) == "UNKNOWN"
+
+
+def test_abi_mismatch_is_refused_at_import() -> None:
+    # monkeypatch the library's answer before the binding loads it
+    result = _run_python("""
+        import ctypes
+        real = ctypes.CDLL
+        class Patched(real):
+            def __getattr__(self, name):
+                fn = super().__getattr__(name)
+                if name == "omprpc_abi_version":
+                    fn = lambda: 999
+                    setattr(self, name, fn)
+                return fn
+        ctypes.CDLL = Patched
+        try:
+            import omprpc
+        except ImportError as exc:
+            print("REFUSED:", exc)
+        else:
+            print("LOADED")
+    """)
+    assert "REFUSED:" in result.stdout, result.stdout + result.stderr
+    assert "ABI version 999" in result.stdout and "needs ABI version 1" in result.stdout
+
+
+def test_abi_check_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_ffi, "ABI_VERSION", 2)
+    with pytest.raises(ImportError, match="ABI mismatch"):
+        _ffi.check_abi(1, "/x/libomprpc.so")
+
+
+def test_missing_library_is_a_clear_import_error(tmp_path: Path) -> None:
+    result = _run_python("import omprpc", env={"OMPRPC_LIBRARY": str(tmp_path / "nope.so")})
+    assert result.returncode != 0
+    assert "cannot find the omprpc shared library" in result.stderr and "OMPRPC_LIBRARY" in result.stderr
+
+
+def test_every_declared_function_is_in_the_header() -> None:
+    header = REPO / "include" / "omprpc.h"
+    if not header.is_file():
+        pytest.skip("no checkout header")
+    exported = set(re.findall(r"\b(omprpc_[a-z_]+)\(", header.read_text()))
+    assert set(_ffi._SIGNATURES) <= exported
+    for name in _ffi._SIGNATURES:
+        fn = getattr(_ffi.lib, name)
+        assert fn.argtypes is not None
+        # owned strings never come back as c_char_p (that would leak them)
+        assert fn.restype is not __import__("ctypes").c_char_p
+
+
+@pytest.mark.parametrize("status,cls", [
+    (_ffi.TIMEOUT, RpcTimeoutError),
+    (_ffi.CLOSED, RpcProcessExitError),
+    (_ffi.PROCESS_EXITED, RpcProcessExitError),
+    (_ffi.CONCURRENCY, RpcConcurrencyError),
+    (_ffi.PROTOCOL, RpcError),
+    (_ffi.INVALID_ARGUMENT, RpcError),
+    (_ffi.PANIC, RpcError),
+])
+def test_status_mapping(status: int, cls: type) -> None:
+    err = _ffi.error_from(status, b'{"code":"X","status":%d,"message":"went wrong"}' % status)
+    assert type(err) is cls and str(err) == "went wrong" and err.status == status
+    assert isinstance(err, RuntimeError)
+
+
+def test_command_failed_mapping() -> None:
+    err = _ffi.error_from(_ffi.COMMAND_FAILED, b'{"code":"COMMAND_FAILED","status":5,"message":"x: y",'
+                                               b'"command":"x","error":"y","errorCode":"session_busy"}')
+    assert isinstance(err, RpcCommandError)
+    assert (err.command, err.error, err.code, str(err)) == ("x", "y", "session_busy", "x: y")
+
+
+def test_invalid_option_is_reported(make_client) -> None:
+    with pytest.raises(RpcError, match="no_such_option"):
+        make_client(core_options={"no_such_option": 1})
+
+
+def test_handle_refuses_calls_after_free(make_client) -> None:
+    client = make_client()
+    session = client._session
+    assert session is not None
+    client.stop()
+    assert not session.handle.alive
+    with pytest.raises(RpcProcessExitError):
+        session.handle.call_out(_ffi.lib.omprpc_client_info)
+
+
+def test_stop_from_a_listener_defers_the_free(make_client) -> None:
+    client = make_client()
+    stopped: list[bool] = []
+
+    def stop_here(event: object) -> None:
+        client.stop()
+        stopped.append(True)
+
+    client.on_turn_start(stop_here)
+    with pytest.raises(RpcProcessExitError):
+        client.prompt_and_wait("slow", timeout=10)
+    deadline = time.time() + 5
+    while not stopped and time.time() < deadline:
+        time.sleep(0.01)
+    assert stopped == [True] and client.is_running is False
+
+
+def test_an_unreferenced_client_is_stopped_by_gc(fake_agent: str) -> None:
+    client = RpcClient(command=agent_command(fake_agent), startup_timeout=10,
+                       core_options={"stop_grace_ms": 500})
+    client.start()
+    pid = client.info()["pid"]
+    session_ref = weakref.ref(client._session)  # type: ignore[arg-type]
+    del client
+    gc.collect()
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().split()[2] == "Z":
+                    break
+        except (ProcessLookupError, FileNotFoundError):
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail("the agent outlived its garbage-collected client")
+    gc.collect()
+    deadline = time.time() + 5
+    while session_ref() is not None and time.time() < deadline:
+        gc.collect()
+        time.sleep(0.02)
+    assert session_ref() is None, "the session (handle, dispatcher) leaked"
+
+
+def test_dev_mode_and_gc_pressure(fake_agent: str) -> None:
+    # -X dev + warnings as errors: no ResourceWarning, no unraisable exception, no leaked thread.
+    result = _run_python(f"""
+        import gc, sys, threading, warnings
+        warnings.simplefilter("error")
+        gc.set_threshold(1, 1, 1)
+        unraisable = []
+        sys.unraisablehook = unraisable.append
+        from conftest import agent_command
+        from omprpc import RpcClient, host_tool
+        tool = host_tool(name="echo_host", description="d", parameters={{"type": "object"}},
+                         execute=lambda a, c: (c.send_update("u"), "ok")[1])
+        for i in range(3):
+            with RpcClient(command=agent_command({fake_agent!r}), startup_timeout=10,
+                           custom_tools=[tool]) as client:
+                seen = []
+                client.on_event(lambda e: seen.append(e.type))
+                turn = client.prompt_and_wait("needs host tool", timeout=10)
+                assert [e.type for e in turn.events][-1] == "agent_end", turn.events
+                assert client.prompt_and_wait("burst 200", timeout=10).assistant_text == "pong"
+                gc.collect()
+            assert "agent_end" in seen
+        gc.collect()
+        left = [t.name for t in threading.enumerate() if t.name.startswith("omprpc-dispatch")]
+        assert not left, left
+        assert not unraisable, unraisable
+        print("OK")
+    """, args=("-X", "dev", "-W", "error"))
+    assert result.returncode == 0 and "OK" in result.stdout, result.stdout + result.stderr

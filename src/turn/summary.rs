@@ -1,0 +1,386 @@
+//! The derived stream and the turn summary: what most hosts want from a turn without
+//! interpreting every raw event — text and reasoning in arrival order (never mixed), tool
+//! calls paired by `toolCallId` with their outcome, stop reasons, the final text both as the
+//! last assistant message and as all the text, and usage per message and per turn.
+//!
+//! Usage rules: token counts are summed across the turn's LLM calls (each call bills its full
+//! input); `contextTokens` is the last call's total (rebuilt from its parts when that is 0);
+//! the model is the message's, else the configured one; when no `message_end` carried usage,
+//! the last assistant message of `agent_end` is used; a turn whose calls report no input and no
+//! output has `usage: null`, never a zero-filled record.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use crate::turn::assistant_text;
+
+#[derive(Default, Clone, Copy)]
+struct Tokens {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+    total: u64,
+    cost: f64,
+}
+
+impl Tokens {
+    fn of(usage: &Value) -> Option<Tokens> {
+        let u = usage.as_object()?;
+        let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+        Some(Tokens {
+            input: n("input"),
+            output: n("output"),
+            cache_read: n("cacheRead"),
+            cache_write: n("cacheWrite"),
+            total: n("totalTokens"),
+            cost: u.get("cost").and_then(|c| c.get("total")).and_then(Value::as_f64).unwrap_or(0.0),
+        })
+    }
+
+    fn total_or_parts(&self) -> u64 {
+        if self.total > 0 {
+            self.total
+        } else {
+            self.input + self.output + self.cache_read + self.cache_write
+        }
+    }
+
+    fn to_json(self, model: Option<&str>) -> Value {
+        json!({"inputTokens": self.input, "outputTokens": self.output, "cacheReadTokens": self.cache_read,
+               "cacheWriteTokens": self.cache_write, "totalTokens": self.total_or_parts(), "cost": self.cost, "model": model})
+    }
+}
+
+struct Tool {
+    id: String,
+    name: String,
+    args: Value,
+    outcome: Option<&'static str>,
+    result: Value,
+    reason: Option<String>,
+}
+
+/// Feeds on raw events, in order; yields derived items and, at the end, the summary.
+#[derive(Default)]
+pub struct Summarizer {
+    configured_model: Option<String>,
+    chunks: Vec<(bool, String)>,
+    text: String,
+    reasoning: String,
+    tools: Vec<Tool>,
+    tool_index: HashMap<String, usize>,
+    blocked: HashMap<String, String>,
+    stop_reasons: Vec<Value>,
+    last_stop: Option<String>,
+    final_text: Option<String>,
+    calls: Vec<(Tokens, Option<String>)>,
+    message_usage: Vec<Value>,
+    agent_end_fallback: Option<(Tokens, Option<String>)>,
+    complete: bool,
+}
+
+fn s(v: &Value) -> Option<&str> {
+    v.as_str()
+}
+
+impl Summarizer {
+    pub fn new(configured_model: Option<String>) -> Self {
+        Summarizer { configured_model, ..Default::default() }
+    }
+
+    fn chunk(&mut self, reasoning: bool, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        if reasoning {
+            self.reasoning.push_str(delta);
+        } else {
+            self.text.push_str(delta);
+        }
+        match self.chunks.last_mut() {
+            Some((r, t)) if *r == reasoning => t.push_str(delta),
+            _ => self.chunks.push((reasoning, delta.to_string())),
+        }
+    }
+
+    /// One raw event; returns the derived items it produces (possibly none).
+    pub fn feed(&mut self, ev: &Value) -> Vec<Value> {
+        let mut out = Vec::new();
+        match ev["type"].as_str().unwrap_or("") {
+            "message_update" => {
+                let a = &ev["assistantMessageEvent"];
+                match a["type"].as_str().unwrap_or("") {
+                    "text_delta" => {
+                        let d = s(&a["delta"]).unwrap_or("");
+                        self.chunk(false, d);
+                        out.push(json!({"kind": "text", "text": d}));
+                    }
+                    "thinking_start" => out.push(json!({"kind": "reasoning_start"})),
+                    "thinking_delta" => {
+                        let d = s(&a["delta"]).unwrap_or("");
+                        self.chunk(true, d);
+                        out.push(json!({"kind": "reasoning", "text": d}));
+                    }
+                    _ => {}
+                }
+            }
+            "tool_execution_start" => {
+                let id = s(&ev["toolCallId"]).unwrap_or("").to_string();
+                let name = s(&ev["toolName"]).unwrap_or("").to_string();
+                self.tool_index.insert(id.clone(), self.tools.len());
+                self.tools.push(Tool { id: id.clone(), name: name.clone(), args: ev["args"].clone(), outcome: None, result: Value::Null, reason: None });
+                out.push(json!({"kind": "tool_start", "toolCallId": id, "toolName": name, "args": ev["args"]}));
+            }
+            "tool_execution_update" => {
+                out.push(json!({"kind": "tool_update", "toolCallId": ev["toolCallId"], "partialResult": ev["partialResult"]}));
+            }
+            "tool_blocked" => {
+                if let Some(id) = s(&ev["toolCallId"]) {
+                    self.blocked.insert(id.to_string(), s(&ev["reason"]).unwrap_or("blocked").to_string());
+                }
+            }
+            "tool_execution_end" => {
+                let id = s(&ev["toolCallId"]).unwrap_or("").to_string();
+                let is_error = ev["isError"] == true || ev["result"]["isError"] == true;
+                let (outcome, reason) = match self.blocked.get(&id) {
+                    Some(r) => ("blocked", Some(r.clone())),
+                    None if is_error => ("error", None),
+                    None => ("success", None),
+                };
+                let i = match self.tool_index.get(&id) {
+                    Some(&i) => i,
+                    None => {
+                        // An end without a start (e.g. blocked before it ran): pair it anyway.
+                        self.tool_index.insert(id.clone(), self.tools.len());
+                        self.tools.push(Tool { id: id.clone(), name: String::new(), args: Value::Null, outcome: None, result: Value::Null, reason: None });
+                        self.tools.len() - 1
+                    }
+                };
+                let t = &mut self.tools[i];
+                if t.name.is_empty() {
+                    t.name = s(&ev["toolName"]).unwrap_or("").to_string();
+                }
+                t.outcome = Some(outcome);
+                t.result = ev["result"].clone();
+                t.reason = reason.clone();
+                out.push(json!({"kind": "tool_end", "toolCallId": id, "toolName": t.name, "outcome": outcome,
+                                "result": ev["result"], "reason": reason}));
+            }
+            "message_end" => {
+                let m = &ev["message"];
+                if m["role"] == "assistant" || (m.get("role").is_none() && m.get("stopReason").is_some()) {
+                    let model = s(&m["model"]).map(str::to_string);
+                    let stop = s(&m["stopReason"]).map(str::to_string);
+                    let usage = Tokens::of(&m["usage"]);
+                    if let Some(u) = usage {
+                        let shown = model.clone().or_else(|| self.configured_model.clone());
+                        self.message_usage.push(u.to_json(shown.as_deref()));
+                        self.calls.push((u, model.clone()));
+                    }
+                    if let Some(text) = assistant_text(m) {
+                        self.final_text = Some(text);
+                    }
+                    if let Some(r) = &stop {
+                        if matches!(r.as_str(), "error" | "aborted" | "length") {
+                            let item = json!({"kind": "stop", "reason": r, "errorMessage": m["errorMessage"]});
+                            self.stop_reasons.push(item.clone());
+                            out.push(item);
+                        }
+                    }
+                    self.last_stop = stop.or(self.last_stop.take());
+                    out.push(json!({"kind": "message_end", "stopReason": m["stopReason"],
+                                    "usage": usage.map(|u| u.to_json(model.as_deref().or(self.configured_model.as_deref())))}));
+                }
+            }
+            "agent_end" => {
+                let last = ev["messages"].as_array().and_then(|ms| ms.iter().rev().find(|m| m["role"] == "assistant"));
+                if let Some(m) = last {
+                    if self.final_text.is_none() {
+                        self.final_text = assistant_text(m);
+                    }
+                    // Only the last assistant message: `messages` may hold the whole history.
+                    if let Some(u) = Tokens::of(&m["usage"]) {
+                        self.agent_end_fallback = Some((u, s(&m["model"]).map(str::to_string)));
+                    }
+                }
+                let terminal = ev["isTerminal"] != false;
+                if terminal {
+                    self.complete = true;
+                }
+                out.push(json!({"kind": "turn_end", "terminal": terminal}));
+            }
+            _ => {}
+        }
+        out
+    }
+
+    fn usage(&self) -> Value {
+        let calls: Vec<(Tokens, Option<String>)> = if self.calls.is_empty() {
+            self.agent_end_fallback.clone().into_iter().collect()
+        } else {
+            self.calls.clone()
+        };
+        let Some((last, _)) = calls.last() else { return Value::Null };
+        let mut sum = Tokens::default();
+        for (t, _) in &calls {
+            sum.input += t.input;
+            sum.output += t.output;
+            sum.cache_read += t.cache_read;
+            sum.cache_write += t.cache_write;
+            sum.total += t.total_or_parts();
+            sum.cost += t.cost;
+        }
+        if sum.input == 0 && sum.output == 0 {
+            return Value::Null;
+        }
+        let model = calls.iter().rev().find_map(|(_, m)| m.clone()).or_else(|| self.configured_model.clone());
+        let mut v = sum.to_json(model.as_deref());
+        v["contextTokens"] = json!(last.total_or_parts());
+        v["calls"] = json!(calls.len());
+        v
+    }
+
+    /// The summary of everything fed so far.
+    pub fn finish(&self) -> Value {
+        let tools: Vec<Value> = self
+            .tools
+            .iter()
+            .map(|t| {
+                let mut m = Map::new();
+                m.insert("toolCallId".into(), json!(t.id));
+                m.insert("toolName".into(), json!(t.name));
+                m.insert("args".into(), t.args.clone());
+                m.insert("outcome".into(), json!(t.outcome.unwrap_or("pending")));
+                m.insert("result".into(), t.result.clone());
+                m.insert("reason".into(), json!(t.reason));
+                Value::Object(m)
+            })
+            .collect();
+        let chunks: Vec<Value> = self
+            .chunks
+            .iter()
+            .map(|(r, t)| json!({"kind": if *r { "reasoning" } else { "text" }, "text": t}))
+            .collect();
+        json!({
+            "complete": self.complete,
+            "text": self.text,
+            "finalText": self.final_text,
+            "reasoning": self.reasoning,
+            "chunks": chunks,
+            "toolCalls": tools,
+            "stopReason": self.last_stop,
+            "stopReasons": self.stop_reasons,
+            "usage": self.usage(),
+            "messageUsage": self.message_usage,
+        })
+    }
+}
+
+/// The summary of a list of raw events.
+pub fn summarize(events: &[Value], configured_model: Option<String>) -> Value {
+    let mut s = Summarizer::new(configured_model);
+    for e in events {
+        s.feed(e);
+    }
+    s.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(text: &str, model: Option<&str>, u: (u64, u64, u64, u64, u64)) -> Value {
+        let mut m = json!({"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "stop",
+            "usage": {"input": u.0, "output": u.1, "cacheRead": u.2, "cacheWrite": u.3, "totalTokens": u.4,
+                      "cost": {"total": 0.5}}});
+        if let Some(model) = model {
+            m["model"] = json!(model);
+        }
+        m
+    }
+
+    #[test]
+    fn usage_from_one_message_end() {
+        let s = summarize(
+            &[json!({"type": "message_end", "message": msg("Done.", Some("claude-sonnet-4-6"), (1200, 350, 800, 64, 2414))}),
+              json!({"type": "agent_end", "messages": []})],
+            None,
+        );
+        let u = &s["usage"];
+        assert_eq!((u["inputTokens"].as_u64(), u["outputTokens"].as_u64(), u["totalTokens"].as_u64()), (Some(1200), Some(350), Some(2414)));
+        assert_eq!((u["cacheReadTokens"].as_u64(), u["cacheWriteTokens"].as_u64()), (Some(800), Some(64)));
+        assert_eq!(u["model"], "claude-sonnet-4-6");
+        assert_eq!(s["finalText"], "Done.");
+        assert_eq!(s["complete"], true);
+    }
+
+    #[test]
+    fn usage_sums_calls_and_context_is_the_last_total() {
+        let s = summarize(
+            &[json!({"type": "message_end", "message": msg("", Some("m"), (1000, 200, 500, 50, 1750))}),
+              json!({"type": "message_end", "message": msg("Done.", Some("m"), (1200, 350, 800, 64, 2414))}),
+              json!({"type": "agent_end", "messages": []})],
+            None,
+        );
+        let u = &s["usage"];
+        assert_eq!(u["inputTokens"], 2200);
+        assert_eq!(u["outputTokens"], 550);
+        assert_eq!(u["totalTokens"], 4164);
+        assert_eq!(u["cacheReadTokens"], 1300);
+        assert_eq!(u["cacheWriteTokens"], 114);
+        assert_eq!(u["contextTokens"], 2414);
+        assert_eq!(u["calls"], 2);
+        assert_eq!(s["messageUsage"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn usage_falls_back_to_agent_end_and_configured_model() {
+        let s = summarize(&[json!({"type": "agent_end", "messages": [
+            {"role": "assistant", "content": [], "usage": {"input": 1, "output": 1, "totalTokens": 2}},
+            msg("Final", Some("claude-sonnet-4-6"), (42, 7, 0, 0, 49))]})], None);
+        assert_eq!(s["usage"]["inputTokens"], 42);
+        assert_eq!(s["usage"]["totalTokens"], 49);
+        assert_eq!(s["usage"]["model"], "claude-sonnet-4-6");
+        assert_eq!(s["finalText"], "Final");
+        let s = summarize(&[json!({"type": "message_end", "message": msg("x", None, (1, 1, 0, 0, 0))})], Some("configured".into()));
+        assert_eq!(s["usage"]["model"], "configured");
+        assert_eq!(s["usage"]["contextTokens"], 2, "rebuilt from the parts when totalTokens is 0");
+        assert_eq!(s["complete"], false, "no agent_end yet");
+    }
+
+    #[test]
+    fn no_usage_means_null_not_zeros() {
+        let s = summarize(&[json!({"type": "message_update", "assistantMessageEvent": {"type": "text_delta", "delta": "Hi there"}}),
+            json!({"type": "message_end", "message": {"stopReason": "stop"}}), json!({"type": "agent_end", "messages": []})], None);
+        assert_eq!(s["usage"], Value::Null);
+        assert_eq!(s["text"], "Hi there");
+    }
+
+    #[test]
+    fn chunks_keep_order_and_reasoning_apart_and_tools_pair() {
+        let mut sm = Summarizer::new(None);
+        let d = |t: &str, x: &str| json!({"type": "message_update", "assistantMessageEvent": {"type": t, "delta": x}});
+        for e in [d("thinking_delta", "hm"), d("text_delta", "A"), d("text_delta", "B"), d("thinking_delta", "so"),
+                  json!({"type": "tool_execution_start", "toolCallId": "t1", "toolName": "bash", "args": {"c": 1}}),
+                  json!({"type": "tool_execution_end", "toolCallId": "t1", "toolName": "bash", "result": {}, "isError": true}),
+                  json!({"type": "tool_blocked", "toolCallId": "t2", "toolName": "rm", "reason": "nope"}),
+                  json!({"type": "tool_execution_end", "toolCallId": "t2", "toolName": "rm", "result": {}, "isError": true}),
+                  json!({"type": "tool_execution_start", "toolCallId": "t3", "toolName": "read", "args": {}}),
+                  json!({"type": "tool_execution_end", "toolCallId": "t3", "toolName": "read", "result": {"x": 1}}),
+                  json!({"type": "message_end", "message": {"role": "assistant", "content": [], "stopReason": "length"}})] {
+            sm.feed(&e);
+        }
+        let s = sm.finish();
+        assert_eq!(s["text"], "AB");
+        assert_eq!(s["reasoning"], "hmso");
+        let kinds: Vec<_> = s["chunks"].as_array().unwrap().iter().map(|c| (c["kind"].as_str().unwrap().to_string(), c["text"].as_str().unwrap().to_string())).collect();
+        assert_eq!(kinds, [("reasoning".into(), "hm".into()), ("text".into(), "AB".into()), ("reasoning".into(), "so".into())]);
+        let outcomes: Vec<_> = s["toolCalls"].as_array().unwrap().iter().map(|t| t["outcome"].as_str().unwrap().to_string()).collect();
+        assert_eq!(outcomes, ["error", "blocked", "success"]);
+        assert_eq!(s["toolCalls"][1]["reason"], "nope");
+        assert_eq!(s["stopReason"], "length");
+        assert_eq!(s["stopReasons"][0]["reason"], "length");
+    }
+}
