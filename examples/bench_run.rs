@@ -36,6 +36,8 @@ const RTT_COUNT: u64 = 2000;
 const CLIENTS: u64 = 100;
 const CLIENT_BURST: u64 = 10_000;
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+/// One run of a binding's benchmark script (one measurement) must finish within this.
+const BINDING_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -306,11 +308,27 @@ fn last_line(s: &str) -> String {
 impl Driver {
     /// Runs `cmd` `runs` times; each run's figures are its `key=value` line plus `wall`.
     fn measure(&mut self, label: &str, cmd: &[String], env: &[(&str, String)], cwd: Option<&Path>, runs: usize) -> Row {
+        self.measure_with(label, cmd, env, cwd, runs, RUN_TIMEOUT, &[])
+    }
+
+    /// `measure`, with a timeout per run and the keys every run must print; the first run
+    /// that fails ends the row.
+    #[allow(clippy::too_many_arguments)]
+    fn measure_with(
+        &mut self,
+        label: &str,
+        cmd: &[String],
+        env: &[(&str, String)],
+        cwd: Option<&Path>,
+        runs: usize,
+        timeout: Duration,
+        required: &[&str],
+    ) -> Row {
         let mut row = Row { label: label.to_string(), runs: Vec::new(), note: None };
         for i in 0..runs {
             eprint!("\rbench: {label} ({}/{runs})          ", i + 1);
             let _ = std::io::stderr().flush();
-            let r = run(cmd, env, cwd, RUN_TIMEOUT);
+            let r = run(cmd, env, cwd, timeout);
             if !r.ok {
                 eprintln!("\nbench: {label} failed: {}", r.stderr.trim());
                 row.note = Some(format!("failed: {}", last_line(&r.stderr)));
@@ -318,6 +336,12 @@ impl Driver {
                 return row;
             }
             let mut f = figures(&r.stdout);
+            if let Some(missing) = required.iter().find(|k| !f.contains_key(**k)) {
+                eprintln!("\nbench: {label}: no `{missing}=<n>` in its output:\n{}", r.stdout.trim());
+                row.note = Some(format!("failed: printed no `{}` line", required.iter().map(|k| format!("{k}=<n>")).collect::<Vec<_>>().join(" ")));
+                self.failed = true;
+                return row;
+            }
             f.insert("wall".into(), r.wall);
             row.runs.push(f);
         }
@@ -397,7 +421,7 @@ impl Driver {
                 if !have("python3") {
                     return unavailable("python3 is not installed".into());
                 }
-                (vec!["python3".into(), script.display().to_string(), self.cfg.agent.clone(), n], repo.clone())
+                (vec!["python3".into(), script.display().to_string()], repo.clone())
             }
             "Go" => {
                 let dir = repo.join("bindings/go");
@@ -423,7 +447,7 @@ impl Driver {
                     self.failed = true;
                     return Row { label, runs: Vec::new(), note: Some(format!("failed to build: {}", last_line(&b.stderr))) };
                 }
-                (vec![exe.display().to_string(), self.cfg.agent.clone(), n], repo.clone())
+                (vec![exe.display().to_string()], repo.clone())
             }
             _ => {
                 let script = repo.join("bindings/node/bench.mjs");
@@ -433,7 +457,7 @@ impl Driver {
                 if !have("node") {
                     return unavailable("node is not installed".into());
                 }
-                (vec!["node".into(), script.display().to_string(), self.cfg.agent.clone(), n], repo.join("bindings/node"))
+                (vec!["node".into(), script.display().to_string()], repo.join("bindings/node"))
             }
         };
         let mut env = env;
@@ -445,12 +469,7 @@ impl Driver {
             env.push(("PYTHONPATH", pp));
         }
         let runs = self.cfg.runs;
-        let mut row = self.measure(&label, &cmd, &env, Some(&cwd), runs);
-        if row.note.is_none() && row.runs.iter().any(|f| !f.contains_key("events_per_sec")) {
-            row.note = Some("failed: the script printed no `events_per_sec=<n> rss_mib=<n>` line".into());
-            self.failed = true;
-        }
-        row
+        self.measure_with(&label, &cmd, &env, Some(&cwd), runs, BINDING_TIMEOUT, &["events_per_sec", "rss_mib"])
     }
 }
 

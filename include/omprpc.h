@@ -384,6 +384,35 @@ omprpc_status omprpc_summarizer_summary(const omprpc_summarizer *summarizer,
 void omprpc_summarizer_free(omprpc_summarizer *summarizer);
 
 /**
+ * The safe part of this process's environment (a JSON object): the allow-list of names a
+ * coding agent needs (PATH, HOME, locale, proxies, TLS, NODE_*, PI_*, XDG_* …) plus the exact
+ * names in `options_json` `{"passthrough":["OPENAI_API_KEY"]}` (or NULL). Deny by default.
+ */
+omprpc_status omprpc_env_allowlisted(const char *options_json,
+                                     char **out_env_json,
+                                     char **out_error);
+
+/**
+ * Prompt content blocks → `{"message","images"}` for `omprpc_client_prompt` (which also takes
+ * them directly as the `content` option): `[{"type":"text","text"}, {"type":"image","path"|
+ * "data_uri"}, {"type":"file","path"|"data_uri"|"text","name"?}]`. Images are checked from
+ * their bytes; files must be UTF-8 text; an unknown block type is INVALID_ARGUMENT.
+ */
+omprpc_status omprpc_prompt_from_content(const char *blocks_json,
+                                         char **out_prompt_json,
+                                         char **out_error);
+
+/**
+ * Writes a custom-provider config (pi: models.json, omp: models.yml) into a private agent
+ * directory (0700; or `dir`) and returns `{"dir","file","env","model","envPassthrough"}`:
+ * merge `env` into the start options' `env`, `envPassthrough` into `env_passthrough`, and use
+ * `model` as the `model` option. The caller removes the directory when done.
+ */
+omprpc_status omprpc_provider_config(const char *options_json,
+                                     char **out_result_json,
+                                     char **out_error);
+
+/**
  * The agent's last `max_stderr_lines` stderr lines, as text.
  */
 omprpc_status omprpc_client_stderr(const omprpc_client *client, char **out_text, char **out_error);

@@ -10,10 +10,16 @@
 pub mod bridge;
 /// cbindgen:ignore
 pub mod client;
+/// cbindgen:ignore
+pub mod env;
 pub mod error;
 pub mod ffi;
 /// cbindgen:ignore
+pub mod prompt;
+/// cbindgen:ignore
 pub mod protocol;
+/// cbindgen:ignore
+pub mod provider;
 /// cbindgen:ignore
 pub mod transport;
 /// cbindgen:ignore

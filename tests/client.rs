@@ -518,3 +518,56 @@ fn turn_summary_and_idle_timeout() {
     assert!(t0.elapsed() < Duration::from_secs(3));
     assert_eq!(parse(&c.info())["closed"], false);
 }
+
+#[test]
+fn environment_is_deny_by_default_and_system_prompts_can_go_through_files() {
+    let dir = std::env::temp_dir().join(format!("omprpc-envtest-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let env_file = dir.join("env.json");
+    let argv_file = dir.join("argv.json");
+    std::env::set_var("OMPRPC_TEST_SECRET", "hunter2");
+    std::env::set_var("OMPRPC_TEST_OPT_IN", "yes");
+    let c = start_with(json!({
+        "command": [FAKE, "--append-system-prompt", "be terse", "--system-prompt=be kind"],
+        "inherit_env": "allowlist",
+        "env_passthrough": ["OMPRPC_TEST_OPT_IN"],
+        "env": {"OMPRPC_FAKE_ENV_FILE": env_file.to_str().unwrap(), "OMPRPC_FAKE_ARGV_FILE": argv_file.to_str().unwrap()},
+        "system_prompt_via_file": true,
+    }));
+    let env: Value = serde_json::from_str(&std::fs::read_to_string(&env_file).unwrap()).unwrap();
+    assert!(env.get("OMPRPC_TEST_SECRET").is_none(), "a name outside the allow-list leaked");
+    assert_eq!(env["OMPRPC_TEST_OPT_IN"], "yes");
+    assert!(env.get("PATH").is_some());
+    let argv: Vec<String> = serde_json::from_str(&std::fs::read_to_string(&argv_file).unwrap()).unwrap();
+    let joined = argv.join(" ");
+    assert!(!joined.contains("be terse") && !joined.contains("be kind"), "a system prompt reached argv: {joined}");
+    let i = argv.iter().position(|a| a == "--append-system-prompt").unwrap();
+    assert_eq!(std::fs::read_to_string(&argv[i + 1]).unwrap(), "be terse");
+    let kind = argv.iter().find_map(|a| a.strip_prefix("--system-prompt=")).unwrap().to_string();
+    assert_eq!(std::fs::read_to_string(&kind).unwrap(), "be kind");
+    assert!(!c.info().contains("be terse"));
+    c.close().unwrap();
+    assert!(!std::path::Path::new(&kind).exists(), "the prompt files are removed at close");
+    let _ = std::fs::remove_dir_all(&dir);
+    // Without inherit_env nothing of ours passes at all.
+    let env_file2 = std::env::temp_dir().join(format!("omprpc-envtest2-{}.json", std::process::id()));
+    let c = start_with(json!({"env": {"OMPRPC_FAKE_ENV_FILE": env_file2.to_str().unwrap()}}));
+    let env: Value = serde_json::from_str(&std::fs::read_to_string(&env_file2).unwrap()).unwrap();
+    assert_eq!(env.as_object().unwrap().keys().collect::<Vec<_>>(), ["OMPRPC_FAKE_ENV_FILE"]);
+    c.close().unwrap();
+    let _ = std::fs::remove_file(&env_file2);
+}
+
+#[test]
+fn prompts_take_content_blocks() {
+    let c = start(&[]);
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+    let uri = format!("data:image/png;base64,{}", omprpc::prompt::base64_encode(png));
+    let opts = parse_params(Some(&json!({"content": [{"type": "text", "text": "and this"}, {"type": "image", "data_uri": uri}]}).to_string())).unwrap();
+    let t: Value = parse(&c.prompt_and_wait("look", opts, secs(10)).unwrap());
+    assert_eq!(t["assistantText"], "pong");
+    let bad = parse_params(Some(r#"{"content": [{"type": "audio"}]}"#)).unwrap();
+    let e = c.prompt("prompt", "x", bad, secs(10)).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument);
+    assert!(e.message.contains("audio"));
+}

@@ -113,13 +113,14 @@ func startC(ctx context.Context, js []byte) (*C.omprpc_client, error) {
 	}
 	ch := make(chan startResult, 1)
 	go func() { ch <- run() }()
+	d, hasDeadline := ctx.Deadline()
 	select {
 	case r := <-ch:
-		return r.ptr, withContext(r.err, ctx.Err())
+		return r.ptr, pastDeadline(r.err, d, hasDeadline)
 	case <-ctx.Done():
 		select {
 		case r := <-ch: // finished at the same moment: keep it
-			return r.ptr, withContext(r.err, ctx.Err())
+			return r.ptr, pastDeadline(r.err, d, hasDeadline)
 		default:
 		}
 		go func() {
@@ -207,11 +208,15 @@ func ctxError(op string, ctx context.Context) error {
 		return nil
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		e := newError(op, StatusTimeout, "the context deadline passed")
-		e.ctxErr = err
-		return e
+		return deadlineError(op)
 	}
 	return err
+}
+
+func deadlineError(op string) error {
+	e := newError(op, StatusTimeout, "the context deadline passed")
+	e.ctxErr = context.DeadlineExceeded
+	return e
 }
 
 // request runs a call that must not be repeated (it sends something): its timeout is what
@@ -225,16 +230,23 @@ func (h *core) request(ctx context.Context, op string, fn tfn) error {
 		return err
 	}
 	t := timeoutDefault
-	if d, ok := ctx.Deadline(); ok {
+	d, hasDeadline := ctx.Deadline()
+	if hasDeadline {
 		if t = ms(time.Until(d)); t <= 0 {
-			return ctxError(op, ctx)
+			return deadlineError(op)
 		}
 	}
 	err := h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
 		return fn(p, C.int64_t(t), perr)
 	})
-	if err != nil && t >= 0 {
-		return withContext(err, ctx.Err())
+	return pastDeadline(err, d, hasDeadline)
+}
+
+// pastDeadline marks a timeout that ctx's deadline caused (its timer may not have fired
+// yet, so the clock decides, not ctx.Err()).
+func pastDeadline(err error, d time.Time, hasDeadline bool) error {
+	if err != nil && hasDeadline && !time.Now().Before(d) {
+		return withContext(err, context.DeadlineExceeded)
 	}
 	return err
 }
@@ -271,7 +283,7 @@ func (h *core) wait(ctx context.Context, op string, fn tfn) error {
 			return err
 		}
 		if hasDeadline && !time.Now().Before(d) {
-			return withContext(err, context.DeadlineExceeded)
+			return pastDeadline(err, d, hasDeadline)
 		}
 	}
 }

@@ -161,3 +161,19 @@ func text(s *string) string {
 	}
 	return *s
 }
+
+// waitSubscribers waits until the client's event pump has n subscribers.
+func waitSubscribers(t testing.TB, c *Client, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for time.Now().Before(deadline) {
+		c.h.ev.mu.Lock()
+		got := len(c.h.ev.subs)
+		c.h.ev.mu.Unlock()
+		if got == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("the pump never had %d subscribers", n)
+}

@@ -125,8 +125,9 @@ func (o Options) startJSON(ctx context.Context) ([]byte, error) {
 			if left < 1 {
 				left = 1
 			}
-			cur, set := number(m["startup_timeout_ms"])
-			if !set || cur < 0 || cur > float64(left) {
+			v, present := m["startup_timeout_ms"]
+			cur, isNumber := number(v)
+			if !present || v == nil || (isNumber && (cur < 0 || cur > float64(left))) {
 				m["startup_timeout_ms"] = left
 			}
 		}

@@ -522,23 +522,137 @@ class EventIterator {
 }
 
 // ---------------------------------------------------------------------------------------
-// A polled queue with one reader: one sliced async poll at a time on behalf of every
-// waiter, so an abandoned wait (timeout, AbortSignal) never loses what the poll took.
+// The reactor: one pool thread for every client. Node cannot watch a foreign descriptor
+// without native code (net.Socket would read and own it), so one koffi async call of libc
+// poll(2) waits, in slices, on the event descriptors of all clients that await events (plus
+// a self-pipe to re-arm it at once); a readable descriptor makes that client drain its queue
+// with non-blocking calls on the main thread. Only the main thread ever takes events, so
+// their order is kept.
 
-class PollLane {
-  constructor(client, fnName, timeoutMessage) {
+let libc; // undefined: not tried; null: unavailable (a timer fallback is used)
+function bindLibc() {
+  if (libc !== undefined) return libc;
+  libc = null;
+  if (process.platform === 'win32') return libc;
+  try {
+    const self = koffi.load(null);
+    libc = {
+      poll: self.func('int poll(void *fds, unsigned long nfds, int timeout)'),
+      pipe: self.func('int pipe(_Out_ int *fds)'),
+      read: self.func('long read(int fd, void *buf, unsigned long count)'),
+      write: self.func('long write(int fd, void *buf, unsigned long count)'),
+    };
+  } catch {
+    libc = null;
+  }
+  return libc;
+}
+
+const POLLIN = 0x1;
+const ONE_BYTE = Buffer.from([1]);
+
+class Reactor {
+  constructor() {
+    this.members = new Set();
+    this.running = false;
+    this.wakePending = false;
+    this.pipe = null;
+    this.scratch = Buffer.alloc(64);
+  }
+
+  available() {
+    if (this.pipe) return true;
+    const l = bindLibc();
+    if (!l) return false;
+    const fds = [0, 0];
+    const arr = new Int32Array(2);
+    if (l.pipe(arr) !== 0) return false;
+    fds[0] = arr[0];
+    fds[1] = arr[1];
+    this.pipe = fds;
+    return true;
+  }
+
+  add(client) {
+    if (!this.members.has(client)) {
+      this.members.add(client);
+      this.wake();
+    }
+    this.run();
+  }
+
+  remove(client) {
+    if (this.members.delete(client)) this.wake();
+  }
+
+  /** Re-arms the current poll (membership or wishes changed). */
+  wake() {
+    if (this.running && !this.wakePending) {
+      this.wakePending = true;
+      libc.write(this.pipe[1], ONE_BYTE, 1);
+    } else if (!this.running) {
+      this.run();
+    }
+  }
+
+  async run() {
+    if (this.running) return;
+    this.running = true;
+    try {
+      for (;;) {
+        const list = [];
+        for (const c of this.members) if (c._reactorWants()) list.push(c);
+        if (list.length === 0) break;
+        const n = list.length + 1;
+        const buf = Buffer.alloc(8 * n);
+        buf.writeInt32LE(this.pipe[0], 0);
+        buf.writeInt16LE(POLLIN, 4);
+        for (let i = 0; i < list.length; i++) {
+          buf.writeInt32LE(list[i]._fd, 8 * (i + 1));
+          buf.writeInt16LE(POLLIN, 8 * (i + 1) + 4);
+        }
+        const ready = await new Promise((resolve, reject) => {
+          libc.poll.async(buf, n, POLL_SLICE_MS, (e, r) => (e ? reject(e) : resolve(r)));
+        });
+        if (buf.readInt16LE(6) !== 0) {
+          libc.read(this.pipe[0], this.scratch, this.scratch.length);
+          this.wakePending = false;
+        }
+        if (ready > 0) {
+          for (let i = 0; i < list.length; i++) {
+            if (buf.readInt16LE(8 * (i + 1) + 6) !== 0 && this.members.has(list[i])) list[i]._startDrain();
+          }
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+}
+
+const reactor = new Reactor();
+
+// ---------------------------------------------------------------------------------------
+// UI requests: waiters are served by non-blocking polls, made when they arrive and whenever
+// the client's events move (every UI request is also an event), so no pool thread waits.
+
+class UiLane {
+  constructor(client) {
     this._client = client;
-    this._fn = fnName;
-    this._timeoutMessage = timeoutMessage;
     this._waiters = [];
-    this._stash = [];
-    this._running = false;
+  }
+
+  get waiting() {
+    return this._waiters.length > 0;
+  }
+
+  _poll() {
+    return callOutRaw(native().nextUiRequest, [this._client._st.h, 0]);
   }
 
   get(opts) {
     const c = this._client;
     if (c._closePromise !== null || c._st.freed) return Promise.reject(closedError());
-    if (this._stash.length) return Promise.resolve(this._stash.shift());
     let t;
     try {
       t = timeoutArg(opts.timeoutMs === undefined ? TIMEOUT_INFINITE : opts.timeoutMs);
@@ -547,13 +661,16 @@ class PollLane {
     }
     const signal = opts.signal;
     if (signal && signal.aborted) return Promise.reject(signal.reason);
-    if (t === 0 && !this._running) {
-      // A non-blocking poll: nobody else is reading this queue right now.
-      try {
-        return Promise.resolve(JSON.parse(callOut(native()[this._fn], [c._st.h, 0])));
-      } catch (e) {
-        return Promise.reject(e);
+    if (this._waiters.length === 0) {
+      const r = this._poll();
+      if (r.st === Status.OK) {
+        take(r.err);
+        return Promise.resolve(JSON.parse(take(r.out)));
       }
+      if (r.st !== Status.TIMEOUT || t === 0) return Promise.reject(failure(r.st, r.err));
+      take(r.err);
+    } else if (t === 0) {
+      return Promise.reject(jsError(Status.TIMEOUT, 'Timed out waiting for an extension UI request'));
     }
     return new Promise((resolve, reject) => {
       const w = { resolve: null, reject: null, timer: null, onAbort: null };
@@ -562,6 +679,7 @@ class PollLane {
         if (signal) signal.removeEventListener('abort', w.onAbort);
         const i = this._waiters.indexOf(w);
         if (i >= 0) this._waiters.splice(i, 1);
+        c._updatePump();
       };
       w.resolve = (v) => {
         done();
@@ -571,39 +689,35 @@ class PollLane {
         done();
         reject(e);
       };
-      if (t >= 0) w.timer = setTimeout(() => w.reject(jsError(Status.TIMEOUT, this._timeoutMessage)), t);
+      if (t >= 0) w.timer = setTimeout(() => w.reject(jsError(Status.TIMEOUT, 'Timed out waiting for an extension UI request')), t);
       if (signal) {
         w.onAbort = () => w.reject(signal.reason);
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
       this._waiters.push(w);
-      this._run();
+      c._updatePump();
     });
   }
 
-  async _run() {
-    if (this._running) return;
-    this._running = true;
-    const c = this._client;
-    const fn = native()[this._fn];
-    try {
-      while (this._waiters.length > 0 && !c._st.freed) {
-        const r = await c._asyncRaw(fn, [POLL_SLICE_MS], true);
-        if (r.st === Status.OK) {
-          take(r.err);
-          const v = JSON.parse(take(r.out));
-          if (this._waiters.length) this._waiters[0].resolve(v);
-          else this._stash.push(v);
-        } else if (r.st === Status.TIMEOUT) {
-          take(r.err);
-        } else {
-          const e = failure(r.st, r.err);
-          for (const w of [...this._waiters]) w.reject(e);
-        }
+  /** Serves waiting callers from the core's UI queue (non-blocking). */
+  serve() {
+    while (this._waiters.length > 0 && !this._client._st.freed) {
+      const r = this._poll();
+      if (r.st === Status.OK) {
+        take(r.err);
+        this._waiters[0].resolve(JSON.parse(take(r.out)));
+      } else if (r.st === Status.TIMEOUT) {
+        take(r.err);
+        return;
+      } else {
+        this.rejectAll(failure(r.st, r.err));
+        return;
       }
-    } finally {
-      this._running = false;
     }
+  }
+
+  rejectAll(e) {
+    for (const w of [...this._waiters]) w.reject(e);
   }
 }
 
@@ -658,14 +772,15 @@ class Client extends EventEmitter {
     this._tools = new Map(); // name -> {spec, handler}
     this._schemes = new Map(); // scheme -> {spec, handler}
     this._hostCalls = new Map(); // call id -> AbortController
-    this._uiLane = new PollLane(this, 'nextUiRequest', 'Timed out waiting for an extension UI request');
+    this._uiLane = new UiLane(this);
     this._eventWaiters = []; // pending nextEvent() calls
-    this._pumping = false;
+    this._draining = null; // the running drain (a promise), if any
+    this._timerLoop = false;
+    this._wakeTimer = null;
     this._pumpEnded = false;
     this._pumpError = null;
-    this._wakePump = null;
-    this._drainWaiter = null;
     this._unrefDelay = UNREF_POLL_MIN_MS;
+    this._fd = callEventFd(handle);
     this._turnTimeoutMs = TIMEOUT_INFINITE;
     finalizer.register(this, this._st, this._st);
     if (opts.closeOnExit) {
@@ -850,12 +965,13 @@ class Client extends EventEmitter {
       throw closedError();
     }
     if (this._pumpEnded) throw this._pumpError || closedError();
-    if (t === 0 && !this._pumping) {
-      // Nobody else reads the core's queue right now: a non-blocking poll keeps the order.
+    if (t === 0) {
+      // Only the main thread takes events: a non-blocking poll keeps their order.
       const r = callOutRaw(native().nextEvents, [this._st.h, EVENT_BATCH, 0]);
       if (r.st === Status.OK) {
         take(r.err);
         this._keepOrphans(this._dispatchHost(JSON.parse(take(r.out))));
+        this._uiLane.serve();
         return this._takeOrphans(1)[0];
       }
       throw failure(r.st, r.err);
@@ -1105,11 +1221,8 @@ class Client extends EventEmitter {
   }
 
   _iteratorDrained() {
-    if (this._drainWaiter) {
-      const w = this._drainWaiter;
-      this._drainWaiter = null;
-      w();
-    }
+    // Below the high-water mark again: the reactor may watch this client's events again.
+    if (this._closePromise === null) process.nextTick(() => this._updatePump());
   }
 
   /** Keeps the process alive while events are awaited (default). */
@@ -1148,30 +1261,26 @@ class Client extends EventEmitter {
 
   _pumpMode() {
     if (this._st.freed || this._pumpEnded) return 'off';
-    const consumers = this._hasConsumers();
+    const consumers = this._hasConsumers() || this._uiLane.waiting;
     if (!consumers && !this._hasHandlers()) return 'off';
-    if (this._pending > 0 || this._eventWaiters.length > 0 || (consumers && this._refed)) return 'block';
+    if (this._pending > 0 || this._eventWaiters.length > 0 || this._uiLane.waiting || (consumers && this._refed)) return 'block';
     return 'timer';
   }
 
+  /** Re-evaluates who waits for this client's events and how (reactor, timer, nothing). */
   _updatePump() {
-    if (this._pumping) {
-      if (this._wakePump) this._wakePump();
-      return;
+    const mode = this._pumpMode();
+    if (mode === 'block' && reactor.available()) {
+      reactor.add(this);
+    } else {
+      reactor.remove(this);
     }
-    if (this._pumpMode() === 'off') return;
-    this._pumping = true;
-    this._pump().then(
-      () => {
-        this._pumping = false;
-        // Demand may have come back while the pump wound down.
-        if (this._pumpMode() !== 'off') this._updatePump();
-      },
-      (e) => {
-        this._pumping = false;
-        this._pumpFailed(e);
-      },
-    );
+    if (mode === 'timer' || (mode === 'block' && !reactor.available())) this._runTimerLoop();
+    else if (this._wakeTimer) this._wakeTimer();
+  }
+
+  _reactorWants() {
+    return this._draining === null && !this._st.freed && !this._pumpEnded && this._pumpMode() === 'block' && !this._blockedIterator();
   }
 
   _blockedIterator() {
@@ -1180,77 +1289,98 @@ class Client extends EventEmitter {
     return false;
   }
 
-  async _pump() {
-    const n = native();
-    for (;;) {
-      const mode = this._pumpMode();
-      if (mode === 'off') return;
-      if (this._blockedIterator()) {
-        await new Promise((resolve) => {
-          this._drainWaiter = resolve;
-          this._wakePump = resolve;
-        });
-        this._wakePump = null;
-        continue;
-      }
-      let r;
-      if (mode === 'block' && this._closePromise === null) {
-        r = await this._asyncRawUntracked(n.nextEvents, [EVENT_BATCH, POLL_SLICE_MS]);
-      } else {
-        r = callOutRaw(n.nextEvents, [this._st.h, EVENT_BATCH, 0]);
-      }
-      if (this._st.freed) return;
-      if (r.st === Status.OK) {
-        this._unrefDelay = UNREF_POLL_MIN_MS;
-        take(r.err);
-        this._deliver(JSON.parse(take(r.out)));
-        // More is likely queued: take it without a pool round trip, yielding in between.
-        for (;;) {
-          await new Promise((resolve) => setImmediate(resolve));
-          if (this._st.freed || this._pumpMode() === 'off' || this._blockedIterator()) break;
-          const s = callOutRaw(n.nextEvents, [this._st.h, EVENT_BATCH, 0]);
-          if (s.st !== Status.OK) {
-            take(s.err);
-            if (s.st === Status.CLOSED) return this._pumpClosed(null);
-            break;
-          }
-          this._deliver(JSON.parse(take(s.out)));
-        }
-      } else if (r.st === Status.TIMEOUT) {
-        take(r.err);
-        if (mode === 'timer' || this._closePromise !== null) {
-          const delay = this._closePromise !== null ? 1 : this._unrefDelay;
-          this._unrefDelay = Math.min(UNREF_POLL_MAX_MS, this._unrefDelay * 2);
-          await new Promise((resolve) => {
-            const t = setTimeout(resolve, delay);
-            if (this._closePromise === null) t.unref();
-            this._wakePump = () => {
-              clearTimeout(t);
-              resolve();
-            };
-          });
-          this._wakePump = null;
-        }
-      } else if (r.st === Status.CLOSED) {
-        take(r.err);
-        return this._pumpClosed(null);
-      } else {
-        return this._pumpClosed(failure(r.st, r.err));
-      }
+  /** Takes what is queued, batch by batch, yielding to the event loop in between. */
+  _startDrain() {
+    if (this._draining !== null) return this._draining;
+    this._draining = this._drain().then(
+      (n) => {
+        this._draining = null;
+        this._updatePump();
+        return n;
+      },
+      (e) => {
+        this._draining = null;
+        this._pumpFailed(e);
+        return 0;
+      },
+    );
+    return this._draining;
+  }
+
+  async _drain() {
+    let delivered = 0;
+    for (let first = true; ; first = false) {
+      if (!first) await new Promise((resolve) => setImmediate(resolve));
+      if (this._drainOnce() <= 0) return delivered;
+      delivered++;
     }
   }
 
-  _asyncRawUntracked(fn, args) {
-    const p = callAsyncRaw(fn, [this._st.h, ...args], true);
-    this._inflight.add(p);
-    const done = () => this._inflight.delete(p);
-    p.then(done, done);
-    return p;
+  /** One non-blocking batch: >0 events delivered, 0 none queued, -1 stop. */
+  _drainOnce() {
+    if (this._st.freed || this._pumpEnded) return -1;
+    if (this._closePromise === null && (this._pumpMode() === 'off' || this._blockedIterator())) return -1;
+    const r = callOutRaw(native().nextEvents, [this._st.h, EVENT_BATCH, 0]);
+    if (r.st === Status.OK) {
+      take(r.err);
+      const evs = JSON.parse(take(r.out));
+      this._deliver(evs);
+      this._uiLane.serve();
+      return evs.length;
+    }
+    if (r.st === Status.TIMEOUT) {
+      take(r.err);
+      this._uiLane.serve();
+      return 0;
+    }
+    if (r.st === Status.CLOSED) {
+      take(r.err);
+      this._uiLane.serve();
+      this._pumpClosed(null);
+      return -1;
+    }
+    this._pumpClosed(failure(r.st, r.err));
+    return -1;
+  }
+
+  /**
+   * Without the reactor's pool call: non-blocking polls on a timer, unref'd unless the
+   * client must keep the process alive (no libc poll available).
+   */
+  async _runTimerLoop() {
+    if (this._timerLoop) {
+      if (this._wakeTimer) this._wakeTimer();
+      return;
+    }
+    this._timerLoop = true;
+    try {
+      for (;;) {
+        const mode = this._pumpMode();
+        const useTimer = mode === 'timer' || (mode === 'block' && !reactor.available());
+        if (!useTimer) return;
+        const n = await this._startDrain();
+        if (n > 0) this._unrefDelay = UNREF_POLL_MIN_MS;
+        else this._unrefDelay = Math.min(UNREF_POLL_MAX_MS, this._unrefDelay * 2);
+        if (this._pumpMode() === 'off') return;
+        await new Promise((resolve) => {
+          const t = setTimeout(resolve, this._unrefDelay);
+          if (this._pumpMode() !== 'block') t.unref();
+          this._wakeTimer = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+        this._wakeTimer = null;
+      }
+    } finally {
+      this._timerLoop = false;
+    }
   }
 
   _pumpClosed(error) {
     this._pumpEnded = true;
     this._pumpError = error;
+    reactor.remove(this);
     for (const it of [...this._iterators]) it._end(error);
     this._wakeEventWaiters();
   }
@@ -1352,25 +1482,16 @@ class Client extends EventEmitter {
     openAtExit.delete(st);
     for (const ac of this._hostCalls.values()) ac.abort(closedError('the client was closed'));
     this._hostCalls.clear();
-    if (this._wakePump) this._wakePump();
+    this._uiLane.rejectAll(closedError());
     let closeError = null;
     const r = await callAsyncRaw(n.close, [st.h], false);
     if (r.st !== 0) closeError = failure(r.st, r.err);
-    // Wait for every call to see the close, and the pump to drain what was queued.
+    else take(r.err);
+    // Every pending call has seen the close (the core woke them); the events queued before
+    // it are delivered (to iterators and listeners, or kept for nextEvent()/events()).
     while (this._inflight.size > 0) await Promise.allSettled([...this._inflight]);
-    while (this._pumping) {
-      if (this._wakePump) this._wakePump();
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    // What nobody consumed is kept for a later events()/nextEvent().
-    for (;;) {
-      const s = callOutRaw(n.nextEvents, [st.h, EVENT_BATCH, 0]);
-      if (s.st !== Status.OK) {
-        take(s.err);
-        break;
-      }
-      this._deliver(JSON.parse(take(s.out)));
-    }
+    if (this._draining !== null) await this._draining;
+    while (this._drainOnce() > 0);
     const snapshot = (fn) => {
       try {
         return callOut(fn, [st.h]);
@@ -1386,10 +1507,12 @@ class Client extends EventEmitter {
       info: info ? JSON.parse(info) : { closed: true },
     };
     while (this._inflight.size > 0) await Promise.allSettled([...this._inflight]);
+    reactor.remove(this);
     st.freed = true;
     finalizer.unregister(st);
     n.free(st.h);
     this._pumpEnded = true;
+    if (this._wakeTimer) this._wakeTimer();
     for (const it of [...this._iterators]) it._end(this._pumpError);
     this._wakeEventWaiters();
     this.emit('close', this._final.info.closeReason || null);
@@ -1401,6 +1524,12 @@ if (typeof Symbol.asyncDispose === 'symbol') {
   Client.prototype[Symbol.asyncDispose] = function asyncDispose() {
     return this.close();
   };
+}
+
+function callEventFd(h) {
+  const fd = [0];
+  callNoOut(native().eventFd, [h, fd]);
+  return fd[0];
 }
 
 function callOutRaw(fn, args) {

@@ -24,7 +24,7 @@ use std::fs;
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,6 +33,7 @@ use std::thread::JoinHandle;
 
 use serde_json::{json, Map, Value};
 
+use crate::env::{private_dir, random_hex};
 use crate::error::{Error, Result, Status};
 use crate::protocol::argv::Flavor;
 use crate::transport::process::{poll_readable, Signal};
@@ -195,45 +196,12 @@ pub struct Bridge {
     conns: Arc<Mutex<Vec<Arc<Conn>>>>,
 }
 
-/// 32 random bytes from the kernel, as hex.
-fn random_hex(bytes: usize) -> io::Result<String> {
-    let mut buf = vec![0u8; bytes];
-    let mut filled = 0;
-    while filled < bytes {
-        // SAFETY: getrandom writes at most `bytes - filled` bytes into the buffer's tail.
-        let n = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), bytes - filled, 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        filled += n as usize;
-    }
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
-}
-
 /// Equal without an early exit, so the time taken says nothing about where they differ.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// A new private directory (0700) under the system temp dir.
-fn private_dir() -> io::Result<PathBuf> {
-    let base = std::env::temp_dir();
-    for _ in 0..16 {
-        let dir = base.join(format!("omprpc-bridge-{}", random_hex(8)?));
-        match fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(io::Error::new(io::ErrorKind::AlreadyExists, "could not create a private bridge directory"))
 }
 
 impl Bridge {
@@ -243,7 +211,7 @@ impl Bridge {
             let what = what.to_string();
             move |e: io::Error| Error::new(Status::Io, format!("tool bridge: {what}: {e}"))
         };
-        let dir = private_dir().map_err(io_err("creating its directory"))?;
+        let dir = private_dir("omprpc-bridge").map_err(io_err("creating its directory"))?;
         let token = random_hex(32).map_err(io_err("making a token"))?;
         let client_id = random_hex(8).map_err(io_err("making a client id"))?;
         let (listener, endpoint) = match plan.transport {

@@ -83,6 +83,8 @@ pub(crate) struct Shared {
     next_id: AtomicU64,
     internal: Sender<Vec<u8>>,
     bridge: Mutex<Option<Bridge>>,
+    /// A private directory of the client's own files (system prompts), removed at close.
+    scratch: Option<std::path::PathBuf>,
 }
 
 pub struct Client {
@@ -412,7 +414,33 @@ impl Client {
                 *a = path.clone();
             }
         }
-        let (process, pipes) = process::spawn(&opts.spawn).map_err(|e| Error::new(Status::Io, e.to_string()))?;
+        // System prompts as files: written into a private directory removed at close.
+        let scratch = if opts.system_prompt_via_file {
+            let dir = crate::env::private_dir("omprpc-agent").map_err(|e| Error::new(Status::Io, format!("creating a private directory: {e}")))?;
+            let mut n = 0;
+            let written = argv::system_prompts_to_files(&mut opts.spawn.argv, |flag, text| {
+                use std::io::Write;
+                use std::os::unix::fs::OpenOptionsExt;
+                n += 1;
+                let path = dir.join(format!("{}-{n}.md", flag.trim_start_matches('-')));
+                std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?.write_all(text.as_bytes())?;
+                Ok(path.to_string_lossy().into_owned())
+            });
+            if let Err(e) = written {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(Error::new(Status::Io, format!("writing the system prompt file: {e}")));
+            }
+            Some(dir)
+        } else {
+            None
+        };
+        let spawned = process::spawn(&opts.spawn).map_err(|e| Error::new(Status::Io, e.to_string()));
+        if spawned.is_err() {
+            if let Some(d) = &scratch {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
+        let (process, pipes) = spawned?;
         let io = |e: std::io::Error| Error::new(Status::Io, e.to_string());
         let (internal_tx, internal_rx) = crossbeam_channel::unbounded::<Vec<u8>>();
         let shared = Arc::new(Shared {
@@ -441,6 +469,7 @@ impl Client {
             next_id: AtomicU64::new(0),
             internal: internal_tx,
             bridge: Mutex::new(None),
+            scratch,
             opts,
         });
         if let Some(b) = bridge.as_mut() {
@@ -586,6 +615,25 @@ impl Client {
         if p.contains_key("message") {
             return Err(Error::invalid("prompt options must not set \"message\"; pass it as the message argument"));
         }
+        // `content` blocks (text, images, files) become message text and images.
+        let mut message = message.to_string();
+        if let Some(blocks) = p.remove("content") {
+            let built = crate::prompt::build(&blocks)?;
+            let text = built["message"].as_str().unwrap_or_default();
+            if !text.is_empty() {
+                if !message.is_empty() {
+                    message.push_str("\n\n");
+                }
+                message.push_str(text);
+            }
+            if let Some(new) = built["images"].as_array().filter(|a| !a.is_empty()) {
+                match p.entry("images").or_insert_with(|| Value::Array(Vec::new())) {
+                    Value::Array(images) => images.extend(new.iter().cloned()),
+                    _ => return Err(Error::invalid("prompt option \"images\" must be an array of image blocks")),
+                }
+            }
+        }
+        let message = message.as_str();
         if let Some(images) = p.get("images") {
             if !images.is_array() && !images.is_null() {
                 return Err(Error::invalid("prompt option \"images\" must be an array of image blocks"));
@@ -807,6 +855,9 @@ impl Client {
         s.reader_stop.set();
         if let Some(b) = s.bridge.lock().unwrap().take() {
             b.shutdown();
+        }
+        if let Some(d) = &s.scratch {
+            let _ = std::fs::remove_dir_all(d);
         }
         for t in self.threads.lock().unwrap().drain(..) {
             let _ = t.join();

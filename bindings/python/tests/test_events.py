@@ -51,6 +51,7 @@ def test_ready_and_typed_listeners_in_order(make_client) -> None:
     client.on_message_update(lambda e: typed.append(e.type))
     client.on_agent_end(lambda e: typed.append(e.type))
     client.start()
+    assert [r.type for r in ready] == ["ready"]  # start() returns after the listeners saw it
     client.prompt_and_wait("say hello", timeout=10)
     client.stop()
     assert [r.type for r in ready] == ["ready"]
