@@ -571,3 +571,19 @@ fn prompts_take_content_blocks() {
     assert_eq!(e.status, Status::InvalidArgument);
     assert!(e.message.contains("audio"));
 }
+
+#[test]
+fn turns_can_keep_fewer_events_and_are_bounded_in_bytes() {
+    let c = start_with(json!({"turn_events": "no_updates"}));
+    let t = turn(&c, "say hello");
+    assert!(event_types(&t["events"]).iter().all(|ty| ty != "message_update"));
+    assert_eq!(t["assistantText"], "pong");
+    let c = start_with(json!({"turn_events": "none"}));
+    let t = turn(&c, "compacted");
+    assert_eq!(t["events"].as_array().unwrap().len(), 0);
+    assert_eq!(t["messages"].as_array().unwrap().len(), 2, "compaction still rebuilt from message_end");
+    let c = start_with(json!({"max_turn_bytes": 10000, "max_event_history": null}));
+    let e = c.prompt_and_wait("burst 1000", None, secs(10)).unwrap_err();
+    assert_eq!(e.status, Status::LimitExceeded);
+    assert!(e.message.contains("max_turn_bytes"));
+}

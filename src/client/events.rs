@@ -21,6 +21,8 @@ pub fn event_bytes(json: &[u8]) -> EventBytes {
 
 struct Inner {
     items: VecDeque<EventBytes>,
+    /// Bytes held by `items`.
+    bytes: usize,
     dropped: u64,
     closed: Option<Error>,
 }
@@ -30,15 +32,18 @@ pub struct EventQueue {
     cond: Condvar,
     signal: Signal,
     capacity: usize,
+    max_bytes: usize,
 }
 
 impl EventQueue {
-    pub fn new(capacity: usize) -> std::io::Result<Self> {
+    /// At most `capacity` events and `max_bytes` bytes are held (the newest event always is).
+    pub fn new(capacity: usize, max_bytes: usize) -> std::io::Result<Self> {
         Ok(EventQueue {
-            inner: Mutex::new(Inner { items: VecDeque::new(), dropped: 0, closed: None }),
+            inner: Mutex::new(Inner { items: VecDeque::new(), bytes: 0, dropped: 0, closed: None }),
             cond: Condvar::new(),
             signal: Signal::new()?,
             capacity: capacity.max(1),
+            max_bytes,
         })
     }
 
@@ -56,11 +61,13 @@ impl EventQueue {
         let mut g = self.inner.lock().unwrap();
         let was_empty = g.items.is_empty() && g.dropped == 0;
         for ev in evs {
-            if g.items.len() >= self.capacity {
-                g.items.pop_front();
+            g.bytes += ev.len();
+            g.items.push_back(ev);
+            while g.items.len() > self.capacity || (g.bytes > self.max_bytes && g.items.len() > 1) {
+                let old = g.items.pop_front().expect("the queue is not empty");
+                g.bytes -= old.len();
                 g.dropped += 1;
             }
-            g.items.push_back(ev);
         }
         let now_empty = g.items.is_empty() && g.dropped == 0;
         drop(g);
@@ -95,7 +102,10 @@ impl EventQueue {
                 }
                 while out.len() < max {
                     match g.items.pop_front() {
-                        Some(e) => out.push(e),
+                        Some(e) => {
+                            g.bytes -= e.len();
+                            out.push(e)
+                        }
                         None => break,
                     }
                 }
@@ -132,7 +142,7 @@ mod tests {
 
     #[test]
     fn overflow_is_reported_in_place_of_the_dropped() {
-        let q = EventQueue::new(2).unwrap();
+        let q = EventQueue::new(2, usize::MAX).unwrap();
         for i in 0..5 {
             q.push(event_bytes(format!("{{\"n\":{i}}}").as_bytes()));
         }
@@ -141,8 +151,19 @@ mod tests {
     }
 
     #[test]
+    fn the_byte_bound_drops_oldest_but_keeps_the_newest() {
+        let q = EventQueue::new(100, 10).unwrap();
+        q.push(event_bytes(b"12345678"));
+        q.push(event_bytes(b"abcdef"));
+        q.push(event_bytes(&[b'x'; 50]));
+        let got = text(&q.pop(10, Some(Instant::now())).unwrap());
+        assert_eq!(got[0], r#"{"type":"event_overflow","omprpc":true,"dropped":2}"#);
+        assert_eq!(got[1].len(), 50);
+    }
+
+    #[test]
     fn fd_follows_the_queue_and_close_drains_first() {
-        let q = EventQueue::new(10).unwrap();
+        let q = EventQueue::new(10, usize::MAX).unwrap();
         let readable = |q: &EventQueue| crate::transport::process::poll_readable(q.fd(), Some(Duration::ZERO));
         assert!(!readable(&q));
         q.push(event_bytes(b"{}"));
@@ -160,7 +181,7 @@ mod tests {
 
     #[test]
     fn close_wakes_a_blocked_poller() {
-        let q = std::sync::Arc::new(EventQueue::new(10).unwrap());
+        let q = std::sync::Arc::new(EventQueue::new(10, usize::MAX).unwrap());
         let q2 = q.clone();
         let t = std::thread::spawn(move || q2.pop(1, None));
         std::thread::sleep(Duration::from_millis(50));

@@ -8,6 +8,7 @@
 //!   was sent — so a late `agent_end` of an earlier run cannot end a newer prompt;
 //! - a late failure (a second, failing response for the prompt's id) fails that id.
 
+use crate::client::options::TurnEvents;
 use crate::error::{Error, Result, Status};
 
 struct Prompt {
@@ -38,6 +39,8 @@ pub struct Collector {
     /// Raw `message` of each `message_end` since the last `agent_start` (compaction rebuild).
     pub streamed: Vec<Vec<u8>>,
     limit: Option<usize>,
+    max_bytes: Option<usize>,
+    keep: TurnEvents,
     pub outcome: Option<Result<Outcome>>,
 }
 
@@ -54,6 +57,8 @@ pub enum Mark<'a> {
     AgentStart,
     AgentEnd { terminal: bool },
     MessageEnd { message: &'a [u8] },
+    /// `message_update`: retained only when the turn keeps all events.
+    Update,
     Other,
 }
 
@@ -67,10 +72,12 @@ pub struct Lifecycle {
     /// The first late failure since the last prompt was sent (wait_for_idle raises it).
     sticky: Option<Error>,
     max_events: Option<usize>,
+    max_bytes: Option<usize>,
+    keep: TurnEvents,
 }
 
 impl Lifecycle {
-    pub fn new(max_events: Option<usize>) -> Self {
+    pub fn new(max_events: Option<usize>, max_bytes: Option<usize>, keep: TurnEvents) -> Self {
         Lifecycle {
             last_event: std::time::Instant::now(),
             prompts: Vec::new(),
@@ -79,6 +86,8 @@ impl Lifecycle {
             collector: None,
             sticky: None,
             max_events,
+            max_bytes,
+            keep,
         }
     }
 
@@ -115,6 +124,8 @@ impl Lifecycle {
             offsets: Vec::new(),
             streamed: Vec::new(),
             limit: self.max_events,
+            max_bytes: self.max_bytes,
+            keep: self.keep,
             outcome: None,
         });
     }
@@ -177,13 +188,33 @@ impl Lifecycle {
         if let Some(c) = &mut self.collector {
             self.last_event = std::time::Instant::now();
             if c.outcome.is_none() {
-                if c.limit.is_some_and(|l| c.offsets.len() >= l) {
+                let keep = match c.keep {
+                    TurnEvents::All => true,
+                    TurnEvents::NoUpdates => !matches!(mark, Mark::Update),
+                    TurnEvents::None => false,
+                };
+                if !keep {
+                    match &mark {
+                        Mark::AgentStart => c.streamed.clear(),
+                        Mark::MessageEnd { message } => c.streamed.push(message.to_vec()),
+                        _ => {}
+                    }
+                } else if c.limit.is_some_and(|l| c.offsets.len() >= l) {
                     let l = c.limit.unwrap_or_default();
                     c.finish(Err(Error::new(
                         Status::LimitExceeded,
                         format!(
                             "Event history limit was exceeded: the run produced more than {l} events \
                              (max_event_history={l}). Increase max_event_history, or set it to null for no limit."
+                        ),
+                    )));
+                } else if c.max_bytes.is_some_and(|m| c.events.len() + line.len() > m) {
+                    let m = c.max_bytes.unwrap_or_default();
+                    c.finish(Err(Error::new(
+                        Status::LimitExceeded,
+                        format!(
+                            "the run's events passed max_turn_bytes ({m} bytes); raise it, or keep fewer \
+                             events with turn_events \"no_updates\""
                         ),
                     )));
                 } else {
@@ -247,7 +278,7 @@ mod tests {
 
     #[test]
     fn a_late_agent_end_of_an_earlier_run_does_not_end_a_new_prompt() {
-        let mut l = Lifecycle::new(None);
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
         l.event(b"{}", Mark::AgentStart); // run A is live
         l.acquire("prompt_and_wait").unwrap();
         l.collect(Some("req_2".into()), b"[");
@@ -263,7 +294,7 @@ mod tests {
 
     #[test]
     fn queued_prompts_end_with_the_live_run() {
-        let mut l = Lifecycle::new(None);
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
         l.event(b"{}", Mark::AgentStart);
         l.track("req_1", true);
         end(&mut l);
@@ -272,7 +303,7 @@ mod tests {
 
     #[test]
     fn local_prompts_and_late_failures_complete_by_id() {
-        let mut l = Lifecycle::new(None);
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
         l.track("req_1", false);
         l.track("req_2", false);
         l.completed_without_run("req_1", None, false);
@@ -286,7 +317,7 @@ mod tests {
 
     #[test]
     fn single_flight_and_history_limit() {
-        let mut l = Lifecycle::new(Some(2));
+        let mut l = Lifecycle::new(Some(2), None, TurnEvents::All);
         l.acquire("prompt_and_wait").unwrap();
         assert_eq!(l.acquire("collect_events").unwrap_err().status, Status::Concurrency);
         l.release("collect_events");
@@ -305,7 +336,7 @@ mod tests {
 
     #[test]
     fn streamed_messages_reset_at_agent_start() {
-        let mut l = Lifecycle::new(None);
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
         l.collect(None, b"[");
         l.event(b"{}", Mark::MessageEnd { message: b"1" });
         l.event(b"{}", Mark::AgentStart);

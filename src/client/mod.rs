@@ -453,7 +453,7 @@ impl Client {
             closed: AtomicBool::new(false),
             pending: Mutex::new(Pending::default()),
             state: Mutex::new(State {
-                life: Lifecycle::new(opts.max_event_history),
+                life: Lifecycle::new(opts.max_event_history, opts.max_turn_bytes, opts.turn_events),
                 host: HostRegistry::default(),
                 ready: None,
                 protocol_version: 1,
@@ -462,7 +462,7 @@ impl Client {
                 policy: Default::default(),
             }),
             cond: Condvar::new(),
-            events: EventQueue::new(opts.event_queue_capacity).map_err(io)?,
+            events: EventQueue::new(opts.event_queue_capacity, opts.event_queue_max_bytes).map_err(io)?,
             ui: UiQueue::new(opts.ui_policy.clone()),
             stderr: Mutex::new(StderrRing::new(opts.max_stderr_lines)),
             decoder: Mutex::new(ChunkDecoder::default()),

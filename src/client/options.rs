@@ -20,7 +20,7 @@ const KNOWN: &[&str] = &[
     "max_outbound_frame_bytes", "event_queue_capacity", "stop_grace_ms", "kill_grace_ms", "negotiate_v2",
     "invalid_frames", "host_tools", "host_uri_schemes", "ui_policy", "handshake", "bridge", "bridge_transport",
     "tool_policy", "host_tool_timeout_ms", "turn_summary", "turn_idle_timeout_ms", "env_passthrough",
-    "system_prompt_via_file",
+    "system_prompt_via_file", "event_queue_max_bytes", "max_turn_bytes", "turn_events",
 ];
 
 /// Typed, error-reporting access to an options object.
@@ -83,6 +83,15 @@ impl<'a> Opts<'a> {
             },
         }
     }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TurnEvents {
+    All,
+    /// `message_update` frames repeat the whole partial message each time; a host that reads
+    /// deltas from the event queue (or the summary) needs none of them in the turn.
+    NoUpdates,
+    None,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,6 +159,11 @@ pub struct Options {
     pub max_frame_bytes: Option<usize>,
     pub max_outbound_frame_bytes: Option<usize>,
     pub event_queue_capacity: usize,
+    pub event_queue_max_bytes: usize,
+    /// Bytes of events one turn may retain before it fails with LIMIT_EXCEEDED.
+    pub max_turn_bytes: Option<usize>,
+    /// Which events a turn retains: all, all but `message_update`, or none.
+    pub turn_events: TurnEvents,
     pub stop_grace: Duration,
     pub kill_grace: Duration,
     pub negotiate_v2: bool,
@@ -328,6 +342,14 @@ impl Options {
             max_frame_bytes: o.bound("max_frame_bytes", None)?,
             max_outbound_frame_bytes: o.bound("max_outbound_frame_bytes", None)?,
             event_queue_capacity: o.bound("event_queue_capacity", Some(65_536))?.unwrap_or(usize::MAX),
+            event_queue_max_bytes: o.bound("event_queue_max_bytes", Some(256 << 20))?.unwrap_or(usize::MAX),
+            max_turn_bytes: o.bound("max_turn_bytes", Some(1 << 30))?,
+            turn_events: match o.str("turn_events")? {
+                None | Some("all") => TurnEvents::All,
+                Some("no_updates") => TurnEvents::NoUpdates,
+                Some("none") => TurnEvents::None,
+                Some(_) => return Err(wrong("turn_events", "\"all\", \"no_updates\" or \"none\"")),
+            },
             stop_grace: o.millis("stop_grace_ms", Some(Duration::from_secs(2)))?.unwrap_or(Duration::from_secs(2)),
             kill_grace: o.millis("kill_grace_ms", Some(Duration::from_secs(1)))?.unwrap_or(Duration::from_secs(1)),
             negotiate_v2: o.bool("negotiate_v2")?.unwrap_or(true),

@@ -231,6 +231,7 @@ impl Router<'_> {
                     }
                 }
             }
+            "message_update" => self.session_event(line, Mark::Update),
             "agent_start" => self.session_event(line, Mark::AgentStart),
             "agent_end" => {
                 let terminal = f.kind(line, "isTerminal") != Some(Kind::False);

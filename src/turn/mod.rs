@@ -166,7 +166,7 @@ mod tests {
     use crate::client::lifecycle::{Lifecycle, Mark};
 
     fn run(frames: &[&str]) -> Collector {
-        let mut l = Lifecycle::new(None);
+        let mut l = Lifecycle::new(None, None, crate::client::options::TurnEvents::All);
         l.collect(None, TURN_PREFIX);
         for fr in frames {
             let v: Value = serde_json::from_str(fr).unwrap();
