@@ -51,7 +51,7 @@ ASAN_TEST_DIR  := $(TARGET_DIR)/c-tests-asan
 # A hung test binary must not hang CI: each run is killed after this long.
 C_TEST_TIMEOUT := timeout --kill-after=10 600
 
-.PHONY: build release header check-header c-tests c-tests-asan test cargo-test demo \
+.PHONY: build release header check-header c-tests c-tests-asan python-tests test cargo-test demo \
         install clean help
 
 help:
@@ -137,8 +137,15 @@ c-tests-asan: $(addprefix $(ASAN_TEST_DIR)/,$(C_TEST_NAMES))
 cargo-test:
 	$(CARGO) test $(LOCKED)
 
+# The Python binding's own suite (pytest), against the debug library and the fake agent;
+# -X dev -W error: warnings (unclosed resources, deprecations) fail the run.
+PYTHON ?= python3
+python-tests: build
+	OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so \
+	  $(PYTHON) -X dev -W error -m pytest -q -p no:cacheprovider bindings/python/tests
+
 # Sequential on purpose: cargo-test rebuilds what the C programs link against.
-test: cargo-test check-header c-tests c-tests-asan
+test: cargo-test check-header c-tests c-tests-asan python-tests
 
 # --- demo -----------------------------------------------------------------------------
 # OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`

@@ -20,7 +20,8 @@
  *
  * Prints one line of `key=value` pairs on stdout (the driver, examples/bench_run.rs, reads
  * it); `secs` is the timed part only (client start and close are outside it), `hwm_kib` the
- * process's peak RSS (VmHWM) at the end. Exit status 1 on any failure, with the reason on
+ * process's peak RSS (VmHWM) at the end, `rss_end_kib` its RSS then (the client still open,
+ * every string it returned freed: what the client keeps). Exit status 1 on any failure, with the reason on
  * stderr. BATCH is env OMPRPC_BENCH_BATCH (default 4096).
  */
 #ifndef _GNU_SOURCE
@@ -216,12 +217,12 @@ static int run_turn(const char *message, long expect_events, int drain, long lon
         /* What the queue kept (outside the timed part): did it overflow? */
         drain_now(c, NULL, &overflow);
     }
-    long hwm = status_kib("VmHWM");
+    long hwm = status_kib("VmHWM"), rss = status_kib("VmRSS");
     finish(c);
     printf("secs=%.6f events=%ld events_per_sec=%.0f turn_bytes=%zu drained=%ld drain_secs=%.6f "
-           "batches=%ld overflow=%d hwm_kib=%ld\n",
+           "batches=%ld overflow=%d hwm_kib=%ld rss_end_kib=%ld\n",
            t1 - t0, expect_events, (double)expect_events / (t1 - t0), turn_len, drained,
-           drain ? d.done_at - t0 : 0.0, d.batches, overflow, hwm);
+           drain ? d.done_at - t0 : 0.0, d.batches, overflow, hwm, rss);
     return 0;
 }
 
@@ -258,10 +259,10 @@ static int run_events(const char *message, long expect_events, int batch, long l
     }
     double t1 = now_s();
     long got = batch ? (s_bytes >= 0 ? (long)((long long)bytes - s_bytes - batches) : -1) : singles;
-    long hwm = status_kib("VmHWM");
+    long hwm = status_kib("VmHWM"), rss = status_kib("VmRSS");
     finish(c);
-    printf("secs=%.6f events=%ld events_per_sec=%.0f received=%ld batches=%ld hwm_kib=%ld\n", t1 - t0,
-           expect_events, (double)expect_events / (t1 - t0), got, batches, hwm);
+    printf("secs=%.6f events=%ld events_per_sec=%.0f received=%ld batches=%ld hwm_kib=%ld rss_end_kib=%ld\n",
+           t1 - t0, expect_events, (double)expect_events / (t1 - t0), got, batches, hwm, rss);
     return 0;
 }
 

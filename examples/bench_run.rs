@@ -37,7 +37,7 @@ const CLIENTS: u64 = 100;
 const CLIENT_BURST: u64 = 10_000;
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 /// One run of a binding's benchmark script (one measurement) must finish within this.
-const BINDING_TIMEOUT: Duration = Duration::from_secs(30);
+const BINDING_TIMEOUT: Duration = Duration::from_secs(20);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -148,7 +148,6 @@ fn floor_rtt(agent: &str, count: usize, pin: Option<usize>) {
         round_trip(100 + i, &mut line);
         lat.push(t0.elapsed().as_secs_f64() * 1e6);
     }
-    drop(round_trip);
     drop(w);
     let _ = child.wait();
     let mean = lat.iter().sum::<f64>() / count as f64;
@@ -296,171 +295,149 @@ impl Row {
     }
 }
 
-struct Driver {
-    cfg: Config,
-    failed: bool,
-}
-
 fn last_line(s: &str) -> String {
     s.trim().lines().last().unwrap_or("").chars().take(300).collect()
 }
 
-impl Driver {
-    /// Runs `cmd` `runs` times; each run's figures are its `key=value` line plus `wall`.
-    fn measure(&mut self, label: &str, cmd: &[String], env: &[(&str, String)], cwd: Option<&Path>, runs: usize) -> Row {
-        self.measure_with(label, cmd, env, cwd, runs, RUN_TIMEOUT, &[])
+/// One thing to measure: a command run once per round, each run in its own process.
+struct Job {
+    key: String,
+    cmd: Vec<String>,
+    env: Vec<(&'static str, String)>,
+    cwd: Option<PathBuf>,
+    timeout: Duration,
+    /// Figures every run must print.
+    required: &'static [&'static str],
+    /// The command prints nothing: its wall time is its `secs`.
+    wall_is_secs: bool,
+}
+
+/// Every job, and a row of figures per key. Rounds interleave the jobs (round 1 of every
+/// job, then round 2, …), so a floor and the workloads beside it see the same machine.
+struct Bench {
+    cfg: Config,
+    /// Without taskset, the programs pin themselves (`--pin 0`).
+    taskset: bool,
+    jobs: Vec<Job>,
+    rows: BTreeMap<String, Row>,
+    failed: bool,
+}
+
+impl Bench {
+    fn add(&mut self, key: &str, label: &str, cmd: Vec<String>) -> &mut Job {
+        self.rows.insert(key.to_string(), Row { label: label.to_string(), runs: Vec::new(), note: None });
+        self.jobs.push(Job {
+            key: key.to_string(),
+            cmd,
+            env: Vec::new(),
+            cwd: None,
+            timeout: RUN_TIMEOUT,
+            required: &[],
+            wall_is_secs: false,
+        });
+        self.jobs.last_mut().unwrap()
     }
 
-    /// `measure`, with a timeout per run and the keys every run must print; the first run
-    /// that fails ends the row.
-    #[allow(clippy::too_many_arguments)]
-    fn measure_with(
-        &mut self,
-        label: &str,
-        cmd: &[String],
-        env: &[(&str, String)],
-        cwd: Option<&Path>,
-        runs: usize,
-        timeout: Duration,
-        required: &[&str],
-    ) -> Row {
-        let mut row = Row { label: label.to_string(), runs: Vec::new(), note: None };
-        for i in 0..runs {
-            eprint!("\rbench: {label} ({}/{runs})          ", i + 1);
-            let _ = std::io::stderr().flush();
-            let r = run(cmd, env, cwd, timeout);
-            if !r.ok {
-                eprintln!("\nbench: {label} failed: {}", r.stderr.trim());
-                row.note = Some(format!("failed: {}", last_line(&r.stderr)));
-                self.failed = true;
-                return row;
-            }
-            let mut f = figures(&r.stdout);
-            if let Some(missing) = required.iter().find(|k| !f.contains_key(**k)) {
-                eprintln!("\nbench: {label}: no `{missing}=<n>` in its output:\n{}", r.stdout.trim());
-                row.note = Some(format!("failed: printed no `{}` line", required.iter().map(|k| format!("{k}=<n>")).collect::<Vec<_>>().join(" ")));
-                self.failed = true;
-                return row;
-            }
-            f.insert("wall".into(), r.wall);
-            row.runs.push(f);
-        }
-        eprintln!();
-        row
+    /// A row with no runs and a reason ("not available …", "failed to build …").
+    fn note(&mut self, key: &str, label: &str, note: String) {
+        self.rows.insert(key.to_string(), Row { label: label.to_string(), runs: Vec::new(), note: Some(note) });
     }
 
-    fn c_bench(&mut self, label: &str, args: &[String], runs: usize) -> Row {
+    fn row(&self, key: &str) -> &Row {
+        &self.rows[key]
+    }
+
+    /// A workload of bench/omprpc_bench.c.
+    fn c_job(&mut self, key: &str, label: &str, args: &[String]) {
         let mut cmd = vec![self.cfg.bench.clone()];
         cmd.extend(args.iter().cloned());
-        self.measure(label, &cmd, &[], None, runs)
+        self.add(key, label, cmd);
     }
 
-    /// `sh -c 'cat FILE | cat > /dev/null'`, timed from outside.
-    fn cat_floor(&mut self, file: &Path) -> Row {
-        let cmd = sh(&["cat \"$1\" | cat > /dev/null", &file.display().to_string()]);
-        let mut row = self.measure(&format!("floor: cat {} | cat", file_name(file)), &cmd, &[], None, self.cfg.runs);
-        for f in &mut row.runs {
-            let w = f["wall"];
-            f.insert("secs".into(), w);
+    /// The same, pinned to CPU 0 with the agent it spawns.
+    fn pinned(&self, program: Vec<String>, args: Vec<String>, pin_at_end: bool) -> Vec<String> {
+        if self.taskset {
+            let mut v = vec!["taskset".to_string(), "-c".into(), "0".into()];
+            v.extend(program);
+            v.extend(args);
+            return v;
         }
-        row
+        let pin = vec!["--pin".to_string(), "0".into()];
+        let mut v = program;
+        if pin_at_end {
+            v.extend(args);
+            v.extend(pin);
+        } else {
+            v.extend(pin);
+            v.extend(args);
+        }
+        v
     }
 
-    fn serde_floor(&mut self, file: &Path) -> Row {
+    /// Floors over one input: `cat FILE | cat`, the serde_json parse loop, and the agent
+    /// writing the same output into `cat`.
+    fn floors(&mut self, prefix: &str, file: &Path, message: &str) {
+        let cat = sh(&["cat \"$1\" | cat > /dev/null", &file.display().to_string()]);
+        self.add(&format!("{prefix}.cat"), &format!("floor: cat {} | cat", file_name(file)), cat).wall_is_secs = true;
         let me = std::env::current_exe().unwrap().display().to_string();
-        let cmd = vec![me, "parse".into(), file.display().to_string()];
-        self.measure("floor: serde_json parse loop", &cmd, &[], None, self.cfg.runs)
-    }
-
-    /// The fake agent writing the same output into a pipe that `cat` empties: the producer's
-    /// own cost, which every figure over the agent includes.
-    fn producer_floor(&mut self, message: &str) -> Row {
+        let parse = vec![me, "parse".into(), file.display().to_string()];
+        self.add(&format!("{prefix}.serde"), "floor: serde_json parse loop", parse);
         let prompt = json!({"id": "1", "type": "prompt", "message": message}).to_string();
-        let cmd = sh(&["printf '%s\\n' \"$2\" | \"$1\" | cat > /dev/null", &self.cfg.agent, &prompt]);
-        let mut row = self.measure("floor: agent | cat (producer)", &cmd, &[], None, self.cfg.runs);
-        for f in &mut row.runs {
-            let w = f["wall"];
-            f.insert("secs".into(), w);
-        }
-        row
+        let producer = sh(&["printf '%s\\n' \"$2\" | \"$1\" | cat > /dev/null", &self.cfg.agent, &prompt]);
+        self.add(&format!("{prefix}.producer"), "floor: agent | cat (producer)", producer).wall_is_secs = true;
     }
 
-    /// Writes the agent's whole stdout for one prompt into `file`.
-    fn produce(&self, message: &str, file: &Path) -> std::io::Result<()> {
-        let mut child = Command::new(&self.cfg.agent)
-            .stdin(Stdio::piped())
-            .stdout(File::create(file)?)
-            .stderr(Stdio::null())
-            .spawn()?;
-        let prompt = json!({"id": "1", "type": "prompt", "message": message}).to_string();
-        child.stdin.take().unwrap().write_all(format!("{prompt}\n").as_bytes())?;
-        let st = child.wait()?;
-        if !st.success() {
-            return Err(std::io::Error::other(format!("the fake agent exited with {st}")));
-        }
-        Ok(())
-    }
-
-    /// An optional per-binding benchmark: None when the binding has none.
-    fn binding(&mut self, name: &str) -> Row {
+    /// An optional per-binding benchmark (bench/README.md).
+    fn binding(&mut self, name: &str) {
         let repo = self.cfg.repo.clone();
-        let n = BURST_EVENTS.to_string();
-        let env = vec![
-            ("OMPRPC_LIBRARY", self.cfg.lib.clone()),
-            ("OMPRPC_FAKE_AGENT", self.cfg.agent.clone()),
-            ("OMPRPC_BENCH_EVENTS", n.clone()),
-        ];
+        let key = format!("binding.{}", name.to_lowercase());
         let label = format!("{name} binding");
-        let unavailable = |why: String| Row { label: label.clone(), runs: Vec::new(), note: Some(format!("not available ({why})")) };
         let (cmd, cwd): (Vec<String>, PathBuf) = match name {
             "Python" => {
                 let script = repo.join("bindings/python/bench.py");
                 if !script.is_file() {
-                    return unavailable("no bindings/python/bench.py".into());
+                    return self.note(&key, &label, "not available (no bindings/python/bench.py)".into());
                 }
                 if !have("python3") {
-                    return unavailable("python3 is not installed".into());
+                    return self.note(&key, &label, "not available (python3 is not installed)".into());
                 }
                 (vec!["python3".into(), script.display().to_string()], repo.clone())
             }
             "Go" => {
                 let dir = repo.join("bindings/go");
                 if !dir.join("cmd/bench").is_dir() {
-                    return unavailable("no bindings/go/cmd/bench".into());
+                    return self.note(&key, &label, "not available (no bindings/go/cmd/bench)".into());
                 }
                 if !have("go") {
-                    return unavailable("go is not installed".into());
+                    return self.note(&key, &label, "not available (go is not installed)".into());
                 }
-                let exe = self.cfg.out.join("go-bench");
-                let build = [
-                    "go".to_string(),
-                    "build".into(),
-                    "-tags".into(),
-                    "omprpc_release".into(),
-                    "-o".into(),
-                    exe.display().to_string(),
-                    "./cmd/bench".into(),
-                ];
+                let exe = self.cfg.out.join("go-bench").display().to_string();
+                let build: Vec<String> =
+                    ["go", "build", "-tags", "omprpc_release", "-o", &exe, "./cmd/bench"].iter().map(|s| s.to_string()).collect();
                 eprintln!("bench: building bindings/go/cmd/bench");
                 let b = run(&build, &[], Some(&dir), Duration::from_secs(300));
                 if !b.ok {
                     self.failed = true;
-                    return Row { label, runs: Vec::new(), note: Some(format!("failed to build: {}", last_line(&b.stderr))) };
+                    return self.note(&key, &label, format!("failed to build: {}", last_line(&b.stderr)));
                 }
-                (vec![exe.display().to_string()], repo.clone())
+                (vec![exe], repo.clone())
             }
             _ => {
                 let script = repo.join("bindings/node/bench.mjs");
                 if !script.is_file() {
-                    return unavailable("no bindings/node/bench.mjs".into());
+                    return self.note(&key, &label, "not available (no bindings/node/bench.mjs)".into());
                 }
                 if !have("node") {
-                    return unavailable("node is not installed".into());
+                    return self.note(&key, &label, "not available (node is not installed)".into());
                 }
                 (vec!["node".into(), script.display().to_string()], repo.join("bindings/node"))
             }
         };
-        let mut env = env;
+        let mut env = vec![
+            ("OMPRPC_LIBRARY", self.cfg.lib.clone()),
+            ("OMPRPC_FAKE_AGENT", self.cfg.agent.clone()),
+            ("OMPRPC_BENCH_EVENTS", BURST_EVENTS.to_string()),
+        ];
         if name == "Python" {
             let mut pp = repo.join("bindings/python").display().to_string();
             if let Ok(old) = std::env::var("PYTHONPATH") {
@@ -468,9 +445,59 @@ impl Driver {
             }
             env.push(("PYTHONPATH", pp));
         }
-        let runs = self.cfg.runs;
-        self.measure_with(&label, &cmd, &env, Some(&cwd), runs, BINDING_TIMEOUT, &["events_per_sec", "rss_mib"])
+        let job = self.add(&key, &label, cmd);
+        job.env = env;
+        job.cwd = Some(cwd);
+        job.timeout = BINDING_TIMEOUT;
+        job.required = &["events_per_sec", "rss_mib"];
     }
+
+    fn run_all(&mut self) {
+        let runs = self.cfg.runs;
+        for round in 1..=runs {
+            for job in &self.jobs {
+                let row = self.rows.get_mut(&job.key).unwrap();
+                if row.note.is_some() {
+                    continue;
+                }
+                eprint!("\rbench: round {round}/{runs}: {:<70.70}", row.label);
+                let _ = std::io::stderr().flush();
+                let r = run(&job.cmd, &job.env, job.cwd.as_deref(), job.timeout);
+                if !r.ok {
+                    eprintln!("\nbench: {} failed: {}", row.label, r.stderr.trim());
+                    row.note = Some(format!("failed: {}", last_line(&r.stderr)));
+                    self.failed = true;
+                    continue;
+                }
+                let mut f = figures(&r.stdout);
+                if let Some(missing) = job.required.iter().find(|k| !f.contains_key(**k)) {
+                    eprintln!("\nbench: {}: no `{missing}=<n>` in its output:\n{}", row.label, r.stdout.trim());
+                    let want: Vec<String> = job.required.iter().map(|k| format!("{k}=<n>")).collect();
+                    row.note = Some(format!("failed: printed no `{}` line", want.join(" ")));
+                    self.failed = true;
+                    continue;
+                }
+                f.insert("wall".into(), r.wall);
+                if job.wall_is_secs {
+                    f.insert("secs".into(), r.wall);
+                }
+                row.runs.push(f);
+            }
+        }
+        eprintln!("\rbench: {runs} rounds done{:<70}", "");
+    }
+}
+
+/// Writes the agent's whole stdout for one prompt into `file`.
+fn produce(agent: &str, message: &str, file: &Path) -> std::io::Result<()> {
+    let mut child = Command::new(agent).stdin(Stdio::piped()).stdout(File::create(file)?).stderr(Stdio::null()).spawn()?;
+    let prompt = json!({"id": "1", "type": "prompt", "message": message}).to_string();
+    child.stdin.take().unwrap().write_all(format!("{prompt}\n").as_bytes())?;
+    let st = child.wait()?;
+    if !st.success() {
+        return Err(std::io::Error::other(format!("the fake agent exited with {st}")));
+    }
+    Ok(())
 }
 
 fn sh(script_and_args: &[&str]) -> Vec<String> {
@@ -558,37 +585,39 @@ fn cmd_line(cmd: &str) -> String {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default()
 }
-
 // --- the run ------------------------------------------------------------------------------
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
 
 fn drive(cfg: Config) -> i32 {
     let started = Instant::now();
+    let load_before = loadavg();
     let runs = cfg.runs;
-    let mut d = Driver { cfg, failed: false };
-    let out = d.cfg.out.clone();
-    let agent = d.cfg.agent.clone();
-
+    let out = cfg.out.clone();
+    let agent = cfg.agent.clone();
     // Pinning for the round trips: taskset when present, else the programs pin themselves.
     let taskset = have("taskset") && run(&["taskset".into(), "-c".into(), "0".into(), "true".into()], &[], None, RUN_TIMEOUT).ok;
-    // Without taskset the commands carry `--pin 0` instead (added where they are built).
-    let pinned = |cmd: Vec<String>| -> Vec<String> {
-        if taskset {
-            let mut v = vec!["taskset".to_string(), "-c".into(), "0".into()];
-            v.extend(cmd);
-            v
-        } else {
-            cmd
-        }
-    };
-    let pin_method = if taskset { "taskset -c 0" } else { "sched_setaffinity(CPU 0) in the program (taskset not found)" };
+    let pin_method = if taskset { "taskset -c 0" } else { "sched_setaffinity(CPU 0) in the programs: taskset not found" };
+    let mut b = Bench { cfg, taskset, jobs: Vec::new(), rows: BTreeMap::new(), failed: false };
 
-    // --- inputs
+    // --- inputs, produced once by the fake agent
     eprintln!("bench: producing the inputs with the fake agent");
     let burst_file = out.join("burst.jsonl");
     let burst_msg = format!("burst {BURST_EVENTS}");
-    if let Err(e) = d.produce(&burst_msg, &burst_file) {
-        eprintln!("bench: cannot produce {}: {e}", burst_file.display());
-        return 1;
+    let mut huge_files = Vec::new();
+    let mut inputs = vec![(burst_msg.clone(), burst_file.clone())];
+    for size in HUGE_SIZES {
+        let file = out.join(format!("huge-{}MiB.jsonl", size >> 20));
+        inputs.push((format!("huge {size}"), file.clone()));
+        huge_files.push((size, file));
+    }
+    for (msg, file) in &inputs {
+        if let Err(e) = produce(&agent, msg, file) {
+            eprintln!("bench: cannot produce {}: {e}", file.display());
+            return 1;
+        }
     }
     let lens = line_lengths(&burst_file);
     // ready, the prompt's response, then the events.
@@ -600,97 +629,44 @@ fn drive(cfg: Config) -> i32 {
         eprintln!("bench: expected {n_events} event lines in {}, found {event_lines}", burst_file.display());
         return 1;
     }
+    let frames: Vec<u64> = huge_files.iter().map(|(_, f)| line_lengths(f).into_iter().max().unwrap_or(0)).collect();
 
-    // --- burst
-    let burst_cat = d.cat_floor(&burst_file);
-    let burst_serde = d.serde_floor(&burst_file);
-    let burst_producer = d.producer_floor(&burst_msg);
-    let n = BURST_EVENTS.to_string();
-    let s = s_bytes.to_string();
-    let turn_drain = d.c_bench(
-        "prompt_and_wait, a 2nd thread drains next_events (C API)",
-        &["turn".into(), agent.clone(), n.clone(), "drain".into(), s.clone()],
-        runs,
-    );
-    let turn_nodrain =
-        d.c_bench("prompt_and_wait, nobody drains (C API)", &["turn".into(), agent.clone(), n.clone(), "nodrain".into(), s.clone()], runs);
-    let ev_batch = d.c_bench(
-        "next_events batches, no turn (C API)",
-        &["events".into(), agent.clone(), n.clone(), "batch".into(), s.clone()],
-        runs,
-    );
-    let ev_single =
-        d.c_bench("next_event one by one, no turn (C API)", &["events".into(), agent.clone(), n.clone(), "single".into(), s.clone()], runs);
-    let mut delivery_ok = true;
-    for (row, key) in [(&turn_drain, "drained"), (&ev_batch, "received"), (&ev_single, "received")] {
-        for f in &row.runs {
-            if f.get(key).copied() != Some(n_events as f64) {
-                delivery_ok = false;
-                eprintln!("bench: {}: {key}={:?}, expected {n_events}", row.label, f.get(key));
-            }
-        }
+    // --- the jobs
+    let (n, s) = (BURST_EVENTS.to_string(), s_bytes.to_string());
+    let args = |v: &[&str]| -> Vec<String> { v.iter().map(|s| s.to_string()).collect() };
+    b.floors("burst", &burst_file, &burst_msg);
+    b.c_job("burst.turn_drain", "prompt_and_wait, a 2nd thread drains next_events (C API)", &args(&["turn", &agent, &n, "drain", &s]));
+    b.c_job("burst.turn_nodrain", "prompt_and_wait, nobody drains (C API)", &args(&["turn", &agent, &n, "nodrain", &s]));
+    b.c_job("burst.batch", "next_events batches, no turn (C API)", &args(&["events", &agent, &n, "batch", &s]));
+    b.c_job("burst.single", "next_event one by one, no turn (C API)", &args(&["events", &agent, &n, "single", &s]));
+    for name in ["Python", "Go", "Node"] {
+        b.binding(name);
     }
-    let bindings: Vec<Row> = ["Python", "Go", "Node"].iter().map(|b| d.binding(b)).collect();
-
-    // --- get_state round trips, pinned, raw and client interleaved run by run
     let me = std::env::current_exe().unwrap().display().to_string();
-    let mut raw = Row { label: "floor: raw write + read line + serde_json parse (Rust)".into(), runs: vec![], note: None };
-    let mut ours = Row { label: "omprpc_client_get_state (C API)".into(), runs: vec![], note: None };
-    for _ in 0..runs {
-        let mut raw_cmd = vec![me.clone(), "rtt".into(), agent.clone(), RTT_COUNT.to_string()];
-        let mut our_cmd = vec![d.cfg.bench.clone()];
-        if !taskset {
-            raw_cmd.extend(["--pin".to_string(), "0".into()]);
-            our_cmd.extend(["--pin".to_string(), "0".into()]);
-        }
-        our_cmd.extend(["rtt".to_string(), agent.clone(), RTT_COUNT.to_string()]);
-        for (row, cmd) in [(&mut raw, pinned(raw_cmd)), (&mut ours, pinned(our_cmd))] {
-            let r = d.measure(&row.label.clone(), &cmd, &[], None, 1);
-            match r.note {
-                Some(n) => row.note = Some(n),
-                None => row.runs.extend(r.runs),
-            }
-        }
+    let count = RTT_COUNT.to_string();
+    let raw = b.pinned(vec![me], args(&["rtt", &agent, &count]), true);
+    b.add("rtt.raw", "floor: raw write + read line + serde_json parse (Rust)", raw);
+    let ours = b.pinned(vec![b.cfg.bench.clone()], args(&["rtt", &agent, &count]), false);
+    b.add("rtt.omprpc", "omprpc_client_get_state (C API)", ours);
+    for (size, file) in &huge_files {
+        let (p, mib, sz) = (format!("huge{}", size >> 20), size >> 20, size.to_string());
+        b.floors(&p, file, &format!("huge {size}"));
+        b.c_job(&format!("{p}.turn"), &format!("prompt_and_wait, {mib} MiB frame, drained (C API)"), &args(&["huge", &agent, &sz, "turn"]));
+        b.c_job(&format!("{p}.events"), &format!("next_event, {mib} MiB frame (C API)"), &args(&["huge", &agent, &sz, "events"]));
     }
+    let (nc, cb) = (CLIENTS.to_string(), CLIENT_BURST.to_string());
+    b.c_job("clients", &format!("{CLIENTS} clients (C API)"), &args(&["clients", &agent, &nc, &cb]));
 
-    // --- huge frames
-    // Per size: the text size, the frame's length, then [cat, serde, producer, turn, events].
-    let mut huge: Vec<(u64, u64, [Row; 5])> = Vec::new();
-    for size in HUGE_SIZES {
-        let file = out.join(format!("huge-{}MiB.jsonl", size >> 20));
-        let msg = format!("huge {size}");
-        if let Err(e) = d.produce(&msg, &file) {
-            eprintln!("bench: cannot produce {}: {e}", file.display());
-            return 1;
-        }
-        let frame = line_lengths(&file).into_iter().max().unwrap_or(0);
-        let cat = d.cat_floor(&file);
-        let serde = d.serde_floor(&file);
-        let producer = d.producer_floor(&msg);
-        let sz = size.to_string();
-        let turn = d.c_bench(
-            &format!("prompt_and_wait, {} MiB frame, drained (C API)", size >> 20),
-            &["huge".into(), agent.clone(), sz.clone(), "turn".into()],
-            runs,
-        );
-        let events =
-            d.c_bench(&format!("next_event, {} MiB frame (C API)", size >> 20), &["huge".into(), agent.clone(), sz, "events".into()], runs);
-        let _ = std::fs::remove_file(&file);
-        huge.push((size, frame, [cat, serde, producer, turn, events]));
+    b.run_all();
+    for (_, file) in &inputs {
+        let _ = std::fs::remove_file(file);
     }
-
-    // --- 100 clients
-    let clients = d.c_bench(
-        &format!("{CLIENTS} clients, idle, then burst {CLIENT_BURST} each in turn (C API)"),
-        &["clients".into(), agent.clone(), CLIENTS.to_string(), CLIENT_BURST.to_string()],
-        runs,
-    );
-    let _ = std::fs::remove_file(&burst_file);
+    let load_after = loadavg();
 
     // --- report
     let mut md = String::new();
     let commit = cmd_line("git rev-parse --short HEAD 2>/dev/null");
-    let dirty = if cmd_line("git status --porcelain --untracked-files=no 2>/dev/null").is_empty() { "" } else { " (+ uncommitted changes)" };
+    let dirty = !cmd_line("git status --porcelain --untracked-files=no 2>/dev/null").is_empty();
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .unwrap_or_default()
         .lines()
@@ -702,78 +678,73 @@ fn drive(cfg: Config) -> i32 {
     let _ = writeln!(md, "# omprpc bench\n");
     let _ = writeln!(
         md,
-        "{date} · commit {}{dirty} · {ncpu} CPUs ({cpu}) · Linux {kernel} · every figure is the median of {runs} runs, \
-         each run in its own process; floors measured in the same run. Peak RSS = the measuring process's VmHWM \
-         (the agent's own memory is not included).\n",
-        if commit.is_empty() { "unknown" } else { &commit }
+        "{date} · commit {}{} · {ncpu} CPUs ({cpu}) · Linux {kernel} · load average {load_before} before, \
+         {load_after} after.\n\nEvery figure is the median of {runs} runs, each in its own process; the runs of \
+         every workload and floor are interleaved round by round. Peak RSS = the measuring process's VmHWM (the \
+         agent's memory is not included).\n",
+        if commit.is_empty() { "unknown" } else { &commit },
+        if dirty { " (+ uncommitted changes)" } else { "" },
     );
 
-    // burst table
-    let cat_t = burst_cat.med("secs");
-    let serde_t = burst_serde.med("secs");
+    // burst
+    let cat_t = b.row("burst.cat").med("secs");
+    let serde_t = b.row("burst.serde").med("secs");
     let _ = writeln!(
         md,
         "## Burst: {BURST_EVENTS} `message_update` events of 640 B (+{BURST_EXTRA_EVENTS} turn frames, {:.1} MB)\n",
         burst_bytes as f64 / 1e6
     );
-    let _ = writeln!(md, "| workload | time | events/s | peak RSS | × cat | × serde | target | met |");
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
-    let ev_rate = |t: Option<f64>| t.map(|t| n_events as f64 / t);
-    for row in [&burst_cat, &burst_serde, &burst_producer] {
+    let _ = writeln!(md, "| workload | time | events/s | peak RSS | RSS kept | × cat | × serde | target (ratio) | met |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
+    let label = |r: &Row| esc(&match &r.note {
+        Some(n) => format!("{} — {n}", r.label),
+        None => r.label.clone(),
+    });
+    for key in ["burst.cat", "burst.serde", "burst.producer"] {
+        let row = b.row(key);
         let t = row.med("secs");
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | | |",
-            esc(&row.label),
+            "| {} | {} | {} | {} | — | {} | {} | | |",
+            label(row),
             secs(t),
-            rate(ev_rate(t)),
+            rate(t.map(|t| n_events as f64 / t)),
             mib_from_kib(row.med("hwm_kib")),
             ratio(t, cat_t),
             ratio(t, serde_t)
         );
     }
-    for row in [&turn_drain, &turn_nodrain, &ev_batch, &ev_single] {
-        let t = row.med("secs");
-        let r = row.med("events_per_sec");
-        let rss = row.med("hwm_kib");
-        let turn = std::ptr::eq(row, &turn_drain) || std::ptr::eq(row, &turn_nodrain);
-        let (target, ok) = if turn {
-            (
-                "≥ 1 M/s, ≤ 100 MiB",
-                r.zip(rss).map(|(r, m)| r >= 1e6 && m <= 100.0 * 1024.0),
-            )
+    for key in ["burst.turn_drain", "burst.turn_nodrain", "burst.batch", "burst.single"] {
+        let row = b.row(key);
+        let (t, r, rss) = (row.med("secs"), row.med("events_per_sec"), row.med("hwm_kib"));
+        let (target, ok) = if key.starts_with("burst.turn") {
+            ("≥ 1 M/s, ≤ 100 MiB", r.zip(rss).map(|(r, m)| r >= 1e6 && m <= 100.0 * 1024.0))
         } else {
             ("≥ 1 M/s", r.map(|r| r >= 1e6))
         };
-        let label = match &row.note {
-            Some(n) => format!("{} — {n}", row.label),
-            None => row.label.clone(),
-        };
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {target} ({}) | {} |",
-            esc(&label),
+            "| {} | {} | {} | {} | {} | {} | {} | {target} ({}) | {} |",
+            label(row),
             secs(t),
             rate(r),
             mib_from_kib(rss),
+            mib_from_kib(row.med("rss_end_kib")),
             ratio(t, cat_t),
             ratio(t, serde_t),
             ratio(r, Some(1e6)),
             verdict(ok)
         );
     }
-    for (row, target) in bindings.iter().zip([170e3, 199e3, 199e3]) {
+    for (key, target) in [("binding.python", 170e3), ("binding.go", 199e3), ("binding.node", 199e3)] {
+        let row = b.row(key);
         let r = row.med("events_per_sec");
-        let label = match &row.note {
-            Some(n) => format!("{} — {n}", row.label),
-            None => row.label.clone(),
-        };
-        let rss = row.med("rss_mib").map(|m| format!("{m:.1} MiB")).unwrap_or_else(|| "—".into());
         let t = r.map(|r| n_events as f64 / r);
+        let rss = row.med("rss_mib").map(|m| format!("{m:.1} MiB")).unwrap_or_else(|| "—".into());
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {rss} | {} | {} | ≥ {:.0} k/s ({}) | {} |",
-            esc(&label),
+            "| {} | {} | {} | {rss} | — | {} | {} | ≥ {:.0} k/s ({}) | {} |",
+            label(row),
             secs(t),
             rate(r),
             ratio(t, cat_t),
@@ -783,143 +754,144 @@ fn drive(cfg: Config) -> i32 {
             verdict(r.map(|r| r >= target))
         );
     }
+    let mut delivered = true;
+    for (key, fig) in [("burst.turn_drain", "drained"), ("burst.batch", "received"), ("burst.single", "received")] {
+        for f in &b.row(key).runs {
+            if f.get(fig).copied() != Some(n_events as f64) {
+                delivered = false;
+                eprintln!("bench: {key}: {fig}={:?}, expected {n_events}", f.get(fig));
+            }
+        }
+    }
+    let nodrain = b.row("burst.turn_nodrain");
     let _ = writeln!(
         md,
-        "\nAll {n_events} events were {} (exact count). Nobody-drains: the event queue (default capacity 65,536) \
-         overflowed in {} of {} runs. Batches: `next_events(max {})`. Reference: omp_rpc (Python) 12 s / 410 MiB; \
-         pi's TS client 0.50 s / 157 MiB; `cat|cat` 0.05 s. The cat floor is timed from outside (includes starting \
-         `sh` and two `cat`s); the other figures time the prompt → last event (or turn) only.\n",
-        if delivery_ok { "delivered in every drained run" } else { "**NOT** always delivered (see the JSON)" },
-        turn_nodrain.runs.iter().filter(|f| f.get("overflow") == Some(&1.0)).count(),
-        turn_nodrain.runs.len(),
+        "\nThe drained runs received all {n_events} events{}. Nobody draining, the event queue (default \
+         capacity 65,536) overflowed in {} of {} runs. Batches of at most {} events. Reference: omp_rpc (Python) \
+         12 s / 410 MiB; pi's TS client 0.50 s / 157 MiB; `cat|cat` 0.05 s. The cat and producer floors are timed \
+         from outside (they include starting `sh` and the programs); the other figures time the prompt up to the \
+         last event (or the turn) only. \"RSS kept\": the process's RSS after the workload, the client \
+         still open and every string it returned freed.\n",
+        if delivered { ", counted exactly, in every run" } else { " **NOT in every run** (see results.json)" },
+        nodrain.runs.iter().filter(|f| f.get("overflow") == Some(&1.0)).count(),
+        nodrain.runs.len(),
         std::env::var("OMPRPC_BENCH_BATCH").unwrap_or_else(|_| "4096".into()),
     );
 
-    // rtt table
+    // get_state
     let _ = writeln!(md, "## {RTT_COUNT} sequential `get_state` round trips, pinned to one CPU ({pin_method})\n");
     let _ = writeln!(md, "| workload | p50 | p99 | p50 × raw | p99 × raw | target | met |");
     let _ = writeln!(md, "|---|---|---|---|---|---|---|");
-    let (rp50, rp99) = (raw.med("p50_us"), raw.med("p99_us"));
     let us = |v: Option<f64>| v.map(|v| format!("{v:.1} µs")).unwrap_or_else(|| "—".into());
-    let _ = writeln!(md, "| {} | {} | {} | 1.00× | 1.00× | | |", esc(&raw.label), us(rp50), us(rp99));
-    let (op50, op99) = (ours.med("p50_us"), ours.med("p99_us"));
+    let (raw, ours) = (b.row("rtt.raw"), b.row("rtt.omprpc"));
+    let (rp50, rp99, op50, op99) = (raw.med("p50_us"), raw.med("p99_us"), ours.med("p50_us"), ours.med("p99_us"));
+    let _ = writeln!(md, "| {} | {} | {} | 1.00× | 1.00× | | |", label(raw), us(rp50), us(rp99));
     let ok = match (op50, op99, rp50, rp99) {
-        (Some(a), Some(b), Some(c), Some(e)) => Some(a <= 1.3 * c && b <= 2.0 * e),
+        (Some(a), Some(c), Some(e), Some(g)) => Some(a <= 1.3 * e && c <= 2.0 * g),
         _ => None,
-    };
-    let label = match &ours.note {
-        Some(n) => format!("{} — {n}", ours.label),
-        None => ours.label.clone(),
     };
     let _ = writeln!(
         md,
         "| {} | {} | {} | {} | {} | p50 ≤ 1.3×, p99 ≤ 2× raw | {} |",
-        esc(&label),
+        label(ours),
         us(op50),
         us(op99),
         ratio(op50, rp50),
         ratio(op99, rp99),
         verdict(ok)
     );
-    let _ = writeln!(md, "\nReference: omp_rpc 222 / 374 µs; TS 33 / 1140 µs; raw 24 / 43 µs. 100 warm-up round trips precede each run.\n");
+    let _ = writeln!(
+        md,
+        "\nReference: omp_rpc 222 / 374 µs; TS 33 / 1140 µs; raw 24 / 43 µs. Each run starts with 100 \
+         warm-up round trips; raw and client runs alternate.\n"
+    );
 
-    // huge table
+    // huge
     let _ = writeln!(md, "## One huge `tool_execution_end` frame (prompt \"huge N\", protocol v1: one line)\n");
-    let _ = writeln!(md, "| workload | 16 MiB | 64 MiB | 64/16 | × cat (64) | × serde (64) | peak RSS (64) | RSS / frame | target | met |");
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
-    if huge.len() == 2 {
-        let (a, b) = (&huge[0], &huge[1]);
-        let frame64 = b.1 as f64;
-        let (cat64, serde64) = (b.2[0].med("secs"), b.2[1].med("secs"));
-        for i in 0..5 {
-            let (ra, rb) = (&a.2[i], &b.2[i]);
-            let (ta, tb) = (ra.med("secs"), rb.med("secs"));
-            let rss = rb.med("hwm_kib");
-            let per_frame = rss.map(|k| k * 1024.0 / frame64);
-            let workload = i >= 3;
-            let ok = if workload {
-                match (tb, per_frame, ta) {
-                    (Some(t), Some(p), Some(t16)) => Some(t <= 0.3 && p <= 3.0 && t / t16 <= 5.0),
-                    _ => None,
-                }
-            } else {
-                None
-            };
-            let label = match (&ra.note, &rb.note) {
-                (Some(n), _) | (_, Some(n)) => format!("{} — {n}", rb.label.replace("64 MiB frame, ", "")),
-                _ => rb.label.replace("64 MiB frame, ", "").replace(", 64 MiB frame", ""),
-            };
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                esc(&label),
-                secs(ta),
-                secs(tb),
-                ratio(tb, ta),
-                ratio(tb, cat64),
-                ratio(tb, serde64),
-                mib_from_kib(rss),
-                per_frame.map(|p| format!("{p:.2}×")).unwrap_or_else(|| "—".into()),
-                if workload { "≤ 0.3 s, ≤ 3× frame, linear" } else { "" },
-                if workload { verdict(ok) } else { "" }
-            );
-        }
+    let _ = writeln!(
+        md,
+        "| workload | 16 MiB | 64 MiB | 64/16 | × cat (64) | × serde (64) | peak RSS (64) | RSS / frame | RSS kept (64) | target | met |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let (cat64, serde64) = (b.row("huge64.cat").med("secs"), b.row("huge64.serde").med("secs"));
+    for what in ["cat", "serde", "producer", "turn", "events"] {
+        let (ra, rb) = (b.row(&format!("huge16.{what}")), b.row(&format!("huge64.{what}")));
+        let (ta, tb) = (ra.med("secs"), rb.med("secs"));
+        let rss = rb.med("hwm_kib");
+        let per_frame = rss.map(|k| k * 1024.0 / frames[1] as f64);
+        let workload = what == "turn" || what == "events";
+        let ok = match (tb, per_frame, ta) {
+            (Some(t), Some(p), Some(t16)) if workload => Some(t <= 0.3 && p <= 3.0 && t / t16 <= 5.0),
+            _ => None,
+        };
+        let name = match (&ra.note, &rb.note) {
+            (Some(n), _) | (_, Some(n)) => format!("{} — {n}", rb.label),
+            _ => rb.label.clone(),
+        };
+        let name = name.replace("64 MiB frame, ", "").replace(", 64 MiB frame", "").replace("huge-64MiB.jsonl", "FILE");
         let _ = writeln!(
             md,
-            "\nFrames: {} and {} bytes. \"linear\" = 64 MiB time ≤ 5× the 16 MiB time. Reference at 64 MiB: omp_rpc \
-             0.35 s / 243 MiB; TS 27 s / 910 MiB. Every figure over the agent includes the agent generating the frame \
-             (the producer floor).\n",
-            a.1, b.1
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            esc(&name),
+            secs(ta),
+            secs(tb),
+            ratio(tb, ta),
+            ratio(tb, cat64),
+            ratio(tb, serde64),
+            mib_from_kib(rss),
+            per_frame.map(|p| format!("{p:.2}×")).unwrap_or_else(|| "—".into()),
+            mib_from_kib(rb.med("rss_end_kib")),
+            if workload { "≤ 0.3 s, ≤ 3× frame, linear" } else { "" },
+            if workload { verdict(ok) } else { "" }
         );
     }
+    let _ = writeln!(
+        md,
+        "\nFrames of {} and {} bytes. \"Linear\": the 64 MiB time is at most 5× the 16 MiB time. Reference at \
+         64 MiB: omp_rpc 0.35 s / 243 MiB; TS 27 s / 910 MiB. Every figure over the agent includes the agent \
+         generating the frame (the producer floor).\n",
+        frames[0], frames[1]
+    );
 
-    // clients table
-    let _ = writeln!(md, "## {CLIENTS} clients open at once, idle, then one burst of {CLIENT_BURST} each in turn\n");
-    if let Some(n) = &clients.note {
+    // clients
+    let c = b.row("clients");
+    let _ = writeln!(md, "## {CLIENTS} clients open at once, idle, then one burst of {CLIENT_BURST} events each in turn\n");
+    if let Some(n) = &c.note {
         let _ = writeln!(md, "{n}\n");
     }
     let _ = writeln!(md, "| figure | median |");
     let _ = writeln!(md, "|---|---|");
-    let num = |k: &str, dec: usize| clients.med(k).map(|v| format!("{v:.dec$}")).unwrap_or_else(|| "—".into());
-    for (label, value) in [
-        ("threads per client", num("threads_per_client", 2)),
-        ("file descriptors per client", num("fds_per_client", 2)),
-        ("RSS per idle client (host process)", format!("{} KiB", num("idle_rss_kib_per_client", 1))),
-        ("client start (spawn + handshake), per client", format!("{} ms", num("start_ms_per_client", 2))),
-        (&format!("CPU used by {CLIENTS} idle clients over 1 s"), format!("{} ms", num("idle_cpu_ms", 1))),
-        ("burst throughput (prompt_and_wait + drain, one client at a time)", rate(clients.med("events_per_sec"))),
-        ("RSS retained per client after its burst", format!("{} KiB", num("retained_kib_per_client", 1))),
-        ("peak RSS of the host process", mib_from_kib(clients.med("hwm_kib"))),
-        (&format!("closing all {CLIENTS}"), format!("{} ms", num("close_ms", 1))),
-        ("threads left after freeing every client (1 = main only)", num("threads_after_free", 0)),
+    let num = |k: &str, dec: usize| c.med(k).map(|v| format!("{v:.dec$}")).unwrap_or_else(|| "—".into());
+    for (what, value) in [
+        ("threads per client".to_string(), num("threads_per_client", 2)),
+        ("file descriptors per client".into(), num("fds_per_client", 2)),
+        ("RSS per idle client (host process)".into(), format!("{} KiB", num("idle_rss_kib_per_client", 1))),
+        ("client start (spawn + handshake), per client".into(), format!("{} ms", num("start_ms_per_client", 2))),
+        (format!("CPU used by {CLIENTS} idle clients in 1 s"), format!("{} ms", num("idle_cpu_ms", 1))),
+        ("bursts, one client at a time (prompt_and_wait, then drain)".into(), rate(c.med("events_per_sec"))),
+        ("RSS retained per client after its burst".into(), format!("{} KiB", num("retained_kib_per_client", 1))),
+        ("peak RSS of the host process".into(), mib_from_kib(c.med("hwm_kib"))),
+        (format!("closing all {CLIENTS}"), format!("{} ms", num("close_ms", 1))),
+        ("threads left after freeing every client (1 = main)".into(), num("threads_after_free", 0)),
     ] {
-        let _ = writeln!(md, "| {label} | {value} |");
+        let _ = writeln!(md, "| {what} | {value} |");
     }
-    let _ = writeln!(md, "\nTotal bench time: {:.0} s.", started.elapsed().as_secs_f64());
+    let _ = writeln!(md, "\nTotal: {:.0} s.", started.elapsed().as_secs_f64());
 
     print!("\n{md}");
     let _ = std::fs::write(out.join("results.md"), &md);
-    let mut j = json!({
-        "date": date, "commit": commit, "dirty": !dirty.is_empty(), "cpus": ncpu, "cpu": cpu, "kernel": kernel,
-        "runs": runs, "pinning": pin_method,
-        "burst": {
-            "events": n_events, "bytes": burst_bytes, "event_frame_bytes": s_bytes, "delivered_exactly": delivery_ok,
-            "floors": [burst_cat.to_json(), burst_serde.to_json(), burst_producer.to_json()],
-            "c_api": [turn_drain.to_json(), turn_nodrain.to_json(), ev_batch.to_json(), ev_single.to_json()],
-            "bindings": bindings.iter().map(Row::to_json).collect::<Vec<_>>(),
-        },
-        "get_state": {"count": RTT_COUNT, "raw": raw.to_json(), "omprpc": ours.to_json()},
-        "huge": huge.iter().map(|(size, frame, rows)| json!({
-            "text_bytes": size, "frame_bytes": frame,
-            "floors": [rows[0].to_json(), rows[1].to_json(), rows[2].to_json()],
-            "c_api": [rows[3].to_json(), rows[4].to_json()],
-        })).collect::<Vec<_>>(),
-        "clients": clients.to_json(),
+    let rows: BTreeMap<&String, Value> = b.rows.iter().map(|(k, r)| (k, r.to_json())).collect();
+    let j = json!({
+        "date": date, "commit": commit, "dirty": dirty, "cpus": ncpu, "cpu": cpu, "kernel": kernel,
+        "loadavg_before": load_before, "loadavg_after": load_after, "runs": runs, "pinning": pin_method,
+        "seconds": started.elapsed().as_secs_f64(),
+        "burst": {"events": n_events, "bytes": burst_bytes, "event_frame_bytes": s_bytes, "delivered_exactly": delivered},
+        "huge_frame_bytes": {"16MiB": frames[0], "64MiB": frames[1]},
+        "rows": rows,
     });
-    j["seconds"] = json!(started.elapsed().as_secs_f64());
     let _ = std::fs::write(out.join("results.json"), serde_json::to_string_pretty(&j).unwrap() + "\n");
     eprintln!("bench: wrote {} and {}", out.join("results.md").display(), out.join("results.json").display());
-    if d.failed {
+    if b.failed || !delivered {
         eprintln!("bench: some workloads failed (see above)");
         1
     } else {

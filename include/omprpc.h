@@ -122,7 +122,8 @@ omprpc_status omprpc_client_send_frame(const omprpc_client *client,
                                        char **out_error);
 
 /**
- * Sends `prompt` (options: `{"images":[…],"streamingBehavior":"steer"|"followUp"}` or NULL)
+ * Sends `prompt` (options: `{"images":[…],"streamingBehavior":"steer"|"followUp","content":[…]}`
+ * or NULL; `message` may be NULL when the options carry `"message"`, e.g. text with a NUL)
  * and returns its request id once the agent acknowledged it. The run streams as events;
  * `omprpc_client_wait_for_idle` waits for it.
  */

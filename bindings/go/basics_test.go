@@ -128,6 +128,24 @@ func TestOptionsJSON(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("options JSON\n got %s\nwant %v", js, want)
 	}
+	// the newer options
+	js, err = Options{InheritEnv: InheritAllowlist, EnvPassthrough: []string{"K"}, TurnSummary: true,
+		TurnIdleTimeout: time.Second, HostToolTimeout: 2 * time.Second, Bridge: "never",
+		ToolPolicy: &ToolPolicy{Mode: "rules", Allow: []string{"read"}, Block: map[string]string{"bash": "no"}, Timeout: time.Second}}.startJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	_ = json.Unmarshal(js, &got)
+	want = map[string]any{"inherit_env": "allowlist", "env_passthrough": []any{"K"}, "turn_summary": true,
+		"turn_idle_timeout_ms": 1000.0, "host_tool_timeout_ms": 2000.0, "bridge": "never",
+		"tool_policy": map[string]any{"mode": "rules", "allow": []any{"read"}, "block": map[string]any{"bash": "no"}, "timeout_ms": 1000.0}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("options JSON\n got %s\nwant %v", js, want)
+	}
+	if js, _ := (Options{InheritEnv: InheritAll}).startJSON(nil); string(js) != `{"inherit_env":true}` {
+		t.Fatalf("InheritAll: %s", js)
+	}
 	// zero values send nothing
 	js, _ = Options{}.startJSON(nil)
 	if string(js) != "{}" {
@@ -379,6 +397,8 @@ func TestBadInput(t *testing.T) {
 		bad(c.UISendConfirmation(id, true), ErrNotFound, "unknown UI request (confirm)")
 		bad(c.UICancel(id, false), ErrNotFound, "unknown UI request (cancel)")
 	}
+	bad(c.PolicyVerdict("no-such-id", true, ""), ErrNotFound, "unknown policy_eval")
+	bad(c.PolicyVerdict("no-such-id", false, "because"), ErrNotFound, "unknown policy_eval (block)")
 	bad(c.UISendValue("ui\x001", "x"), ErrInvalidArgument, "NUL in an id")
 	// the client is fine
 	if _, err := c.GetState(ctx); err != nil {

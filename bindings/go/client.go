@@ -83,7 +83,7 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	c := &Client{h: h}
 	runtime.SetFinalizer(c, finalizeClient)
 	if h.host.install(opts.HostTools) {
-		h.ev.setHostDemand(h)
+		h.ev.setHostDemand(h, true)
 	}
 	return c, nil
 }
@@ -392,6 +392,9 @@ type Turn struct {
 	PromptResult json.RawMessage `json:"promptResult,omitempty"`
 	// Events are the turn's events, verbatim.
 	Events []json.RawMessage `json:"events"`
+	// Summary is the turn summary (text, reasoning, tool calls, usage …) when the client
+	// was started with TurnSummary; nil otherwise.
+	Summary json.RawMessage `json:"summary,omitempty"`
 }
 
 // PromptAndWait prompts and waits until that prompt completes. The wait is bounded by ctx's
@@ -503,10 +506,10 @@ func (c *Client) CollectEvents(ctx context.Context) ([]Event, error) {
 
 // WaitForIdle waits until every accepted prompt has completed; a *CommandError when a
 // prompt failed late since the last prompt was sent. ctx ends the wait, not the client.
+// The turn_timeout_ms option bounds it only when ctx can never end (context.Background()).
 func (c *Client) WaitForIdle(ctx context.Context) error {
 	defer runtime.KeepAlive(c)
 	if ctx == nil || ctx.Done() == nil {
-		// No way to end it but the turn or Close; the default is the turn_timeout_ms option.
 		return c.h.request(ctx, "wait_for_idle", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 			return C.omprpc_client_wait_for_idle(p, t, perr)
 		})
@@ -776,6 +779,10 @@ func parseTurn(js []byte) (*Turn, error) {
 				if !isNull(v) {
 					t.PromptResult = v
 				}
+			case "summary":
+				if !isNull(v) {
+					t.Summary = v
+				}
 			case "assistantText":
 				if !isNull(v) {
 					t.AssistantText = new(string)
@@ -804,6 +811,9 @@ func parseTurn(js []byte) (*Turn, error) {
 	}
 	if isNull(t.PromptResult) {
 		t.PromptResult = nil
+	}
+	if isNull(t.Summary) {
+		t.Summary = nil
 	}
 	return t, nil
 }

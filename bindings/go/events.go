@@ -6,6 +6,7 @@ package omprpc
 import "C"
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"iter"
@@ -72,11 +73,14 @@ func (p *pump) kickLocked(h *core) {
 	}
 }
 
-func (p *pump) setHostDemand(h *core) {
+// setHostDemand records whether host tool handlers need the pump to read.
+func (p *pump) setHostDemand(h *core, on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.hostDemand = true
-	p.kickLocked(h)
+	p.hostDemand = on
+	if on {
+		p.kickLocked(h)
+	}
 }
 
 // wait returns once the pump goroutine (if any) has ended. Call after h.closing is closed.
@@ -294,11 +298,34 @@ func parseEventsSlow(op string, js []byte) ([]Event, error) {
 	}
 	evs := make([]Event, len(raws))
 	for i, r := range raws {
-		var t struct {
-			Type string `json:"type"`
-		}
-		_ = json.Unmarshal(r, &t) // an event without a string type has Type ""
-		evs[i] = Event{Type: t.Type, Raw: r}
+		evs[i] = Event{Type: decodeType(r), Raw: r}
 	}
 	return evs, nil
+}
+
+// decodeType is topLevelType the slow way: the first top-level member named exactly "type",
+// if it is a string; "" otherwise.
+func decodeType(raw []byte) string {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	for d.More() {
+		key, err := d.Token()
+		if err != nil {
+			return ""
+		}
+		var v json.RawMessage
+		if d.Decode(&v) != nil {
+			return ""
+		}
+		if key == "type" {
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				return ""
+			}
+			return s
+		}
+	}
+	return ""
 }

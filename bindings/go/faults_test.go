@@ -313,13 +313,24 @@ func TestArgvAndEnvReachTheAgent(t *testing.T) {
 		t.Fatalf("env: %s", env)
 	}
 	// inherit_env: ours underneath, env on top
-	os.Setenv("OMPRPC_GO_TEST_INHERITED", "1")
-	defer os.Unsetenv("OMPRPC_GO_TEST_INHERITED")
-	o.InheritEnv = true
+	t.Setenv("OMPRPC_GO_TEST_INHERITED", "1")
+	o.InheritEnv = InheritAll
 	start(t, o)
 	env = []byte(readFile(envFile))
 	if jstr(t, env, "OMPRPC_GO_TEST_INHERITED") != "1" || jstr(t, env, "OMPRPC_TEST_MARK") != "x y" {
 		t.Fatalf("inherited env: %s", env)
+	}
+	// the allow-list keeps what an agent needs, and only the passthrough names beyond it
+	o.InheritEnv = InheritAllowlist
+	start(t, o)
+	env = []byte(readFile(envFile))
+	if jstr(t, env, "PATH") != os.Getenv("PATH") || jget(t, env, "OMPRPC_GO_TEST_INHERITED") != nil || jstr(t, env, "OMPRPC_TEST_MARK") != "x y" {
+		t.Fatalf("allow-listed env: %s", env)
+	}
+	o.EnvPassthrough = []string{"OMPRPC_GO_TEST_INHERITED"}
+	start(t, o)
+	if env = []byte(readFile(envFile)); jstr(t, env, "OMPRPC_GO_TEST_INHERITED") != "1" {
+		t.Fatalf("passthrough env: %s", env)
 	}
 }
 

@@ -152,15 +152,13 @@ func (h *core) setHostTools(ctx context.Context, tools []HostTool) (json.RawMess
 	defer freeC(cj)
 	// Handlers first: a call may follow the agent's answer at once.
 	previous := h.host.current()
-	if h.host.install(tools) {
-		h.ev.setHostDemand(h)
-	}
+	h.ev.setHostDemand(h, h.host.install(tools))
 	var out *C.char
 	err = h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_set_host_tools(p, cj, t, &out, perr)
 	})
 	if err != nil {
-		h.host.install(previous)
+		h.ev.setHostDemand(h, h.host.install(previous))
 		return nil, err
 	}
 	return takeBytes(out), nil
@@ -365,4 +363,25 @@ func (h *core) sendHostResult(call HostToolCall, res ToolResult, isError bool) {
 	if errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrInvalidJSON) {
 		_ = h.hostToolResult(call.ID, TextResult(fmt.Sprintf("host tool %s returned an invalid result: %v", call.ToolName, err)), true)
 	}
+}
+
+// PolicyVerdict answers a policy_eval event (ToolPolicy in "host" mode): allow the agent's
+// tool call, or block it with reason ("" gives a default reason). ErrNotFound for an
+// unknown id; no answer within the policy's timeout blocks the tool (unless it fails open).
+func (c *Client) PolicyVerdict(requestID string, allow bool, reason string) error {
+	defer runtime.KeepAlive(c)
+	const op = "policy_verdict"
+	cid, err := cstring(op, "request id", requestID)
+	if err != nil {
+		return err
+	}
+	defer freeC(cid)
+	cr, err := optCString(op, "reason", reason)
+	if err != nil {
+		return err
+	}
+	defer freeC(cr)
+	return c.h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_policy_verdict(p, cid, C.bool(allow), cr, perr)
+	})
 }

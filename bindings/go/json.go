@@ -9,6 +9,21 @@ import (
 	"encoding/json"
 )
 
+// scanClass sorts bytes for valueEnd: 1 quote, 2 open, 3 close, 0 anything else.
+var scanClass = [256]uint8{'"': 1, '{': 2, '[': 2, '}': 3, ']': 3}
+
+// stringSpecial marks the bytes that end a run of plain string content.
+var stringSpecial = [256]bool{'"': true, '\\': true}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func skipSpace(b []byte, i int) int {
@@ -46,22 +61,32 @@ func valueEnd(b []byte, i int) int {
 		return e
 	case '{', '[':
 		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				for j++; j < len(b) && b[j] != '"'; j++ {
-					if b[j] == '\\' {
+		j := i
+		for j < len(b) {
+			switch scanClass[b[j]] {
+			case 0:
+				j++
+				continue
+			case 1: // a string: skip to its closing quote
+				j++
+				for j < len(b) && !stringSpecial[b[j]] {
+					j++
+				}
+				for j < len(b) && b[j] == '\\' {
+					j += 2
+					for j < len(b) && !stringSpecial[b[j]] {
 						j++
 					}
 				}
-			case '{', '[':
+			case 2:
 				depth++
-			case '}', ']':
+			case 3:
 				depth--
 				if depth == 0 {
 					return j + 1
 				}
 			}
+			j++
 		}
 		return -1
 	default:
@@ -145,8 +170,8 @@ func topLevelType(b []byte) (string, bool) {
 			if ve < 0 {
 				return "", false
 			}
-			if !vesc {
-				return string(b[i+1 : ve-1]), true
+			if v := b[i+1 : ve-1]; !vesc && isASCII(v) {
+				return string(v), true
 			}
 			var s string
 			if json.Unmarshal(b[i:ve], &s) != nil {

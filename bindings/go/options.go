@@ -33,16 +33,24 @@ type Options struct {
 	Extensions  []string `json:"extensions,omitempty"`
 	ExtraArgs   []string `json:"extra_args,omitempty"`
 
-	Cwd        string            `json:"cwd,omitempty"`
-	Env        map[string]string `json:"env,omitempty"` // the agent's whole environment, unless InheritEnv
-	InheritEnv bool              `json:"inherit_env,omitempty"`
-	Handshake  string            `json:"handshake,omitempty"` // "ready", "probe" or "none"
+	Cwd string `json:"cwd,omitempty"`
+	// Env is the agent's environment: exactly this, plus what InheritEnv and EnvPassthrough add.
+	Env            map[string]string `json:"env,omitempty"`
+	InheritEnv     Inherit           `json:"inherit_env,omitempty"`
+	EnvPassthrough []string          `json:"env_passthrough,omitempty"` // exact names copied from this process
+	// SystemPromptViaFile hands system prompts to the agent as files, not in its argv.
+	SystemPromptViaFile bool   `json:"system_prompt_via_file,omitempty"`
+	Handshake           string `json:"handshake,omitempty"` // "ready", "probe" or "none"
 
 	StartupTimeout time.Duration `json:"-"` // startup_timeout_ms (30 s); Start's ctx deadline also bounds it
 	RequestTimeout time.Duration `json:"-"` // request_timeout_ms (30 s): requests whose ctx has no deadline
 	TurnTimeout    time.Duration `json:"-"` // turn_timeout_ms (none): PromptAndWait / CollectEvents / WaitForIdle
 	StopGrace      time.Duration `json:"-"` // stop_grace_ms (2 s)
 	KillGrace      time.Duration `json:"-"` // kill_grace_ms (1 s)
+	// TurnIdleTimeout (turn_idle_timeout_ms) fails a waiting turn when no event arrives for this long.
+	TurnIdleTimeout time.Duration `json:"-"`
+	// HostToolTimeout (host_tool_timeout_ms): the bridge extension fails a host tool call after this long.
+	HostToolTimeout time.Duration `json:"-"`
 
 	MaxEventHistory       *int `json:"max_event_history,omitempty"` // 10000; Unlimited() for none
 	MaxStderrLines        *int `json:"max_stderr_lines,omitempty"`  // 512
@@ -58,6 +66,13 @@ type Options struct {
 	HostTools      []HostTool      `json:"host_tools,omitempty"`
 	HostURISchemes []HostURIScheme `json:"host_uri_schemes,omitempty"`
 	UIPolicy       *UIPolicy       `json:"ui_policy,omitempty"`
+	// Bridge serves host tools through the library's tool bridge: "auto" (pi), "always", "never".
+	Bridge          string `json:"bridge,omitempty"`
+	BridgeTransport string `json:"bridge_transport,omitempty"` // "unix" or "tcp"
+	// ToolPolicy gates the agent's own tools (needs the bridge extension).
+	ToolPolicy *ToolPolicy `json:"tool_policy,omitempty"`
+	// TurnSummary adds a summary to PromptAndWait's Turn.
+	TurnSummary bool `json:"turn_summary,omitempty"`
 
 	// Extra is merged into the options JSON last (it overrides the fields above): an escape
 	// hatch for options this struct does not name yet. A nil value sends JSON null.
@@ -92,11 +107,13 @@ func (o Options) startJSON(ctx context.Context) ([]byte, error) {
 		return nil, newError("start", StatusInvalidJSON, "options: %v", err)
 	}
 	for key, d := range map[string]time.Duration{
-		"startup_timeout_ms": o.StartupTimeout,
-		"request_timeout_ms": o.RequestTimeout,
-		"turn_timeout_ms":    o.TurnTimeout,
-		"stop_grace_ms":      o.StopGrace,
-		"kill_grace_ms":      o.KillGrace,
+		"startup_timeout_ms":   o.StartupTimeout,
+		"request_timeout_ms":   o.RequestTimeout,
+		"turn_timeout_ms":      o.TurnTimeout,
+		"stop_grace_ms":        o.StopGrace,
+		"kill_grace_ms":        o.KillGrace,
+		"turn_idle_timeout_ms": o.TurnIdleTimeout,
+		"host_tool_timeout_ms": o.HostToolTimeout,
 	} {
 		switch {
 		case d < 0:
@@ -155,9 +172,57 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
+// Inherit is the inherit_env option: which part of this process's environment the agent
+// gets under Env.
+type Inherit string
+
+// The values of Inherit.
+const (
+	InheritNothing   Inherit = ""          // exactly Env (the default)
+	InheritAll       Inherit = "all"       // all of this process's environment
+	InheritAllowlist Inherit = "allowlist" // only the names an agent needs (PATH, HOME, locale, proxies …)
+)
+
+// MarshalJSON writes InheritAll as true, InheritNothing as false, others as their name.
+func (i Inherit) MarshalJSON() ([]byte, error) {
+	switch i {
+	case InheritAll:
+		return []byte("true"), nil
+	case InheritNothing:
+		return []byte("false"), nil
+	}
+	return json.Marshal(string(i))
+}
+
+// ToolPolicy is the tool_policy option: a gate over the agent's own tools. Mode "host" asks
+// the program (policy_eval events, answered with Client.PolicyVerdict); "rules" decides in
+// the library. It fails closed unless FailOpen.
+type ToolPolicy struct {
+	Mode    string            `json:"mode"`
+	Allow   []string          `json:"allow,omitempty"`
+	Block   map[string]string `json:"block,omitempty"`   // tool name → reason
+	Default string            `json:"default,omitempty"` // "allow" or "block"
+	// Timeout (timeout_ms, 30 s) blocks a tool the host did not decide on in time.
+	Timeout  time.Duration `json:"-"`
+	FailOpen bool          `json:"fail_open,omitempty"`
+}
+
+// MarshalJSON sends Timeout as timeout_ms.
+func (p ToolPolicy) MarshalJSON() ([]byte, error) {
+	type wire ToolPolicy
+	w := struct {
+		wire
+		TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	}{wire: wire(p), TimeoutMS: ms(p.Timeout)}
+	return json.Marshal(w)
+}
+
 // PromptOptions are the options of Prompt, PromptAndWait and AbortAndPrompt.
 type PromptOptions struct {
 	Images []ImageContent `json:"images,omitempty"`
+	// Content are blocks appended to the message: {"type":"text","text"},
+	// {"type":"image","path"|"data_uri"}, {"type":"file","path"|"data_uri"|"text","name"?}.
+	Content []any `json:"content,omitempty"`
 	// StreamingBehavior queues a prompt into a running turn: "steer" or "followUp".
 	StreamingBehavior string `json:"streamingBehavior,omitempty"`
 }

@@ -119,7 +119,7 @@ func TestCloseWakesNextUIRequest(t *testing.T) {
 	}
 	r := <-done
 	wantErr(t, r.err, ErrClosed, "NextUIRequest after Close")
-	if d := r.at.Sub(t0); d > 100*time.Millisecond {
+	if d := r.at.Sub(t0); d > 250*time.Millisecond {
 		t.Fatalf("NextUIRequest woke %v after Close began", d)
 	}
 }

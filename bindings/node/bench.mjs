@@ -1,8 +1,10 @@
 // Throughput of the Node binding over the fake agent's "burst N" prompt (N message_update
 // events of 640 bytes each):
-//   1. promptAndWait: the whole turn (N+6 events) assembled by the core, decoded, parsed;
+//   1. promptAndWait: the whole turn (N+6 events) assembled by the core; once as returned
+//      (turn.events is parsed on first read), once with turn.events read;
 //   2. the async iterator: prompt(), then `for await (const ev of client.events())`;
-//   3. an 'event' listener on the EventEmitter.
+//   3. an 'event' listener on the EventEmitter;
+//   and, for scale, V8's JSON.parse of the same events from one string (no FFI at all).
 // Usage: node bench.mjs [N=100000] [runs=5]
 // Env: OMPRPC_LIBRARY (default: the newest of target/release, target/debug),
 //      OMPRPC_FAKE_AGENT (default: target/release/omprpc-fake-agent, else target/debug).
@@ -44,17 +46,26 @@ load();
 const agent = fakeAgent();
 console.log(`omprpc Node bench: burst ${N}, ${RUNS} runs (+1 warm-up), node ${process.version}`);
 console.log(`library ${libraryPath()}\nagent   ${agent}`);
+// The promptAndWait client keeps (almost) nothing in its event queue: the turn is the point.
+const pw = await Client.start({ command: [agent], maxEventHistory: null, eventQueueCapacity: 16 });
 const client = await Client.start({ command: [agent], maxEventHistory: null });
 
 const results = {};
-results.promptAndWait = await measure('promptAndWait', async () => {
-  const turn = await client.promptAndWait(`burst ${N}`);
+results.promptAndWait = await measure('promptAndWait (turn)', async () => {
+  const turn = await pw.promptAndWait(`burst ${N}`);
+  if (turn.assistantText !== 'pong') throw new Error('unexpected turn');
+  return N + 6;
+});
+
+results.promptAndWaitEvents = await measure('promptAndWait + turn.events', async () => {
+  const turn = await pw.promptAndWait(`burst ${N}`);
   if (turn.events.length !== N + 6) throw new Error(`turn has ${turn.events.length} events`);
-  // drop what the queue kept of this turn, so the next run starts clean
-  await client.nextEvent({ timeoutMs: 0 }).catch(() => {});
-  while (await client.nextEvent({ timeoutMs: 0 }).then(() => true, () => false));
   return turn.events.length;
 });
+// The floor for anything that hands out JS objects: V8's JSON.parse of the same events.
+const eventsJson = JSON.stringify((await pw.promptAndWait(`burst ${N}`)).events);
+results.parseBaseline = await measure('(JSON.parse baseline)', async () => JSON.parse(eventsJson).length);
+await pw.close();
 
 results.iterator = await measure('async iterator', async () => {
   const it = client.events();

@@ -19,7 +19,7 @@ const TIMEOUT_DEFAULT = -2;
 /** Longest single blocking poll (events, UI requests, waitForIdle) handed to a pool thread. */
 const POLL_SLICE_MS = 250;
 /** Events taken from the core per poll. */
-const EVENT_BATCH = 8192;
+const EVENT_BATCH = 1024;
 /** Events kept for later consumers while nobody listens (oldest dropped, reported). */
 const ORPHAN_CAPACITY = 65536;
 /** Default per-iterator buffer before event delivery pauses (backpressure). */
@@ -323,11 +323,6 @@ function text(v, what) {
   return v;
 }
 
-/** JSON text for a C `*_json` argument: strings pass through as JSON text only when `raw`. */
-function json(v) {
-  return JSON.stringify(v);
-}
-
 function snakeKey(k) {
   return k.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());
 }
@@ -474,8 +469,11 @@ class EventIterator {
       const w = this._waiter;
       this._waiter = null;
       if (this._size > 0) w.resolve({ value: this._shift(), done: false });
-      else if (this._error) w.reject(this._error);
-      else w.resolve({ value: undefined, done: true });
+      else if (this._error) {
+        const e = this._error;
+        this._error = null;
+        w.reject(e);
+      } else w.resolve({ value: undefined, done: true });
     }
   }
 
@@ -541,6 +539,7 @@ function bindLibc() {
       pipe: self.func('int pipe(_Out_ int *fds)'),
       read: self.func('long read(int fd, void *buf, unsigned long count)'),
       write: self.func('long write(int fd, void *buf, unsigned long count)'),
+      strlen: self.func('size_t strlen(void *s)'),
     };
   } catch {
     libc = null;
@@ -562,6 +561,7 @@ class Reactor {
 
   available() {
     if (this.pipe) return true;
+    if (this.failed) return false;
     const l = bindLibc();
     if (!l) return false;
     const fds = [0, 0];
@@ -595,13 +595,30 @@ class Reactor {
     }
   }
 
-  async run() {
+  run() {
     if (this.running) return;
     this.running = true;
+    this._loop().catch(() => {
+      // poll(2) through koffi failed: every client falls back to timer polling.
+      this.failed = true;
+      this.pipe = null;
+      for (const c of this.members) process.nextTick(() => c._updatePump());
+      this.members.clear();
+    });
+  }
+
+  async _loop() {
     try {
       for (;;) {
         const list = [];
-        for (const c of this.members) if (c._reactorWants()) list.push(c);
+        for (const c of this.members) {
+          if (c._reactorWants()) list.push(c);
+          else if (c._draining === null && c._pumpMode() !== 'block') {
+            // No longer awaiting events this way: let the client pick its new mode.
+            this.members.delete(c);
+            process.nextTick(() => c._updatePump());
+          }
+        }
         if (list.length === 0) break;
         const n = list.length + 1;
         const buf = Buffer.alloc(8 * n);
@@ -631,6 +648,69 @@ class Reactor {
 }
 
 const reactor = new Reactor();
+
+// ---------------------------------------------------------------------------------------
+// Turns: a turn's `events` can be large (a burst of 100k events is 64 MB of JSON) and most
+// callers only read its text. The turn object is built from the small rest of the JSON;
+// `events` is parsed when first read. This relies on the core writing `{"events":[…],` first
+// (src/turn/mod.rs); any other shape is simply parsed whole.
+
+const TURN_PREFIX = Buffer.from('{"events":[');
+const TURN_MARK = Buffer.from('],"requestId":');
+
+function takeTurn(ptr) {
+  const l = bindLibc();
+  let bytes = null;
+  if (l) {
+    try {
+      const len = Number(l.strlen(ptr));
+      const copy = Buffer.allocUnsafe(len);
+      copy.set(new Uint8Array(koffi.view(ptr, len))); // one copy, no decoding yet
+      bytes = copy;
+    } catch {
+      bytes = null;
+    }
+  }
+  if (bytes === null) return JSON.parse(take(ptr));
+  N.stringFree(ptr);
+  return splitTurn(bytes);
+}
+
+function splitTurn(bytes) {
+  if (bytes.length < TURN_PREFIX.length || !bytes.subarray(0, TURN_PREFIX.length).equals(TURN_PREFIX)) {
+    return JSON.parse(bytes.toString('utf8'));
+  }
+  // The true boundary is the last `],"requestId":` after which the rest is one JSON object:
+  // from any later match (inside a message) the rest would close more than it opens.
+  for (let b = bytes.lastIndexOf(TURN_MARK); b > 0; b = bytes.lastIndexOf(TURN_MARK, b - 1)) {
+    let turn;
+    try {
+      turn = JSON.parse('{' + bytes.toString('utf8', b + 2));
+    } catch {
+      continue;
+    }
+    if (turn === null || typeof turn !== 'object' || Array.isArray(turn)) break;
+    const events = bytes.subarray(TURN_PREFIX.length - 1, b + 1);
+    return lazyEvents(turn, events);
+  }
+  return JSON.parse(bytes.toString('utf8'));
+}
+
+function lazyEvents(turn, eventsJson) {
+  Object.defineProperty(turn, 'events', {
+    configurable: true,
+    enumerable: true,
+    get() {
+      const value = JSON.parse(eventsJson.toString('utf8'));
+      Object.defineProperty(turn, 'events', { value, writable: true, enumerable: true, configurable: true });
+      return value;
+    },
+    set(value) {
+      Object.defineProperty(turn, 'events', { value, writable: true, enumerable: true, configurable: true });
+    },
+  });
+  return turn;
+}
 
 // ---------------------------------------------------------------------------------------
 // UI requests: waiters are served by non-blocking polls, made when they arrive and whenever
@@ -746,10 +826,16 @@ class Client extends EventEmitter {
     if (Array.isArray(core.host_uri_schemes)) core.host_uri_schemes = core.host_uri_schemes.map((s) => splitHandler(s, 'scheme', schemes));
     const r = await callAsyncRaw(n.start, [JSON.stringify(core)], true);
     if (r.st !== 0) throw failure(r.st, r.err);
-    const client = new Client(r.out, {
-      closeOnExit: options.closeOnExit !== undefined ? !!options.closeOnExit : options.close_on_exit !== false,
-      ref: options.ref !== false,
-    });
+    let client;
+    try {
+      client = new Client(r.out, {
+        closeOnExit: options.closeOnExit !== undefined ? !!options.closeOnExit : options.close_on_exit !== false,
+        ref: options.ref !== false,
+      });
+    } catch (e) {
+      n.free(r.out); // closes the agent too
+      throw e;
+    }
     client._turnTimeoutMs = typeof core.turn_timeout_ms === 'number' && core.turn_timeout_ms >= 0 ? core.turn_timeout_ms : TIMEOUT_INFINITE;
     client._tools = tools;
     client._schemes = schemes;
@@ -814,6 +900,7 @@ class Client extends EventEmitter {
     const done = () => {
       this._inflight.delete(p);
       this._pending--;
+      if (this._pending === 0 && this._closePromise === null) this._updatePump();
     };
     p.then(done, done);
     return p;
@@ -909,7 +996,12 @@ class Client extends EventEmitter {
    * libuv pool thread for the whole turn.
    */
   async promptAndWait(message, opts = {}) {
-    return JSON.parse(await this._async('promptAndWait', [text(message, 'message'), optionsJson(opts, CALL_OPTS), timeoutArg(opts.timeoutMs)], true));
+    const n = native();
+    this._handle();
+    const r = await this._asyncRaw(n.promptAndWait, [text(message, 'message'), optionsJson(opts, CALL_OPTS), timeoutArg(opts.timeoutMs)], true);
+    if (r.st !== 0) return settle(r);
+    take(r.err);
+    return takeTurn(r.out);
   }
 
   async steer(message, opts = {}) {
@@ -983,6 +1075,7 @@ class Client extends EventEmitter {
         if (signal) signal.removeEventListener('abort', w.onAbort);
         const i = this._eventWaiters.indexOf(w);
         if (i >= 0) this._eventWaiters.splice(i, 1);
+        if (this._eventWaiters.length === 0) process.nextTick(() => this._updatePump());
       };
       w.resolve = (v) => {
         done();

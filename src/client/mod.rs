@@ -612,11 +612,15 @@ impl Client {
 
     fn prompt_params(message: &str, options: Option<Map<String, Value>>) -> Result<(Map<String, Value>, bool)> {
         let mut p = options.unwrap_or_default();
-        if p.contains_key("message") {
-            return Err(Error::invalid("prompt options must not set \"message\"; pass it as the message argument"));
-        }
+        // The message may come in the options instead (a JSON string can hold a NUL, a C
+        // string cannot) — but not both ways at once.
+        let mut message = match p.remove("message") {
+            None => message.to_string(),
+            Some(Value::String(m)) if message.is_empty() => m,
+            Some(Value::String(_)) => return Err(Error::invalid("the message is given twice: as the argument and in the options")),
+            Some(_) => return Err(Error::invalid("prompt option \"message\" must be a string")),
+        };
         // `content` blocks (text, images, files) become message text and images.
-        let mut message = message.to_string();
         if let Some(blocks) = p.remove("content") {
             let built = crate::prompt::build(&blocks)?;
             let text = built["message"].as_str().unwrap_or_default();

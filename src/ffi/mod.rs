@@ -256,12 +256,13 @@ unsafe fn prompt_like(
         let slot = out(out_request_id, "out_request_id")?;
         let opts = parse_params(opt_text(options_json, "options_json")?)?;
         let d = deadline(timeout_ms, c.default_request_deadline())?;
-        *slot = give(c.prompt(command, text(message, "message")?, opts, d)?);
+        *slot = give(c.prompt(command, opt_text(message, "message")?.unwrap_or(""), opts, d)?);
         Ok(())
     })
 }
 
-/// Sends `prompt` (options: `{"images":[…],"streamingBehavior":"steer"|"followUp"}` or NULL)
+/// Sends `prompt` (options: `{"images":[…],"streamingBehavior":"steer"|"followUp","content":[…]}`
+/// or NULL; `message` may be NULL when the options carry `"message"`, e.g. text with a NUL)
 /// and returns its request id once the agent acknowledged it. The run streams as events;
 /// `omprpc_client_wait_for_idle` waits for it.
 #[no_mangle]
@@ -309,7 +310,7 @@ pub unsafe extern "C" fn omprpc_client_prompt_and_wait(
         let slot = out(out_turn_json, "out_turn_json")?;
         let opts = parse_params(opt_text(options_json, "options_json")?)?;
         let d = deadline(timeout_ms, c.default_turn_deadline())?;
-        *slot = give(c.prompt_and_wait(text(message, "message")?, opts, d)?);
+        *slot = give(c.prompt_and_wait(opt_text(message, "message")?.unwrap_or(""), opts, d)?);
         Ok(())
     })
 }

@@ -247,3 +247,14 @@ test('host URIs answered by hand', async (t) => {
   assert.equal(seen.frame.content, 'by hand');
   await it.return();
 });
+
+test('handlers are served with nothing else pending (after a nextEvent, after prompt())', async (t) => {
+  const called = deferred();
+  const c = await start(t, [], { hostTools: [{ ...ECHO_SPEC, handler: (args) => (called.resolve(args), 'host:' + args.message) }] });
+  assert.equal((await c.nextEvent({ timeoutMs: WAIT_MS })).type, 'ready');
+  await c.prompt('needs host tool'); // acknowledged; no call is pending afterwards
+  const timer = setTimeout(() => called.reject(new Error('the handler was never called')), 5000);
+  assert.deepEqual(await called.promise, { message: 'hello' });
+  clearTimeout(timer);
+  await c.waitForIdle({ timeoutMs: WAIT_MS });
+});

@@ -258,3 +258,35 @@ test('large inputs cross the boundary intact (sync and async calls)', async (t) 
   assert.equal(seen.frame.widgetKey.length, 2 * 1024 * 1024);
   assert.ok(!(seen instanceof OmprpcError));
 });
+
+test('backpressure: a slow iterator with a small highWaterMark loses nothing', async (t) => {
+  const c = await start(t);
+  const it = c.events({ highWaterMark: 8 });
+  await c.prompt('burst 200');
+  const types = [];
+  for await (const ev of it) {
+    types.push(ev.type);
+    if (types.length % 50 === 0) await sleep(20);
+    if (ev.type === 'agent_end') break;
+  }
+  assert.equal(types[0], 'ready');
+  assert.equal(types.length, 1 + 206);
+  assert.equal(count(types.map((type) => ({ type })), 'event_overflow'), 0);
+});
+
+test('an AbortSignal ends an event iterator; break detaches it', async (t) => {
+  const c = await start(t);
+  const ac = new AbortController();
+  const it = c.events({ signal: ac.signal, types: ['agent_end'] });
+  setTimeout(() => ac.abort(new Error('enough')), 100);
+  await assert.rejects(it.next(), /enough/);
+  assert.deepEqual(await it.next(), { value: undefined, done: true });
+  // (the first iterator took the ready frame, and filtered it out)
+  const all = c.events();
+  await c.prompt('say hello');
+  for await (const ev of all) {
+    assert.equal(ev.type, 'agent_start');
+    break;
+  }
+  assert.equal(c._iterators.size, 0);
+});

@@ -187,6 +187,32 @@ def _typed_bulk(payloads: Sequence[Any]) -> tuple[RpcNotification, ...]:
             gc.enable()
 
 
+def _interruptible(call: Callable[[], Any]) -> Any:
+    """Runs a call that may block for long. On the main thread it runs on a helper thread while
+    the main thread waits in an interruptible wait, so Ctrl-C (KeyboardInterrupt) works even
+    though a ctypes call cannot be interrupted; the call itself then finishes in the
+    background (stop() ends it at once). Elsewhere the call runs directly."""
+    if threading.current_thread() is not threading.main_thread():
+        return call()
+    box: list[tuple[bool, Any]] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box.append((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="omprpc-call", daemon=True).start()
+    done.wait()
+    ok, value = box[0]
+    if ok:
+        return value
+    raise value
+
+
 # --- listeners --------------------------------------------------------------------------------
 
 
@@ -614,7 +640,12 @@ class _Session:
             return
         for frame in frames:
             if isinstance(frame, dict):
-                self._dispatch(frame)
+                try:
+                    self._dispatch(frame)
+                except Exception as exc:  # a bug here must not end the dispatcher
+                    kind = frame.get("type")
+                    listeners.record_error(ListenerErrorEvent("dispatch", kind if isinstance(kind, str) else None,
+                                                              self._dispatch, exc))
 
     def _dispatch(self, frame: JsonObject) -> None:
         kind = frame.get("type")
@@ -689,6 +720,10 @@ class _Session:
     # -- listener synchronisation --
 
     def sync_mark(self) -> int:
+        """Where the dispatcher is, for :meth:`settle`; -1 when nobody listens (then batches
+        are not decoded and agent_end frames not counted)."""
+        if self.listeners.count == 0:
+            return -1
         with self._sync:
             return self._terminal_seen
 
@@ -701,6 +736,8 @@ class _Session:
             return
         if threading.current_thread() is self.thread or not self.thread.is_alive():
             return
+        if mark < 0:
+            expect_terminal = False
         deadline = time.monotonic() + self.sync_timeout
         with self._sync:
             self._sync_req += 1
@@ -992,7 +1029,7 @@ class RpcClient:
         self._listeners = _Listeners()
         self._headless: list[tuple[object, JsonObject]] = []
         self._session: _Session | None = None
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None  # type: ignore[type-arg,unused-ignore]
         self._lifecycle_lock = threading.RLock()
         self._stderr_text = ""
         self._protocol_errors: tuple[RpcProtocolError, ...] = ()
@@ -1299,7 +1336,8 @@ class RpcClient:
         unknown non-passive method). ``timeout=None`` waits without a deadline; stop() wakes it
         (RpcProcessExitError)."""
         session = self._require()
-        data = _loads(session.handle.call_out(lib.omprpc_client_next_ui_request, _ms(timeout)))
+        ms = _ms(timeout)
+        data = _loads(_interruptible(lambda: session.handle.call_out(lib.omprpc_client_next_ui_request, ms)))
         return parse_extension_ui_request(data if isinstance(data, dict) else {})
 
     def send_ui_value(self, request_id: str, value: str) -> None:
@@ -1592,14 +1630,19 @@ class RpcClient:
         ``turn_timeout`` option, which defaults to no deadline."""
         session = self._require()
         mark = session.sync_mark()
-        status, ptr, err = session.handle.call_raw(
-            lib.omprpc_client_prompt_and_wait, _ffi.encode(message, "message"),
-            self._prompt_options(images, streaming_behavior), self._turn_ms(timeout))
-        if status != _ffi.OK:
-            raise _ffi.error_from(status, err)
-        if not ptr:
-            raise RpcError("the library returned no turn")
-        turn = _parse_turn(_ffi.OwnedString(ptr))
+        encoded = _ffi.encode(message, "message")
+        options = self._prompt_options(images, streaming_behavior)
+        ms = self._turn_ms(timeout)
+
+        def call() -> _ffi.OwnedString:
+            status, ptr, err = session.handle.call_raw(lib.omprpc_client_prompt_and_wait, encoded, options, ms)
+            if status != _ffi.OK:
+                raise _ffi.error_from(status, err)
+            if not ptr:
+                raise RpcError("the library returned no turn")
+            return _ffi.OwnedString(ptr)  # freed with the turn (or at once if nobody takes it)
+
+        turn = _parse_turn(_interruptible(call))
         session.settle(mark, expect_terminal=turn.agent_invoked and turn.prompt_result is None)
         return turn
 
@@ -1607,7 +1650,8 @@ class RpcClient:
         """Events from now through the next terminal ``agent_end`` (typed)."""
         session = self._require()
         mark = session.sync_mark()
-        raw = session.handle.call_out(lib.omprpc_client_collect_events, self._turn_ms(timeout))
+        ms = self._turn_ms(timeout)
+        raw = _interruptible(lambda: session.handle.call_out(lib.omprpc_client_collect_events, ms))
         data = _loads_bulk(raw) if raw is not None else None
         events = _typed_bulk(data if isinstance(data, list) else ())
         session.settle(mark, expect_terminal=True)
@@ -1618,7 +1662,8 @@ class RpcClient:
         failure recorded since the last prompt."""
         session = self._require()
         mark = session.sync_mark()
-        session.handle.call(lib.omprpc_client_wait_for_idle, self._turn_ms(timeout))
+        ms = self._turn_ms(timeout)
+        _interruptible(lambda: session.handle.call(lib.omprpc_client_wait_for_idle, ms))
         session.settle(mark, expect_terminal=False)
 
     @staticmethod

@@ -8,10 +8,7 @@ from typing import Any, Callable, Generic, Mapping, TypeVar, Union, cast
 
 from .protocol import ImageContent, JsonObject, JsonValue, TextContent
 
-try:
-    from typing import TypeAlias, TypedDict
-except ImportError:  # pragma: no cover
-    from typing_extensions import TypeAlias, TypedDict  # type: ignore[assignment]
+from typing import TypeAlias, TypedDict
 
 TParams = TypeVar("TParams")
 TDetails = TypeVar("TDetails")

@@ -8,10 +8,7 @@ from typing import Any, Callable, Generic, Literal, Mapping, TypeVar, Union
 
 from .protocol import JsonObject
 
-try:
-    from typing import TypeAlias, TypedDict
-except ImportError:  # pragma: no cover
-    from typing_extensions import TypeAlias, TypedDict  # type: ignore[assignment]
+from typing import TypeAlias, TypedDict
 
 TPayload = TypeVar("TPayload")
 

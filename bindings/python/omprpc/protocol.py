@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import base64
 import mimetypes
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, Mapping, TypeAlias, TypedDict, Union, cast
 
-try:  # Python >= 3.11
+if sys.version_info >= (3, 11):
     from typing import NotRequired
-except ImportError:  # pragma: no cover - Python 3.10
+else:  # pragma: no cover - Python 3.10
     try:
-        from typing_extensions import NotRequired  # type: ignore[assignment]
+        from typing_extensions import NotRequired
     except ImportError:
 
         class NotRequired:  # type: ignore[no-redef]
@@ -842,7 +843,8 @@ def parse_model_info(payload: object) -> ModelInfo | None:
     """A ``Model`` object; None for null / not an object. Null numbers become 0."""
     if not isinstance(payload, dict):
         return None
-    cost = payload.get("cost") if isinstance(payload.get("cost"), dict) else {}
+    raw_cost = payload.get("cost")
+    cost: Mapping[str, Any] = raw_cost if isinstance(raw_cost, dict) else {}
     headers = payload.get("headers")
     compat = payload.get("compat")
     return ModelInfo(
@@ -1031,7 +1033,8 @@ def parse_branch_messages(payload: object) -> tuple[BranchMessage, ...]:
 
 
 def parse_session_stats(payload: Mapping[str, Any]) -> SessionStats:
-    tokens = payload.get("tokens") if isinstance(payload.get("tokens"), dict) else {}
+    raw_tokens = payload.get("tokens")
+    tokens: Mapping[str, Any] = raw_tokens if isinstance(raw_tokens, dict) else {}
     return SessionStats(
         session_file=_opt_str(payload, "sessionFile"),
         session_id=_str(payload, "sessionId"),

@@ -14,10 +14,18 @@ HERE = Path(__file__).resolve().parent
 PACKAGE_ROOT = HERE.parent
 REPO = PACKAGE_ROOT.parents[1]
 
-if str(PACKAGE_ROOT) not in sys.path:  # run from a checkout without installing
+try:  # an installed omprpc is tested as installed; otherwise the checkout's copy
+    import omprpc  # noqa: F401
+except ImportError as exc:
+    if "cannot find the omprpc shared library" in str(exc) or "ABI" in str(exc):
+        raise
     sys.path.insert(0, str(PACKAGE_ROOT))
 
+import omprpc  # noqa: E402
 from omprpc import RpcClient  # noqa: E402
+
+#: The directory holding the omprpc package under test (for subprocesses).
+IMPORT_ROOT = Path(omprpc.__file__).resolve().parent.parent
 
 
 def fake_agent_path() -> str:

@@ -555,3 +555,52 @@ def test_unknown_event_types_stay_in_the_turn(make_client) -> None:
     turn = make_client().prompt_and_wait("notifications", timeout=10)
     unknown = [e for e in turn.events if isinstance(e, UnknownNotification)]
     assert [u.payload["type"] for u in unknown] == ["unknown_future_event"]
+
+
+def test_many_threads_share_one_client(make_client) -> None:
+    client = make_client()
+    errors: list[BaseException] = []
+    seen: list[int] = []
+
+    def worker() -> None:
+        try:
+            for _ in range(20):
+                assert client.get_state().session_id == "fake-session"
+                seen.append(1)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    turn = client.prompt_and_wait("burst 2000", timeout=30)
+    for t in threads:
+        t.join(30)
+    assert errors == [] and len(seen) == 160
+    assert turn.assistant_text == "pong"
+
+
+def test_ctrl_c_interrupts_a_waiting_main_thread(fake_agent: str) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    from conftest import IMPORT_ROOT
+
+    code = textwrap.dedent(f"""
+        import os, signal, threading, time
+        from omprpc import RpcClient
+        client = RpcClient(command=[{fake_agent!r}], startup_timeout=10)
+        client.start()
+        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        t0 = time.monotonic()
+        try:
+            client.prompt_and_wait("hang")  # no deadline
+        except KeyboardInterrupt:
+            print("INTERRUPTED", round(time.monotonic() - t0, 1))
+        client.stop()
+        print("STOPPED")
+    """)
+    env = dict(os.environ, PYTHONPATH=str(IMPORT_ROOT))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert "INTERRUPTED" in out.stdout and "STOPPED" in out.stdout, out.stdout + out.stderr

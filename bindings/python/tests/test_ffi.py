@@ -25,13 +25,12 @@ from omprpc import (
     _ffi,
 )
 
-from conftest import PACKAGE_ROOT, REPO, agent_command
+from conftest import HERE, IMPORT_ROOT, REPO, agent_command
 
 
 def _run_python(code: str, *, env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     full_env = dict(os.environ)
-    full_env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT), str(PACKAGE_ROOT / "tests"),
-                                              full_env.get("PYTHONPATH", "")])
+    full_env["PYTHONPATH"] = os.pathsep.join([str(IMPORT_ROOT), str(HERE), full_env.get("PYTHONPATH", "")])
     full_env.update(env or {})
     return subprocess.run([sys.executable, *args, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
                           text=True, timeout=120)

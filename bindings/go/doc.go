@@ -1,0 +1,34 @@
+// Package omprpc drives the omp and pi coding agents in RPC mode (`omp --mode rpc`,
+// `pi --mode rpc`) through libomprpc, the project's Rust core, over its C ABI (cgo).
+//
+// The core does the protocol: framing, request/response correlation (id-less errors
+// included), protocol v2 chunks, turn assembly, the event queue, host tools and URIs, UI
+// requests, teardown of the agent's process group. This package converts Go values to and
+// from the JSON the C API speaks, and adds what Go programs expect on top: contexts,
+// errors.Is / errors.As, an event iterator and channels, and host tool handlers run on
+// goroutines.
+//
+// # Contexts
+//
+// A context ends a call's wait, never the client. A deadline becomes the call's C timeout.
+// Waits that can safely be repeated (NextUIRequest, WaitForIdle, the event iterator) also
+// notice a cancellation without a deadline within a fraction of a second. Calls that send
+// something (Request, Prompt, PromptAndWait, CollectEvents …) see a cancellation without a
+// deadline only before they start; without a deadline they are bounded by the client's
+// request_timeout_ms / turn_timeout_ms options, and Close ends them at once. A timeout that a
+// context deadline caused matches both ErrTimeout and context.DeadlineExceeded.
+//
+// # Events
+//
+// One goroutine per client (the pump) reads the library's event queue in batches while
+// something wants events: an iteration of All, an Events channel, or a host tool handler.
+// Each subscriber gets every event read while it is subscribed. With no subscriber and no
+// handler nothing is read, so events wait in the library's bounded queue for the next
+// subscriber; while handlers are registered the pump keeps reading, and events nobody
+// subscribes to are dropped.
+//
+// # Lifetime
+//
+// Close stops the agent and frees the handle; a finalizer does it for a Client that became
+// unreachable, as a safety net only. Every method is safe for concurrent use, Close included.
+package omprpc

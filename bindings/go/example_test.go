@@ -1,0 +1,195 @@
+package omprpc_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	omprpc "github.com/omprpc/omprpc/bindings/go"
+)
+
+// fakeAgent is the repository's fake agent (cargo build), standing in for `omp --mode rpc`.
+func fakeAgent() string {
+	if p := os.Getenv("OMPRPC_FAKE_AGENT"); p != "" {
+		return p
+	}
+	p, _ := filepath.Abs(filepath.Join("..", "..", "target", "debug", "omprpc-fake-agent"))
+	return p
+}
+
+// Start an agent, prompt it, read the turn. With a real agent the options would be
+// omprpc.Options{Executable: "omp", Model: "…", InheritEnv: omprpc.InheritAllowlist}.
+func Example() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := omprpc.Start(ctx, omprpc.Options{Command: []string{fakeAgent()}})
+	if err != nil {
+		fmt.Println("start:", err)
+		return
+	}
+	defer c.Close()
+
+	turn, err := c.PromptAndWait(ctx, "say hello", nil)
+	if err != nil {
+		fmt.Println("prompt:", err)
+		return
+	}
+	fmt.Println(*turn.AssistantText, len(turn.Messages), "message(s)")
+
+	// Any command, raw: the response's data comes back verbatim.
+	state, err := c.GetState(ctx)
+	if err != nil {
+		fmt.Println("get_state:", err)
+		return
+	}
+	var s struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(state, &s)
+	fmt.Println(s.SessionID)
+	// Output:
+	// pong 1 message(s)
+	// fake-session
+}
+
+// Stream a prompt's events with the iterator.
+func ExampleClient_All() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := omprpc.Start(ctx, omprpc.Options{Command: []string{fakeAgent()}})
+	if err != nil {
+		fmt.Println("start:", err)
+		return
+	}
+	defer c.Close()
+
+	if _, err := c.Prompt(ctx, "say hello", nil); err != nil {
+		fmt.Println("prompt:", err)
+		return
+	}
+	for ev, err := range c.All(ctx) {
+		if err != nil {
+			fmt.Println("events:", err)
+			return
+		}
+		if ev.Type == "message_update" {
+			var u struct {
+				AssistantMessageEvent struct {
+					Delta string `json:"delta"`
+				} `json:"assistantMessageEvent"`
+			}
+			_ = ev.Decode(&u)
+			fmt.Println("delta:", u.AssistantMessageEvent.Delta)
+		} else {
+			fmt.Println(ev.Type)
+		}
+		if ev.Type == "agent_end" {
+			break
+		}
+	}
+	// Output:
+	// ready
+	// agent_start
+	// turn_start
+	// message_start
+	// delta: pong
+	// message_end
+	// turn_end
+	// agent_end
+}
+
+// Serve a host tool: the handler runs on its own goroutine for every call.
+func ExampleHostTool() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	echo := omprpc.HostTool{
+		Name:        "echo_host",
+		Description: "Echoes its message",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`),
+		Handler: func(ctx context.Context, call omprpc.HostToolCall, update func(any) error) (omprpc.ToolResult, error) {
+			var args struct {
+				Message string `json:"message"`
+			}
+			if err := json.Unmarshal(call.Arguments, &args); err != nil {
+				return omprpc.ToolResult{}, err // sent as an error result
+			}
+			_ = update("working on " + args.Message)
+			return omprpc.TextResult("echo: " + args.Message), nil
+		},
+	}
+	c, err := omprpc.Start(ctx, omprpc.Options{Command: []string{fakeAgent()}, HostTools: []omprpc.HostTool{echo}})
+	if err != nil {
+		fmt.Println("start:", err)
+		return
+	}
+	defer c.Close()
+
+	turn, err := c.PromptAndWait(ctx, "needs host tool", nil) // the fake agent calls echo_host
+	if err != nil {
+		fmt.Println("prompt:", err)
+		return
+	}
+	for _, raw := range turn.Events {
+		var ev struct {
+			Type          string            `json:"type"`
+			PartialResult omprpc.ToolResult `json:"partialResult"`
+			Result        omprpc.ToolResult `json:"result"`
+		}
+		_ = json.Unmarshal(raw, &ev)
+		switch ev.Type {
+		case "tool_execution_update":
+			fmt.Println("update:", ev.PartialResult.Content[0].(map[string]any)["text"])
+		case "tool_execution_end":
+			fmt.Println("result:", ev.Result.Content[0].(map[string]any)["text"])
+		}
+	}
+	// Output:
+	// update: working on hello
+	// result: echo: hello
+}
+
+// Answer the agent's UI requests: by hand, or headlessly with a policy.
+func ExampleClient_NextUIRequest() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := omprpc.Start(ctx, omprpc.Options{Command: []string{fakeAgent()}})
+	if err != nil {
+		fmt.Println("start:", err)
+		return
+	}
+	defer c.Close()
+
+	if _, err := c.Prompt(ctx, "needs ui", nil); err != nil {
+		fmt.Println("prompt:", err)
+		return
+	}
+	req, err := c.NextUIRequest(ctx)
+	if err != nil {
+		fmt.Println("ui:", err)
+		return
+	}
+	fmt.Println(req.Method, req.Title)
+	if err := c.UISendValue(req.ID, "approved"); err != nil {
+		fmt.Println("answer:", err)
+		return
+	}
+	if err := c.WaitForIdle(ctx); err != nil {
+		fmt.Println("idle:", err)
+		return
+	}
+
+	// From now on the library answers by itself: confirms with true, the rest cancelled.
+	_ = c.SetUIPolicy(&omprpc.UIPolicy{Confirm: omprpc.Ptr(true)})
+	turn, err := c.PromptAndWait(ctx, "needs confirm", nil)
+	if err != nil {
+		fmt.Println("prompt:", err)
+		return
+	}
+	fmt.Println(*turn.AssistantText)
+	// Output:
+	// input Need input
+	// ui acknowledged
+}

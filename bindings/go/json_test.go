@@ -1,0 +1,108 @@
+package omprpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+var splitSeeds = []string{
+	`[]`,
+	` [ ] `,
+	`[{"type":"a"}]`,
+	`[{"type":"a"},{"type":"b","x":[1,{"y":"]}"}]}]`,
+	`[ {"x":1 , "type" : "late"} , 2, "s", null, true, [], {} ]`,
+	`[{"type":"esc\"aped\\"},{"ty\u0070e":"k"},{"type":"\u00e9"}]`,
+	`[{"a":"\\\\","type":"after backslashes"}]`,
+	`[{"type":5},{"type":null},{"type":{"nested":"x"}}]`,
+	`[{"message":{"content":[{"type":"text","text":"a,b]}{"}]},"type":"message_update"}]`,
+	`[-1.5e3,0,"]",{"type":""}]`,
+	"[\n{\"type\":\"nl\"}\t,\r\n{\"type\":\"x\"}\n]",
+	"[{\"type\":\"\xb7\"}]", // invalid UTF-8 decodes to U+FFFD, as encoding/json does
+	"[{\"tYpe\":\"case\"},{\"\\u0074ype\":\"escaped key\"}]",
+}
+
+// checkSplit compares the fast splitter with encoding/json on a valid JSON array.
+func checkSplit(t *testing.T, in []byte) {
+	var want []json.RawMessage
+	if !json.Valid(in) || json.Unmarshal(in, &want) != nil {
+		return
+	}
+	got, ok := splitArray(in)
+	if !ok {
+		t.Fatalf("splitArray refused a valid array: %q", in)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("splitArray(%q) = %d elements, want %d", in, len(got), len(want))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("element %d: %q, want %q", i, got[i], want[i])
+		}
+		typ, ok := topLevelType(got[i])
+		if ok && typ != decodeType(got[i]) {
+			t.Fatalf("topLevelType(%q) = %q, want %q", got[i], typ, decodeType(got[i]))
+		}
+	}
+	// and parseEvents, whichever path it takes, agrees
+	evs, err := parseEvents("test", in)
+	if err != nil || len(evs) != len(want) {
+		t.Fatalf("parseEvents(%q): %d, %v", in, len(evs), err)
+	}
+	for i, ev := range evs {
+		if !bytes.Equal(ev.Raw, want[i]) || ev.Type != decodeType(want[i]) {
+			t.Fatalf("parseEvents(%q)[%d] = %q %q", in, i, ev.Type, ev.Raw)
+		}
+	}
+}
+
+func TestSplitArrayMatchesEncodingJSON(t *testing.T) {
+	for _, s := range splitSeeds {
+		checkSplit(t, []byte(s))
+	}
+	for _, bad := range []string{``, `{}`, `[`, `[1,`, `[1 2]`, `["x]`, `[1]x`} {
+		if _, ok := splitArray([]byte(bad)); ok {
+			t.Errorf("splitArray(%q) accepted it", bad)
+		}
+	}
+}
+
+func FuzzSplitArray(f *testing.F) {
+	for _, s := range splitSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { checkSplit(t, []byte(s)) })
+}
+
+func TestParseTurn(t *testing.T) {
+	js := []byte(`{"requestId":"req_1","agentInvoked":true,"messages":[{"role":"assistant"}],` +
+		`"assistantMessage":{"role":"assistant"},"assistantText":"p\u00f6ng","promptResult":null,` +
+		`"events":[{"type":"agent_start"},{"type":"agent_end","messages":[]}],"future":{"x":[1]}}`)
+	got, err := parseTurn(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want Turn
+	if err := json.Unmarshal(js, &want); err != nil {
+		t.Fatal(err)
+	}
+	want.PromptResult = nil
+	if !reflect.DeepEqual(got, &want) || *got.AssistantText != "pöng" {
+		t.Fatalf("parseTurn\n got %+v\nwant %+v", got, want)
+	}
+	// nulls, and the slow path for what the splitter does not take ("\u0065vents" is "events")
+	for _, js := range []string{
+		`{"requestId":"r","agentInvoked":false,"messages":[],"assistantMessage":null,"assistantText":null,"events":[]}`,
+		`{"requestId":"r","agentInvoked":false,"messages":[],"assistantMessage":null,"assistantText":null,"\u0065vents":[]}`,
+	} {
+		tr, err := parseTurn([]byte(js))
+		if err != nil || tr.AssistantMessage != nil || tr.AssistantText != nil || tr.AgentInvoked || len(tr.Events) != 0 || tr.RequestID != "r" {
+			t.Fatalf("parseTurn(%s) = %+v, %v", js, tr, err)
+		}
+	}
+	if _, err := parseTurn([]byte(`{"events":`)); !errors.Is(err, ErrInvalidJSON) {
+		t.Fatalf("a broken turn: %v", err)
+	}
+}

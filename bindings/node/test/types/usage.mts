@@ -1,0 +1,62 @@
+// Type-checked (tsc --noEmit), never run: the ESM declarations cover the documented API.
+import omprpc, {
+  Client, ClosedError, CommandError, OmprpcError, TimeoutError, Status, TIMEOUT_INFINITE, buildArgv,
+  type AgentEvent, type HostToolContext, type StartOptions, type Turn, type UiRequest,
+} from 'omprpc';
+
+export async function main(fake: string): Promise<string | null> {
+  const options: StartOptions = { command: [fake], maxEventHistory: null, turn_timeout_ms: 60_000, env: { A: 'b' } };
+  const argv: string[] = buildArgv(options);
+  void argv;
+  const client: Client = await Client.start({
+    ...options,
+    hostTools: [
+      {
+        name: 'echo_host',
+        description: 'Echo',
+        parameters: { type: 'object', properties: { message: { type: 'string' } } },
+        handler: async (args: { message: string }, ctx: HostToolContext) => {
+          ctx.update('working');
+          if (ctx.signal.aborted) throw new Error('cancelled');
+          return { content: [{ type: 'text', text: args.message }], details: { id: ctx.toolCallId } };
+        },
+      },
+    ],
+  });
+  client.on('event', (ev: AgentEvent) => void ev.type);
+  client.on('message_update', (ev) => void ev.assistantMessageEvent);
+  client.once('close', (reason: unknown) => void reason);
+  const turn: Turn = await client.promptAndWait('say hello', { timeoutMs: 10_000 });
+  const events: AgentEvent[] = turn.events;
+  void events;
+  const id: string = await client.prompt('needs ui', { streamingBehavior: 'steer' });
+  void id;
+  const ac = new AbortController();
+  const req: UiRequest = await client.nextUiRequest({ timeoutMs: TIMEOUT_INFINITE, signal: ac.signal });
+  client.uiSendValue(req.id, 'ok');
+  client.uiCancel(req.id, { timedOut: true });
+  client.setUiPolicy({ confirm: false, input: null });
+  await client.waitForIdle({ timeoutMs: null });
+  for await (const ev of client.events({ types: ['agent_end'], highWaterMark: 100 })) {
+    if (ev.type === 'agent_end') break;
+  }
+  const state = await client.getState<{ sessionId: string }>();
+  const bash = await client.bash('echo hi');
+  const data = await client.request<{ text: string | null }>('get_last_assistant_text', null, { timeoutMs: 1000 });
+  const tools = await client.setHostTools([]);
+  const schemes = await client.setHostUriSchemes([{ scheme: 'memo', handler: async (r) => ({ content: r.url }) }]);
+  void [state.sessionId, bash.exitCode, data.text, tools.toolNames, schemes.schemes];
+  try {
+    await client.steer('x');
+  } catch (e) {
+    if (e instanceof CommandError) void [e.command, e.error, e.errorCode, e.status, e.code];
+    else if (e instanceof TimeoutError || e instanceof ClosedError) void e.details.message;
+    else if (e instanceof OmprpcError && e.status === Status.PANIC) throw e;
+  }
+  const info = client.info();
+  void [info.pid, client.stderr(), client.protocolErrors(), client.eventFd(), client.closed];
+  client.unref().ref();
+  await client.close();
+  void omprpc.version();
+  return turn.assistantText;
+}

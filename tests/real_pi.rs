@@ -1,0 +1,387 @@
+//! The Rust client against the REAL pi 0.73.1 (`@mariozechner/pi-coding-agent`), offline, with
+//! `omprpc-fake-llm` as its model. pi is installed once into a cache outside the repository
+//! (see `tests/support/pi.rs`); without node/npm/registry these tests fail with the reason,
+//! unless `OMPRPC_SKIP_REAL_AGENTS=1`.
+//!
+//! Run: `cargo test --test real_pi` (add `-- --nocapture` to see pi's install progress).
+//! What pi does on the wire is written down in `tests/support/PI-NOTES.md`.
+
+#[path = "support/pi.rs"]
+mod pi;
+
+use std::time::{Duration, Instant};
+
+use omprpc::client::{deadline_after, parse_params};
+use omprpc::{Client, Status};
+use pi::PiEnv;
+use serde_json::{json, Value};
+
+/// Generous: pi is slow to start on a loaded 2-core machine.
+fn secs(n: u64) -> Option<Instant> {
+    deadline_after(Some(Duration::from_secs(n)))
+}
+
+fn parse(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
+}
+
+fn start(env: &PiEnv, extra_args: &[&str], extra_opts: Value) -> Client {
+    let mut opts = env.options(extra_args);
+    for (k, v) in extra_opts.as_object().unwrap() {
+        opts[k] = v.clone();
+    }
+    let started = Instant::now();
+    let c = Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("starting pi failed: {e}"));
+    // Shown with --nocapture or on failure: pi's start-up dominates these tests.
+    eprintln!("pi answered its first request after {:.1}s", started.elapsed().as_secs_f64());
+    c
+}
+
+fn turn(c: &Client, message: &str) -> Value {
+    let started = Instant::now();
+    let t = c.prompt_and_wait(message, None, secs(120)).unwrap_or_else(|e| panic!("{message}: {e}\nstderr: {}", c.stderr()));
+    eprintln!("turn {message:?} took {:.1}s", started.elapsed().as_secs_f64());
+    serde_json::from_str(&t).unwrap()
+}
+
+fn events<'a>(turn: &'a Value, ty: &str) -> Vec<&'a Value> {
+    turn["events"].as_array().unwrap().iter().filter(|e| e["type"] == ty).collect()
+}
+
+fn one<'a>(turn: &'a Value, ty: &str) -> &'a Value {
+    let evs = events(turn, ty);
+    assert_eq!(evs.len(), 1, "expected one {ty} event, got {}: {:#}", evs.len(), turn["events"]);
+    evs[0]
+}
+
+/// Pulls queued events until one matches; the events after it stay queued.
+fn wait_event(c: &Client, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
+    let deadline = secs(120);
+    loop {
+        let evs = c.next_events(1, deadline).unwrap_or_else(|e| panic!("waiting for {what}: {e}\nstderr: {}", c.stderr()));
+        let v = parse(&evs[0]);
+        if matches(&v) {
+            return v;
+        }
+    }
+}
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"].as_array().map(|t| t.iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect()).unwrap_or_default()
+}
+
+fn result_text(v: &Value) -> String {
+    v["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect::<Vec<_>>().join("")
+}
+
+fn system_prompt(request: &Value) -> String {
+    request["messages"][0]["content"].as_str().unwrap_or_default().to_string()
+}
+
+// (a) A plain text turn.
+#[test]
+fn text_turn() {
+    let Some(env) = PiEnv::new("text_turn", json!([{"match": "say hello", "replies": [{"text": "Hello from the fake model"}]}])) else { return };
+    let c = start(&env, &[], json!({}));
+    let t = turn(&c, "say hello");
+    assert_eq!(t["assistantText"], "Hello from the fake model");
+    assert_eq!(t["agentInvoked"], true);
+    assert_eq!(t["assistantMessage"]["stopReason"], "stop");
+    assert_eq!(t["assistantMessage"]["provider"], "fake");
+    // The text came as several deltas.
+    let deltas: Vec<&str> = events(&t, "message_update")
+        .iter()
+        .filter(|e| e["assistantMessageEvent"]["type"] == "text_delta")
+        .map(|e| e["assistantMessageEvent"]["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, ["Hello ", "from ", "the ", "fake ", "model"]);
+    let types: Vec<&str> = t["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"agent_start"));
+    assert_eq!(types.last(), Some(&"agent_end"));
+    // What pi sent the model: one streaming request, its system prompt, the default tools.
+    let reqs = env.llm_requests();
+    assert_eq!(reqs.len(), 1, "{reqs:#?}");
+    assert_eq!(reqs[0]["model"], "fake-model");
+    assert_eq!(reqs[0]["stream"], true);
+    assert_eq!(reqs[0]["stream_options"]["include_usage"], true);
+    assert_eq!(reqs[0]["messages"][0]["role"], "system");
+    assert!(system_prompt(&reqs[0]).contains("operating inside pi"));
+    assert_eq!(reqs[0]["messages"][1], json!({"role": "user", "content": [{"type": "text", "text": "say hello"}]}));
+    assert_eq!(tool_names(&reqs[0]), ["read", "bash", "edit", "write"]);
+    // The client keeps working: a state round trip and a second turn with the default reply.
+    let state: Value = serde_json::from_str(&c.request("get_state", None, secs(60)).unwrap()).unwrap();
+    assert_eq!(state["model"]["id"], "fake-model");
+    assert_eq!(state["isStreaming"], false);
+    assert_eq!(turn(&c, "anything else")["assistantText"], "pong");
+    c.close().unwrap();
+}
+
+// (b) The model calls pi's built-in bash tool.
+#[test]
+fn builtin_bash_tool_turn() {
+    let script = json!([{"match": "run bash", "replies": [
+        {"text": "Running it. ", "tool_call": {"name": "bash", "arguments": {"command": "echo hi-from-bash && pwd"}}},
+        {"text": "done: {{last_tool_result}}"}]}]);
+    let Some(env) = PiEnv::new("bash_tool", script) else { return };
+    let c = start(&env, &["--tools", "bash"], json!({}));
+    let t = turn(&c, "please run bash");
+    let work = env.work.canonicalize().unwrap().display().to_string();
+    let start = one(&t, "tool_execution_start");
+    assert_eq!(start["toolName"], "bash");
+    assert_eq!(start["args"], json!({"command": "echo hi-from-bash && pwd"}));
+    let end = one(&t, "tool_execution_end");
+    assert_eq!(end["toolCallId"], start["toolCallId"]);
+    assert_eq!(end["isError"], false);
+    assert_eq!(result_text(&end["result"]), format!("hi-from-bash\n{work}\n"));
+    // The final text quotes the tool result the model was sent back.
+    assert_eq!(t["assistantText"], format!("done: hi-from-bash\n{work}\n"));
+    // Two LLM calls: the second carries the tool call and its result.
+    let reqs = env.llm_requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(tool_names(&reqs[0]), ["bash"], "--tools bash offers only bash");
+    let msgs = reqs[1]["messages"].as_array().unwrap();
+    let call = &msgs[msgs.len() - 2];
+    assert_eq!(call["role"], "assistant");
+    assert_eq!(call["tool_calls"][0]["function"]["name"], "bash");
+    assert_eq!(call["tool_calls"][0]["id"], start["toolCallId"]);
+    let result = &msgs[msgs.len() - 1];
+    assert_eq!(result["role"], "tool");
+    assert_eq!(result["tool_call_id"], start["toolCallId"]);
+    // messages: user, assistant(tool call), toolResult, assistant(text).
+    let roles: Vec<&str> = t["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "toolResult", "assistant"]);
+    assert_eq!(t["messages"][1]["stopReason"], "toolUse");
+    c.close().unwrap();
+}
+
+const ASK_EXTENSION: &str = r#"
+export default function (pi) {
+  pi.registerCommand("ask", {
+    description: "Ask for a name",
+    handler: async (args, ctx) => {
+      const name = await ctx.ui.input("Your name?", "type it");
+      ctx.ui.notify(`hello ${name}`, "info");
+      pi.sendMessage({ customType: "omprpc-ask", content: `answer: ${name}`, display: true });
+    },
+  });
+}
+"#;
+
+// (c) An extension command that asks the UI: the prompt response comes only after the answer.
+#[test]
+fn extension_ui_round_trip() {
+    let Some(env) = PiEnv::new("extension_ui", json!([])) else { return };
+    let ext = env.write_file("ask.mjs", ASK_EXTENSION);
+    let c = start(&env, &["--extension", ext.to_str().unwrap()], json!({}));
+    let commands: Value = serde_json::from_str(&c.request("get_commands", None, secs(60)).unwrap()).unwrap();
+    assert_eq!(commands["commands"][0]["name"], "ask");
+    assert_eq!(commands["commands"][0]["source"], "extension");
+
+    for (answer, expected) in [(Some("Alice"), "hello Alice"), (None, "hello undefined")] {
+        std::thread::scope(|s| {
+            let p = s.spawn(|| c.prompt("prompt", "/ask", None, secs(120)));
+            let req = parse(&c.next_ui_request(secs(120)).unwrap_or_else(|e| panic!("no UI request: {e}\nstderr: {}", c.stderr())));
+            assert_eq!(req["type"], "extension_ui_request");
+            assert_eq!(req["method"], "input");
+            assert_eq!(req["title"], "Your name?");
+            assert_eq!(req["placeholder"], "type it");
+            // pi answers the prompt only once the command handler is done.
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(!p.is_finished(), "pi acknowledged /ask before its UI request was answered");
+            let id = req["id"].as_str().unwrap();
+            match answer {
+                Some(v) => c.ui_send_value(id, v).unwrap(),
+                None => c.ui_cancel(id, false).unwrap(),
+            }
+            p.join().unwrap().unwrap_or_else(|e| panic!("/ask: {e}"));
+        });
+        // The fire-and-forget notify is an event, not a UI request to answer.
+        let note = wait_event(&c, "notify", |e| e["type"] == "extension_ui_request" && e["method"] == "notify");
+        assert_eq!(note["message"], expected);
+        assert_eq!(note["notifyType"], "info");
+        let msg = wait_event(&c, "custom message_end", |e| e["type"] == "message_end" && e["message"]["role"] == "custom");
+        assert_eq!(msg["message"]["customType"], "omprpc-ask");
+        assert_eq!(msg["message"]["content"], format!("answer: {}", answer.unwrap_or("undefined")));
+        assert_eq!(c.next_ui_request(deadline_after(Some(Duration::ZERO))).unwrap_err().status, Status::Timeout);
+    }
+    // A command runs no agent loop and never reaches the model.
+    assert!(env.llm_requests().is_empty());
+    c.close().unwrap();
+}
+
+// (d) steer and abort while the model hangs mid-stream; the client stays usable.
+#[test]
+fn steer_then_abort_a_hanging_turn() {
+    let script = json!([
+        {"match": "hang", "replies": [{"text": "thinking about it", "hang": true}]},
+        {"match": "steer me", "replies": [{"text": "steered ok"}]}]);
+    let Some(env) = PiEnv::new("steer_abort", script) else { return };
+    let c = start(&env, &[], json!({}));
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("hang please", None, secs(120)));
+        // The model has started streaming (one delta, then silence).
+        wait_event(&c, "first text delta", |e| e["type"] == "message_update" && e["assistantMessageEvent"]["type"] == "text_delta");
+        let p = parse_params(Some(r#"{"message":"steer me now"}"#)).unwrap();
+        c.request("steer", p.as_ref(), secs(60)).unwrap();
+        let q = wait_event(&c, "queue_update", |e| e["type"] == "queue_update");
+        assert_eq!(q["steering"], json!(["steer me now"]));
+        let aborted_at = Instant::now();
+        c.request("abort", None, secs(60)).unwrap();
+        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("aborted turn: {e}"))).unwrap();
+        assert!(aborted_at.elapsed() < Duration::from_secs(30));
+        let end = turn["events"].as_array().unwrap().last().unwrap();
+        assert_eq!(end["type"], "agent_end");
+        assert_eq!(turn["assistantMessage"]["stopReason"], "aborted");
+        assert_eq!(turn["assistantMessage"]["errorMessage"], "Request was aborted");
+        assert_eq!(turn["assistantText"], "thinking ");
+    });
+    // The steer was not delivered to the aborted run: pi keeps it queued…
+    let state: Value = serde_json::from_str(&c.request("get_state", None, secs(60)).unwrap()).unwrap();
+    assert_eq!(state["isStreaming"], false);
+    assert_eq!(state["pendingMessageCount"], 1);
+    // …and delivers it right after the next prompt's message, so the model answers the steer.
+    let t = turn(&c, "say hi");
+    assert_eq!(t["assistantText"], "steered ok");
+    let users: Vec<String> = t["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"][0]["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(users, ["say hi", "steer me now"]);
+    let reqs = env.llm_requests();
+    assert_eq!(reqs.len(), 2);
+    let msgs = reqs[1]["messages"].as_array().unwrap();
+    assert_eq!(msgs.last().unwrap()["content"][0]["text"], "steer me now");
+    c.close().unwrap();
+}
+
+// (e) Usage: message_end carries the fake model's numbers; the turn summary adds them up.
+#[test]
+fn usage_reaches_message_end_and_the_summary() {
+    let script = json!([{"match": "count tokens", "replies": [
+        {"tool_call": {"name": "bash", "arguments": {"command": "true"}}, "usage": {"prompt_tokens": 100, "completion_tokens": 7}},
+        {"text": "counted", "usage": {"prompt_tokens": 150, "completion_tokens": 9, "cached_tokens": 50}}]}]);
+    let Some(env) = PiEnv::new("usage", script) else { return };
+    let c = start(&env, &["--tools", "bash"], json!({"turn_summary": true}));
+    let t = turn(&c, "count tokens");
+    let usages: Vec<&Value> =
+        events(&t, "message_end").into_iter().filter(|e| e["message"]["role"] == "assistant").map(|e| &e["message"]["usage"]).collect();
+    assert_eq!(usages.len(), 2);
+    let pick = |u: &Value| (u["input"].as_u64(), u["output"].as_u64(), u["cacheRead"].as_u64(), u["totalTokens"].as_u64());
+    assert_eq!(pick(usages[0]), (Some(100), Some(7), Some(0), Some(107)));
+    // pi subtracts cached prompt tokens from input: 150 - 50.
+    assert_eq!(pick(usages[1]), (Some(100), Some(9), Some(50), Some(159)));
+    let u = &t["summary"]["usage"];
+    assert_eq!(u["inputTokens"], 200);
+    assert_eq!(u["outputTokens"], 16);
+    assert_eq!(u["cacheReadTokens"], 50);
+    assert_eq!(u["totalTokens"], 266);
+    assert_eq!(u["contextTokens"], 159);
+    assert_eq!(u["calls"], 2);
+    assert_eq!(u["model"], "fake-model");
+    assert_eq!(t["summary"]["finalText"], "counted");
+    assert_eq!(t["summary"]["toolCalls"][0]["toolName"], "bash");
+    assert_eq!(t["summary"]["toolCalls"][0]["outcome"], "success");
+    c.close().unwrap();
+}
+
+// (f) A host tool bridged into pi through the library's generated extension.
+#[test]
+fn bridged_host_tool() {
+    let script = json!([{"match": "add numbers", "replies": [
+        {"tool_call": {"name": "host_add", "arguments": {"a": 2, "b": 3}}},
+        {"text": "sum is {{last_tool_result}}"}]}]);
+    let Some(env) = PiEnv::new("bridged_tool", script) else { return };
+    let tools = json!([{"name": "host_add", "description": "Add two numbers", "parameters": {
+        "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}]);
+    let c = start(&env, &[], json!({"host_tools": tools}));
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("add numbers", None, secs(120)));
+        let call = wait_event(&c, "host_tool_call", |e| e["type"] == "host_tool_call");
+        assert_eq!(call["toolName"], "host_add");
+        assert_eq!(call["arguments"], json!({"a": 2, "b": 3}));
+        assert_eq!(call["bridged"], true);
+        let id = call["id"].as_str().unwrap();
+        c.host_tool_update(id, json!("adding…")).unwrap();
+        let update = wait_event(&c, "tool_execution_update", |e| e["type"] == "tool_execution_update");
+        assert_eq!(update["toolCallId"], call["toolCallId"]);
+        assert_eq!(result_text(&update["partialResult"]), "adding…");
+        c.host_tool_result(id, json!("5"), false).unwrap();
+        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("bridged turn: {e}\nstderr: {}", c.stderr()))).unwrap();
+        let end = one(&turn, "tool_execution_end");
+        assert_eq!((end["toolName"].as_str(), end["isError"].as_bool()), (Some("host_add"), Some(false)));
+        assert_eq!(result_text(&end["result"]), "5");
+        assert_eq!(turn["assistantText"], "sum is 5");
+    });
+    // pi offered the bridged tool to the model next to its own.
+    let reqs = env.llm_requests();
+    assert!(tool_names(&reqs[0]).contains(&"host_add".to_string()), "{:?}", tool_names(&reqs[0]));
+
+    // Abort while the host still holds the call: the AbortSignal reaches the host as
+    // host_tool_cancel, the run ends, and a late result is refused.
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("add numbers slowly", None, secs(120)));
+        let call = wait_event(&c, "host_tool_call", |e| e["type"] == "host_tool_call");
+        c.request("abort", None, secs(60)).unwrap();
+        let cancel = wait_event(&c, "host_tool_cancel", |e| e["type"] == "host_tool_cancel");
+        assert_eq!(cancel["targetId"], call["id"]);
+        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("aborted bridged turn: {e}"))).unwrap();
+        let end = one(&turn, "tool_execution_end");
+        assert_eq!((end["isError"].as_bool(), result_text(&end["result"]).as_str()), (Some(true), "cancelled"));
+        assert_eq!(turn["assistantMessage"]["stopReason"], "aborted");
+        let late = c.host_tool_result(call["id"].as_str().unwrap(), json!("too late"), false).unwrap_err();
+        assert_eq!(late.status, Status::Cancelled, "{late}");
+    });
+    assert_eq!(env.llm_requests().len(), 3, "the aborted run made no second LLM call");
+    c.close().unwrap();
+}
+
+// (g) The policy gate blocks pi's own bash tool: by library rules, and by the host's verdict.
+#[test]
+fn native_tool_blocked_by_the_policy_gate() {
+    let script = json!([
+        {"match": "run forbidden", "replies": [
+            {"tool_call": {"name": "bash", "arguments": {"command": "touch ran-forbidden"}}},
+            {"text": "after: {{last_tool_result}}"}]},
+        {"match": "two calls", "replies": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "touch ran-first"}},
+                            {"name": "bash", "arguments": {"command": "echo second-ran"}}]},
+            {"text": "finished"}]}]);
+    let Some(env) = PiEnv::new("policy_gate", script) else { return };
+
+    // Rules: answered inside the library, no host round trip.
+    let c = start(&env, &[], json!({"tool_policy": {"mode": "rules", "block": {"bash": "no shell for you"}, "default": "allow"}}));
+    let t = turn(&c, "run forbidden");
+    let end = one(&t, "tool_execution_end");
+    assert_eq!(end["toolName"], "bash");
+    assert_eq!(end["isError"], true);
+    assert_eq!(result_text(&end["result"]), "no shell for you");
+    assert_eq!(t["assistantText"], "after: no shell for you");
+    assert!(!env.work.join("ran-forbidden").exists(), "the blocked command ran");
+    let blocked = wait_event(&c, "tool_blocked", |e| e["type"] == "tool_blocked");
+    assert_eq!((blocked["toolName"].as_str(), blocked["reason"].as_str()), (Some("bash"), Some("no shell for you")));
+    c.close().unwrap();
+
+    // Host mode: each native call raises policy_eval; block the first, allow the second.
+    let c = start(&env, &[], json!({"tool_policy": {"mode": "host"}}));
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("two calls", None, secs(120)));
+        for (allow, command) in [(false, "touch ran-first"), (true, "echo second-ran")] {
+            let ev = wait_event(&c, "policy_eval", |e| e["type"] == "policy_eval");
+            assert_eq!(ev["toolName"], "bash");
+            assert_eq!(ev["arguments"]["command"], command);
+            c.policy_verdict(ev["id"].as_str().unwrap(), allow, if allow { "" } else { "host says no" }).unwrap();
+        }
+        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("gated turn: {e}"))).unwrap();
+        let ends = events(&turn, "tool_execution_end");
+        assert_eq!(ends.len(), 2);
+        let by_text: Vec<(bool, String)> = ends.iter().map(|e| (e["isError"].as_bool().unwrap(), result_text(&e["result"]))).collect();
+        assert!(by_text.contains(&(true, "host says no".to_string())), "{by_text:?}");
+        assert!(by_text.contains(&(false, "second-ran\n".to_string())), "{by_text:?}");
+        assert_eq!(turn["assistantText"], "finished");
+    });
+    assert!(!env.work.join("ran-first").exists(), "the blocked command ran");
+    c.close().unwrap();
+}

@@ -1,0 +1,350 @@
+//! Test support for running the real pi (`@mariozechner/pi-coding-agent` 0.73.1) offline
+//! against `omprpc-fake-llm`. Used by `tests/real_pi.rs` through `#[path]`.
+//!
+//! * pi is installed once with `npm install --ignore-scripts --no-audit --no-fund` into a cache
+//!   directory outside the repository: `$OMPRPC_PI_CACHE`, else `$HOME/.cache/omprpc/pi-0.73.1`.
+//!   The install happens in a sibling temporary directory that is renamed into place, so
+//!   parallel test threads (one `OnceLock`) and parallel processes (the rename) never see a
+//!   half-installed tree.
+//! * `OMPRPC_PI_CLI=/path/to/dist/cli.js` uses that pi instead (no install).
+//! * `OMPRPC_NODE` / `OMPRPC_NPM` name the programs; otherwise `node` / `npm` on `PATH`.
+//!   Node must be ≥ 20.6.
+//! * When pi cannot be had (no node, no npm, no registry), the tests FAIL with the reason —
+//!   unless `OMPRPC_SKIP_REAL_AGENTS=1`, when they print "skipped" and pass.
+//! * Each `PiEnv` is a throw-away directory (HOME, agent dir with `models.json`, a working
+//!   directory, the fake LLM's script and log) plus a running fake LLM; dropping it stops the
+//!   server and removes the directory (kept when `OMPRPC_KEEP_TMP=1`).
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+pub const PI_PACKAGE: &str = "@mariozechner/pi-coding-agent";
+pub const PI_VERSION: &str = "0.73.1";
+/// How long `npm install` may take before the tests give up on it.
+const NPM_TIMEOUT: Duration = Duration::from_secs(900);
+const FAKE_LLM: &str = env!("CARGO_BIN_EXE_omprpc-fake-llm");
+
+/// A usable pi: the node binary and pi's CLI entry (`…/dist/cli.js`).
+#[derive(Clone, Debug)]
+pub struct PiInstall {
+    pub node: PathBuf,
+    pub cli: PathBuf,
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+pub fn skip_requested() -> bool {
+    matches!(env_nonempty("OMPRPC_SKIP_REAL_AGENTS").as_deref(), Some("1") | Some("true") | Some("yes"))
+}
+
+/// `name` on `PATH` (or a path given as is).
+fn which(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    })
+}
+
+fn find_node() -> Result<PathBuf, String> {
+    let name = env_nonempty("OMPRPC_NODE").unwrap_or_else(|| "node".into());
+    let node = which(&name).ok_or_else(|| format!("node not found (looked for {name:?} on PATH; set OMPRPC_NODE)"))?;
+    let out = Command::new(&node).arg("--version").output().map_err(|e| format!("{} --version: {e}", node.display()))?;
+    let v = String::from_utf8_lossy(&out.stdout).trim().trim_start_matches('v').to_string();
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    if (major, minor) < (20, 6) {
+        return Err(format!("pi {PI_VERSION} needs Node >= 20.6; {} is {v:?}", node.display()));
+    }
+    Ok(node)
+}
+
+/// The cache directory pi is installed into.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = env_nonempty("OMPRPC_PI_CACHE") {
+        return PathBuf::from(d);
+    }
+    let home = env_nonempty("HOME").unwrap_or_else(|| "/tmp".into());
+    PathBuf::from(home).join(".cache").join("omprpc").join(format!("pi-{PI_VERSION}"))
+}
+
+fn cli_in(dir: &Path) -> PathBuf {
+    dir.join("node_modules").join(PI_PACKAGE).join("dist").join("cli.js")
+}
+
+/// Installed and complete: the marker is written last, before the rename.
+fn installed(dir: &Path) -> bool {
+    let pkg = dir.join("node_modules").join(PI_PACKAGE).join("package.json");
+    let version_ok = std::fs::read_to_string(pkg)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|v| v["version"] == PI_VERSION);
+    version_ok && dir.join(".omprpc-installed").is_file() && cli_in(dir).is_file()
+}
+
+fn run_npm_install(npm: &Path, dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    std::fs::write(dir.join("package.json"), r#"{"name":"omprpc-pi-cache","version":"0.0.0","private":true}"#)
+        .map_err(|e| format!("writing package.json: {e}"))?;
+    let log_path = dir.join("npm-install.log");
+    let log = std::fs::File::create(&log_path).map_err(|e| format!("creating {}: {e}", log_path.display()))?;
+    let mut child = Command::new(npm)
+        .args(["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"])
+        .arg(format!("{PI_PACKAGE}@{PI_VERSION}"))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("running {}: {e}", npm.display()))?;
+    let until = Instant::now() + NPM_TIMEOUT;
+    let status = loop {
+        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
+            break s;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("npm install did not finish within {NPM_TIMEOUT:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    if !status.success() {
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let tail: String = log.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+        return Err(format!("npm install {PI_PACKAGE}@{PI_VERSION} failed ({status}):\n{tail}"));
+    }
+    if !cli_in(dir).is_file() {
+        return Err(format!("npm install succeeded but {} is missing", cli_in(dir).display()));
+    }
+    std::fs::write(dir.join(".omprpc-installed"), format!("{PI_PACKAGE}@{PI_VERSION}\n")).map_err(|e| e.to_string())
+}
+
+fn install() -> Result<PiInstall, String> {
+    let node = find_node()?;
+    if let Some(cli) = env_nonempty("OMPRPC_PI_CLI") {
+        let cli = PathBuf::from(cli);
+        return if cli.is_file() { Ok(PiInstall { node, cli }) } else { Err(format!("OMPRPC_PI_CLI={} does not exist", cli.display())) };
+    }
+    let dir = cache_dir();
+    if installed(&dir) {
+        return Ok(PiInstall { node, cli: cli_in(&dir) });
+    }
+    let npm_name = env_nonempty("OMPRPC_NPM").unwrap_or_else(|| "npm".into());
+    let npm = which(&npm_name).ok_or_else(|| format!("npm not found (looked for {npm_name:?} on PATH; set OMPRPC_NPM)"))?;
+    let parent = dir.parent().ok_or("the pi cache directory has no parent")?;
+    std::fs::create_dir_all(parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
+    let prefix = format!(".{}.tmp-", dir.file_name().unwrap().to_string_lossy());
+    // Staging trees of runs that were killed mid-install (an hour is far longer than npm takes).
+    for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+        let old = entry.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok()).is_some_and(|age| age > Duration::from_secs(3600));
+        if old && entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let staging = parent.join(format!("{prefix}{}-{nanos}", std::process::id()));
+    eprintln!("real pi: installing {PI_PACKAGE}@{PI_VERSION} into {} (once) …", dir.display());
+    let started = Instant::now();
+    let outcome = run_npm_install(&npm, &staging);
+    if let Err(e) = outcome {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(e);
+    }
+    if dir.exists() && !installed(&dir) {
+        // A broken leftover (an interrupted older layout): replace it.
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    if let Err(e) = std::fs::rename(&staging, &dir) {
+        // Another process won the race: use its tree.
+        let _ = std::fs::remove_dir_all(&staging);
+        if !installed(&dir) {
+            return Err(format!("moving the pi install into {}: {e}", dir.display()));
+        }
+    }
+    eprintln!("real pi: installed in {:.1}s", started.elapsed().as_secs_f64());
+    Ok(PiInstall { node, cli: cli_in(&dir) })
+}
+
+/// pi, installed once per process. `None` (after printing "skipped") only when
+/// `OMPRPC_SKIP_REAL_AGENTS=1`; otherwise a missing pi panics with the reason.
+pub fn pi(test: &str) -> Option<PiInstall> {
+    static INSTALL: OnceLock<Result<PiInstall, String>> = OnceLock::new();
+    if skip_requested() {
+        eprintln!("{test}: skipped (OMPRPC_SKIP_REAL_AGENTS=1)");
+        println!("{test}: skipped");
+        return None;
+    }
+    match INSTALL.get_or_init(install) {
+        Ok(i) => Some(i.clone()),
+        Err(e) => panic!(
+            "{test}: the real pi {PI_VERSION} is not available: {e}\n\
+             (these tests need node >= 20.6 and npm with access to the npm registry; \
+             set OMPRPC_SKIP_REAL_AGENTS=1 to skip them)"
+        ),
+    }
+}
+
+/// A running `omprpc-fake-llm`; stopped on drop.
+pub struct FakeLlm {
+    child: Child,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+impl FakeLlm {
+    pub fn start(script: &Path, log: &Path) -> FakeLlm {
+        let mut child = Command::new(FAKE_LLM)
+            .arg("--script")
+            .arg(script)
+            .arg("--log")
+            .arg(log)
+            .arg("--exit-on-eof")
+            .stdin(Stdio::piped()) // held open: the server exits when this process dies
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {FAKE_LLM}: {e}"));
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("reading the fake LLM's first line");
+        let port = line
+            .trim()
+            .strip_prefix("LISTENING ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("the fake LLM said {line:?} instead of LISTENING <port>"));
+        FakeLlm { child, port, log: log.to_path_buf() }
+    }
+
+    /// Every request body the fake LLM received so far, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).expect("the fake LLM log holds JSON lines"))
+            .collect()
+    }
+}
+
+impl Drop for FakeLlm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One throw-away pi environment: directories, models.json, and the fake LLM.
+pub struct PiEnv {
+    pub install: PiInstall,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub agent_dir: PathBuf,
+    pub work: PathBuf,
+    pub llm: FakeLlm,
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn fresh_root(test: &str) -> PathBuf {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let name = format!("omprpc-real-pi-{test}-{}-{}-{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst));
+    std::env::temp_dir().join(name)
+}
+
+/// The provider entry of PEERS.md, pointing at `port`.
+pub fn models_json(port: u16) -> Value {
+    json!({"providers": {"fake": {
+        "baseUrl": format!("http://127.0.0.1:{port}/v1"), "api": "openai-completions", "apiKey": "fake-key",
+        "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+        "models": [{"id": "fake-model", "name": "Fake Model", "reasoning": false, "input": ["text"],
+                    "contextWindow": 128000, "maxTokens": 4096}]}}})
+}
+
+impl PiEnv {
+    /// `None` when the real agents are skipped. `script`: the fake LLM's script (see
+    /// `src/bin/omprpc-fake-llm/main.rs`).
+    pub fn new(test: &str, script: Value) -> Option<PiEnv> {
+        let install = pi(test)?;
+        let root = fresh_root(test);
+        let (home, agent_dir, work) = (root.join("home"), root.join("agent"), root.join("work"));
+        for d in [&home, &agent_dir, &work] {
+            std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
+        }
+        let script_path = root.join("llm-script.json");
+        std::fs::write(&script_path, script.to_string()).unwrap();
+        let llm = FakeLlm::start(&script_path, &root.join("llm-requests.jsonl"));
+        std::fs::write(agent_dir.join("models.json"), serde_json::to_string_pretty(&models_json(llm.port)).unwrap()).unwrap();
+        Some(PiEnv { install, root, home, agent_dir, work, llm })
+    }
+
+    /// Writes a file into this environment's directory; returns its path.
+    pub fn write_file(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.root.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    /// The argv: `node cli.js --mode rpc --no-session --offline --model fake/fake-model` + `extra`.
+    pub fn command(&self, extra: &[&str]) -> Vec<String> {
+        let mut argv = vec![
+            self.install.node.display().to_string(),
+            self.install.cli.display().to_string(),
+            "--mode".into(),
+            "rpc".into(),
+            "--no-session".into(),
+            "--offline".into(),
+            "--model".into(),
+            "fake/fake-model".into(),
+        ];
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        argv
+    }
+
+    /// `Client::start` options for this environment (extra pi flags appended to argv).
+    pub fn options(&self, extra: &[&str]) -> Value {
+        json!({
+            "command": self.command(extra),
+            "flavor": "pi",
+            "cwd": self.work.display().to_string(),
+            "env": {
+                "HOME": self.home.display().to_string(),
+                "PI_CODING_AGENT_DIR": self.agent_dir.display().to_string(),
+                "PI_OFFLINE": "1",
+                "PATH": std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
+            },
+            // pi takes 1–2 s to start on an idle machine, much longer on a loaded one.
+            "startup_timeout_ms": 120000,
+            "request_timeout_ms": 60000,
+            "stop_grace_ms": 3000,
+        })
+    }
+
+    /// The request bodies the fake LLM received.
+    pub fn llm_requests(&self) -> Vec<Value> {
+        self.llm.requests()
+    }
+}
+
+impl Drop for PiEnv {
+    fn drop(&mut self) {
+        if env_nonempty("OMPRPC_KEEP_TMP").as_deref() == Some("1") {
+            eprintln!("kept {}", self.root.display());
+            return;
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
