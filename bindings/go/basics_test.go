@@ -370,8 +370,6 @@ func TestBadInput(t *testing.T) {
 	bad(err, ErrInvalidArgument, "frame without a type")
 	_, err = c.Prompt(ctx, "hi", &PromptOptions{StreamingBehavior: "sideways"})
 	bad(err, ErrInvalidArgument, "bad streamingBehavior")
-	_, err = c.PromptAndWait(ctx, "a\x00b", nil)
-	bad(err, ErrInvalidArgument, "NUL in a prompt")
 	_, err = c.SetHostTools(ctx, []HostTool{{Name: "x", Description: "d", Parameters: json.RawMessage(`{`)}})
 	bad(err, ErrInvalidJSON, "tool parameters not JSON")
 	_, err = c.SetHostTools(ctx, []HostTool{{Name: "", Description: "d", Parameters: map[string]any{}}})

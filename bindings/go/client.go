@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 )
@@ -335,16 +336,25 @@ func (c *Client) SendFrame(frame any) error {
 func (c *Client) promptLike(ctx context.Context, op, message string, opts *PromptOptions,
 	call func(p *C.omprpc_client, m, o *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status) ([]byte, error) {
 	defer runtime.KeepAlive(c)
-	cm, err := cstring(op, "message", message)
-	if err != nil {
-		return nil, err
-	}
-	defer freeC(cm)
 	var optv any
 	if opts != nil {
 		o := *opts
 		o.Images = fillImages(o.Images)
 		optv = o
+	}
+	var cm *C.char
+	if strings.IndexByte(message, 0) >= 0 {
+		// A C string cannot hold a NUL; the options' "message" (JSON) can.
+		m := map[string]any{}
+		if optv != nil {
+			js, _ := json.Marshal(optv)
+			_ = json.Unmarshal(js, &m)
+		}
+		m["message"] = message
+		optv = m
+	} else {
+		cm = C.CString(message)
+		defer freeC(cm)
 	}
 	co, err := rawJSON(op, "options", optv)
 	if err != nil {
@@ -415,16 +425,23 @@ func (c *Client) PromptAndWait(ctx context.Context, message string, opts *Prompt
 func (c *Client) messageCommand(ctx context.Context, op, message string, images []ImageContent,
 	call func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status) error {
 	defer runtime.KeepAlive(c)
-	cm, err := cstring(op, "message", message)
-	if err != nil {
+	params := struct {
+		Message string         `json:"message"`
+		Images  []ImageContent `json:"images,omitempty"`
+	}{message, fillImages(images)}
+	if strings.IndexByte(message, 0) >= 0 {
+		// A C string cannot hold a NUL: send the same command through request, whose
+		// params are JSON.
+		_, err := c.Request(ctx, op, params)
 		return err
 	}
+	cm := C.CString(message)
 	defer freeC(cm)
 	var optv any
 	if len(images) > 0 {
 		optv = struct {
 			Images []ImageContent `json:"images"`
-		}{fillImages(images)}
+		}{params.Images}
 	}
 	co, err := rawJSON(op, "options", optv)
 	if err != nil {

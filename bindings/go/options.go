@@ -56,7 +56,11 @@ type Options struct {
 	MaxStderrLines        *int `json:"max_stderr_lines,omitempty"`  // 512
 	MaxFrameBytes         *int `json:"max_frame_bytes,omitempty"`
 	MaxOutboundFrameBytes *int `json:"max_outbound_frame_bytes,omitempty"`
-	EventQueueCapacity    *int `json:"event_queue_capacity,omitempty"` // 65536
+	EventQueueCapacity    *int `json:"event_queue_capacity,omitempty"`  // 65536
+	EventQueueMaxBytes    *int `json:"event_queue_max_bytes,omitempty"` // 256 MiB
+	MaxTurnBytes          *int `json:"max_turn_bytes,omitempty"`        // 1 GiB
+	// TurnEvents is which events a turn retains: "all", "no_updates" or "none".
+	TurnEvents string `json:"turn_events,omitempty"`
 
 	NegotiateV2   *bool  `json:"negotiate_v2,omitempty"`   // true
 	InvalidFrames string `json:"invalid_frames,omitempty"` // "fatal" or "skip"
@@ -128,6 +132,8 @@ func (o Options) startJSON(ctx context.Context) ([]byte, error) {
 		"max_frame_bytes":          o.MaxFrameBytes,
 		"max_outbound_frame_bytes": o.MaxOutboundFrameBytes,
 		"event_queue_capacity":     o.EventQueueCapacity,
+		"event_queue_max_bytes":    o.EventQueueMaxBytes,
+		"max_turn_bytes":           o.MaxTurnBytes,
 	} {
 		if p != nil && *p < 0 {
 			m[key] = nil

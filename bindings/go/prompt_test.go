@@ -43,6 +43,31 @@ func TestTurnSummaryAndContent(t *testing.T) {
 	}
 }
 
+// A message with a NUL byte cannot be a C string: it travels in the options' JSON instead.
+func TestMessagesWithNUL(t *testing.T) {
+	c := startFake(t)
+	ctx := ctxFor(t)
+	events := c.Events(ctx)
+	tr, err := c.PromptAndWait(ctx, "say\x00hello", &PromptOptions{Images: []ImageContent{{Data: "aGk=", MimeType: "image/png"}}})
+	if err != nil || text(tr.AssistantText) != "pong" {
+		t.Fatalf("PromptAndWait with a NUL: %+v %v", tr, err)
+	}
+	if _, err := c.Prompt(ctx, "local\x00", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Steer(ctx, "nudge\x00"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.FollowUp(ctx, "later\x00", ImageContent{Data: "aGk=", MimeType: "image/png"}); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range events {
+		if ev.Type == "agent_end" {
+			break
+		}
+	}
+}
+
 func TestTurnShapes(t *testing.T) {
 	c := startFake(t)
 	if tr := turn(t, c, "thinking"); text(tr.AssistantText) != "visible" {
@@ -525,6 +550,15 @@ func TestEventHistoryLimit(t *testing.T) {
 	c = start(t, o)
 	if tr := turn(t, c, "burst 100"); len(tr.Events) != 106 {
 		t.Fatalf("unbounded: %d events", len(tr.Events))
+	}
+	// in bytes: 100 updates of 640 bytes do not fit in 10,000
+	o.MaxEventHistory, o.MaxTurnBytes = nil, Ptr(10000)
+	_, err = start(t, o).PromptAndWait(ctxFor(t), "burst 100", nil)
+	wantErr(t, err, ErrLimitExceeded, "a turn past max_turn_bytes")
+	// a turn that keeps no message_update events
+	o.MaxTurnBytes, o.TurnEvents = nil, "no_updates"
+	if tr := turn(t, start(t, o), "burst 100"); len(tr.Events) != 6 || text(tr.AssistantText) != "pong" {
+		t.Fatalf("turn_events no_updates: %d events", len(tr.Events))
 	}
 }
 

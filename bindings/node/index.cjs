@@ -190,6 +190,19 @@ const DECLS = {
   free: 'void omprpc_client_free(void *c)',
 };
 
+/** Later additions (same ABI version): bound when present, an error on use otherwise. */
+const OPTIONAL_DECLS = {
+  policyVerdict: 'int omprpc_client_policy_verdict(void *c, const char *request_id, bool allow, const char *reason, _Out_ void **err)',
+  summarize: 'int omprpc_summarize(const char *events_json, const char *options_json, _Out_ void **out, _Out_ void **err)',
+  summarizerNew: 'int omprpc_summarizer_new(const char *options_json, _Out_ void **out, _Out_ void **err)',
+  summarizerFeed: 'int omprpc_summarizer_feed(void *s, const char *event_json, _Out_ void **out, _Out_ void **err)',
+  summarizerSummary: 'int omprpc_summarizer_summary(void *s, _Out_ void **out, _Out_ void **err)',
+  summarizerFree: 'void omprpc_summarizer_free(void *s)',
+  envAllowlisted: 'int omprpc_env_allowlisted(const char *options_json, _Out_ void **out, _Out_ void **err)',
+  promptFromContent: 'int omprpc_prompt_from_content(const char *blocks_json, _Out_ void **out, _Out_ void **err)',
+  providerConfig: 'int omprpc_provider_config(const char *options_json, _Out_ void **out, _Out_ void **err)',
+};
+
 /**
  * Loads the shared library (once) and checks its ABI version. `libraryPath` overrides the
  * search (env `OMPRPC_LIBRARY`, the package's `lib/`, the repository's `target/`).
@@ -227,6 +240,16 @@ function load(libraryPath) {
   }
   const fns = {};
   for (const [k, decl] of Object.entries(DECLS)) fns[k] = lib.func(decl);
+  for (const [k, decl] of Object.entries(OPTIONAL_DECLS)) {
+    try {
+      fns[k] = lib.func(decl);
+    } catch {
+      const name = /omprpc_\w+/.exec(decl)[0];
+      fns[k] = () => {
+        throw new Error(`omprpc: ${name} is not in ${file} (an older build of the library)`);
+      };
+    }
+  }
   N = fns;
   loadedPath = file;
   return file;
@@ -364,6 +387,13 @@ function optionsJson(opts, strip) {
 }
 
 const CALL_OPTS = ['timeoutMs', 'signal'];
+
+/** (message, options_json) of a prompt: a message with a NUL travels inside the options. */
+function promptArgs(message, opts) {
+  if (typeof message !== 'string') throw new TypeError('message must be a string');
+  if (!message.includes('\0')) return [message, optionsJson(opts, CALL_OPTS)];
+  return [null, optionsJson({ ...opts, message }, CALL_OPTS)];
+}
 
 /** Host tool results: `"text"` or `{content:[…], details?}`; anything else becomes text. */
 function toolResultJson(v) {
@@ -539,7 +569,6 @@ function bindLibc() {
       pipe: self.func('int pipe(_Out_ int *fds)'),
       read: self.func('long read(int fd, void *buf, unsigned long count)'),
       write: self.func('long write(int fd, void *buf, unsigned long count)'),
-      strlen: self.func('size_t strlen(void *s)'),
     };
   } catch {
     libc = null;
@@ -651,62 +680,49 @@ const reactor = new Reactor();
 
 // ---------------------------------------------------------------------------------------
 // Turns: a turn's `events` can be large (a burst of 100k events is 64 MB of JSON) and most
-// callers only read its text. The turn object is built from the small rest of the JSON;
+// callers only read its text. The turn object is parsed from the small rest of the JSON;
 // `events` is parsed when first read. This relies on the core writing `{"events":[…],` first
 // (src/turn/mod.rs); any other shape is simply parsed whole.
 
-const TURN_PREFIX = Buffer.from('{"events":[');
-const TURN_MARK = Buffer.from('],"requestId":');
+const TURN_PREFIX = '{"events":[';
+const TURN_MARK = '],"requestId":';
 
 function takeTurn(ptr) {
-  const l = bindLibc();
-  let bytes = null;
-  if (l) {
-    try {
-      const len = Number(l.strlen(ptr));
-      const copy = Buffer.allocUnsafe(len);
-      copy.set(new Uint8Array(koffi.view(ptr, len))); // one copy, no decoding yet
-      bytes = copy;
-    } catch {
-      bytes = null;
-    }
-  }
-  if (bytes === null) return JSON.parse(take(ptr));
-  N.stringFree(ptr);
-  return splitTurn(bytes);
+  return splitTurn(take(ptr));
 }
 
-function splitTurn(bytes) {
-  if (bytes.length < TURN_PREFIX.length || !bytes.subarray(0, TURN_PREFIX.length).equals(TURN_PREFIX)) {
-    return JSON.parse(bytes.toString('utf8'));
-  }
+function splitTurn(json) {
+  if (!json.startsWith(TURN_PREFIX)) return JSON.parse(json);
   // The true boundary is the last `],"requestId":` after which the rest is one JSON object:
   // from any later match (inside a message) the rest would close more than it opens.
-  for (let b = bytes.lastIndexOf(TURN_MARK); b > 0; b = bytes.lastIndexOf(TURN_MARK, b - 1)) {
+  for (let b = json.lastIndexOf(TURN_MARK); b > 0; b = json.lastIndexOf(TURN_MARK, b - 1)) {
     let turn;
     try {
-      turn = JSON.parse('{' + bytes.toString('utf8', b + 2));
+      turn = JSON.parse('{' + json.slice(b + 2));
     } catch {
       continue;
     }
     if (turn === null || typeof turn !== 'object' || Array.isArray(turn)) break;
-    const events = bytes.subarray(TURN_PREFIX.length - 1, b + 1);
-    return lazyEvents(turn, events);
+    return lazyEvents(turn, json, TURN_PREFIX.length - 1, b + 1);
   }
-  return JSON.parse(bytes.toString('utf8'));
+  return JSON.parse(json);
 }
 
-function lazyEvents(turn, eventsJson) {
+function lazyEvents(turn, json, start, end) {
+  let source = json;
+  const define = (value) => Object.defineProperty(turn, 'events', { value, writable: true, enumerable: true, configurable: true });
   Object.defineProperty(turn, 'events', {
     configurable: true,
     enumerable: true,
     get() {
-      const value = JSON.parse(eventsJson.toString('utf8'));
-      Object.defineProperty(turn, 'events', { value, writable: true, enumerable: true, configurable: true });
+      const value = JSON.parse(source.slice(start, end));
+      source = null;
+      define(value);
       return value;
     },
     set(value) {
-      Object.defineProperty(turn, 'events', { value, writable: true, enumerable: true, configurable: true });
+      source = null;
+      define(value);
     },
   });
   return turn;
@@ -824,6 +840,12 @@ class Client extends EventEmitter {
     const schemes = new Map();
     if (Array.isArray(core.host_tools)) core.host_tools = core.host_tools.map((t) => splitHandler(t, 'name', tools));
     if (Array.isArray(core.host_uri_schemes)) core.host_uri_schemes = core.host_uri_schemes.map((s) => splitHandler(s, 'scheme', schemes));
+    let policyHandler = null;
+    if (core.tool_policy && typeof core.tool_policy === 'object' && typeof core.tool_policy.handler === 'function') {
+      const { handler, ...policy } = core.tool_policy;
+      policyHandler = handler;
+      core.tool_policy = policy;
+    }
     const r = await callAsyncRaw(n.start, [JSON.stringify(core)], true);
     if (r.st !== 0) throw failure(r.st, r.err);
     let client;
@@ -839,6 +861,7 @@ class Client extends EventEmitter {
     client._turnTimeoutMs = typeof core.turn_timeout_ms === 'number' && core.turn_timeout_ms >= 0 ? core.turn_timeout_ms : TIMEOUT_INFINITE;
     client._tools = tools;
     client._schemes = schemes;
+    client._policyHandler = policyHandler;
     client._updatePump();
     return client;
   }
@@ -858,6 +881,7 @@ class Client extends EventEmitter {
     this._tools = new Map(); // name -> {spec, handler}
     this._schemes = new Map(); // scheme -> {spec, handler}
     this._hostCalls = new Map(); // call id -> AbortController
+    this._policyHandler = null;
     this._uiLane = new UiLane(this);
     this._eventWaiters = []; // pending nextEvent() calls
     this._draining = null; // the running drain (a promise), if any
@@ -982,12 +1006,12 @@ class Client extends EventEmitter {
 
   /** Sends `prompt`; resolves its request id once the agent acknowledged it. */
   async prompt(message, opts = {}) {
-    return this._async('prompt', [text(message, 'message'), optionsJson(opts, CALL_OPTS), timeoutArg(opts.timeoutMs)], true);
+    return this._async('prompt', [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], true);
   }
 
   /** Sends `abort_and_prompt`; like prompt(). */
   async abortAndPrompt(message, opts = {}) {
-    return this._async('abortAndPrompt', [text(message, 'message'), optionsJson(opts, CALL_OPTS), timeoutArg(opts.timeoutMs)], true);
+    return this._async('abortAndPrompt', [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], true);
   }
 
   /**
@@ -998,7 +1022,7 @@ class Client extends EventEmitter {
   async promptAndWait(message, opts = {}) {
     const n = native();
     this._handle();
-    const r = await this._asyncRaw(n.promptAndWait, [text(message, 'message'), optionsJson(opts, CALL_OPTS), timeoutArg(opts.timeoutMs)], true);
+    const r = await this._asyncRaw(n.promptAndWait, [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], true);
     if (r.st !== 0) return settle(r);
     take(r.err);
     return takeTurn(r.out);
@@ -1184,6 +1208,41 @@ class Client extends EventEmitter {
     return this.setHostUriSchemes(list, opts);
   }
 
+  /**
+   * Answers a `policy_eval` event (the `tool_policy` gate in host mode): allow, or block with
+   * `reason`. NotFoundError for an unknown id. Not needed with a policy handler.
+   */
+  policyVerdict(requestId, allow, reason) {
+    this._syncNoOut('policyVerdict', [text(requestId, 'requestId'), !!allow, reason === undefined || reason === null ? null : text(reason, 'reason')]);
+  }
+
+  /**
+   * Answers every `policy_eval` with `handler(event, ctx)`: `true`/`false` or
+   * `{allow, reason}` (async allowed; a throw blocks with its message). null removes it.
+   */
+  setPolicyHandler(handler) {
+    if (handler !== null && handler !== undefined && typeof handler !== 'function') throw new TypeError('handler must be a function or null');
+    this._policyHandler = handler || null;
+    this._updatePump();
+  }
+
+  _onPolicyEval(ev) {
+    const handler = this._policyHandler;
+    if (!handler || typeof ev.id !== 'string') return;
+    const id = ev.id;
+    const ctx = { requestId: id, toolName: ev.toolName, toolCallId: ev.toolCallId, event: ev, client: this };
+    Promise.resolve()
+      .then(() => handler(ev, ctx))
+      .then(
+        (v) => {
+          const allow = typeof v === 'object' && v !== null ? !!v.allow : !!v;
+          const reason = typeof v === 'object' && v !== null && typeof v.reason === 'string' ? v.reason : null;
+          this._hostSend(() => this.policyVerdict(id, allow, reason));
+        },
+        (err) => this._hostSend(() => this.policyVerdict(id, false, errorText(err))),
+      );
+  }
+
   /** Streams a partial result for host tool call `callId` (raw; handlers use ctx.update). */
   hostToolUpdate(callId, partial) {
     this._syncNoOut('hostToolUpdate', [text(callId, 'callId'), toolResultJson(partial)]);
@@ -1347,6 +1406,7 @@ class Client extends EventEmitter {
   }
 
   _hasHandlers() {
+    if (this._policyHandler) return true;
     for (const e of this._tools.values()) if (e.handler) return true;
     for (const e of this._schemes.values()) if (e.handler) return true;
     return false;
@@ -1497,6 +1557,9 @@ class Client extends EventEmitter {
         case 'host_tool_cancel':
         case 'host_uri_cancel':
           this._onHostCancel(ev);
+          break;
+        case 'policy_eval':
+          this._onPolicyEval(ev);
           break;
         default:
       }
@@ -1674,6 +1737,78 @@ function buildArgv(options = {}) {
   return JSON.parse(callOut(native().buildArgv, [JSON.stringify(toCoreOptions(options))]));
 }
 
+/**
+ * The turn summary of raw events (an array, e.g. a turn's `events`, or its JSON text):
+ * `{complete, text, finalText, reasoning, chunks, toolCalls, stopReason, stopReasons, usage,
+ * messageUsage}`. Options `{model}`: the configured model. Runs on the pool.
+ */
+async function summarize(events, options) {
+  const n = native();
+  const ev = typeof events === 'string' ? events : JSON.stringify(events);
+  const r = await callAsyncRaw(n.summarize, [ev, options === undefined || options === null ? null : JSON.stringify(options)], true);
+  return JSON.parse(settle(r));
+}
+
+const summarizerFinalizer = new FinalizationRegistry((box) => {
+  if (box.h) N.summarizerFree(box.h);
+});
+
+/** The streaming turn summary: feed raw events in order, read the summary at any time. */
+class Summarizer {
+  constructor(options) {
+    const n = native();
+    const out = [null];
+    const err = [null];
+    const st = n.summarizerNew(options === undefined || options === null ? null : JSON.stringify(options), out, err);
+    if (st !== 0) throw failure(st, err[0]);
+    this._box = { h: out[0] };
+    summarizerFinalizer.register(this, this._box, this._box);
+  }
+
+  _h() {
+    if (!this._box.h) throw new Error('omprpc: the summarizer was freed');
+    return this._box.h;
+  }
+
+  /** Feeds one raw event (object or JSON text); returns the derived items it produced. */
+  feed(event) {
+    return JSON.parse(callOut(native().summarizerFeed, [this._h(), typeof event === 'string' ? event : JSON.stringify(event)]));
+  }
+
+  /** The summary of everything fed so far. */
+  summary() {
+    return JSON.parse(callOut(native().summarizerSummary, [this._h()]));
+  }
+
+  /** Frees the native summarizer (also done by the garbage collector). Idempotent. */
+  free() {
+    if (this._box.h) {
+      summarizerFinalizer.unregister(this._box);
+      native().summarizerFree(this._box.h);
+      this._box.h = null;
+    }
+  }
+}
+if (typeof Symbol.dispose === 'symbol') Summarizer.prototype[Symbol.dispose] = Summarizer.prototype.free;
+
+/** This process's environment through the core's allow-list, plus `passthrough` names. */
+function envAllowlisted(options) {
+  return JSON.parse(callOut(native().envAllowlisted, [options === undefined || options === null ? null : JSON.stringify(options)]));
+}
+
+/** Prompt content blocks → `{message, images}` (images checked, files inlined). */
+function promptFromContent(blocks) {
+  return JSON.parse(callOut(native().promptFromContent, [JSON.stringify(blocks)]));
+}
+
+/**
+ * Writes a custom-provider config into a private agent directory; returns `{dir, file, env,
+ * model, envPassthrough}` to merge into the start options. The caller removes `dir`.
+ */
+function providerConfig(options) {
+  return JSON.parse(callOut(native().providerConfig, [JSON.stringify(options)]));
+}
+
 /** The path of the loaded library (null before load()). */
 function libraryPath() {
   return loadedPath;
@@ -1710,4 +1845,11 @@ module.exports = {
   statusName,
   buildArgv,
   toCoreOptions,
+  summarize,
+  Summarizer,
+  envAllowlisted,
+  promptFromContent,
+  providerConfig,
+  /** Internals exposed for the tests only; not part of the API. */
+  _internal: { splitTurn },
 };

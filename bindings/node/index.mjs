@@ -33,6 +33,11 @@ export const {
   statusName,
   buildArgv,
   toCoreOptions,
+  summarize,
+  Summarizer,
+  envAllowlisted,
+  promptFromContent,
+  providerConfig,
 } = omprpc;
 
 export default omprpc;

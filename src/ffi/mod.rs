@@ -242,6 +242,15 @@ pub unsafe extern "C" fn omprpc_client_send_frame(client: *const omprpc_client, 
     })
 }
 
+/// The message argument: a string, or NULL when the options carry `"message"`.
+unsafe fn prompt_message<'a>(message: *const c_char, opts: Option<&serde_json::Map<String, Value>>) -> Result<&'a str> {
+    match opt_text(message, "message")? {
+        Some(m) => Ok(m),
+        None if opts.is_some_and(|o| o.contains_key("message")) => Ok(""),
+        None => Err(Error::invalid("message is NULL and the options carry no \"message\"")),
+    }
+}
+
 unsafe fn prompt_like(
     client: *const omprpc_client,
     command: &str,
@@ -255,8 +264,9 @@ unsafe fn prompt_like(
         let c = self::client(client)?;
         let slot = out(out_request_id, "out_request_id")?;
         let opts = parse_params(opt_text(options_json, "options_json")?)?;
+        let message = prompt_message(message, opts.as_ref())?;
         let d = deadline(timeout_ms, c.default_request_deadline())?;
-        *slot = give(c.prompt(command, opt_text(message, "message")?.unwrap_or(""), opts, d)?);
+        *slot = give(c.prompt(command, message, opts, d)?);
         Ok(())
     })
 }
@@ -309,8 +319,9 @@ pub unsafe extern "C" fn omprpc_client_prompt_and_wait(
         let c = self::client(client)?;
         let slot = out(out_turn_json, "out_turn_json")?;
         let opts = parse_params(opt_text(options_json, "options_json")?)?;
+        let message = prompt_message(message, opts.as_ref())?;
         let d = deadline(timeout_ms, c.default_turn_deadline())?;
-        *slot = give(c.prompt_and_wait(opt_text(message, "message")?.unwrap_or(""), opts, d)?);
+        *slot = give(c.prompt_and_wait(message, opts, d)?);
         Ok(())
     })
 }

@@ -39,7 +39,9 @@
 #include "json.h"
 
 /* The longest any single wait in a test may take. */
-#define WAIT_MS 10000
+/* OMPRPC_TEST_WAIT_MS raises it for slow runs (valgrind). */
+static long h_wait_ms_value = 10000;
+#define WAIT_MS ((int64_t)h_wait_ms_value)
 /* Watchdog per test; generous so that slow sanitizer builds still pass. */
 #define H_TEST_DEADLINE_S 120
 
@@ -249,6 +251,7 @@ static void h_on_alarm(int sig) {
 static inline void h_init(void) {
     struct sigaction sa;
     h_fake_agent_path = getenv("OMPRPC_FAKE_AGENT");
+    if (getenv("OMPRPC_TEST_WAIT_MS")) h_wait_ms_value = atol(getenv("OMPRPC_TEST_WAIT_MS"));
     if (!h_fake_agent_path || !*h_fake_agent_path) {
         fprintf(stderr, "OMPRPC_FAKE_AGENT must name the omprpc-fake-agent binary (make c-tests sets it)\n");
         exit(2);

@@ -402,6 +402,28 @@ static void test_argv_and_env_reach_the_agent(void) {
     rmdir(dir);
 }
 
+/* A C host that keeps SIGPIPE's default action must not be killed when the agent stops
+ * reading: the write fails with a status instead. */
+static void test_dead_stdin_is_a_status_not_sigpipe(void) {
+    omprpc_client *c;
+    char *err = NULL;
+    omprpc_status st;
+    signal(SIGPIPE, SIG_DFL);
+    c = START("\"--scenario\",\"stdin-close\"", "\"stop_grace_ms\":100,\"kill_grace_ms\":100");
+    if (c) {
+        h_sleep_ms(200); /* the agent has closed its stdin by now */
+        st = omprpc_client_send_frame(c, "{\"type\":\"widget_layout\",\"widgetKey\":\"k\"}", &err);
+        h_strfree(&err);
+        if (st == OMPRPC_STATUS_OK) { /* the pipe buffer may take one frame; the next write fails */
+            st = omprpc_client_send_frame(c, "{\"type\":\"widget_layout\",\"widgetKey\":\"k\"}", &err);
+            h_strfree(&err);
+        }
+        CHECKF(st == OMPRPC_STATUS_PROCESS_EXITED, "write to a closed stdin returned %s", h_name(st));
+        omprpc_client_free(c);
+    }
+    signal(SIGPIPE, SIG_IGN);
+}
+
 int main(void) {
     h_init();
     RUN(test_broken_startup_frame);
@@ -418,5 +440,6 @@ int main(void) {
     RUN(test_close_kills_an_agent_ignoring_sigterm);
     RUN(test_duplicate_response_is_ignored);
     RUN(test_argv_and_env_reach_the_agent);
+    RUN(test_dead_stdin_is_a_status_not_sigpipe);
     return h_summary();
 }

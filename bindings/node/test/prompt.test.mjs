@@ -290,3 +290,26 @@ test('an AbortSignal ends an event iterator; break detaches it', async (t) => {
   }
   assert.equal(c._iterators.size, 0);
 });
+
+test('turn splitting: events are parsed lazily, whatever the messages contain', async () => {
+  const { _internal } = (await import('../index.cjs')).default;
+  const ev = (i) => ({ type: 'message_update', i, tricky: '],"requestId":"x"', nested: { a: [1], requestId: 'y' } });
+  const cases = [
+    { events: [ev(1), ev(2)], requestId: 'req_1', agentInvoked: true, messages: [], assistantMessage: null, assistantText: null, promptResult: null },
+    { events: [], requestId: 'r"q', agentInvoked: false, messages: [{ content: [1], requestId: 'z' }], assistantMessage: { role: 'assistant', content: [2], requestId: 'w' }, assistantText: 'a],"requestId":"b', promptResult: { x: [1], requestId: 'p' } },
+    { events: [ev(3)], requestId: 'req_2', agentInvoked: true, messages: [[[]]], assistantMessage: null, assistantText: '', promptResult: { requestId: [] } },
+  ];
+  for (const c of cases) {
+    const json = JSON.stringify(c);
+    const turn = _internal.splitTurn(json);
+    assert.deepEqual(Object.getOwnPropertyDescriptor(turn, 'events').get !== undefined, true);
+    assert.deepEqual({ ...turn }, c); // reading events parses them
+    assert.deepEqual(turn.events, c.events);
+  }
+  // another shape (events not first) is parsed whole
+  const other = { requestId: 'r', events: [ev(1)] };
+  assert.deepEqual(_internal.splitTurn(JSON.stringify(other)), other);
+  const turn = _internal.splitTurn(JSON.stringify(cases[0]));
+  turn.events = [];
+  assert.deepEqual(turn.events, []);
+});

@@ -178,6 +178,7 @@
 //! | grandchild | spawns the grandchild at env `OMPRPC_FAKE_GRANDCHILD` (PATH.pid / PATH.beat), ready, serves the default commands until EOF, then sleeps 30 s |
 //! | ignore-term | ignores SIGTERM; ready; serves the default commands; after EOF sleeps forever (only SIGKILL ends it) |
 //! | stdout-close | ready, then closes fd 1, reads stdin until EOF, exits 0 |
+//! | stdin-close | ready, then closes fd 0 and sleeps 30 s with stdout open (the client's writes meet EPIPE) |
 //! | silent | nothing on stdout; reads stdin until EOF |
 //! | half-line | ready, then `{"type":"agent_st` without newline, exit 0 |
 //! | invalid-utf8 | ready, the line `{"type":"x","v":"\xff\xfe"}` (raw bytes), then the default server |

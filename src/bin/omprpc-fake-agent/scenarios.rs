@@ -23,6 +23,7 @@ pub const SCENARIOS: &[&str] = &[
     "grandchild",
     "ignore-term",
     "stdout-close",
+    "stdin-close",
     "silent",
     "half-line",
     "invalid-utf8",
@@ -165,6 +166,14 @@ pub fn run(opts: &Options) -> i32 {
             close_stdout();
             drain_stdin();
         }
+        "stdin-close" => {
+            // Stops reading commands while staying alive with stdout open: the client's
+            // next write meets a pipe with no reader (EPIPE, and SIGPIPE unless blocked).
+            agent.ready();
+            agent.out.flush();
+            close_stdin();
+            std::thread::sleep(std::time::Duration::from_secs(30));
+        }
         "silent" => drain_stdin(),
         "half-line" => {
             agent.ready();
@@ -260,6 +269,14 @@ fn ignore_sigterm() {
     // preconditions; it only changes the process's signal disposition.
     unsafe {
         libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    }
+}
+
+#[allow(unsafe_code)]
+fn close_stdin() {
+    // SAFETY: fd 0 is not read again by this process after this point.
+    unsafe {
+        libc::close(0);
     }
 }
 
