@@ -51,7 +51,7 @@ ASAN_TEST_DIR  := $(TARGET_DIR)/c-tests-asan
 # A hung test binary must not hang CI: each run is killed after this long.
 C_TEST_TIMEOUT := timeout --kill-after=10 600
 
-.PHONY: build release header check-header c-tests c-tests-asan c-tests-valgrind python-tests test cargo-test demo \
+.PHONY: build release header check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests test cargo-test demo \
         install clean help
 
 help:
@@ -163,8 +163,16 @@ python-tests: build
 	OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so \
 	  $(PYTHON) -X dev -W error -m pytest -q -p no:cacheprovider bindings/python/tests
 
+# The Go binding: vet, gofmt, the suite under the race detector, and again with GOGC=1 so a
+# missing runtime.KeepAlive shows up as a crash. cgo links target/debug (bindings/go/link_debug.go).
+GO ?= go
+go-tests: build
+	cd bindings/go && $(GO) vet ./... && test -z "$$(gofmt -l .)" \
+	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) $(GO) test -race -count=1 ./... \
+	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) GOGC=1 $(GO) test -count=1 ./...
+
 # Sequential on purpose: cargo-test rebuilds what the C programs link against.
-test: cargo-test check-header c-tests c-tests-asan c-tests-valgrind python-tests
+test: cargo-test check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests
 
 # --- demo -----------------------------------------------------------------------------
 # OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`

@@ -160,7 +160,8 @@ omprpc_status omprpc_client_prompt_and_wait(const omprpc_client *client,
                                             char **out_error);
 
 /**
- * Sends `steer` (options: `{"images":[…]}` or NULL).
+ * Sends `steer` (options: `{"images":[…]}` or NULL; `message` may be NULL when the options
+ * carry `"message"`).
  */
 omprpc_status omprpc_client_steer(const omprpc_client *client,
                                   const char *message,
@@ -169,7 +170,8 @@ omprpc_status omprpc_client_steer(const omprpc_client *client,
                                   char **out_error);
 
 /**
- * Sends `follow_up` (options: `{"images":[…]}` or NULL).
+ * Sends `follow_up` (options: `{"images":[…]}` or NULL; `message` may be NULL when the
+ * options carry `"message"`).
  */
 omprpc_status omprpc_client_follow_up(const omprpc_client *client,
                                       const char *message,
@@ -235,6 +237,17 @@ omprpc_status omprpc_client_next_events(const omprpc_client *client,
                                         int64_t timeout_ms,
                                         char **out_events_json,
                                         char **out_error);
+
+/**
+ * Like `omprpc_client_next_events`, but the events come as JSON lines (each event, then
+ * `\n`): events never contain a raw newline, so a binding can split them with a byte search
+ * instead of parsing an array.
+ */
+omprpc_status omprpc_client_next_events_lines(const omprpc_client *client,
+                                              size_t max_events,
+                                              int64_t timeout_ms,
+                                              char **out_events_jsonl,
+                                              char **out_error);
 
 /**
  * A descriptor that polls readable while events are queued or the client is closed (for

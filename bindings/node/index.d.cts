@@ -185,8 +185,13 @@ export interface StartOptions {
   extraArgs?: string[];
   cwd?: string;
   env?: Record<string, string>;
-  inherit_env?: boolean;
-  inheritEnv?: boolean;
+  /** `true`: all of this process's environment; `"allowlist"`: only what an agent needs. */
+  inherit_env?: boolean | 'allowlist';
+  inheritEnv?: boolean | 'allowlist';
+  env_passthrough?: string[];
+  envPassthrough?: string[];
+  system_prompt_via_file?: boolean;
+  systemPromptViaFile?: boolean;
   handshake?: 'ready' | 'probe' | 'none';
   startup_timeout_ms?: number;
   startupTimeoutMs?: number;
@@ -204,6 +209,24 @@ export interface StartOptions {
   maxOutboundFrameBytes?: number | null;
   event_queue_capacity?: number;
   eventQueueCapacity?: number;
+  event_queue_max_bytes?: number;
+  eventQueueMaxBytes?: number;
+  max_turn_bytes?: number | null;
+  maxTurnBytes?: number | null;
+  turn_events?: 'all' | 'no_updates' | 'none';
+  turnEvents?: 'all' | 'no_updates' | 'none';
+  turn_summary?: boolean;
+  turnSummary?: boolean;
+  turn_idle_timeout_ms?: number | null;
+  turnIdleTimeoutMs?: number | null;
+  bridge?: 'auto' | 'always' | 'never';
+  bridge_transport?: 'unix' | 'tcp';
+  bridgeTransport?: 'unix' | 'tcp';
+  host_tool_timeout_ms?: number;
+  hostToolTimeoutMs?: number;
+  /** The gate over the agent's own tools; in host mode a `handler` may answer `policy_eval`. */
+  tool_policy?: ToolPolicy;
+  toolPolicy?: ToolPolicy;
   stop_grace_ms?: number;
   stopGraceMs?: number;
   kill_grace_ms?: number;
@@ -228,6 +251,44 @@ export interface StartOptions {
   [key: string]: unknown;
 }
 
+export type PolicyVerdict = boolean | { allow: boolean; reason?: string };
+
+export interface PolicyEvalEvent extends AgentEvent {
+  type: 'policy_eval';
+  id: string;
+  toolName: string;
+  toolCallId: string;
+  arguments: any;
+}
+
+export interface PolicyContext {
+  requestId: string;
+  toolName: string;
+  toolCallId: string;
+  event: PolicyEvalEvent;
+  client: Client;
+}
+
+export type PolicyHandler = (event: PolicyEvalEvent, ctx: PolicyContext) => PolicyVerdict | Promise<PolicyVerdict>;
+
+export interface ToolPolicy {
+  mode: 'host' | 'rules';
+  allow?: string[];
+  block?: Record<string, string>;
+  default?: 'allow' | 'block';
+  timeout_ms?: number;
+  fail_open?: boolean;
+  /** Binding only (host mode): answers each `policy_eval`. */
+  handler?: PolicyHandler;
+  [key: string]: unknown;
+}
+
+/** Prompt content blocks (`omprpc_prompt_from_content`). */
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'image'; path?: string; data_uri?: string }
+  | { type: 'file'; path?: string; data_uri?: string; text?: string; name?: string };
+
 export interface CallOptions {
   /** ms; undefined: the client's default; null / Infinity / -1: no deadline. */
   timeoutMs?: number | null;
@@ -248,6 +309,8 @@ export interface ImageContent {
 export interface PromptOptions extends CallOptions {
   images?: ImageContent[];
   streamingBehavior?: 'steer' | 'followUp';
+  /** Blocks appended to the message (images checked, text files inlined). */
+  content?: ContentBlock[];
   [key: string]: unknown;
 }
 
@@ -297,8 +360,42 @@ export interface Turn {
   assistantMessage: any | null;
   assistantText: string | null;
   promptResult: any | null;
-  /** Every event of the turn, in order. */
+  /** Every event of the turn, in order (per `turn_events`); parsed when first read. */
   events: AgentEvent[];
+  /** With the `turn_summary` option. */
+  summary?: TurnSummary;
+}
+
+export interface TurnSummary {
+  complete: boolean;
+  text: string;
+  finalText: string | null;
+  reasoning: string;
+  chunks: { kind: 'text' | 'reasoning'; text: string }[];
+  toolCalls: {
+    toolCallId: string;
+    toolName: string;
+    args: any;
+    outcome: 'success' | 'error' | 'blocked' | string;
+    result?: any;
+    reason?: string;
+  }[];
+  stopReason: string | null;
+  stopReasons: string[];
+  usage: {
+    inputTokens: number;
+    outputTokens: number;
+    cacheReadTokens: number;
+    cacheWriteTokens: number;
+    totalTokens: number;
+    cost: number;
+    contextTokens: number;
+    model: string | null;
+    calls: number;
+    [key: string]: unknown;
+  } | null;
+  messageUsage: any[];
+  [key: string]: unknown;
 }
 
 export interface BashResult {
@@ -376,6 +473,8 @@ export declare class Client extends EventEmitter {
   unregisterHostTool(name: string, opts?: CallOptions): Promise<{ toolNames: string[] }>;
   setHostUriSchemes(schemes: (HostUriScheme | string)[], opts?: CallOptions): Promise<{ schemes: string[] }>;
   registerHostUriScheme(scheme: HostUriScheme, opts?: CallOptions): Promise<{ schemes: string[] }>;
+  policyVerdict(requestId: string, allow: boolean, reason?: string | null): void;
+  setPolicyHandler(handler: PolicyHandler | null): void;
   hostToolUpdate(callId: string, partial: HostToolResult): void;
   hostToolResult(callId: string, result: HostToolResult, opts?: { isError?: boolean }): void;
   hostUriResult(requestId: string, result: HostUriResult): void;
@@ -409,3 +508,26 @@ export declare function abiVersion(): number;
 export declare function statusName(status: number): string;
 export declare function buildArgv(options?: StartOptions): string[];
 export declare function toCoreOptions(options: StartOptions): Record<string, unknown>;
+
+export declare function summarize(events: AgentEvent[] | string, options?: { model?: string | null }): Promise<TurnSummary>;
+
+/** The streaming turn summary. */
+export declare class Summarizer {
+  constructor(options?: { model?: string | null });
+  /** Feeds one raw event; returns the derived items (`{kind: "text" | "reasoning" | "tool_start" | …}`). */
+  feed(event: AgentEvent | string): { kind: string; [key: string]: any }[];
+  summary(): TurnSummary;
+  free(): void;
+  [Symbol.dispose](): void;
+}
+
+export declare function envAllowlisted(options?: { passthrough?: string[] }): Record<string, string>;
+export declare function promptFromContent(blocks: ContentBlock[]): { message: string; images: ImageContent[] };
+export declare function providerConfig(options: Record<string, unknown>): {
+  dir: string;
+  file: string;
+  env: Record<string, string>;
+  model: string;
+  envPassthrough: string[];
+  [key: string]: unknown;
+};

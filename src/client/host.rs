@@ -58,6 +58,9 @@ pub struct HostRegistry {
     /// scheme → writable
     schemes: HashMap<String, bool>,
     calls: HashMap<String, Call>,
+    /// Calls the agent cancelled, remembered (bounded) so a late reply gets CANCELLED rather
+    /// than NOT_FOUND — while the registry itself forgets them at once, replied to or not.
+    cancelled: VecDeque<String>,
     xd: HashMap<String, String>,
     xd_order: VecDeque<String>,
 }
@@ -221,25 +224,26 @@ impl HostRegistry {
     /// `host_tool_cancel` / `host_uri_cancel`: a later result is dropped. Returns whether
     /// an open call was cancelled.
     pub fn on_cancel(&mut self, target: &str) -> bool {
-        match self.calls.get_mut(target) {
-            Some(c) if !c.cancelled => {
-                c.cancelled = true;
-                true
-            }
-            _ => false,
+        if self.calls.remove(target).is_none() {
+            return false;
         }
+        if self.cancelled.len() >= XD_MEMORY {
+            self.cancelled.pop_front();
+        }
+        self.cancelled.push_back(target.to_string());
+        true
     }
 
     /// The bridge calls a connection had open (it closed): they are cancelled.
     pub fn cancel_route(&mut self, conn: &Arc<Conn>) -> Vec<String> {
-        let mut ids = Vec::new();
-        for (id, c) in self.calls.iter_mut() {
-            if let Route::Bridge(rc) = &c.route {
-                if Arc::ptr_eq(rc, conn) && !c.cancelled {
-                    c.cancelled = true;
-                    ids.push(id.clone());
-                }
-            }
+        let ids: Vec<String> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| matches!(&c.route, Route::Bridge(rc) if Arc::ptr_eq(rc, conn)))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &ids {
+            self.on_cancel(id);
         }
         ids
     }
@@ -252,6 +256,9 @@ impl HostRegistry {
     }
 
     fn open(&mut self, id: &str, finish: bool, uri: bool) -> Result<(CallKind, Route)> {
+        if !self.calls.contains_key(id) && self.cancelled.iter().any(|c| c == id) {
+            return Err(Error::new(Status::Cancelled, format!("the agent cancelled host call {id:?}; the reply was dropped")));
+        }
         let call = self
             .calls
             .get(id)
@@ -365,9 +372,11 @@ mod tests {
         assert_eq!(u["partialResult"]["content"][0]["text"], "working");
         assert_eq!(h.tool_result("c9", json!("x"), false).unwrap_err().status, Status::NotFound);
         assert_eq!(h.tool_result("c1", json!(5), false).unwrap_err().status, Status::InvalidArgument);
-        h.on_cancel("c1");
+        assert!(h.on_cancel("c1"));
+        assert!(!h.on_cancel("c1"), "only an open call can be cancelled");
+        assert_eq!(h.calls.len(), 0, "a cancelled call leaves the registry at once");
         assert_eq!(h.tool_result("c1", json!("x"), false).unwrap_err().status, Status::Cancelled);
-        assert_eq!(h.tool_result("c1", json!("x"), false).unwrap_err().status, Status::NotFound);
+        assert_eq!(h.tool_update("c1", json!("x")).unwrap_err().status, Status::Cancelled);
     }
 
     #[test]

@@ -337,13 +337,21 @@ unsafe fn message_command(
     boundary(client, out_error, || {
         let c = self::client(client)?;
         let mut params = parse_params(opt_text(options_json, "options_json")?)?.unwrap_or_default();
-        params.insert("message".into(), Value::String(text(message, "message")?.to_string()));
+        let message = prompt_message(message, Some(&params))?;
+        match params.contains_key("message") {
+            true if !message.is_empty() => return Err(Error::invalid("the message is given twice: as the argument and in the options")),
+            true => {}
+            false => {
+                params.insert("message".into(), Value::String(message.to_string()));
+            }
+        }
         let d = deadline(timeout_ms, c.default_request_deadline())?;
         c.request(command, Some(&params), d).map(drop)
     })
 }
 
-/// Sends `steer` (options: `{"images":[…]}` or NULL).
+/// Sends `steer` (options: `{"images":[…]}` or NULL; `message` may be NULL when the options
+/// carry `"message"`).
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_steer(
     client: *const omprpc_client,
@@ -355,7 +363,8 @@ pub unsafe extern "C" fn omprpc_client_steer(
     message_command(client, "steer", message, options_json, timeout_ms, out_error)
 }
 
-/// Sends `follow_up` (options: `{"images":[…]}` or NULL).
+/// Sends `follow_up` (options: `{"images":[…]}` or NULL; `message` may be NULL when the
+/// options carry `"message"`).
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_follow_up(
     client: *const omprpc_client,
@@ -479,6 +488,32 @@ pub unsafe extern "C" fn omprpc_client_next_events(
             buf.extend_from_slice(e);
         }
         buf.push(b']');
+        *slot = give_bytes(buf);
+        Ok(())
+    })
+}
+
+/// Like `omprpc_client_next_events`, but the events come as JSON lines (each event, then
+/// `\n`): events never contain a raw newline, so a binding can split them with a byte search
+/// instead of parsing an array.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_next_events_lines(
+    client: *const omprpc_client,
+    max_events: usize,
+    timeout_ms: i64,
+    out_events_jsonl: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_events_jsonl, "out_events_jsonl")?;
+        let evs = c.next_events(max_events, deadline(timeout_ms, None)?)?;
+        let total: usize = evs.iter().map(|e| e.len() + 1).sum();
+        let mut buf = Vec::with_capacity(total + 1);
+        for e in &evs {
+            buf.extend_from_slice(e);
+            buf.push(b'\n');
+        }
         *slot = give_bytes(buf);
         Ok(())
     })

@@ -136,8 +136,41 @@ static void test_helpers(void) {
     h_strfree(&err);
 }
 
+static void test_events_as_lines_and_nul_messages(void) {
+    omprpc_client *c = START(NULL, NULL);
+    char *out = NULL, *err = NULL;
+    if (!c) return;
+    CHECK_OK(omprpc_client_prompt_and_wait(c, "say hello", NULL, WAIT_MS, &out, &err), err);
+    h_strfree(&out);
+    if (CHECK_OK(omprpc_client_next_events_lines(c, 1000, WAIT_MS, &out, &err), err)) {
+        int lines = 0, saw_end = 0;
+        char *line = out, *nl;
+        while ((nl = strchr(line, '\n')) != NULL) {
+            jval *v;
+            *nl = 0;
+            v = json_parse(line);
+            CHECKF(v != NULL, "line %d is not JSON: %s", lines, line);
+            if (v && jstr(jget(v, "type")) && !strcmp(jstr(jget(v, "type")), "agent_end")) saw_end = 1;
+            json_free(v);
+            lines++;
+            line = nl + 1;
+        }
+        CHECKF(*line == 0, "text after the last newline: %s", line);
+        CHECKF(lines >= 5 && saw_end, "%d lines, agent_end seen: %d", lines, saw_end);
+        h_strfree(&out);
+    }
+    /* A message with a NUL travels in the options (a C string cannot carry it). */
+    CHECK_OK(omprpc_client_steer(c, NULL, "{\"message\":\"a\\u0000b\"}", WAIT_MS, &err), err);
+    CHECK_STATUS(omprpc_client_steer(c, "x", "{\"message\":\"y\"}", WAIT_MS, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    h_strfree(&err);
+    CHECK_STATUS(omprpc_client_follow_up(c, NULL, NULL, WAIT_MS, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    h_strfree(&err);
+    omprpc_client_free(c);
+}
+
 int main(void) {
     h_init();
+    RUN(test_events_as_lines_and_nul_messages);
     RUN(test_helpers);
     RUN(test_summary_in_turn_and_from_events);
     RUN(test_streaming_summarizer);

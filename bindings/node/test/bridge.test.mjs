@@ -1,0 +1,98 @@
+// pi through the tool bridge, end to end: the core generates a pi extension; the
+// repository's harness (tests/fixtures/bridge-harness.cjs, a stand-in for pi's extension API)
+// runs it against the live bridge while this binding's handlers answer: host tools with
+// updates, errors and cancellation (bridged calls), and the tool-policy gate in host mode.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { start } from './helpers.mjs';
+
+const HARNESS = fileURLToPath(new URL('../../../tests/fixtures/bridge-harness.cjs', import.meta.url));
+const ECHO = { name: 'echo_host', description: 'Echo', parameters: { type: 'object', properties: { message: { type: 'string' } } } };
+
+function harness(client, scenario) {
+  const argv = client.info().argv;
+  const ext = argv[argv.indexOf('--extension') + 1];
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [HARNESS, ext, scenario], { timeout: 20_000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`harness ${scenario}: ${err.message}\n${stderr}`));
+      else resolve(JSON.parse(stdout));
+    });
+  });
+}
+
+const piOptions = (extra) => [['--flavor', 'pi'], { flavor: 'pi', stopGraceMs: 300, ...extra }];
+
+test('bridged host tools: handler, updates, errors, cancellation', { skip: !fs.existsSync(HARNESS) && 'no bridge harness' }, async (t) => {
+  const seen = [];
+  let cancelled = null;
+  const c = await start(t, ...piOptions({
+    hostTools: [{
+      ...ECHO,
+      handler: async (args, ctx) => {
+        seen.push(ctx.event);
+        if (args.message === 'fail') throw new Error('it broke');
+        if (args.message === 'slow') {
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+          cancelled = ctx.signal.reason;
+          return 'too late';
+        }
+        ctx.update('wörking');
+        return { content: [{ type: 'text', text: `host: ✓ ${args.message}` }], details: { k: 1 } };
+      },
+    }],
+  }));
+  let out = await harness(c, 'tool');
+  assert.deepEqual(out.tools, ['echo_host']);
+  assert.equal(out.updates[0].content[0].text, 'wörking');
+  assert.equal(out.result.content[0].text, 'host: ✓ hello');
+  assert.equal(out.result.details.k, 1);
+  assert.equal(seen[0].bridged, true);
+  out = await harness(c, 'tool-error');
+  assert.equal(out.error, 'it broke');
+  out = await harness(c, 'abort');
+  assert.equal(out.error, 'cancelled');
+  const deadline = Date.now() + 5000;
+  while (cancelled === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(cancelled && cancelled.code, 'CANCELLED');
+});
+
+test('the tool-policy gate in host mode, answered by a handler', { skip: !fs.existsSync(HARNESS) && 'no bridge harness' }, async (t) => {
+  const asked = [];
+  const answered = new Set();
+  const c = await start(t, ...piOptions({
+    hostTools: [ECHO],
+    toolPolicy: {
+      mode: 'host',
+      timeout_ms: 2000,
+      handler: async (ev, ctx) => {
+        asked.push([ev.toolName, ctx.requestId === ev.id]);
+        answered.add(ev.id);
+        return ev.toolName === 'bash' ? { allow: false, reason: 'not in tests' } : true;
+      },
+    },
+  }));
+  const out = await harness(c, 'gate');
+  assert.equal(out.gate, true);
+  assert.deepEqual(out.bash, { block: true, reason: 'not in tests' });
+  assert.equal(out.read ?? null, null, 'allowed: no block');
+  assert.equal(out.bridged ?? null, null, 'bridged tools are not gated');
+  assert.deepEqual(asked, [['bash', true], ['read', true]]);
+  // answered by hand instead: the policy_eval event (a new iterator first gets the events
+  // taken while only the handler listened, like the core's queue would have kept them)
+  c.setPolicyHandler(null);
+  const it = c.events({ types: ['policy_eval'] });
+  const pending = harness(c, 'gate');
+  for (let i = 0; i < 2; ) {
+    const { value: q } = await it.next();
+    if (answered.has(q.id)) continue;
+    c.policyVerdict(q.id, q.toolName !== 'bash', q.toolName === 'bash' ? 'by hand' : null);
+    i++;
+  }
+  const manual = await pending;
+  assert.deepEqual(manual.bash, { block: true, reason: 'by hand' });
+  assert.equal(manual.read ?? null, null);
+  await it.return();
+});
