@@ -5,8 +5,10 @@
  *
  *   turn    AGENT N drain|nodrain S   prompt_and_wait("burst N"); "drain": a second thread
  *                                     takes the events with next_events as a host would
- *   events  AGENT N batch|single S    prompt("burst N"), then next_events (batches of
- *                                     BATCH) or next_event until agent_end; no turn assembly
+ *   events  AGENT N batch|lines|single S
+ *                                     prompt("burst N"), then next_events (batches of BATCH),
+ *                                     next_events_lines (the same, split at newlines) or
+ *                                     next_event until agent_end; no turn assembly
  *   huge    AGENT BYTES turn|events   prompt "huge BYTES": prompt_and_wait (with a draining
  *                                     thread) or prompt + next_event until agent_end
  *   rtt     AGENT COUNT               COUNT sequential get_state round trips (after a warm-up)
@@ -21,8 +23,8 @@
  * Prints one line of `key=value` pairs on stdout (the driver, examples/bench_run.rs, reads
  * it); `secs` is the timed part only (client start and close are outside it), `hwm_kib` the
  * process's peak RSS (VmHWM) at the end, `rss_end_kib` its RSS then (the client still open,
- * every string it returned freed: what the client keeps). Exit status 1 on any failure, with the reason on
- * stderr. BATCH is env OMPRPC_BENCH_BATCH (default 4096).
+ * every string it returned freed: what the client keeps). Exit status 1 on any failure, with
+ * the reason on stderr. BATCH is env OMPRPC_BENCH_BATCH (default 4096).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -226,12 +228,14 @@ static int run_turn(const char *message, long expect_events, int drain, long lon
     return 0;
 }
 
-/* prompt, then next_events / next_event until agent_end. */
-static int run_events(const char *message, long expect_events, int batch, long long s_bytes) {
+enum poll_mode { POLL_SINGLE, POLL_ARRAY, POLL_LINES };
+
+/* prompt, then next_event / next_events / next_events_lines until agent_end. */
+static int run_events(const char *message, long expect_events, enum poll_mode mode, long long s_bytes) {
     omprpc_client *c = start_client();
     char *id = NULL, *err = NULL;
     size_t bytes = 0;
-    long batches = 0, singles = 0;
+    long batches = 0, got = 0;
     drain_now(c, NULL, NULL);
     double t0 = now_s();
     omprpc_status st = omprpc_client_prompt(c, message, NULL, WAIT_MS, &id, &err);
@@ -239,26 +243,37 @@ static int run_events(const char *message, long expect_events, int batch, long l
     omprpc_string_free(id);
     for (;;) {
         char *ev = NULL;
-        if (batch) {
+        int end;
+        if (mode == POLL_ARRAY) {
             st = omprpc_client_next_events(c, g_batch, WAIT_MS, &ev, &err);
             if (st != OMPRPC_STATUS_OK) die("next_events", st, err);
             size_t len = strlen(ev);
-            int end = ends_with_agent_end(ev, len);
+            end = ends_with_agent_end(ev, len);
             bytes += len;
             batches++;
-            omprpc_string_free(ev);
-            if (end) break;
+        } else if (mode == POLL_LINES) {
+            /* What a host does with it: split at each newline (a byte search). */
+            st = omprpc_client_next_events_lines(c, g_batch, WAIT_MS, &ev, &err);
+            if (st != OMPRPC_STATUS_OK) die("next_events_lines", st, err);
+            const char *line = ev, *nl, *last = ev;
+            while ((nl = strchr(line, '\n')) != NULL) {
+                got++;
+                last = line;
+                line = nl + 1;
+            }
+            end = strncmp(last, "{\"type\":\"agent_end\"", 19) == 0;
+            batches++;
         } else {
             st = omprpc_client_next_event(c, WAIT_MS, &ev, &err);
             if (st != OMPRPC_STATUS_OK) die("next_event", st, err);
-            int end = strncmp(ev, "{\"type\":\"agent_end\"", 19) == 0;
-            singles++;
-            omprpc_string_free(ev);
-            if (end) break;
+            end = strncmp(ev, "{\"type\":\"agent_end\"", 19) == 0;
+            got++;
         }
+        omprpc_string_free(ev);
+        if (end) break;
     }
     double t1 = now_s();
-    long got = batch ? (s_bytes >= 0 ? (long)((long long)bytes - s_bytes - batches) : -1) : singles;
+    if (mode == POLL_ARRAY) got = s_bytes >= 0 ? (long)((long long)bytes - s_bytes - batches) : -1;
     long hwm = status_kib("VmHWM"), rss = status_kib("VmRSS");
     finish(c);
     printf("secs=%.6f events=%ld events_per_sec=%.0f received=%ld batches=%ld hwm_kib=%ld rss_end_kib=%ld\n",
@@ -364,7 +379,7 @@ static int run_clients(long count, long burst) {
 static void usage(void) {
     fprintf(stderr,
             "usage: omprpc_bench [--pin CPU] turn AGENT N drain|nodrain S\n"
-            "       omprpc_bench [--pin CPU] events AGENT N batch|single S\n"
+            "       omprpc_bench [--pin CPU] events AGENT N batch|lines|single S\n"
             "       omprpc_bench [--pin CPU] huge AGENT BYTES turn|events\n"
             "       omprpc_bench [--pin CPU] rtt AGENT COUNT\n"
             "       omprpc_bench [--pin CPU] clients AGENT COUNT BURST\n");
@@ -395,13 +410,15 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "events") == 0 && argc - a >= 5) {
         snprintf(msg, sizeof msg, "burst %ld", n);
-        return run_events(msg, n + 6, strcmp(argv[a + 3], "batch") == 0, atoll(argv[a + 4]));
+        const char *m = argv[a + 3];
+        enum poll_mode mode = strcmp(m, "batch") == 0 ? POLL_ARRAY : strcmp(m, "lines") == 0 ? POLL_LINES : POLL_SINGLE;
+        return run_events(msg, n + 6, mode, atoll(argv[a + 4]));
     }
     if (strcmp(mode, "huge") == 0 && argc - a >= 4) {
         /* agent_start, tool_execution_start, tool_execution_end, agent_end */
         snprintf(msg, sizeof msg, "huge %ld", n);
         if (strcmp(argv[a + 3], "turn") == 0) return run_turn(msg, 4, 1, -1);
-        return run_events(msg, 4, 0, -1);
+        return run_events(msg, 4, POLL_SINGLE, -1);
     }
     if (strcmp(mode, "rtt") == 0) return run_rtt(n);
     if (strcmp(mode, "clients") == 0 && argc - a >= 4) return run_clients(n, atol(argv[a + 3]));

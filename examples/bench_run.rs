@@ -643,6 +643,7 @@ fn drive(cfg: Config) -> i32 {
     b.c_job("burst.turn_drain", "prompt_and_wait, a 2nd thread drains next_events (C API)", &args(&["turn", &agent, &n, "drain", &s]));
     b.c_job("burst.turn_nodrain", "prompt_and_wait, nobody drains (C API)", &args(&["turn", &agent, &n, "nodrain", &s]));
     b.c_job("burst.batch", "next_events batches, no turn (C API)", &args(&["events", &agent, &n, "batch", &s]));
+    b.c_job("burst.lines", "next_events_lines batches, split at newlines, no turn (C API)", &args(&["events", &agent, &n, "lines", &s]));
     b.c_job("burst.single", "next_event one by one, no turn (C API)", &args(&["events", &agent, &n, "single", &s]));
     for name in ["Python", "Go", "Node"] {
         b.binding(name);
@@ -719,7 +720,7 @@ fn drive(cfg: Config) -> i32 {
             ratio(t, serde_t)
         );
     }
-    for key in ["burst.turn_drain", "burst.turn_nodrain", "burst.batch", "burst.single"] {
+    for key in ["burst.turn_drain", "burst.turn_nodrain", "burst.batch", "burst.lines", "burst.single"] {
         let row = b.row(key);
         let (t, r, rss) = (row.med("secs"), row.med("events_per_sec"), row.med("hwm_kib"));
         let (target, ok) = if key.starts_with("burst.turn") {
@@ -760,7 +761,7 @@ fn drive(cfg: Config) -> i32 {
         );
     }
     let mut delivered = true;
-    for (key, fig) in [("burst.turn_drain", "drained"), ("burst.batch", "received"), ("burst.single", "received")] {
+    for (key, fig) in [("burst.turn_drain", "drained"), ("burst.batch", "received"), ("burst.lines", "received"), ("burst.single", "received")] {
         for f in &b.row(key).runs {
             if f.get(fig).copied() != Some(n_events as f64) {
                 delivered = false;

@@ -1,6 +1,7 @@
 // Type-checked (tsc --noEmit), never run: the ESM declarations cover the documented API.
 import omprpc, {
   Client, ClosedError, CommandError, OmprpcError, TimeoutError, Status, TIMEOUT_INFINITE, buildArgv,
+  Summarizer, summarize, envAllowlisted, promptFromContent,
   type AgentEvent, type HostToolContext, type StartOptions, type Turn, type UiRequest,
 } from 'omprpc';
 
@@ -53,6 +54,13 @@ export async function main(fake: string): Promise<string | null> {
     else if (e instanceof TimeoutError || e instanceof ClosedError) void e.details.message;
     else if (e instanceof OmprpcError && e.status === Status.PANIC) throw e;
   }
+  client.setPolicyHandler(async (ev, ctx) => (ev.toolName === 'bash' ? { allow: false, reason: ctx.toolCallId } : true));
+  client.policyVerdict('id', false, 'no');
+  const summary = turn.summary ? turn.summary.finalText : await summarize(turn.events, { model: 'm' }).then((s) => s.finalText);
+  const sm = new Summarizer();
+  sm.feed({ type: 'agent_end', messages: [] });
+  void [summary, sm.summary().complete, envAllowlisted({ passthrough: ['X'] }).PATH, promptFromContent([{ type: 'text', text: 'x' }]).message];
+  sm.free();
   const info = client.info();
   void [info.pid, client.stderr(), client.protocolErrors(), client.eventFd(), client.closed];
   client.unref().ref();
