@@ -51,7 +51,7 @@ ASAN_TEST_DIR  := $(TARGET_DIR)/c-tests-asan
 # A hung test binary must not hang CI: each run is killed after this long.
 C_TEST_TIMEOUT := timeout --kill-after=10 600
 
-.PHONY: build release header check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests test cargo-test demo \
+.PHONY: build release header check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests node-tests test cargo-test demo \
         install clean help
 
 help:
@@ -171,8 +171,15 @@ go-tests: build
 	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) $(GO) test -race -count=1 ./... \
 	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) GOGC=1 $(GO) test -count=1 ./...
 
+# The Node binding (koffi from npm, pinned by package-lock.json): ESM, CommonJS and the
+# TypeScript declarations, against the debug library and the fake agent.
+NPM ?= npm
+node-tests: build
+	cd bindings/node && $(NPM) ci --no-audit --no-fund --loglevel=error \
+	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(NPM) test
+
 # Sequential on purpose: cargo-test rebuilds what the C programs link against.
-test: cargo-test check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests
+test: cargo-test check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests node-tests
 
 # --- demo -----------------------------------------------------------------------------
 # OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`

@@ -129,18 +129,20 @@ fn bridged_calls_look_like_omp_host_calls_and_get_exactly_one_reply() {
     let mut ext = Ext::connect(&config);
     ext.send(json!({"id": "call-1", "kind": "tool", "tool": "echo_host", "toolCallId": "toolu_1", "args": {"message": "hi"}}), true);
     let call = wait_event(&c, "host_tool_call");
-    assert_eq!(call["id"], "call-1");
+    let id = call["id"].as_str().unwrap().to_string();
+    assert!(id.ends_with(":call-1"), "the host sees a bridge-unique id: {id}");
     assert_eq!(call["toolName"], "echo_host");
     assert_eq!(call["toolCallId"], "toolu_1");
     assert_eq!(call["arguments"]["message"], "hi");
-    c.host_tool_update("call-1", json!("working")).unwrap();
-    c.host_tool_result("call-1", json!({"content": [{"type": "text", "text": "done"}], "details": {"n": 1}}), false).unwrap();
+    c.host_tool_update(&id, json!("working")).unwrap();
+    c.host_tool_result(&id, json!({"content": [{"type": "text", "text": "done"}], "details": {"n": 1}}), false).unwrap();
     let update = ext.recv().unwrap();
+    assert_eq!(update["id"], "call-1", "replies carry the extension's own id");
     assert_eq!(update["update"]["content"][0]["text"], "working");
     let result = ext.recv().unwrap();
     assert_eq!(result["result"]["content"][0]["text"], "done");
     assert_eq!(result["isError"], false);
-    assert_eq!(c.host_tool_result("call-1", json!("again"), false).unwrap_err().status, Status::NotFound);
+    assert_eq!(c.host_tool_result(&id, json!("again"), false).unwrap_err().status, Status::NotFound);
     // Unknown tools and bad arguments are answered by the library itself.
     ext.send(json!({"id": "call-2", "kind": "tool", "tool": "nope", "toolCallId": "t2", "args": {}}), true);
     let r = ext.recv().unwrap();
@@ -153,10 +155,10 @@ fn bridged_calls_look_like_omp_host_calls_and_get_exactly_one_reply() {
     assert!(ext.recv().unwrap()["error"].as_str().unwrap().contains("not a JSON object"));
     // A cancel from the extension reaches the host as host_tool_cancel, and the late result is dropped.
     ext.send(json!({"id": "call-4", "kind": "tool", "tool": "echo_host", "toolCallId": "t4", "args": {}}), true);
-    wait_event(&c, "host_tool_call");
+    let id4 = wait_event(&c, "host_tool_call")["id"].as_str().unwrap().to_string();
     ext.send(json!({"id": "call-4-cancel", "kind": "cancel", "target": "call-4"}), true);
-    assert_eq!(wait_event(&c, "host_tool_cancel")["targetId"], "call-4");
-    assert_eq!(c.host_tool_result("call-4", json!("late"), false).unwrap_err().status, Status::Cancelled);
+    assert_eq!(wait_event(&c, "host_tool_cancel")["targetId"], id4.as_str());
+    assert_eq!(c.host_tool_result(&id4, json!("late"), false).unwrap_err().status, Status::Cancelled);
     // A call open when the client closes gets an error reply.
     ext.send(json!({"id": "call-5", "kind": "tool", "tool": "echo_host", "toolCallId": "t5", "args": {}}), true);
     wait_event(&c, "host_tool_call");
@@ -172,9 +174,41 @@ fn disconnect_cancels_open_calls() {
     let (_, config) = extension(&c);
     let mut ext = Ext::connect(&config);
     ext.send(json!({"id": "d-1", "kind": "tool", "tool": "echo_host", "toolCallId": "t", "args": {}}), true);
-    wait_event(&c, "host_tool_call");
+    let id = wait_event(&c, "host_tool_call")["id"].as_str().unwrap().to_string();
     drop(ext);
-    assert_eq!(wait_event(&c, "host_tool_cancel")["targetId"], "d-1");
+    assert_eq!(wait_event(&c, "host_tool_cancel")["targetId"], id.as_str());
+}
+
+#[test]
+fn the_same_extension_id_on_two_connections_does_not_collide() {
+    let c = start(json!({"tool_policy": {"mode": "host"}}));
+    let (_, config) = extension(&c);
+    let (mut a, mut b) = (Ext::connect(&config), Ext::connect(&config));
+    for ext in [&mut a, &mut b] {
+        ext.send(json!({"id": "x-1", "kind": "tool", "tool": "echo_host", "toolCallId": "t", "args": {}}), true);
+    }
+    let first = wait_event(&c, "host_tool_call")["id"].as_str().unwrap().to_string();
+    let second = wait_event(&c, "host_tool_call")["id"].as_str().unwrap().to_string();
+    assert_ne!(first, second);
+    c.host_tool_result(&first, json!("one"), false).unwrap();
+    c.host_tool_result(&second, json!("two"), false).unwrap();
+    let got: Vec<String> = [a.recv().unwrap(), b.recv().unwrap()]
+        .iter()
+        .map(|r| r["result"]["content"][0]["text"].as_str().unwrap().to_string())
+        .collect();
+    let mut sorted = got.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["one", "two"], "each connection gets exactly its own reply");
+    for ext in [&mut a, &mut b] {
+        ext.send(json!({"id": "p-1", "kind": "policy_eval", "tool": "bash", "toolCallId": "t", "args": {}}), true);
+    }
+    let q1 = wait_event(&c, "policy_eval")["id"].as_str().unwrap().to_string();
+    let q2 = wait_event(&c, "policy_eval")["id"].as_str().unwrap().to_string();
+    assert_ne!(q1, q2);
+    c.policy_verdict(&q1, true, "").unwrap();
+    c.policy_verdict(&q2, false, "no").unwrap();
+    let blocks: Vec<bool> = [a.recv().unwrap(), b.recv().unwrap()].iter().map(|r| r["verdict"]["block"].as_bool().unwrap()).collect();
+    assert!(blocks.contains(&true) && blocks.contains(&false), "{blocks:?}");
 }
 
 #[test]

@@ -388,7 +388,7 @@ function optionsJson(opts, strip) {
 
 const CALL_OPTS = ['timeoutMs', 'signal'];
 
-/** (message, options_json) of a prompt: a message with a NUL travels inside the options. */
+/** (message, options_json) of prompt / steer / follow_up: a message with a NUL travels inside the options. */
 function promptArgs(message, opts) {
   if (typeof message !== 'string') throw new TypeError('message must be a string');
   if (!message.includes('\0')) return [message, optionsJson(opts, CALL_OPTS)];
@@ -1029,11 +1029,11 @@ class Client extends EventEmitter {
   }
 
   async steer(message, opts = {}) {
-    await this._async('steer', [text(message, 'message'), optionsJson(opts, CALL_OPTS), timeoutArg(opts.timeoutMs)], false);
+    await this._async('steer', [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], false);
   }
 
   async followUp(message, opts = {}) {
-    await this._async('followUp', [text(message, 'message'), optionsJson(opts, CALL_OPTS), timeoutArg(opts.timeoutMs)], false);
+    await this._async('followUp', [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], false);
   }
 
   async abort(opts = {}) {

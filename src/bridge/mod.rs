@@ -161,9 +161,26 @@ impl Write for Stream {
 /// One connection from the extension. Replies may be sent from any thread.
 pub struct Conn {
     stream: Mutex<Stream>,
+    /// Unique per bridge connection in this process: it prefixes the ids the host sees, so
+    /// two extension instances (each counting from 1) can never collide.
+    serial: u64,
 }
 
 impl Conn {
+    fn new(stream: Stream) -> Conn {
+        Conn { stream: Mutex::new(stream), serial: NEXT_CONN.fetch_add(1, Ordering::Relaxed) }
+    }
+
+    /// The id the host sees for the extension's request id `ext`.
+    pub fn host_id(&self, ext: &str) -> String {
+        format!("bridge{}:{ext}", self.serial)
+    }
+
+    /// The extension's own id inside a host-facing id of this connection.
+    pub fn ext_id<'a>(&self, host_id: &'a str) -> &'a str {
+        host_id.split_once(':').map_or(host_id, |(_, ext)| ext)
+    }
+
     /// Sends one reply frame (a newline is added).
     pub fn send(&self, frame: &[u8]) -> io::Result<()> {
         let mut s = self.stream.lock().unwrap();
@@ -338,13 +355,13 @@ fn accept_loop(listener: Listener, stop: i32, conns: Arc<Mutex<Vec<Arc<Conn>>>>,
         let Ok(stream) = stream else { continue };
         readers.retain(|t| !t.is_finished());
         if readers.len() >= MAX_CONNECTIONS {
-            let conn = Conn { stream: Mutex::new(stream) };
+            let conn = Conn::new(stream);
             let _ = conn.send(br#"{"id":null,"error":"too many bridge connections"}"#);
             conn.close();
             continue;
         }
         let Ok(read_half) = stream.try_clone() else { continue };
-        let conn = Arc::new(Conn { stream: Mutex::new(stream) });
+        let conn = Arc::new(Conn::new(stream));
         conns.lock().unwrap().push(conn.clone());
         let (auth, host) = (auth.clone(), host.clone());
         if let Ok(t) = std::thread::Builder::new().name("omprpc-bridge-conn".into()).spawn(move || serve_conn(read_half, conn, auth, host)) {
@@ -363,7 +380,6 @@ fn error_frame(id: &Value, text: &str) -> Vec<u8> {
 static NEXT_CONN: AtomicU64 = AtomicU64::new(0);
 
 fn serve_conn(read_half: Stream, conn: Arc<Conn>, auth: Arc<Auth>, host: Arc<dyn Host>) {
-    let _n = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
     let mut reader = BufReader::with_capacity(64 * 1024, read_half);
     let mut line = Vec::new();
     loop {

@@ -91,7 +91,7 @@ fn tool_result_out(route: &Route, id: &str, result: Value, is_error: bool) -> Ou
         }
         Route::Bridge(conn) => Outgoing::Bridge(
             conn.clone(),
-            json!({"id": id, "result": result, "isError": is_error}).to_string().into_bytes(),
+            json!({"id": conn.ext_id(id), "result": result, "isError": is_error}).to_string().into_bytes(),
         ),
     }
 }
@@ -280,7 +280,10 @@ impl HostRegistry {
             Route::Stdin => Outgoing::Stdin(
                 json!({"type": "host_tool_update", "id": id, "partialResult": partial}).to_string().into_bytes(),
             ),
-            Route::Bridge(conn) => Outgoing::Bridge(conn, json!({"id": id, "update": partial}).to_string().into_bytes()),
+            Route::Bridge(conn) => {
+                let frame = json!({"id": conn.ext_id(id), "update": partial}).to_string().into_bytes();
+                Outgoing::Bridge(conn, frame)
+            }
         })
     }
 

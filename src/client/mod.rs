@@ -23,7 +23,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::Sender;
 use serde_json::{json, Map, Value};
 
 use crate::bridge::{self, Bridge, Conn};
@@ -37,7 +37,7 @@ use events::{EventBytes, EventQueue};
 use host::{HostRegistry, Incoming, Outgoing, Route};
 use lifecycle::Lifecycle;
 use options::{Handshake, Options, UiPolicy};
-use pending::{Pending, Reply};
+use pending::{Pending, Reply, Slot as ReplySlot};
 use ui::UiQueue;
 
 /// Protocol errors kept for `protocol_errors` (oldest dropped).
@@ -171,7 +171,7 @@ impl Shared {
             st.close_reason = Some(reason.clone());
             st.life.close(&reason);
             for (id, (conn, _, _)) in st.policy.drain() {
-                let _ = conn.send(json!({"id": id, "error": "the host closed the session"}).to_string().as_bytes());
+                let _ = conn.send(json!({"id": conn.ext_id(&id), "error": "the host closed the session"}).to_string().as_bytes());
             }
             st.host.close()
         };
@@ -281,8 +281,8 @@ impl Shared {
     /// Sends a request and waits for its response. `track` marks a prompt-like command
     /// (with whether it is queued into a live run).
     fn call(&self, id: &str, ty: &str, line: &[u8], deadline: Deadline, track: Option<bool>) -> Reply {
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        self.pending.lock().unwrap().insert(id.to_string(), ty, tx)?;
+        let slot = ReplySlot::new();
+        self.pending.lock().unwrap().insert(id.to_string(), ty, slot.clone())?;
         if let Some(streaming) = track {
             self.state().life.track(id, streaming);
         }
@@ -293,31 +293,19 @@ impl Shared {
             }
             return Err(e);
         }
-        self.wait_reply(id, ty, &rx, deadline)
+        self.wait_reply(id, ty, &slot, deadline)
     }
 
-    fn wait_reply(&self, id: &str, ty: &str, rx: &Receiver<Reply>, deadline: Deadline) -> Reply {
-        let got = match deadline {
-            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            Some(d) => rx.recv_deadline(d),
-        };
-        match got {
-            Ok(reply) => reply,
-            Err(RecvTimeoutError::Timeout) => {
-                self.pending.lock().unwrap().abandon(id);
-                // The answer may have raced the timeout: prefer it.
-                if let Ok(reply) = rx.try_recv() {
-                    return reply;
-                }
-                Err(Error::new(
-                    Status::Timeout,
-                    format!("Timed out waiting for response to {ty}{}", self.stderr_suffix()),
-                ))
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                Err(self.close_reason().unwrap_or_else(|| Error::new(Status::Closed, "the client is closed")))
-            }
+    fn wait_reply(&self, id: &str, ty: &str, slot: &ReplySlot, deadline: Deadline) -> Reply {
+        if let Some(reply) = slot.wait(deadline) {
+            return reply;
         }
+        self.pending.lock().unwrap().abandon(id);
+        // The answer may have raced the timeout: prefer it.
+        if let Some(reply) = slot.wait(Some(Instant::now())) {
+            return reply;
+        }
+        Err(Error::new(Status::Timeout, format!("Timed out waiting for response to {ty}{}", self.stderr_suffix())))
     }
 
     fn request(&self, ty: &str, params: Option<&Map<String, Value>>, deadline: Deadline) -> Reply {
@@ -663,6 +651,11 @@ impl Client {
 
     /// Prompts and waits for that prompt's completion; returns the turn JSON.
     pub fn prompt_and_wait(&self, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<String> {
+        self.prompt_and_wait_json(message, options, deadline).map(json_text)
+    }
+
+    /// The same, as bytes (UTF-8 JSON without NUL; not checked again — it can be 64 MiB).
+    pub fn prompt_and_wait_json(&self, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<Vec<u8>> {
         let s = &self.shared;
         let (params, streaming) = Self::prompt_params(message, options)?;
         let id = s.next_request_id();
@@ -686,6 +679,10 @@ impl Client {
 
     /// Events from now through the next terminal `agent_end`, as a JSON array.
     pub fn collect_events(&self, deadline: Deadline) -> Result<String> {
+        self.collect_events_json(deadline).map(json_text)
+    }
+
+    pub fn collect_events_json(&self, deadline: Deadline) -> Result<Vec<u8>> {
         let s = &self.shared;
         {
             let mut st = s.state();
@@ -812,7 +809,7 @@ impl Client {
         if !allow {
             s.bridge_session_event(json!({"type": "tool_blocked", "omprpc": true, "toolCallId": call, "toolName": tool, "reason": reason}));
         }
-        conn.send(json!({"id": request_id, "verdict": {"block": !allow, "reason": reason}}).to_string().as_bytes())
+        conn.send(json!({"id": conn.ext_id(request_id), "verdict": {"block": !allow, "reason": reason}}).to_string().as_bytes())
             .map_err(|e| Error::new(Status::Io, format!("the tool bridge connection is gone: {e}")))
     }
 
@@ -882,7 +879,7 @@ impl bridge::Host for Shared {
         // The same shape as omp's own host_tool_call, so the host handles both alike.
         let mut call = Map::new();
         call.insert("type".into(), json!("host_tool_call"));
-        call.insert("id".into(), frame.get("id").cloned().unwrap_or(Value::Null));
+        call.insert("id".into(), json!(conn.host_id(frame.get("id").and_then(Value::as_str).unwrap_or_default())));
         call.insert("toolCallId".into(), frame.get("toolCallId").cloned().unwrap_or(Value::Null));
         call.insert("toolName".into(), frame.get("tool").cloned().unwrap_or(Value::Null));
         call.insert("arguments".into(), frame.get("args").cloned().unwrap_or(Value::Null));
@@ -905,7 +902,8 @@ impl bridge::Host for Shared {
         }
     }
 
-    fn cancel(&self, _conn: &Arc<Conn>, target: &str) {
+    fn cancel(&self, conn: &Arc<Conn>, target: &str) {
+        let target = &conn.host_id(target);
         if self.state().host.on_cancel(target) {
             let ev = json!({"type": "host_tool_cancel", "id": format!("{target}-cancel"), "targetId": target, "bridged": true});
             self.events.push(events::event_bytes(ev.to_string().as_bytes()));
@@ -913,7 +911,8 @@ impl bridge::Host for Shared {
     }
 
     fn policy_eval(&self, conn: &Arc<Conn>, frame: Map<String, Value>) {
-        let id = frame.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+        let ext = frame.get("id").and_then(Value::as_str).unwrap_or_default();
+        let id = conn.host_id(ext);
         let tool = frame.get("tool").and_then(Value::as_str).unwrap_or_default().to_string();
         let call = frame.get("toolCallId").and_then(Value::as_str).unwrap_or_default().to_string();
         let ev = json!({"type": "policy_eval", "id": id, "toolName": tool, "toolCallId": call,
@@ -922,7 +921,7 @@ impl bridge::Host for Shared {
             let mut st = self.state();
             if st.close_reason.is_some() {
                 drop(st);
-                let _ = conn.send(json!({"id": id, "error": "the host closed the session"}).to_string().as_bytes());
+                let _ = conn.send(json!({"id": ext, "error": "the host closed the session"}).to_string().as_bytes());
                 return;
             }
             st.policy.insert(id, (conn.clone(), call, tool));
@@ -947,6 +946,11 @@ impl bridge::Host for Shared {
             self.events.push(events::event_bytes(ev.to_string().as_bytes()));
         }
     }
+}
+
+/// Text of JSON the library assembled from validated frames (always UTF-8).
+fn json_text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 fn data_text(data: Option<Vec<u8>>) -> String {

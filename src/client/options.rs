@@ -342,7 +342,7 @@ impl Options {
             max_frame_bytes: o.bound("max_frame_bytes", None)?,
             max_outbound_frame_bytes: o.bound("max_outbound_frame_bytes", None)?,
             event_queue_capacity: o.bound("event_queue_capacity", Some(65_536))?.unwrap_or(usize::MAX),
-            event_queue_max_bytes: o.bound("event_queue_max_bytes", Some(256 << 20))?.unwrap_or(usize::MAX),
+            event_queue_max_bytes: o.bound("event_queue_max_bytes", Some(64 << 20))?.unwrap_or(usize::MAX),
             max_turn_bytes: o.bound("max_turn_bytes", Some(1 << 30))?,
             turn_events: match o.str("turn_events")? {
                 None | Some("all") => TurnEvents::All,

@@ -2,17 +2,61 @@
 //! id-less failures (used only for frames without an id, spec §6.3).
 
 use std::collections::{HashMap, VecDeque};
-
-use crossbeam_channel::Sender;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use crate::error::{Error, Result};
 
 /// What a request gets back: the raw `data` JSON (None when the response had none).
 pub type Reply = Result<Option<Vec<u8>>>;
 
+/// Where one reply is handed from the reader to the waiting caller. A mutex and condvar, not
+/// a channel: the caller parks at once instead of spinning, which matters when the agent,
+/// the reader and the caller share one CPU.
+#[derive(Default)]
+pub struct Slot {
+    reply: Mutex<Option<Reply>>,
+    ready: Condvar,
+}
+
+impl Slot {
+    pub fn new() -> Arc<Slot> {
+        Arc::new(Slot::default())
+    }
+
+    fn put(&self, r: Reply) {
+        let mut g = self.reply.lock().unwrap();
+        if g.is_none() {
+            *g = Some(r);
+        }
+        drop(g);
+        self.ready.notify_one();
+    }
+
+    /// The reply, waiting until `deadline` (None: forever). None when the deadline passed.
+    pub fn wait(&self, deadline: Option<Instant>) -> Option<Reply> {
+        let mut g = self.reply.lock().unwrap();
+        loop {
+            if let Some(r) = g.take() {
+                return Some(r);
+            }
+            match deadline {
+                None => g = self.ready.wait(g).unwrap(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return None;
+                    }
+                    g = self.ready.wait_timeout(g, d - now).unwrap().0;
+                }
+            }
+        }
+    }
+}
+
 struct Entry {
     command: String,
-    tx: Sender<Reply>,
+    slot: Arc<Slot>,
 }
 
 /// Ids whose request ended (answered or timed out) are remembered this long, so a second
@@ -35,12 +79,12 @@ pub struct Pending {
 
 impl Pending {
     /// Registers a request, unless the client is already closed.
-    pub fn insert(&mut self, id: String, command: &str, tx: Sender<Reply>) -> Result<()> {
+    pub fn insert(&mut self, id: String, command: &str, slot: Arc<Slot>) -> Result<()> {
         if let Some(e) = &self.closed {
             return Err(Error::closed_because(e));
         }
         *self.by_command.entry(command.to_string()).or_default() += 1;
-        self.entries.insert(id, Entry { command: command.to_string(), tx });
+        self.entries.insert(id, Entry { command: command.to_string(), slot });
         Ok(())
     }
 
@@ -66,7 +110,7 @@ impl Pending {
     /// None when no request with that id is waiting.
     pub fn resolve(&mut self, id: &str, reply: Reply) -> Option<String> {
         let e = self.take(id)?;
-        let _ = e.tx.send(reply);
+        e.slot.put(reply);
         self.remember(id.to_string(), e.command.clone(), Settled::Answered);
         Some(e.command)
     }
@@ -106,7 +150,7 @@ impl Pending {
             self.closed = Some(reason.clone());
         }
         for (_, e) in self.entries.drain() {
-            let _ = e.tx.send(Err(reason.clone()));
+            e.slot.put(Err(reason.clone()));
         }
         self.by_command.clear();
     }
@@ -124,7 +168,7 @@ mod tests {
     #[test]
     fn idless_heuristic_needs_exactly_one_candidate() {
         let mut p = Pending::default();
-        let (tx, _rx) = crossbeam_channel::bounded(1);
+        let tx = Slot::new();
         p.insert("req_1".into(), "get_state", tx.clone()).unwrap();
         assert_eq!(p.match_idless("get_state").as_deref(), Some("req_1"));
         assert_eq!(p.match_idless("parse").as_deref(), Some("req_1"));
@@ -143,10 +187,11 @@ mod tests {
     #[test]
     fn close_fails_waiters_and_refuses_new_requests() {
         let mut p = Pending::default();
-        let (tx, rx) = crossbeam_channel::bounded(1);
+        let tx = Slot::new();
         p.insert("req_1".into(), "x", tx.clone()).unwrap();
         p.close(&Error::new(Status::Closed, "gone"));
-        assert_eq!(rx.recv().unwrap().unwrap_err().status, Status::Closed);
+        assert_eq!(tx.wait(None).unwrap().unwrap_err().status, Status::Closed);
+        assert!(tx.wait(Some(Instant::now())).is_none(), "a slot is taken once");
         assert_eq!(p.insert("req_2".into(), "x", tx).unwrap_err().status, Status::Closed);
     }
 }

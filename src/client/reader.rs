@@ -132,6 +132,10 @@ impl Router<'_> {
         self.batch.push(ev);
     }
 
+    fn emit_line(&mut self, line: &[u8]) {
+        self.emit(event_bytes(line));
+    }
+
     fn flush(&mut self) {
         if !self.batch.is_empty() {
             self.shared.events.push_all(self.batch.drain(..));
@@ -158,9 +162,11 @@ impl Router<'_> {
         match ty.as_ref() {
             "response" => self.response(line),
             "ready" => {
+                // Queued before start returns: a host may poll right after it.
+                self.emit_line(line);
+                self.flush();
                 self.shared.state().ready = Some(line.to_vec());
                 self.shared.cond.notify_all();
-                self.emit(event_bytes(line));
             }
             "extension_ui_request" => {
                 let id = f.str(line, "id").unwrap_or_default();
@@ -170,7 +176,7 @@ impl Router<'_> {
                 for reply in handled.replies {
                     self.shared.send_internal(reply);
                 }
-                self.emit(event_bytes(line));
+                self.emit_line(line);
                 if let Some(old) = handled.evicted {
                     let mut r = Map::new();
                     r.insert("message".into(), json!(format!("UI request {old} was cancelled: too many unanswered UI requests")));
@@ -188,7 +194,7 @@ impl Router<'_> {
                     }
                 };
                 match outcome {
-                    Incoming::Deliver => self.emit(event_bytes(line)),
+                    Incoming::Deliver => self.emit_line(line),
                     Incoming::Reject(Outgoing::Bridge(..)) => unreachable!("stdin calls are answered on stdin"),
                     Incoming::Reject(Outgoing::Stdin(reply)) => {
                         let text = String::from_utf8_lossy(&reply).into_owned();
@@ -210,9 +216,9 @@ impl Router<'_> {
                 if let Some(target) = f.str(line, "targetId") {
                     self.shared.state().host.on_cancel(&target);
                 }
-                self.emit(event_bytes(line));
+                self.emit_line(line);
             }
-            "extension_error" => self.emit(event_bytes(line)),
+            "extension_error" => self.emit_line(line),
             "tool_execution_update" | "tool_execution_end" => {
                 let renamed = match (f.str(line, "toolCallId"), f.str(line, "toolName")) {
                     (Some(call), Some(name)) => {
@@ -259,13 +265,13 @@ impl Router<'_> {
     fn session_event(&mut self, line: &[u8], mark: Mark) {
         if matches!(mark, Mark::AgentEnd { terminal: true }) {
             // This may complete a turn: its events are in the queue before any waiter wakes.
-            self.emit(event_bytes(line));
+            self.emit_line(line);
             self.flush();
             self.shared.state().life.event(line, mark);
             self.shared.cond.notify_all();
         } else {
             self.shared.state().life.event(line, mark);
-            self.emit(event_bytes(line));
+            self.emit_line(line);
         }
     }
 

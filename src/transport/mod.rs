@@ -12,6 +12,8 @@ use std::sync::Mutex;
 /// A stderr "line" longer than this is cut into pieces, so a flood without newlines cannot
 /// grow memory without bound.
 const MAX_STDERR_LINE: usize = 64 * 1024;
+/// The stdout read buffer's usual size (it grows for a longer frame, then shrinks back).
+const BUF_SIZE: usize = 256 * 1024;
 /// How many trailing stderr lines an error message quotes.
 const STDERR_TAIL_LINES: usize = 20;
 
@@ -109,7 +111,7 @@ pub fn pump(
     max_frame: Option<usize>,
     stop: RawFd,
 ) -> PumpEnd {
-    let mut buf: Vec<u8> = Vec::with_capacity(256 * 1024);
+    let mut buf: Vec<u8> = Vec::with_capacity(BUF_SIZE);
     // Bytes of `buf` already searched for LF, so a long frame is scanned once, not per read.
     let mut scanned = 0usize;
     let mut stderr_open = true;
@@ -184,6 +186,10 @@ pub fn pump(
         }
         if start > 0 {
             buf.drain(..start);
+        }
+        // A huge frame grew the buffer: give the memory back once it has been handled.
+        if buf.capacity() > 4 * BUF_SIZE && buf.len() < BUF_SIZE {
+            buf.shrink_to(BUF_SIZE);
         }
         scanned = buf.len();
         if let Some(limit) = max_frame {

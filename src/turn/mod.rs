@@ -17,17 +17,13 @@ use crate::protocol::scan::Fields;
 /// its `events` member, so the events are copied once, straight into the result.
 pub const TURN_PREFIX: &[u8] = b"{\"events\":[";
 
-/// The collected events as a JSON array (the collector was started with prefix `[`).
-pub fn events_array(c: Collector) -> Result<String> {
+/// The collected events as a JSON array (the collector was started with prefix `[`). The
+/// bytes are validated frames joined by commas: UTF-8 JSON without NUL.
+pub fn events_array(c: Collector) -> Result<Vec<u8>> {
     c.outcome.expect("collector is complete")?;
     let mut out = c.events;
     out.push(b']');
-    Ok(utf8(out))
-}
-
-/// The events are validated UTF-8 JSON joined by commas, so this never replaces anything.
-fn utf8(out: Vec<u8>) -> String {
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    Ok(out)
 }
 
 fn role(message: &[u8]) -> Option<String> {
@@ -117,9 +113,10 @@ fn summarize(c: &Collector, model: Option<String>) -> Value {
     s.finish()
 }
 
-/// The turn JSON for a completed prompt; with `summary`, a `summary` member too (the model
-/// named is the configured one, for usage that does not name its own).
-pub fn build(request_id: &str, c: Collector, summary: Option<Option<String>>) -> Result<String> {
+/// The turn JSON for a completed prompt (UTF-8 JSON without NUL); with `summary`, a
+/// `summary` member too (the model named is the configured one, for usage that does not name
+/// its own).
+pub fn build(request_id: &str, c: Collector, summary: Option<Option<String>>) -> Result<Vec<u8>> {
     let summary = summary.map(|model| summarize(&c, model));
     let Outcome { agent_end, agent_invoked, prompt_result } = c.outcome.expect("collector is complete")?;
     let msgs = match &agent_end {
@@ -157,7 +154,7 @@ pub fn build(request_id: &str, c: Collector, summary: Option<Option<String>>) ->
     drop(msgs);
     let mut out = c.events;
     out.extend_from_slice(tail.as_bytes());
-    Ok(utf8(out))
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -191,7 +188,7 @@ mod tests {
     fn plain_turn() {
         let end = format!(r#"{{"type":"agent_end","messages":[{PONG}]}}"#);
         let c = run(&[r#"{"type":"agent_start"}"#, &end]);
-        let t: Value = serde_json::from_str(&build("req_1", c, Some(None)).unwrap()).unwrap();
+        let t: Value = serde_json::from_slice(&build("req_1", c, Some(None)).unwrap()).unwrap();
         assert_eq!(t["summary"]["finalText"], "pong");
         assert_eq!(t["assistantText"], "pong");
         assert_eq!(t["events"].as_array().unwrap().len(), 2);
@@ -206,7 +203,7 @@ mod tests {
         let me2 = format!(r#"{{"type":"message_end","message":{term}}}"#);
         let end = format!(r#"{{"type":"agent_end","messages":[{term}],"messageCount":2}}"#);
         let c = run(&[r#"{"type":"agent_start"}"#, &me, &me2, &end]);
-        let t: Value = serde_json::from_str(&build("r", c, None).unwrap()).unwrap();
+        let t: Value = serde_json::from_slice(&build("r", c, None).unwrap()).unwrap();
         let roles: Vec<_> = t["messages"].as_array().unwrap().iter().map(|m| m["role"].clone()).collect();
         assert_eq!(roles, [Value::from("assistant"), Value::from("custom")]);
         assert_eq!(t["assistantText"], "pong");
@@ -224,7 +221,7 @@ mod tests {
     fn assistant_falls_back_to_events() {
         let upd = format!(r#"{{"type":"message_update","message":{PONG}}}"#);
         let c = run(&[&upd, r#"{"type":"agent_end","messages":[]}"#]);
-        let t: Value = serde_json::from_str(&build("r", c, None).unwrap()).unwrap();
+        let t: Value = serde_json::from_slice(&build("r", c, None).unwrap()).unwrap();
         assert_eq!(t["assistantText"], "pong");
     }
 }

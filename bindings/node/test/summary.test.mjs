@@ -79,10 +79,12 @@ test('helpers: environment allow-list, content blocks, provider config', () => {
   assert.throws(() => providerConfig({ providers: {} }), InvalidArgumentError);
 });
 
-test('a prompt message with a NUL travels intact (through the options)', async (t) => {
+test('a message with a NUL travels intact (through the options): prompt, steer, follow_up', async (t) => {
   const c = await start(t);
   assert.equal((await c.promptAndWait('say\0hello')).assistantText, 'pong');
   assert.ok((await c.prompt('a\0b')).length > 0);
   await c.waitForIdle();
-  await assert.rejects(c.steer('a\0b'), InvalidArgumentError);
+  await c.steer('a\0b');
+  await c.followUp('c\0d');
+  await assert.rejects(c.bash('a\0b'), InvalidArgumentError);
 });
