@@ -91,7 +91,7 @@ impl LineSink for Router<'_> {
         if let Err(reason) = check_frame(&mut self.fields, line) {
             return self.invalid(line, &reason);
         }
-        if self.fields.str(line, "type").as_deref() == Some("rpc_chunk") {
+        if self.fields.str_bytes(line, "type").as_deref() == Some(b"rpc_chunk") {
             let fed = self.shared.decoder.lock().unwrap().feed(line, &self.fields);
             return match fed {
                 Err(m) => self.fatal(Error::new(Status::Protocol, m)),
@@ -158,17 +158,18 @@ impl Router<'_> {
 
     fn dispatch(&mut self, line: &[u8]) {
         let f = &self.fields;
-        let ty: Cow<str> = f.str(line, "type").unwrap_or(Cow::Borrowed(""));
-        match ty.as_ref() {
-            "response" => self.response(line),
-            "ready" => {
+        let ty_bytes = f.str_bytes(line, "type").unwrap_or(Cow::Borrowed(b""));
+        let ty: &[u8] = &ty_bytes;
+        match ty {
+            b"response" => self.response(line),
+            b"ready" => {
                 // Queued before start returns: a host may poll right after it.
                 self.emit_line(line);
                 self.flush();
                 self.shared.state().ready = Some(line.to_vec());
                 self.shared.cond.notify_all();
             }
-            "extension_ui_request" => {
+            b"extension_ui_request" => {
                 let id = f.str(line, "id").unwrap_or_default();
                 let method = f.str(line, "method").unwrap_or_default();
                 let target = f.str(line, "targetId");
@@ -183,11 +184,11 @@ impl Router<'_> {
                     self.protocol_error(r);
                 }
             }
-            "host_tool_call" | "host_uri_request" => {
+            b"host_tool_call" | b"host_uri_request" => {
                 let map: Map<String, Value> = serde_json::from_slice(line).unwrap_or_default();
                 let outcome = {
                     let mut st = self.shared.state();
-                    if ty == "host_tool_call" {
+                    if ty == b"host_tool_call" {
                         st.host.on_tool_call(&map, Route::Stdin)
                     } else {
                         st.host.on_uri_request(&map)
@@ -200,7 +201,7 @@ impl Router<'_> {
                         let text = String::from_utf8_lossy(&reply).into_owned();
                         self.shared.send_internal(reply);
                         let mut r = Map::new();
-                        r.insert("message".into(), json!(format!("answered a {ty} with an error by itself: {text}")));
+                        r.insert("message".into(), json!(format!("answered a {} with an error by itself: {text}", String::from_utf8_lossy(ty))));
                         r.insert("frame".into(), Value::Object(map));
                         self.protocol_error(r);
                     }
@@ -212,17 +213,17 @@ impl Router<'_> {
                     }
                 }
             }
-            "host_tool_cancel" | "host_uri_cancel" => {
+            b"host_tool_cancel" | b"host_uri_cancel" => {
                 if let Some(target) = f.str(line, "targetId") {
                     self.shared.state().host.on_cancel(&target);
                 }
                 self.emit_line(line);
             }
-            "extension_error" => self.emit_line(line),
-            "tool_execution_update" | "tool_execution_end" => {
+            b"extension_error" => self.emit_line(line),
+            b"tool_execution_update" | b"tool_execution_end" => {
                 let renamed = match (f.str(line, "toolCallId"), f.str(line, "toolName")) {
                     (Some(call), Some(name)) => {
-                        self.shared.state().host.rename(&call, &name, ty == "tool_execution_end")
+                        self.shared.state().host.rename(&call, &name, ty == b"tool_execution_end")
                     }
                     _ => None,
                 };
@@ -237,17 +238,17 @@ impl Router<'_> {
                     }
                 }
             }
-            "message_update" => self.session_event(line, Mark::Update),
-            "agent_start" => self.session_event(line, Mark::AgentStart),
-            "agent_end" => {
+            b"message_update" => self.session_event(line, Mark::Update),
+            b"agent_start" => self.session_event(line, Mark::AgentStart),
+            b"agent_end" => {
                 let terminal = f.kind(line, "isTerminal") != Some(Kind::False);
                 self.session_event(line, Mark::AgentEnd { terminal });
             }
-            "message_end" => {
+            b"message_end" => {
                 let message = f.raw(line, "message").unwrap_or(b"null");
                 self.session_event(line, Mark::MessageEnd { message });
             }
-            "prompt_result" => {
+            b"prompt_result" => {
                 let id = f.str(line, "id").map(Cow::into_owned);
                 let invoked = f.kind(line, "agentInvoked") != Some(Kind::False);
                 if let Some(id) = id {

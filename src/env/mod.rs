@@ -35,20 +35,9 @@ pub fn build(from: Option<&BTreeMap<String, String>>, opt_in: &[String]) -> BTre
 
 /// `bytes` random bytes from the kernel, as hex.
 pub fn random_hex(bytes: usize) -> io::Result<String> {
+    use std::io::Read;
     let mut buf = vec![0u8; bytes];
-    let mut filled = 0;
-    while filled < bytes {
-        // SAFETY: getrandom writes at most `bytes - filled` bytes into the buffer's tail.
-        let n = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), bytes - filled, 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        filled += n as usize;
-    }
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 

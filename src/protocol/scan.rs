@@ -137,6 +137,21 @@ impl Fields {
         string_value(bytes, f)
     }
 
+    /// The string value of member `name` as bytes, without a UTF-8 check (the scanned line
+    /// was checked whole): the hot path compares `type` values this way.
+    pub fn str_bytes<'b>(&self, bytes: &'b [u8], name: &str) -> Option<Cow<'b, [u8]>> {
+        let f = self.get(bytes, name)?;
+        if f.kind != Kind::String {
+            return None;
+        }
+        let body = &bytes[f.value.start + 1..f.value.end - 1];
+        if f.value_escaped {
+            unescape(body).map(|s| Cow::Owned(s.into_bytes()))
+        } else {
+            Some(Cow::Borrowed(body))
+        }
+    }
+
     /// The raw JSON text of member `name`.
     pub fn raw<'b>(&self, bytes: &'b [u8], name: &str) -> Option<&'b [u8]> {
         self.get(bytes, name).map(|f| &bytes[f.value.clone()])

@@ -14,6 +14,10 @@ use std::sync::Mutex;
 const MAX_STDERR_LINE: usize = 64 * 1024;
 /// The stdout read buffer's usual size (it grows for a longer frame, then shrinks back).
 const BUF_SIZE: usize = 256 * 1024;
+/// Bytes asked of one read: at least this, more while a long frame accumulates (so a
+/// 64 MiB frame takes tens of reads, not thousands), up to MAX_READ.
+const READ_SIZE: usize = 128 * 1024;
+const MAX_READ: usize = 4 << 20;
 /// How many trailing stderr lines an error message quotes.
 const STDERR_TAIL_LINES: usize = 20;
 
@@ -104,7 +108,7 @@ pub enum PumpEnd {
 /// `stderr`. One thread serves both pipes (poll), so the stderr tail is current whenever a
 /// frame is handled, and nothing is lost when stdout closes first.
 pub fn pump(
-    stdout: File,
+    mut stdout: File,
     mut stderr: File,
     sink: &mut dyn LineSink,
     ring: &Mutex<StderrRing>,
@@ -141,24 +145,24 @@ pub fn pump(
         if fds[0].revents == 0 {
             continue;
         }
-        if buf.capacity() - buf.len() < 64 * 1024 {
-            buf.reserve(buf.len().max(64 * 1024));
-        }
-        let spare = buf.spare_capacity_mut();
-        // SAFETY: read(2) writes at most `spare.len()` bytes into the spare capacity, and we
-        // only extend the length by what it reports.
-        let n = unsafe { libc::read(stdout.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
-                _ => break PumpEnd::Io(e),
+        // Read into a zeroed tail (zeroing costs far less than the copy from the pipe).
+        let filled = buf.len();
+        let room = READ_SIZE.max(filled.min(MAX_READ));
+        buf.resize(filled + room, 0);
+        let n = match stdout.read(&mut buf[filled..]) {
+            Ok(n) => n,
+            Err(e) => {
+                buf.truncate(filled);
+                match e.kind() {
+                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
+                    _ => break PumpEnd::Io(e),
+                }
             }
-        }
+        };
+        buf.truncate(filled + n);
         if n == 0 {
             break PumpEnd::Eof { partial: buf.len() };
         }
-        unsafe { buf.set_len(buf.len() + n as usize) };
         let mut start = 0usize;
         let mut stop = false;
         while let Some(pos) = memchr::memchr(b'\n', &buf[scanned..]) {
