@@ -756,30 +756,30 @@ impl Client {
         }
     }
 
-    /// Registers host tools; the registry is updated before the request goes out, so a call
-    /// that follows the response at once is already known (and restored on failure).
-    pub fn set_host_tools(&self, tools: Value, deadline: Deadline) -> Result<String> {
-        let names = HostRegistry::check_tools(&tools)?;
-        self.shared.state().host.set_tools(names);
+    /// Sends a registration command; the registry is updated (`set(true)`) before the request
+    /// goes out, so a call that follows the response at once is already known, and emptied
+    /// (`set(false)`) when the agent refuses it.
+    fn register(&self, command: &str, key: &str, list: Value, deadline: Deadline, set: impl Fn(&mut HostRegistry, bool)) -> Result<String> {
+        set(&mut self.shared.state().host, true);
         let mut p = Map::new();
-        p.insert("tools".into(), tools);
-        let r = self.shared.request("set_host_tools", Some(&p), deadline);
+        p.insert(key.into(), list);
+        let r = self.shared.request(command, Some(&p), deadline);
         if r.is_err() {
-            self.shared.state().host.set_tools(Vec::new());
+            set(&mut self.shared.state().host, false);
         }
         Ok(data_text(r?))
     }
 
+    pub fn set_host_tools(&self, tools: Value, deadline: Deadline) -> Result<String> {
+        let names = HostRegistry::check_tools(&tools)?;
+        self.register("set_host_tools", "tools", tools, deadline, |h, ok| h.set_tools(if ok { names.clone() } else { Vec::new() }))
+    }
+
     pub fn set_host_uri_schemes(&self, schemes: Value, deadline: Deadline) -> Result<String> {
         let parsed = HostRegistry::check_schemes(&schemes)?;
-        self.shared.state().host.set_schemes(parsed);
-        let mut p = Map::new();
-        p.insert("schemes".into(), schemes);
-        let r = self.shared.request("set_host_uri_schemes", Some(&p), deadline);
-        if r.is_err() {
-            self.shared.state().host.set_schemes(Vec::new());
-        }
-        Ok(data_text(r?))
+        self.register("set_host_uri_schemes", "schemes", schemes, deadline, |h, ok| {
+            h.set_schemes(if ok { parsed.clone() } else { Vec::new() })
+        })
     }
 
     pub fn host_tool_update(&self, call_id: &str, partial: Value) -> Result<()> {

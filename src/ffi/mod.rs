@@ -466,6 +466,35 @@ pub unsafe extern "C" fn omprpc_client_next_event(
     })
 }
 
+/// The body of the batch polls: up to `max` events, each followed by `sep`, the whole
+/// between `open` and `close` (the last separator dropped when `close` is given).
+unsafe fn events_joined(
+    client: *const omprpc_client,
+    max: usize,
+    timeout_ms: i64,
+    out_events: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+    (open, sep, close): (&[u8], u8, &[u8]),
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_events, "out_events")?;
+        let evs = c.next_events(max, deadline(timeout_ms, None)?)?;
+        let mut buf = Vec::with_capacity(evs.iter().map(|e| e.len() + 1).sum::<usize>() + open.len() + close.len());
+        buf.extend_from_slice(open);
+        for e in &evs {
+            buf.extend_from_slice(e);
+            buf.push(sep);
+        }
+        if !close.is_empty() {
+            buf.pop();
+            buf.extend_from_slice(close);
+        }
+        *slot = give_json(buf);
+        Ok(())
+    })
+}
+
 /// Waits for one event, then takes up to `max_events` queued events as one JSON array.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_next_events(
@@ -475,23 +504,7 @@ pub unsafe extern "C" fn omprpc_client_next_events(
     out_events_json: *mut *mut c_char,
     out_error: *mut *mut c_char,
 ) -> Status {
-    boundary(client, out_error, || {
-        let c = self::client(client)?;
-        let slot = out(out_events_json, "out_events_json")?;
-        let evs = c.next_events(max_events, deadline(timeout_ms, None)?)?;
-        let total: usize = evs.iter().map(|e| e.len() + 1).sum();
-        let mut buf = Vec::with_capacity(total + 2);
-        buf.push(b'[');
-        for (i, e) in evs.iter().enumerate() {
-            if i > 0 {
-                buf.push(b',');
-            }
-            buf.extend_from_slice(e);
-        }
-        buf.push(b']');
-        *slot = give_json(buf);
-        Ok(())
-    })
+    events_joined(client, max_events, timeout_ms, out_events_json, out_error, (b"[", b',', b"]"))
 }
 
 /// Like `omprpc_client_next_events`, but the events come as JSON lines (each event, then
@@ -505,19 +518,7 @@ pub unsafe extern "C" fn omprpc_client_next_events_lines(
     out_events_jsonl: *mut *mut c_char,
     out_error: *mut *mut c_char,
 ) -> Status {
-    boundary(client, out_error, || {
-        let c = self::client(client)?;
-        let slot = out(out_events_jsonl, "out_events_jsonl")?;
-        let evs = c.next_events(max_events, deadline(timeout_ms, None)?)?;
-        let total: usize = evs.iter().map(|e| e.len() + 1).sum();
-        let mut buf = Vec::with_capacity(total + 1);
-        for e in &evs {
-            buf.extend_from_slice(e);
-            buf.push(b'\n');
-        }
-        *slot = give_json(buf);
-        Ok(())
-    })
+    events_joined(client, max_events, timeout_ms, out_events_jsonl, out_error, (b"", b'\n', b""))
 }
 
 /// A descriptor that polls readable while events are queued or the client is closed (for
@@ -847,38 +848,38 @@ pub unsafe extern "C" fn omprpc_provider_config(options_json: *const c_char, out
     })
 }
 
-/// The agent's last `max_stderr_lines` stderr lines, as text.
-#[no_mangle]
-pub unsafe extern "C" fn omprpc_client_stderr(client: *const omprpc_client, out_text: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
+/// The body of an export that reads one string from the client.
+unsafe fn client_string(
+    client: *const omprpc_client,
+    out_text: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+    read: impl FnOnce(&Client) -> String,
+) -> Status {
     boundary(client, out_error, || {
         let c = self::client(client)?;
         let slot = out(out_text, "out_text")?;
-        *slot = give(c.stderr());
+        *slot = give(read(c));
         Ok(())
     })
+}
+
+/// The agent's last `max_stderr_lines` stderr lines, as text.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_stderr(client: *const omprpc_client, out_text: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
+    client_string(client, out_text, out_error, Client::stderr)
 }
 
 /// The recorded protocol errors (JSON array, the last 128).
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_protocol_errors(client: *const omprpc_client, out_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
-    boundary(client, out_error, || {
-        let c = self::client(client)?;
-        let slot = out(out_json, "out_json")?;
-        *slot = give(c.protocol_errors());
-        Ok(())
-    })
+    client_string(client, out_json, out_error, Client::protocol_errors)
 }
 
 /// `{"pid","argv"(redacted),"flavor","protocolVersion","ready","closed","closeReason",
 /// "activeOperation","pendingRequests"}`.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_info(client: *const omprpc_client, out_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
-    boundary(client, out_error, || {
-        let c = self::client(client)?;
-        let slot = out(out_json, "out_json")?;
-        *slot = give(c.info());
-        Ok(())
-    })
+    client_string(client, out_json, out_error, Client::info)
 }
 
 /// Closes the client: every blocked call returns at once (CLOSED, or the earlier reason),
