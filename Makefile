@@ -224,3 +224,12 @@ install: release
 
 clean:
 	$(CARGO) clean
+
+# --- real omp (opt-in) ----------------------------------------------------------------
+# The Rust client against the real omp 18.2.3 (Bun from npm), offline, with omprpc-fake-llm
+# (tests/real_omp.rs, facts in tests/support/OMP-NOTES.md). Not part of `make test`: the
+# first run installs ~1.5 GB into $HOME/.cache/omprpc/omp-18.2.3 (OMPRPC_OMP_CACHE overrides;
+# ~45 s), then the suite takes ~35 s. Without OMPRPC_REAL_OMP=1 the tests only print a hint.
+.PHONY: test-omp
+test-omp:
+	OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test real_omp

@@ -308,8 +308,10 @@ fn extension_settles_when_the_host_goes_away() {
 }
 
 #[test]
-fn tcp_transport_works_too() {
-    let c = start(json!({"bridge_transport": "tcp"}));
+fn tcp_transport_works_too_and_load_mode_reaches_the_agent() {
+    let mut tool = echo_tool();
+    tool["loadMode"] = json!("essential");
+    let c = start(json!({"bridge_transport": "tcp", "host_tools": [tool]}));
     let (_, config) = extension(&c);
     assert!(config["port"].as_u64().unwrap() > 0);
     let out = harness(&c, "tool", |c| {
@@ -317,4 +319,5 @@ fn tcp_transport_works_too() {
         c.host_tool_result(call["id"].as_str().unwrap(), json!("over tcp"), false).unwrap();
     });
     assert_eq!(out["result"]["content"][0]["text"], "over tcp");
+    assert_eq!(out["loadModes"], json!(["essential"]), "omp offers a tool directly only with loadMode essential");
 }

@@ -106,6 +106,8 @@ for (const tool of CONFIG.tools) {
     label: tool.label || tool.name,
     description: tool.description,
     parameters: tool.parameters,
+    ...(tool.loadMode !== undefined ? { loadMode: tool.loadMode } : {}),
+    ...(tool.hidden !== undefined ? { hidden: tool.hidden } : {}),
     async execute(toolCallId, params, signal, onUpdate) {
       if (signal && signal.aborted) throw new Error("cancelled");
       const call = request({ kind: "tool", tool: tool.name, toolCallId, args: params ?? {} }, CONFIG.callTimeoutMs, onUpdate);
@@ -143,7 +145,18 @@ pub fn render(flavor: Flavor, c: &Config) -> (&'static str, String) {
     let tools: Vec<Value> = c
         .tools
         .iter()
-        .map(|t| json!({"name": t["name"], "label": t.get("label").cloned().unwrap_or(Value::Null), "description": t["description"], "parameters": t["parameters"]}))
+        .map(|t| {
+            let mut v = json!({"name": t["name"], "label": t.get("label").cloned().unwrap_or(Value::Null),
+                               "description": t["description"], "parameters": t["parameters"]});
+            // omp offers an extension tool to the model directly only with loadMode
+            // "essential" (else it becomes an xd:// device); pi ignores both fields.
+            for key in ["loadMode", "hidden"] {
+                if let Some(x) = t.get(key) {
+                    v[key] = x.clone();
+                }
+            }
+            v
+        })
         .collect();
     let (socket, port) = match &c.endpoint {
         Endpoint::Unix(p) => (Value::String(p.to_string_lossy().into_owned()), Value::Null),

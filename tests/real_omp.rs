@@ -1,0 +1,541 @@
+//! The Rust client against the REAL omp 18.2.3 (`@oh-my-pi/pi-coding-agent`, run by Bun from
+//! npm), offline, with `omprpc-fake-llm` as its model — the scenarios of `tests/real_pi.rs`.
+//!
+//! Opt-in: without `OMPRPC_REAL_OMP=1` every test prints "set OMPRPC_REAL_OMP=1 (make
+//! test-omp)" and passes (omp + Bun are ~1.5 GB). With it, omp is installed once into a cache
+//! outside the repository (see `tests/support/omp.rs`); a failed install fails the tests.
+//!
+//! Run: `make test-omp`, or `OMPRPC_REAL_OMP=1 cargo test --test real_omp -- --nocapture`.
+//! What omp does on the wire is written down in `tests/support/OMP-NOTES.md`.
+
+#[path = "support/omp.rs"]
+mod omp;
+#[path = "support/pi.rs"]
+mod pi;
+
+use std::time::{Duration, Instant};
+
+use omp::OmpEnv;
+use omprpc::client::{deadline_after, parse_params};
+use omprpc::{Client, Status};
+use serde_json::{json, Value};
+
+/// Generous: omp takes ~5 s to start on an idle 2-core machine.
+fn secs(n: u64) -> Option<Instant> {
+    deadline_after(Some(Duration::from_secs(n)))
+}
+
+fn parse(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
+}
+
+fn start(env: &OmpEnv, extra_args: &[&str], extra_opts: Value) -> Client {
+    let mut opts = env.options(extra_args);
+    for (k, v) in extra_opts.as_object().unwrap() {
+        opts[k] = v.clone();
+    }
+    let started = Instant::now();
+    let c = Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("starting omp failed: {e}"));
+    // Shown with --nocapture or on failure: omp's start-up dominates these tests.
+    eprintln!("omp was ready after {:.1}s", started.elapsed().as_secs_f64());
+    c
+}
+
+fn turn(c: &Client, message: &str) -> Value {
+    let started = Instant::now();
+    let t = c.prompt_and_wait(message, None, secs(120)).unwrap_or_else(|e| panic!("{message}: {e}\nstderr: {}", c.stderr()));
+    eprintln!("turn {:?} took {:.1}s", message.chars().take(40).collect::<String>(), started.elapsed().as_secs_f64());
+    serde_json::from_str(&t).unwrap()
+}
+
+fn events<'a>(turn: &'a Value, ty: &str) -> Vec<&'a Value> {
+    turn["events"].as_array().unwrap().iter().filter(|e| e["type"] == ty).collect()
+}
+
+fn one<'a>(turn: &'a Value, ty: &str) -> &'a Value {
+    let evs = events(turn, ty);
+    assert_eq!(evs.len(), 1, "expected one {ty} event, got {}: {:#}", evs.len(), turn["events"]);
+    evs[0]
+}
+
+/// Pulls queued events until one matches; the events after it stay queued.
+fn wait_event(c: &Client, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
+    wait_event_after(c, what, matches).1
+}
+
+/// The same, also returning the events it skipped (in order).
+fn wait_event_after(c: &Client, what: &str, matches: impl Fn(&Value) -> bool) -> (Vec<Value>, Value) {
+    let deadline = secs(120);
+    let mut skipped = Vec::new();
+    loop {
+        let evs = c.next_events(1, deadline).unwrap_or_else(|e| panic!("waiting for {what}: {e}\nstderr: {}", c.stderr()));
+        let v = parse(&evs[0]);
+        if matches(&v) {
+            return (skipped, v);
+        }
+        skipped.push(v);
+    }
+}
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"].as_array().map(|t| t.iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect()).unwrap_or_default()
+}
+
+fn result_text(v: &Value) -> String {
+    v["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect::<Vec<_>>().join("")
+}
+
+fn system_prompt(request: &Value) -> String {
+    request["messages"][0]["content"].as_str().unwrap_or_default().to_string()
+}
+
+/// The text parts of the last user message of an LLM request.
+fn last_user_texts(request: &Value) -> Vec<String> {
+    let msgs = request["messages"].as_array().unwrap();
+    let user = msgs.iter().rev().find(|m| m["role"] == "user").unwrap();
+    match &user["content"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str().map(str::to_string)).collect(),
+        _ => vec![],
+    }
+}
+
+// (a) A plain text turn.
+#[test]
+fn text_turn() {
+    let Some(env) = OmpEnv::new("text_turn", json!([{"match": "say hello", "replies": [{"text": "Hello from the fake model"}]}])) else { return };
+    let c = start(&env, &[], json!({}));
+    let t = turn(&c, "say hello");
+    assert_eq!(t["assistantText"], "Hello from the fake model");
+    assert_eq!(t["agentInvoked"], true);
+    assert_eq!(t["assistantMessage"]["stopReason"], "stop");
+    assert_eq!(t["assistantMessage"]["provider"], "fake");
+    // The text came as several deltas.
+    let deltas: Vec<&str> = events(&t, "message_update")
+        .iter()
+        .filter(|e| e["assistantMessageEvent"]["type"] == "text_delta")
+        .map(|e| e["assistantMessageEvent"]["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, ["Hello ", "from ", "the ", "fake ", "model"]);
+    let types: Vec<&str> = t["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"agent_start"));
+    assert_eq!(types.last(), Some(&"agent_end"));
+    // The user message as omp records it: the prompt text alone.
+    let user = &t["messages"][0];
+    assert_eq!((user["role"].as_str(), user["content"].clone()), (Some("user"), json!([{"type": "text", "text": "say hello"}])));
+    // What omp sent the model: one streaming request, its system prompt, its default tools.
+    let reqs = env.llm_requests();
+    assert_eq!(reqs.len(), 1, "{reqs:#?}");
+    assert_eq!(reqs[0]["model"], "fake-model");
+    assert_eq!(reqs[0]["stream"], true);
+    assert_eq!(reqs[0]["stream_options"]["include_usage"], true);
+    assert_eq!(reqs[0]["messages"][0]["role"], "system");
+    assert!(system_prompt(&reqs[0]).contains("Oh My Pi"), "{}", &system_prompt(&reqs[0])[..400]);
+    // omp puts a <system-reminder> (date, cwd) before the prompt in the same user message.
+    let texts = last_user_texts(&reqs[0]);
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts[0].starts_with("<system-reminder>"), "{texts:?}");
+    assert_eq!(texts[1], "say hello");
+    let names = tool_names(&reqs[0]);
+    for t in ["read", "bash", "edit", "write"] {
+        assert!(names.contains(&t.to_string()), "{names:?}");
+    }
+    // The client keeps working: a state round trip and a second turn with the default reply.
+    let state: Value = serde_json::from_str(&c.request("get_state", None, secs(60)).unwrap()).unwrap();
+    assert_eq!(state["model"]["id"], "fake-model");
+    assert_eq!(state["isStreaming"], false);
+    assert_eq!(turn(&c, "anything else")["assistantText"], "pong");
+    c.close().unwrap();
+}
+
+// (b) The model calls omp's built-in bash tool.
+#[test]
+fn builtin_bash_tool_turn() {
+    let script = json!([{"match": "run bash", "replies": [
+        {"text": "Running it. ", "tool_call": {"name": "bash", "arguments": {"command": "echo hi-from-bash && pwd"}}},
+        {"text": "done: {{last_tool_result}}"}]}]);
+    let Some(env) = OmpEnv::new("bash_tool", script) else { return };
+    let c = start(&env, &["--tools", "bash"], json!({}));
+    let t = turn(&c, "please run bash");
+    let work = env.work.canonicalize().unwrap().display().to_string();
+    let start = one(&t, "tool_execution_start");
+    assert_eq!(start["toolName"], "bash");
+    assert_eq!(start["args"], json!({"command": "echo hi-from-bash && pwd"}));
+    let end = one(&t, "tool_execution_end");
+    assert_eq!(end["toolCallId"], start["toolCallId"]);
+    assert_eq!(end["isError"], false);
+    // omp appends the wall time to bash output.
+    let text = result_text(&end["result"]);
+    assert!(text.starts_with(&format!("hi-from-bash\n{work}\n")), "{text:?}");
+    assert!(text.contains("Wall time: "), "{text:?}");
+    // Partial output streamed as updates, each the output so far.
+    let updates = events(&t, "tool_execution_update");
+    assert!(!updates.is_empty());
+    assert!(updates.iter().all(|u| u["toolCallId"] == start["toolCallId"]));
+    // The final text quotes the tool result the model was sent back.
+    assert_eq!(t["assistantText"], format!("done: {text}"));
+    // Two LLM calls: the second carries the tool call and its result.
+    let reqs = env.llm_requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(tool_names(&reqs[0]), ["bash"], "--tools bash offers only bash");
+    let msgs = reqs[1]["messages"].as_array().unwrap();
+    let call = &msgs[msgs.len() - 2];
+    assert_eq!(call["role"], "assistant");
+    assert_eq!(call["tool_calls"][0]["function"]["name"], "bash");
+    assert_eq!(call["tool_calls"][0]["id"], start["toolCallId"]);
+    let result = &msgs[msgs.len() - 1];
+    assert_eq!(result["role"], "tool");
+    assert_eq!(result["tool_call_id"], start["toolCallId"]);
+    assert_eq!(result["content"], text.as_str());
+    // messages: user, assistant(tool call), toolResult, assistant(text).
+    let roles: Vec<&str> = t["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "toolResult", "assistant"]);
+    assert_eq!(t["messages"][1]["stopReason"], "toolUse");
+    c.close().unwrap();
+}
+
+const ASK_EXTENSION: &str = r#"
+export default function (pi) {
+  pi.registerCommand("ask", {
+    description: "Ask for a name",
+    handler: async (args, ctx) => {
+      const name = await ctx.ui.input("Your name?", "type it");
+      ctx.ui.notify(`hello ${name}`, "info");
+      pi.sendMessage({ customType: "omprpc-ask", content: `answer: ${name}`, display: true });
+    },
+  });
+}
+"#;
+
+// (c) An extension command that asks the UI: omp acknowledges the prompt at once and reports
+// the command's end with prompt_result {agentInvoked:false}.
+#[test]
+fn extension_ui_round_trip() {
+    let Some(env) = OmpEnv::new("extension_ui", json!([])) else { return };
+    let ext = env.write_file("ask.mjs", ASK_EXTENSION);
+    let c = start(&env, &["--extension", ext.to_str().unwrap()], json!({}));
+    // omp 18.2.3 has no get_commands; get_available_commands lists the extension's command.
+    let commands: Value = serde_json::from_str(&c.request("get_available_commands", None, secs(60)).unwrap()).unwrap();
+    let ask: Vec<&Value> = commands["commands"].as_array().unwrap().iter().filter(|c| c["name"] == "ask").collect();
+    assert_eq!(ask.len(), 1, "{commands:#}");
+    assert_eq!(ask[0]["description"], "Ask for a name");
+
+    // prompt_and_wait completes on prompt_result while the host answers the UI request.
+    std::thread::scope(|s| {
+        let p = s.spawn(|| c.prompt_and_wait("/ask", None, secs(120)));
+        let req = parse(&c.next_ui_request(secs(120)).unwrap_or_else(|e| panic!("no UI request: {e}\nstderr: {}", c.stderr())));
+        assert_eq!(req["type"], "extension_ui_request");
+        assert_eq!(req["method"], "input");
+        assert_eq!(req["title"], "Your name?");
+        assert_eq!(req["placeholder"], "type it");
+        c.ui_send_value(req["id"].as_str().unwrap(), "Alice").unwrap();
+        let t: Value = serde_json::from_str(&p.join().unwrap().unwrap_or_else(|e| panic!("/ask: {e}\nstderr: {}", c.stderr()))).unwrap();
+        assert_eq!(t["agentInvoked"], false, "{t:#}");
+        assert_eq!(t["promptResult"], json!({"type": "prompt_result", "id": t["requestId"], "agentInvoked": false}));
+        assert!(t["assistantMessage"].is_null());
+        assert!(events(&t, "agent_start").is_empty());
+    });
+    // The fire-and-forget notify is an event (UI frames are not part of a turn), queued before
+    // prompt_result.
+    let (skipped, note) = wait_event_after(&c, "notify", |e| e["type"] == "extension_ui_request" && e["method"] == "notify");
+    assert_eq!(note["message"], "hello Alice");
+    assert_eq!(note["notifyType"], "info");
+    assert!(!skipped.iter().any(|e| e["type"] == "prompt_result"), "notify after prompt_result: {skipped:?}");
+    wait_event(&c, "prompt_result", |e| e["type"] == "prompt_result");
+    // omp 18.2.3 writes no message_start/message_end for pi.sendMessage from a command: the
+    // custom message goes into the session silently.
+    let state: Value = serde_json::from_str(&c.request("get_state", None, secs(60)).unwrap()).unwrap();
+    eprintln!("after /ask: messageCount={}", state["messageCount"]);
+
+    // The plain prompt call: omp answers /ask at once, before the UI request is answered.
+    let id = c.prompt("prompt", "/ask", None, secs(120)).unwrap_or_else(|e| panic!("/ask: {e}"));
+    let req = parse(&c.next_ui_request(secs(120)).unwrap());
+    assert_eq!(req["method"], "input");
+    c.ui_cancel(req["id"].as_str().unwrap(), false).unwrap();
+    let note = wait_event(&c, "notify", |e| e["type"] == "extension_ui_request" && e["method"] == "notify");
+    assert_eq!(note["message"], "hello undefined");
+    let done = wait_event(&c, "prompt_result", |e| e["type"] == "prompt_result");
+    assert_eq!(done, json!({"type": "prompt_result", "id": id, "agentInvoked": false}));
+    assert_eq!(c.next_ui_request(deadline_after(Some(Duration::ZERO))).unwrap_err().status, Status::Timeout);
+    c.wait_for_idle(secs(10)).unwrap();
+    // A command runs no agent loop and never reaches the model.
+    assert!(env.llm_requests().is_empty());
+    c.close().unwrap();
+}
+
+// (d) steer and abort while the model hangs mid-stream; the client stays usable. Unlike pi,
+// omp delivers the queued steer right after the abort, in a run of its own.
+#[test]
+fn steer_then_abort_a_hanging_turn() {
+    let script = json!([
+        {"match": "hang", "replies": [{"text": "thinking about it", "hang": true}]},
+        {"match": "steer me", "replies": [{"text": "steered ok"}]}]);
+    let Some(env) = OmpEnv::new("steer_abort", script) else { return };
+    let c = start(&env, &[], json!({}));
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("hang please", None, secs(120)));
+        // The model has started streaming (one delta, then silence).
+        wait_event(&c, "first text delta", |e| e["type"] == "message_update" && e["assistantMessageEvent"]["type"] == "text_delta");
+        let p = parse_params(Some(r#"{"message":"steer me now"}"#)).unwrap();
+        // omp acknowledges the steer without a queue_update event.
+        c.request("steer", p.as_ref(), secs(60)).unwrap();
+        let aborted_at = Instant::now();
+        c.request("abort", None, secs(60)).unwrap();
+        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("aborted turn: {e}\nstderr: {}", c.stderr()))).unwrap();
+        assert!(aborted_at.elapsed() < Duration::from_secs(30));
+        assert!(events(&turn, "queue_update").is_empty());
+        let end = turn["events"].as_array().unwrap().last().unwrap();
+        assert_eq!(end["type"], "agent_end");
+        assert_eq!(end["isTerminal"], true);
+        assert_eq!(turn["assistantMessage"]["stopReason"], "aborted");
+        assert_eq!(turn["assistantMessage"]["errorMessage"], "Interrupted by user");
+        assert_eq!(turn["assistantText"], "thinking ");
+    });
+    // The steer starts the next run by itself: a user message marked steering:true, answered.
+    let steer = wait_event(&c, "the steer's message_end", |e| e["type"] == "message_end" && e["message"]["role"] == "user");
+    assert_eq!(steer["message"]["steering"], true, "{steer}");
+    assert_eq!(steer["message"]["content"][0]["text"], "steer me now");
+    let end = wait_event(&c, "the steer run's agent_end", |e| e["type"] == "agent_end");
+    assert_eq!(end["isTerminal"], true);
+    let last = end["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["content"][0]["text"], "steered ok");
+    // Nothing is left queued, and a new prompt gets the default reply.
+    c.wait_for_idle(secs(60)).unwrap();
+    let state: Value = serde_json::from_str(&c.request("get_state", None, secs(60)).unwrap()).unwrap();
+    assert_eq!(state["isStreaming"], false);
+    assert_eq!(state["queuedMessageCount"], 0);
+    assert_eq!(state["messageCount"], 4, "hang, aborted answer, steer, steered answer");
+    let t = turn(&c, "say hi");
+    assert_eq!(t["assistantText"], "pong");
+    let reqs = env.llm_requests();
+    assert_eq!(reqs.len(), 3);
+    // The model sees the steer wrapped in a system notice.
+    let steer_text = last_user_texts(&reqs[1]).last().cloned().unwrap_or_default();
+    assert!(steer_text.starts_with("<system-notice>\nUser interjection during work") && steer_text.ends_with("</system-notice>\nsteer me now"), "{steer_text:?}");
+    c.close().unwrap();
+}
+
+// (e) Usage: message_end carries the fake model's numbers; the turn summary adds them up.
+#[test]
+fn usage_reaches_message_end_and_the_summary() {
+    let script = json!([{"match": "count tokens", "replies": [
+        {"tool_call": {"name": "bash", "arguments": {"command": "true"}}, "usage": {"prompt_tokens": 100, "completion_tokens": 7}},
+        {"text": "counted", "usage": {"prompt_tokens": 150, "completion_tokens": 9, "cached_tokens": 50}}]}]);
+    let Some(env) = OmpEnv::new("usage", script) else { return };
+    let c = start(&env, &["--tools", "bash"], json!({"turn_summary": true}));
+    let t = turn(&c, "count tokens");
+    let usages: Vec<&Value> =
+        events(&t, "message_end").into_iter().filter(|e| e["message"]["role"] == "assistant").map(|e| &e["message"]["usage"]).collect();
+    assert_eq!(usages.len(), 2);
+    let pick = |u: &Value| (u["input"].as_u64(), u["output"].as_u64(), u["cacheRead"].as_u64(), u["totalTokens"].as_u64());
+    eprintln!("usages: {usages:?}\nsummary: {:#}", t["summary"]["usage"]);
+    assert_eq!(pick(usages[0]), (Some(100), Some(7), Some(0), Some(107)));
+    assert_eq!(pick(usages[1]), (Some(100), Some(9), Some(50), Some(159)));
+    let u = &t["summary"]["usage"];
+    assert_eq!(u["inputTokens"], 200);
+    assert_eq!(u["outputTokens"], 16);
+    assert_eq!(u["cacheReadTokens"], 50);
+    assert_eq!(u["totalTokens"], 266);
+    assert_eq!(u["contextTokens"], 159);
+    assert_eq!(u["calls"], 2);
+    assert_eq!(u["model"], "fake-model");
+    assert_eq!(t["summary"]["finalText"], "counted");
+    assert_eq!(t["summary"]["toolCalls"][0]["toolName"], "bash");
+    assert_eq!(t["summary"]["toolCalls"][0]["outcome"], "success");
+    c.close().unwrap();
+}
+
+// (f) A host tool through omp's own host tools (set_host_tools), not the bridge.
+#[test]
+fn native_host_tool() {
+    let script = json!([{"match": "add numbers", "replies": [
+        {"tool_call": {"name": "host_add", "arguments": {"a": 2, "b": 3}}},
+        {"text": "sum is {{last_tool_result}}"}]}]);
+    let Some(env) = OmpEnv::new("host_tool", script) else { return };
+    // loadMode "essential": omp offers the tool to the model directly (the default for a
+    // host tool is "discoverable").
+    let tools = json!([{"name": "host_add", "description": "Add two numbers", "loadMode": "essential", "parameters": {
+        "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}]);
+    let c = start(&env, &[], json!({"host_tools": tools}));
+    let argv: Value = serde_json::from_str(&c.info()).unwrap();
+    assert!(!argv["argv"].as_array().unwrap().iter().any(|a| a == "--extension"), "no bridge on omp: {argv:#}");
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("add numbers", None, secs(120)));
+        let (before, call) = wait_event_after(&c, "host_tool_call", |e| e["type"] == "host_tool_call");
+        // omp asks the host before it announces the tool (host calls are events, not turn events).
+        assert!(!before.iter().any(|e| e["type"] == "tool_execution_start"), "{before:?}");
+        assert_eq!(call["toolName"], "host_add");
+        assert_eq!(call["arguments"], json!({"a": 2, "b": 3}));
+        assert!(call.get("bridged").is_none(), "{call}");
+        let id = call["id"].as_str().unwrap();
+        c.host_tool_update(id, json!("adding…")).unwrap();
+        let update = wait_event(&c, "tool_execution_update", |e| e["type"] == "tool_execution_update");
+        assert_eq!(update["toolCallId"], call["toolCallId"]);
+        assert_eq!(result_text(&update["partialResult"]), "adding…");
+        c.host_tool_result(id, json!("5"), false).unwrap();
+        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("host tool turn: {e}\nstderr: {}", c.stderr()))).unwrap();
+        assert_eq!(one(&turn, "tool_execution_start")["toolCallId"], call["toolCallId"]);
+        let end = one(&turn, "tool_execution_end");
+        assert_eq!((end["toolName"].as_str(), end["isError"].as_bool()), (Some("host_add"), Some(false)));
+        assert_eq!(result_text(&end["result"]), "5");
+        assert_eq!(turn["assistantText"], "sum is 5");
+    });
+    let reqs = env.llm_requests();
+    assert!(tool_names(&reqs[0]).contains(&"host_add".to_string()), "{:?}", tool_names(&reqs[0]));
+
+    // Abort while the host still holds the call: omp sends host_tool_cancel, the run ends,
+    // and a late result is refused.
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("add numbers slowly", None, secs(120)));
+        let call = wait_event(&c, "host_tool_call", |e| e["type"] == "host_tool_call");
+        c.request("abort", None, secs(60)).unwrap();
+        let cancel = wait_event(&c, "host_tool_cancel", |e| e["type"] == "host_tool_cancel");
+        assert_eq!(cancel["targetId"], call["id"]);
+        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("aborted host tool turn: {e}"))).unwrap();
+        let end = one(&turn, "tool_execution_end");
+        assert_eq!(end["isError"], true);
+        assert_eq!(result_text(&end["result"]), "Host tool \"host_add\" was aborted");
+        assert_eq!(turn["assistantMessage"]["stopReason"], "aborted");
+        let late = c.host_tool_result(call["id"].as_str().unwrap(), json!("too late"), false).unwrap_err();
+        assert_eq!(late.status, Status::Cancelled, "{late}");
+    });
+    assert_eq!(env.llm_requests().len(), 3, "the aborted run made no second LLM call");
+    c.close().unwrap();
+}
+
+// (g) The policy gate blocks omp's own bash tool: by library rules, and by the host's verdict.
+// The gate is the library's generated ESM extension (omprpc-bridge.mjs) on omp.
+#[test]
+fn native_tool_blocked_by_the_policy_gate() {
+    let script = json!([
+        {"match": "run forbidden", "replies": [
+            {"tool_call": {"name": "bash", "arguments": {"command": "touch ran-forbidden"}}},
+            {"text": "after: {{last_tool_result}}"}]},
+        {"match": "two calls", "replies": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "touch ran-first"}},
+                            {"name": "bash", "arguments": {"command": "echo second-ran"}}]},
+            {"text": "finished"}]}]);
+    let Some(env) = OmpEnv::new("policy_gate", script) else { return };
+
+    // Rules: answered inside the library, no host round trip.
+    let c = start(&env, &[], json!({"bridge": "auto", "tool_policy": {"mode": "rules", "block": {"bash": "no shell for you"}, "default": "allow"}}));
+    let info: Value = serde_json::from_str(&c.info()).unwrap();
+    let argv: Vec<&str> = info["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    let ext = argv.iter().position(|a| *a == "--extension").map(|i| argv[i + 1]).expect("the gate's extension is on the command line");
+    assert!(ext.ends_with("omprpc-bridge.mjs"), "{argv:?}");
+    let t = turn(&c, "run forbidden");
+    let end = one(&t, "tool_execution_end");
+    assert_eq!(end["toolName"], "bash");
+    assert_eq!(end["isError"], true);
+    assert_eq!(result_text(&end["result"]), "no shell for you");
+    assert_eq!(t["assistantText"], "after: no shell for you");
+    assert!(!env.work.join("ran-forbidden").exists(), "the blocked command ran");
+    let blocked = wait_event(&c, "tool_blocked", |e| e["type"] == "tool_blocked");
+    assert_eq!((blocked["toolName"].as_str(), blocked["reason"].as_str()), (Some("bash"), Some("no shell for you")));
+    c.close().unwrap();
+
+    // Host mode: each native call raises policy_eval; block the first, allow the second.
+    let c = start(&env, &[], json!({"tool_policy": {"mode": "host"}}));
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("two calls", None, secs(120)));
+        for (allow, command) in [(false, "touch ran-first"), (true, "echo second-ran")] {
+            let ev = wait_event(&c, "policy_eval", |e| e["type"] == "policy_eval");
+            assert_eq!(ev["toolName"], "bash");
+            assert_eq!(ev["arguments"]["command"], command);
+            c.policy_verdict(ev["id"].as_str().unwrap(), allow, if allow { "" } else { "host says no" }).unwrap();
+        }
+        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("gated turn: {e}"))).unwrap();
+        let ends = events(&turn, "tool_execution_end");
+        assert_eq!(ends.len(), 2);
+        let by_text: Vec<(bool, String)> = ends.iter().map(|e| (e["isError"].as_bool().unwrap(), result_text(&e["result"]))).collect();
+        assert!(by_text.contains(&(true, "host says no".to_string())), "{by_text:?}");
+        assert!(by_text.iter().any(|(err, text)| !err && text.starts_with("second-ran\n")), "{by_text:?}");
+        assert_eq!(turn["assistantText"], "finished");
+    });
+    assert!(!env.work.join("ran-first").exists(), "the blocked command ran");
+    c.close().unwrap();
+}
+
+/// Turns omp's automatic compaction off: a prompt larger than the model's context window
+/// would otherwise trigger a "handoff" compaction (see `compaction_handoff_never_ends_the_run`).
+fn no_auto_compaction(c: &Client) {
+    let p = parse_params(Some(r#"{"enabled":false}"#)).unwrap();
+    c.request("set_auto_compaction", p.as_ref(), secs(60)).unwrap();
+}
+
+// (h) Protocol v2: omp offers it in its ready frame and the client negotiates it; a frame
+// over 1 MiB then arrives as rpc_chunk frames, reassembled. Without v2 omp shrinks it.
+#[test]
+fn protocol_v2_negotiation_and_large_frames() {
+    let Some(env) = OmpEnv::new("protocol_v2", json!([{"match": "big", "replies": [{"text": "got it"}]}])) else { return };
+    let big = format!("big {}", "x".repeat(1536 * 1024));
+
+    let c = start(&env, &[], json!({}));
+    let info: Value = serde_json::from_str(&c.info()).unwrap();
+    assert_eq!(info["protocolVersion"], 2, "{info:#}");
+    assert_eq!(info["flavor"], "omp");
+    let ready = &info["ready"];
+    assert_eq!(ready["type"], "ready");
+    assert_eq!(ready["protocolVersion"], 1);
+    assert_eq!(ready["supportedProtocolVersions"], json!([1, 2]));
+    assert_eq!(ready["maxFrameBytes"], 1048576);
+    assert_eq!(ready["maxReassembledFrameBytes"], 67108864);
+    no_auto_compaction(&c);
+    let t = turn(&c, &big);
+    assert_eq!(t["assistantText"], "got it");
+    // The user message came back whole: its message_start/message_end (> 1 MiB) were chunked.
+    let user_end = events(&t, "message_end").into_iter().find(|e| e["message"]["role"] == "user").unwrap();
+    assert_eq!(user_end["message"]["content"][0]["text"].as_str().map(str::len), Some(big.len()));
+    // omp compacted the terminal agent_end (it dropped the already streamed messages and
+    // added messageCount); the client rebuilt the full list.
+    let end = events(&t, "agent_end")[0];
+    assert_eq!(end["isTerminal"], true);
+    assert_eq!(t["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(t["messages"][0]["content"][0]["text"].as_str().map(str::len), Some(big.len()));
+    assert_eq!(t["messages"][1]["content"][0]["text"], "got it");
+    assert_eq!(c.protocol_errors(), "[]");
+    let reqs = env.llm_requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(last_user_texts(&reqs[0]).last().map(String::len), Some(big.len()));
+    c.close().unwrap();
+
+    // negotiate_v2:false stays on v1: omp shrinks the frame to fit one 1 MiB line, eliding
+    // the long string.
+    let c = start(&env, &[], json!({"negotiate_v2": false}));
+    let info: Value = serde_json::from_str(&c.info()).unwrap();
+    assert_eq!(info["protocolVersion"], 1);
+    no_auto_compaction(&c);
+    let t = turn(&c, &big);
+    assert_eq!(t["assistantText"], "got it");
+    let user_end = events(&t, "message_end").into_iter().find(|e| e["message"]["role"] == "user").unwrap();
+    let text = user_end["message"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.len() < 1024 * 1024 && text.contains("chars elided for RPC frame"), "{}", &text[text.len().saturating_sub(200)..]);
+    assert_eq!(c.protocol_errors(), "[]");
+    c.close().unwrap();
+}
+
+// (i) omp 18.2.3: a prompt over the compaction threshold makes omp schedule a "handoff"
+// compaction; the run then ends with `agent_end {isTerminal:false}` and nothing follows (omp
+// is idle). A client that waits for the terminal agent_end waits forever — only a deadline or
+// `turn_idle_timeout_ms` ends prompt_and_wait. This test pins that behaviour down.
+#[test]
+fn compaction_handoff_never_ends_the_run() {
+    let Some(env) = OmpEnv::new("handoff", json!([{"match": "big", "replies": [{"text": "got it"}]}])) else { return };
+    let big = format!("big {}", "x".repeat(600 * 1024)); // ~150k tokens by omp's estimate > 128k window
+    let c = start(&env, &[], json!({"turn_idle_timeout_ms": 8000}));
+    let err = c.prompt_and_wait(&big, None, secs(120)).unwrap_err();
+    assert_eq!(err.status, Status::Timeout, "{err}");
+    assert!(err.message.contains("turn_idle_timeout_ms"), "{err}");
+    let (skipped, end) = wait_event_after(&c, "agent_end", |e| e["type"] == "agent_end");
+    assert_eq!(end["isTerminal"], false, "{end}");
+    let types: Vec<&str> = skipped.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert!(types.contains(&"auto_compaction_start"), "{types:?}");
+    let state: Value = serde_json::from_str(&c.request("get_state", None, secs(60)).unwrap()).unwrap();
+    assert_eq!(state["isStreaming"], false, "omp is idle: no continuation is coming");
+    // The turn's answer reached the model and came back before the handoff.
+    assert_eq!(end["messages"].as_array().unwrap().last().unwrap()["content"][0]["text"], "got it");
+    // The client still counts the prompt as running: wait_for_idle cannot return either.
+    assert_eq!(c.wait_for_idle(secs(3)).unwrap_err().status, Status::Timeout);
+    c.close().unwrap();
+}
+
