@@ -160,8 +160,8 @@ omprpc_status omprpc_client_prompt_and_wait(const omprpc_client *client,
                                             char **out_error);
 
 /**
- * Sends `steer` (options: `{"images":[…]}` or NULL; `message` may be NULL when the options
- * carry `"message"`).
+ * Sends `steer` (options: `{"images":[…],"content":[…]}` or NULL; `message` may be NULL when
+ * the options carry `"message"`).
  */
 omprpc_status omprpc_client_steer(const omprpc_client *client,
                                   const char *message,
@@ -170,8 +170,8 @@ omprpc_status omprpc_client_steer(const omprpc_client *client,
                                   char **out_error);
 
 /**
- * Sends `follow_up` (options: `{"images":[…]}` or NULL; `message` may be NULL when the
- * options carry `"message"`).
+ * Sends `follow_up` (options: `{"images":[…],"content":[…]}` or NULL; `message` may be NULL
+ * when the options carry `"message"`).
  */
 omprpc_status omprpc_client_follow_up(const omprpc_client *client,
                                       const char *message,

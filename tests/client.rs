@@ -482,7 +482,10 @@ fn event_fd_is_readable_exactly_while_events_are_queued() {
 fn pi_has_no_host_tools_and_says_so() {
     let c = start_with(json!({"command": [FAKE, "--flavor", "pi"], "flavor": "pi"}));
     let e = c.set_host_tools(json!([{"name": "t", "description": "d", "parameters": {"type": "object"}}]), secs(10)).unwrap_err();
-    assert_eq!(e.status, Status::CommandFailed);
+    assert_eq!(e.status, Status::InvalidArgument, "refused before pi is asked: {e}");
+    assert!(e.message.contains("only at start"), "{}", e.message);
+    // pi itself has no such command either.
+    let e = c.request("set_host_tools", parse_params(Some(r#"{"tools":[]}"#)).unwrap().as_ref(), secs(10)).unwrap_err();
     assert!(e.message.contains("Unknown command"), "{}", e.message);
 }
 

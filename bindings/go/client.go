@@ -407,6 +407,21 @@ type Turn struct {
 	Summary json.RawMessage `json:"summary,omitempty"`
 }
 
+// TypedEvents returns the turn's events with their types, as the event pump delivers them
+// (Event.Type is read from the event's leading members, without decoding it; a host
+// dispatching on it decodes only the events it needs). They alias Events.
+func (t *Turn) TypedEvents() []Event {
+	evs := make([]Event, len(t.Events))
+	for i, raw := range t.Events {
+		typ, ok := topLevelType(raw)
+		if !ok {
+			typ = decodeType(raw)
+		}
+		evs[i] = Event{Type: typ, Raw: raw}
+	}
+	return evs
+}
+
 // PromptAndWait prompts and waits until that prompt completes. The wait is bounded by ctx's
 // deadline, else by the turn_timeout_ms option (no deadline by default); Close ends it at
 // once with ErrClosed. Only one of PromptAndWait, CollectEvents and WaitForIdle runs at a
@@ -518,7 +533,7 @@ func (c *Client) CollectEvents(ctx context.Context) ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseEvents("collect_events", takeBytes(out))
+	return parseEventArray("collect_events", takeBytes(out))
 }
 
 // WaitForIdle waits until every accepted prompt has completed; a *CommandError when a
@@ -778,7 +793,7 @@ func parseTurn(js []byte) (*Turn, error) {
 		var ok bool
 		switch key {
 		case "events":
-			t.Events, end, ok = splitArrayAt(b, i)
+			t.Events, end, ok = splitEventsAt(b, i)
 		case "messages":
 			t.Messages, end, ok = splitArrayAt(b, i)
 		default:

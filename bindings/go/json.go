@@ -6,6 +6,7 @@ package omprpc
 // ok=false on anything it does not expect; callers then fall back to encoding/json.
 
 import (
+	"bytes"
 	"encoding/json"
 )
 
@@ -138,6 +139,47 @@ func splitArrayAt(b []byte, i int) (out []json.RawMessage, end int, ok bool) {
 	}
 }
 
+// lineSep separates the events of a turn (and of collect_events) when the library writes
+// them one per line: events never contain a raw newline, and nothing after the array does.
+var lineSep = []byte(",\n")
+
+// splitEventsAt is splitArrayAt for an array of events the library wrote (a turn's, or
+// collect_events'). When it wrote them one per line, the elements are cut at each ",\n" with
+// a byte search (only the last one is scanned, to find the array's end): this relies on the
+// library's guarantee that an event never contains a raw newline, so it is not for arbitrary
+// JSON. Without separators, or if anything looks off, splitArrayAt does it.
+func splitEventsAt(b []byte, i int) (out []json.RawMessage, end int, ok bool) {
+	if i >= len(b) || b[i] != '[' {
+		return nil, -1, false
+	}
+	pos := i + 1
+	if bytes.Index(b[pos:], lineSep) < 0 {
+		return splitArrayAt(b, i)
+	}
+	out = make([]json.RawMessage, 0, bytes.Count(b[pos:], lineSep)+1)
+	for {
+		k := bytes.Index(b[pos:], lineSep)
+		if k < 0 {
+			break
+		}
+		ev := b[pos : pos+k : pos+k]
+		if len(ev) < 2 || ev[0] != '{' || ev[len(ev)-1] != '}' {
+			return splitArrayAt(b, i)
+		}
+		out = append(out, json.RawMessage(ev))
+		pos += k + len(lineSep)
+	}
+	e := valueEnd(b, pos)
+	if e < 0 {
+		return splitArrayAt(b, i)
+	}
+	out = append(out, json.RawMessage(b[pos:e:e]))
+	if e >= len(b) || b[e] != ']' {
+		return splitArrayAt(b, i)
+	}
+	return out, e + 1, true
+}
+
 // topLevelType reads the string member "type" of a JSON object; "" when it has none (or it
 // is not a string). ok=false when the object is not what the splitter expects.
 func topLevelType(b []byte) (string, bool) {
@@ -171,7 +213,7 @@ func topLevelType(b []byte) (string, bool) {
 				return "", false
 			}
 			if v := b[i+1 : ve-1]; !vesc && isASCII(v) {
-				return string(v), true
+				return internType(v), true
 			}
 			var s string
 			if json.Unmarshal(b[i:ve], &s) != nil {
@@ -197,6 +239,33 @@ func topLevelType(b []byte) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// internType is string(v), without an allocation for the event types every turn has.
+func internType(v []byte) string {
+	switch string(v) { // no allocation: the compiler compares the bytes
+	case "message_update":
+		return "message_update"
+	case "message_start":
+		return "message_start"
+	case "message_end":
+		return "message_end"
+	case "tool_execution_start":
+		return "tool_execution_start"
+	case "tool_execution_update":
+		return "tool_execution_update"
+	case "tool_execution_end":
+		return "tool_execution_end"
+	case "turn_start":
+		return "turn_start"
+	case "turn_end":
+		return "turn_end"
+	case "agent_start":
+		return "agent_start"
+	case "agent_end":
+		return "agent_end"
+	}
+	return string(v)
 }
 
 // objectMembers walks the top-level members of a JSON object: fn gets each key and the

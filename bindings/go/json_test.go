@@ -73,7 +73,53 @@ func FuzzSplitArray(f *testing.F) {
 	for _, s := range splitSeeds {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, s string) { checkSplit(t, []byte(s)) })
+	f.Fuzz(func(t *testing.T, s string) {
+		checkSplit(t, []byte(s))
+		checkLines(t, []byte(s))
+	})
+}
+
+// checkLines: the elements of a valid array, compacted and written one per line the way the
+// library writes events, are cut back into exactly those elements by splitEventsAt.
+func checkLines(t *testing.T, in []byte) {
+	var elems []json.RawMessage
+	if !json.Valid(in) || json.Unmarshal(in, &elems) != nil {
+		return
+	}
+	lines := make([][]byte, len(elems))
+	for i, e := range elems {
+		var c bytes.Buffer
+		if json.Compact(&c, e) != nil {
+			return
+		}
+		lines[i] = c.Bytes()
+	}
+	arr := append(append([]byte("["), bytes.Join(lines, []byte(",\n"))...), ']')
+	turn := append(append([]byte(`{"events":`), arr...), `,"requestId":"r","messages":[1,2]}`...)
+	got, end, ok := splitEventsAt(turn, len(`{"events":`))
+	if !ok || end != len(`{"events":`)+len(arr) || len(got) != len(lines) {
+		t.Fatalf("splitEventsAt(%q) = %d elements, end %d, %v", turn, len(got), end, ok)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], lines[i]) {
+			t.Fatalf("line element %d: %q, want %q", i, got[i], lines[i])
+		}
+	}
+	if evs, err := parseEventArray("test", arr); err != nil || len(evs) != len(lines) {
+		t.Fatalf("parseEventArray(%q): %d, %v", arr, len(evs), err)
+	}
+}
+
+func TestSplitEventLines(t *testing.T) {
+	for _, s := range splitSeeds {
+		checkLines(t, []byte(s))
+	}
+	checkLines(t, []byte(`[{"type":"a","v":"x,\ny"},{"type":"b","a":[{},{}]},{"type":"c"}]`))
+	tr, err := parseTurn([]byte("{\"events\":[{\"type\":\"agent_start\"},\n{\"type\":\"agent_end\",\"messages\":[]}]," +
+		`"requestId":"r","agentInvoked":true,"messages":[],"assistantMessage":null,"assistantText":null,"promptResult":null}`))
+	if err != nil || len(tr.Events) != 2 || string(tr.Events[1]) != `{"type":"agent_end","messages":[]}` || tr.RequestID != "r" {
+		t.Fatalf("parseTurn (lines): %+v %v", tr, err)
+	}
 }
 
 func TestParseTurn(t *testing.T) {

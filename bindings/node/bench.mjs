@@ -1,21 +1,32 @@
 // Throughput of the Node binding over the fake agent's "burst N" prompt (N message_update
-// events of 640 bytes each):
+// events of 640 bytes each, plus 6 others).
+//
+// Without arguments (how `make bench` runs it, bench/README.md): ONE measurement, one line
+//   events_per_sec=<n> rss_mib=<n> …
+// A client with maxEventHistory null is warmed up with "burst 100"; the timed part is
+// promptAndWait("burst $OMPRPC_BENCH_EVENTS") (default 100000) and reading turn.events as a
+// host does (the array is parsed when first read; each event's type, the final agent_end's
+// messages). events/s = events of the turn / the timed seconds; rss_mib = the process's peak
+// RSS (resourceUsage().maxRSS).
+//
+// `node bench.mjs --report [N=100000] [runs=5]`: the richer report —
 //   1. promptAndWait: the whole turn (N+6 events) assembled by the core; once as returned
 //      (turn.events is parsed on first read), once with turn.events read;
 //   2. the async iterator: prompt(), then `for await (const ev of client.events())`;
 //   3. an 'event' listener on the EventEmitter;
 //   and, for scale, V8's JSON.parse of the same events from one string (no FFI at all).
-// Usage: node bench.mjs [N=100000] [runs=5]
 // Env: OMPRPC_LIBRARY (default: the newest of target/release, target/debug),
-//      OMPRPC_FAKE_AGENT (default: target/release/omprpc-fake-agent, else target/debug).
+//      OMPRPC_FAKE_AGENT (default: target/release/omprpc-fake-agent, else target/debug),
+//      OMPRPC_BENCH_EVENTS (N of the single measurement).
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, libraryPath, load } from './index.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const N = Number(process.argv[2] || 100000);
-const RUNS = Number(process.argv[3] || 5);
+const REPORT = process.argv[2] === '--report';
+const N = Number((REPORT ? process.argv[3] : process.env.OMPRPC_BENCH_EVENTS) || 100000);
+const RUNS = Number((REPORT && process.argv[4]) || 5);
 
 function fakeAgent() {
   if (process.env.OMPRPC_FAKE_AGENT) return path.resolve(process.env.OMPRPC_FAKE_AGENT);
@@ -40,6 +51,37 @@ async function measure(name, run) {
   }
   console.log(`${name.padEnd(28)} median ${fmt(median(rates))} events/s   best ${fmt(Math.max(...rates))}   worst ${fmt(Math.min(...rates))}`);
   return median(rates);
+}
+
+/** Reads a turn as a host does: every event's type, and the final agent_end's messages. */
+function consume(turn, n) {
+  const events = turn.events;
+  let updates = 0;
+  for (const ev of events) if (ev.type === 'message_update') updates++;
+  const end = events[events.length - 1];
+  if (end.type !== 'agent_end' || !Array.isArray(end.messages) || end.messages.length === 0) throw new Error('the turn does not end with agent_end');
+  if (updates !== n || events.length !== n + 6) throw new Error(`${updates} message_update of ${events.length} events, want ${n} of ${n + 6}`);
+  if (turn.assistantText !== 'pong') throw new Error('unexpected turn');
+}
+
+async function oneMeasurement() {
+  load();
+  const client = await Client.start({ command: [fakeAgent()], maxEventHistory: null });
+  try {
+    consume(await client.promptAndWait('burst 100'), 100); // warm-up
+    const t0 = process.hrtime.bigint();
+    consume(await client.promptAndWait(`burst ${N}`), N);
+    const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+    const rss = process.resourceUsage().maxRSS / 1024;
+    console.log(`events_per_sec=${Math.round((N + 6) / secs)} rss_mib=${rss.toFixed(1)} secs=${secs.toFixed(6)} events=${N + 6} consumed=turn.events(parsed-on-first-read,type-of-each,agent_end.messages)`);
+  } finally {
+    await client.close();
+  }
+}
+
+if (!REPORT) {
+  await oneMeasurement();
+  process.exit(0);
 }
 
 load();

@@ -1025,7 +1025,22 @@ class Client extends EventEmitter {
     const r = await this._asyncRaw(n.promptAndWait, [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], true);
     if (r.st !== 0) return settle(r);
     take(r.err);
-    return takeTurn(r.out);
+    const turn = takeTurn(r.out);
+    this._catchUp();
+    return turn;
+  }
+
+  /**
+   * Before a turn call resolves: delivers what the core has queued to listeners and iterators
+   * (non-blocking batches), so they have seen the turn's events by then — the core queues
+   * them before the call returns. Not for the pull queue alone (nextEvent() takes its own).
+   */
+  _catchUp() {
+    if (this._st.freed || this._pumpEnded) return;
+    if (this._iterators.size === 0 && !this._hasListeners()) return;
+    while (this._drainOnce() > 0) {
+      // each batch is delivered in order; a blocked iterator or a closed client stops it
+    }
   }
 
   async steer(message, opts = {}) {
@@ -1050,7 +1065,9 @@ class Client extends EventEmitter {
 
   /** Events from now through the next terminal `agent_end` (holds a pool thread meanwhile). */
   async collectEvents(opts = {}) {
-    return JSON.parse(await this._async('collectEvents', [timeoutArg(opts.timeoutMs)], true));
+    const events = JSON.parse(await this._async('collectEvents', [timeoutArg(opts.timeoutMs)], true));
+    this._catchUp();
+    return events;
   }
 
   /**
@@ -1062,6 +1079,7 @@ class Client extends EventEmitter {
     // The C default is turn_timeout_ms; slicing needs the deadline here.
     if (t === undefined || t === TIMEOUT_DEFAULT) t = this._turnTimeoutMs;
     await this._sliced('waitForIdle', [], false, t, opts.signal);
+    this._catchUp();
   }
 
   /**

@@ -1,28 +1,39 @@
 #!/usr/bin/env python3
 """Throughput and memory of ``prompt_and_wait`` over the fake agent's ``burst N`` prompt.
 
-    OMPRPC_LIBRARY=target/release/libomprpc.so python3 bindings/python/bench.py [--events 100000]
+Without arguments (how ``make bench`` runs it, bench/README.md): ONE measurement, one line
 
-The fake agent is ``$OMPRPC_FAKE_AGENT``, else the repository's target/release (or debug)
-``omprpc-fake-agent``. Each run: one prompt whose turn has N ``message_update`` events of 640
-bytes (plus 6 others); events/s = events of the turn / wall time of prompt_and_wait. Peak RSS
-is the process's high-water mark (``ru_maxrss``) after all runs of a mode. Modes:
+    events_per_sec=<n> rss_mib=<n> …
 
-* ``plain``     — prompt_and_wait only (the turn's events are not decoded);
-* ``listener``  — plus an ``on_message_update`` listener (every event decoded and typed on the
-  dispatcher thread; prompt_and_wait waits for the listener to catch up; the event queue is
-  enlarged so that no event is dropped);
-* ``decoded``   — plain, then ``turn.events`` (all events typed).
+Env: ``OMPRPC_LIBRARY`` (the library; default: see the package), ``OMPRPC_FAKE_AGENT`` (default:
+the repository's target/release, else target/debug ``omprpc-fake-agent``) and
+``OMPRPC_BENCH_EVENTS`` (N, default 100000). A client with ``max_event_history=None`` is
+started, warmed up with ``burst 100``, then the timed part is ``prompt_and_wait("burst N")``
+and reading the returned turn's events the way a host does: ``turn.events`` (typed objects),
+each one's ``type``, the final ``agent_end``'s messages and the assistant text. The line says
+how the events were built: ``decode=lazy`` (each event's fields are decoded when first read,
+the library writes a turn's events one per line) or ``decode=eager`` (an older library: every
+event decoded when ``turn.events`` is first read). events/s = events of the turn (N + 6) / the
+timed seconds; rss_mib = the process's peak RSS (VmHWM).
 
-Each mode runs in a fresh process, so the peak RSS of one does not hide another's.
+Richer modes (``--report``, each mode in a fresh process, several runs, medians):
+
+* ``plain``    — prompt_and_wait only (the turn's events are not read);
+* ``lazy``     — the measurement above;
+* ``decoded``  — every field of every event read (all of them decoded);
+* ``listener`` — plain, plus an ``on_message_update`` listener (every event decoded and typed on
+  the dispatcher thread; prompt_and_wait waits for it; the queue is enlarged so none drops).
+
+    python3 bindings/python/bench.py --report [--events 100000] [--runs 5]
+    python3 bindings/python/bench.py --mode decoded [--events N] [--runs R] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -32,6 +43,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+
+MODES = ("plain", "lazy", "decoded", "listener")
 
 
 def _agent() -> str:
@@ -45,10 +58,48 @@ def _agent() -> str:
     raise SystemExit("no fake agent: build it (cargo build --release --bin omprpc-fake-agent) or set OMPRPC_FAKE_AGENT")
 
 
+def _peak_rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    import resource  # not Linux: ru_maxrss (KiB on Linux, bytes on macOS)
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
+def consume(turn, mode: str, events: int) -> str:
+    """Reads the turn as a host does; returns how its events were built."""
+    from omprpc import AgentEndEvent, _lazy
+
+    if mode in ("plain", "listener"):
+        assert turn.assistant_text == "pong"
+        return "none"
+    evs = turn.events
+    lazy = bool(evs) and isinstance(evs[0], _lazy.LazyEvent)
+    updates = 0
+    if mode == "lazy":
+        for ev in evs:
+            if ev.type == "message_update":
+                updates += 1
+    else:  # decoded: every field of every event
+        for ev in evs:
+            for f in dataclasses.fields(ev):
+                getattr(ev, f.name)
+            if ev.type == "message_update":
+                updates += 1
+    end = evs[-1]
+    assert isinstance(end, AgentEndEvent) and end.messages, end
+    assert updates == events and len(evs) == events + 6, (updates, len(evs))
+    assert turn.assistant_text == "pong"
+    return "lazy" if lazy else "eager"
+
+
 def run_mode(mode: str, events: int, runs: int) -> dict:
     from omprpc import LIBRARY_PATH, RpcClient
 
-    options = {}
+    options: dict = {}
     if mode == "listener":  # the listener must see every event: no drops, wait for it
         options = {"core_options": {"event_queue_capacity": 4 * events}, "listener_sync_timeout": 600.0}
     client = RpcClient(command=[_agent()], max_event_history=None, startup_timeout=30, **options)
@@ -61,54 +112,67 @@ def run_mode(mode: str, events: int, runs: int) -> dict:
     if mode == "listener":
         client.on_message_update(count)
     times = []
+    decode = "none"
     with client:
-        client.prompt_and_wait("burst 100", timeout=60)  # warm-up
+        consume(client.prompt_and_wait("burst 100", timeout=60), "plain", 100)  # warm-up
         for _ in range(runs):
             t0 = time.perf_counter()
             turn = client.prompt_and_wait(f"burst {events}", timeout=600)
-            if mode == "decoded":
-                assert len(turn.events) == events + 6
+            decode = consume(turn, mode, events)
             times.append(time.perf_counter() - t0)
-            assert turn.assistant_text == "pong"
             del turn
     if mode == "listener":
         assert updates == 100 + runs * events, updates
     total = events + 6
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "mode": mode,
+        "decode": decode,
         "library": LIBRARY_PATH,
         "events_per_turn": total,
         "runs": runs,
         "best_events_per_s": round(total / min(times)),
         "median_events_per_s": round(total / statistics.median(times)),
         "median_turn_s": round(statistics.median(times), 4),
-        "peak_rss_mib": round(peak_kib / 1024, 1),
+        "peak_rss_mib": round(_peak_rss_mib(), 1),
     }
 
 
+def one_measurement() -> None:
+    """The `make bench` contract: one run, one line."""
+    events = int(os.environ.get("OMPRPC_BENCH_EVENTS") or 100_000)
+    r = run_mode("lazy", events, 1)
+    print(f"events_per_sec={r['median_events_per_s']} rss_mib={r['peak_rss_mib']} "
+          f"secs={r['median_turn_s']} events={r['events_per_turn']} lazy={int(r['decode'] == 'lazy')} "
+          f"decode={r['decode']} consumed=turn.events(type-of-each,agent_end.messages,assistant_text)")
+
+
 def main() -> None:
+    if len(sys.argv) == 1:
+        one_measurement()
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--events", type=int, default=int(os.environ.get("OMPRPC_BENCH_EVENTS") or 100_000))
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--mode", choices=("plain", "listener", "decoded", "all"), default="all")
+    parser.add_argument("--mode", choices=MODES)
+    parser.add_argument("--report", action="store_true", help="every mode, each in a fresh process")
     parser.add_argument("--json", action="store_true", help="one JSON object per mode")
     args = parser.parse_args()
-    if args.mode != "all":
-        result = run_mode(args.mode, args.events, args.runs)
-        print(json.dumps(result))
+    if args.mode:
+        print(json.dumps(run_mode(args.mode, args.events, args.runs)))
         return
-    for mode in ("plain", "listener", "decoded"):
+    result: dict = {}
+    for mode in MODES:
         out = subprocess.run([sys.executable, __file__, "--mode", mode, "--events", str(args.events),
                               "--runs", str(args.runs)], capture_output=True, text=True, check=True)
         result = json.loads(out.stdout.strip().splitlines()[-1])
         if args.json:
             print(json.dumps(result))
         else:
-            print(f"{mode:9s} {result['events_per_turn']} events: best {result['best_events_per_s']:>9,} ev/s, "
-                  f"median {result['median_events_per_s']:>9,} ev/s ({result['median_turn_s']} s/turn), "
-                  f"peak RSS {result['peak_rss_mib']} MiB")
-    print(f"library: {result['library']}")
+            print(f"{mode:9s} {result['events_per_turn']} events ({result['decode']:5s}): "
+                  f"best {result['best_events_per_s']:>9,} ev/s, median {result['median_events_per_s']:>9,} ev/s "
+                  f"({result['median_turn_s']} s/turn), peak RSS {result['peak_rss_mib']} MiB")
+    if not args.json:
+        print(f"library: {result.get('library')}")
 
 
 if __name__ == "__main__":

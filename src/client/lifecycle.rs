@@ -219,7 +219,9 @@ impl Lifecycle {
                     )));
                 } else {
                     if !c.offsets.is_empty() {
-                        c.events.push(b',');
+                        // One event per line: still one JSON value, and a binding can cut the
+                        // events apart with a byte search instead of parsing them all.
+                        c.events.extend_from_slice(b",\n");
                     }
                     let start = c.events.len();
                     c.events.extend_from_slice(line);
@@ -343,7 +345,7 @@ mod tests {
         l.event(b"{}", Mark::MessageEnd { message: b"2" });
         let c = l.take_collector().unwrap();
         assert_eq!(c.streamed, vec![b"2".to_vec()]);
-        assert_eq!(c.events, b"[{},{},{}");
-        assert_eq!(c.offsets, [(1, 3), (4, 6), (7, 9)]);
+        assert_eq!(c.events, b"[{},\n{},\n{}");
+        assert_eq!(c.offsets, [(1, 3), (5, 7), (9, 11)]);
     }
 }

@@ -640,6 +640,13 @@ impl Client {
         Ok((p, streaming))
     }
 
+    /// `steer` / `follow_up`: the message and its options (`images`, `content` blocks) as for
+    /// a prompt.
+    pub fn message_command(&self, command: &str, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<()> {
+        let (params, _) = Self::prompt_params(message, options)?;
+        self.request(command, Some(&params), deadline).map(drop)
+    }
+
     /// `prompt` / `abort_and_prompt`: returns the request id once the agent acknowledged.
     pub fn prompt(&self, command: &str, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<String> {
         let (params, streaming) = Self::prompt_params(message, options)?;
@@ -771,6 +778,13 @@ impl Client {
     }
 
     pub fn set_host_tools(&self, tools: Value, deadline: Deadline) -> Result<String> {
+        if self.shared.flavor == Flavor::Pi {
+            // pi has no set_host_tools; its host tools come from the bridge extension, which
+            // pi loads once, at start. Refuse before anything changes.
+            return Err(Error::invalid(
+                "pi takes host tools only at start (the start option host_tools, served through the tool bridge)",
+            ));
+        }
         let names = HostRegistry::check_tools(&tools)?;
         self.register("set_host_tools", "tools", tools, deadline, |h, ok| h.set_tools(if ok { names.clone() } else { Vec::new() }))
     }

@@ -337,22 +337,15 @@ unsafe fn message_command(
 ) -> Status {
     boundary(client, out_error, || {
         let c = self::client(client)?;
-        let mut params = parse_params(opt_text(options_json, "options_json")?)?.unwrap_or_default();
-        let message = prompt_message(message, Some(&params))?;
-        match params.contains_key("message") {
-            true if !message.is_empty() => return Err(Error::invalid("the message is given twice: as the argument and in the options")),
-            true => {}
-            false => {
-                params.insert("message".into(), Value::String(message.to_string()));
-            }
-        }
+        let opts = parse_params(opt_text(options_json, "options_json")?)?;
+        let message = prompt_message(message, opts.as_ref())?;
         let d = deadline(timeout_ms, c.default_request_deadline())?;
-        c.request(command, Some(&params), d).map(drop)
+        c.message_command(command, message, opts, d)
     })
 }
 
-/// Sends `steer` (options: `{"images":[…]}` or NULL; `message` may be NULL when the options
-/// carry `"message"`).
+/// Sends `steer` (options: `{"images":[…],"content":[…]}` or NULL; `message` may be NULL when
+/// the options carry `"message"`).
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_steer(
     client: *const omprpc_client,
@@ -364,8 +357,8 @@ pub unsafe extern "C" fn omprpc_client_steer(
     message_command(client, "steer", message, options_json, timeout_ms, out_error)
 }
 
-/// Sends `follow_up` (options: `{"images":[…]}` or NULL; `message` may be NULL when the
-/// options carry `"message"`).
+/// Sends `follow_up` (options: `{"images":[…],"content":[…]}` or NULL; `message` may be NULL
+/// when the options carry `"message"`).
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_follow_up(
     client: *const omprpc_client,

@@ -24,6 +24,23 @@ test('promptAndWait returns the turn', async (t) => {
   assert.equal((await c.request('get_last_assistant_text')).text, 'pong');
 });
 
+test('listeners have seen the turn when promptAndWait / collectEvents resolve', async (t) => {
+  const c = await start(t, [], { maxEventHistory: null });
+  const seen = [];
+  c.on('event', (ev) => ev.type !== 'ready' && seen.push(ev.type));
+  for (let i = 0; i < 3; i++) {
+    seen.length = 0;
+    const turn = await c.promptAndWait('burst 3000', { timeoutMs: WAIT_MS });
+    assert.equal(turn.events.length, 3006);
+    assert.equal(seen.length, 3006, 'every event of the turn reached the listener first');
+    assert.equal(seen[seen.length - 1], 'agent_end');
+  }
+  seen.length = 0;
+  await c.prompt('slow', { timeoutMs: WAIT_MS });
+  await c.collectEvents({ timeoutMs: WAIT_MS });
+  assert.equal(seen[seen.length - 1], 'agent_end');
+});
+
 test('turn shapes: thinking, compacted, non-terminal, all events', async (t) => {
   const c = await start(t);
   assert.equal((await c.promptAndWait('thinking')).assistantText, 'visible');

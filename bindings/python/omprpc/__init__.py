@@ -6,15 +6,20 @@ See bindings/python/README.md for what differs (deliberately) from ``omp_rpc``.
 
 from ._ffi import ABI_VERSION, LIBRARY_PATH, LIBRARY_VERSION
 from .client import (
+    LIBRARY_DEFAULT,
     AgentEventListener,
     ExtensionErrorListener,
     ListenerErrorEvent,
     ListenerErrorListener,
     NotificationListener,
+    PolicyEvalListener,
+    PolicyHandler,
+    PolicyVerdictValue,
     PromptTurn,
     ProtocolErrorListener,
     ReadyListener,
     RpcClient,
+    ToolBlockedListener,
     UiRequestListener,
     UnknownNotificationListener,
 )
@@ -26,6 +31,7 @@ from .errors import (
     RpcProtocolError,
     RpcTimeoutError,
 )
+from .helpers import ProviderConfig, env_allowlisted, prompt_from_content, provider_config
 from .host_tools import HostTool, HostToolContext, HostToolResultPayload, HostToolResultValue, host_tool
 from .host_uris import (
     HostUri,
@@ -76,6 +82,7 @@ from .protocol import (
     ModelCycleResult,
     ModelInfo,
     NewSessionResult,
+    PolicyEvalEvent,
     PythonExecutionMessage,
     ReadyEvent,
     RetryFallbackAppliedEvent,
@@ -94,6 +101,7 @@ from .protocol import (
     TodoReminderEvent,
     TodoStatus,
     TokenUsage,
+    ToolBlockedEvent,
     ToolDescriptor,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
@@ -113,11 +121,22 @@ from .protocol import (
     parse_session_state,
     parse_todo_phases,
 )
+from .summary import (
+    Summarizer,
+    SummaryChunk,
+    SummaryStop,
+    SummaryToolCall,
+    SummaryUsage,
+    TurnSummary,
+    parse_turn_summary,
+    summarize,
+)
 
 __version__ = LIBRARY_VERSION
 
 __all__ = [
     "ABI_VERSION",
+    "LIBRARY_DEFAULT",
     "LIBRARY_PATH",
     "LIBRARY_VERSION",
     "AgentEndEvent",
@@ -174,8 +193,13 @@ __all__ = [
     "ModelInfo",
     "NewSessionResult",
     "NotificationListener",
+    "PolicyEvalEvent",
+    "PolicyEvalListener",
+    "PolicyHandler",
+    "PolicyVerdictValue",
     "PromptTurn",
     "ProtocolErrorListener",
+    "ProviderConfig",
     "PythonExecutionMessage",
     "ReadyEvent",
     "ReadyListener",
@@ -192,6 +216,11 @@ __all__ = [
     "RpcTimeoutError",
     "SessionState",
     "SessionStats",
+    "Summarizer",
+    "SummaryChunk",
+    "SummaryStop",
+    "SummaryToolCall",
+    "SummaryUsage",
     "ThinkingConfig",
     "ThinkingLevel",
     "ThinkingLevelCycleResult",
@@ -202,6 +231,8 @@ __all__ = [
     "TodoReminderEvent",
     "TodoStatus",
     "TokenUsage",
+    "ToolBlockedEvent",
+    "ToolBlockedListener",
     "ToolDescriptor",
     "ToolExecutionEndEvent",
     "ToolExecutionStartEvent",
@@ -210,12 +241,14 @@ __all__ = [
     "TtsrTriggeredEvent",
     "TurnEndEvent",
     "TurnStartEvent",
+    "TurnSummary",
     "UiRequestListener",
     "UnknownNotification",
     "UnknownNotificationListener",
     "UserMessage",
     "assistant_text",
     "assistant_text_with_thinking",
+    "env_allowlisted",
     "host_tool",
     "host_uri",
     "image_from_path",
@@ -224,4 +257,8 @@ __all__ = [
     "parse_notification",
     "parse_session_state",
     "parse_todo_phases",
+    "parse_turn_summary",
+    "prompt_from_content",
+    "provider_config",
+    "summarize",
 ]

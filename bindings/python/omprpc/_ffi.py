@@ -77,6 +77,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "omprpc_client_wait_for_idle": (c_int, [c_void_p, c_int64, _PP]),
     "omprpc_client_next_event": (c_int, [c_void_p, c_int64, _PP, _PP]),
     "omprpc_client_next_events": (c_int, [c_void_p, c_size_t, c_int64, _PP, _PP]),
+    "omprpc_client_next_events_lines": (c_int, [c_void_p, c_size_t, c_int64, _PP, _PP]),
     "omprpc_client_event_fd": (c_int, [c_void_p, POINTER(c_int), _PP]),
     "omprpc_client_next_ui_request": (c_int, [c_void_p, c_int64, _PP, _PP]),
     "omprpc_client_ui_send_value": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
@@ -88,6 +89,15 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "omprpc_client_host_tool_update": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
     "omprpc_client_host_tool_result": (c_int, [c_void_p, c_char_p, c_char_p, c_bool, _PP]),
     "omprpc_client_host_uri_result": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
+    "omprpc_client_policy_verdict": (c_int, [c_void_p, c_char_p, c_bool, c_char_p, _PP]),
+    "omprpc_summarize": (c_int, [c_char_p, c_char_p, _PP, _PP]),
+    "omprpc_summarizer_new": (c_int, [c_char_p, _PP, _PP]),
+    "omprpc_summarizer_feed": (c_int, [c_void_p, c_char_p, _PP, _PP]),
+    "omprpc_summarizer_summary": (c_int, [c_void_p, _PP, _PP]),
+    "omprpc_summarizer_free": (None, [c_void_p]),
+    "omprpc_env_allowlisted": (c_int, [c_char_p, _PP, _PP]),
+    "omprpc_prompt_from_content": (c_int, [c_char_p, _PP, _PP]),
+    "omprpc_provider_config": (c_int, [c_char_p, _PP, _PP]),
     "omprpc_client_stderr": (c_int, [c_void_p, _PP, _PP]),
     "omprpc_client_protocol_errors": (c_int, [c_void_p, _PP, _PP]),
     "omprpc_client_info": (c_int, [c_void_p, _PP, _PP]),
@@ -233,6 +243,15 @@ def build_argv(options: bytes) -> bytes:
     if status != OK:
         raise error_from(status, take(err))
     return take(out) or b"[]"
+
+
+def call_static(fn: Callable[..., int], *args: Any) -> bytes:
+    """A function of no client with one owned string out-parameter, then ``out_error``."""
+    out, err = c_void_p(), c_void_p()
+    status = fn(*args, ctypes.byref(out), ctypes.byref(err))
+    if status != OK:
+        raise error_from(status, take(err))
+    return take(out) or b""
 
 
 def start(options: bytes) -> int:

@@ -20,15 +20,16 @@ import gc
 import json
 import os
 import queue
+import re
 import select
 import threading
 import time
 import weakref
 from collections import deque
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar, cast
+from typing import Any, Callable, Iterable, Literal, Mapping, Optional, Sequence, TypeVar, Union, cast
 
-from . import _ffi
+from . import _ffi, _lazy
 from ._ffi import lib
 from .errors import (
     RpcCommandError,
@@ -38,6 +39,7 @@ from .errors import (
     RpcTimeoutError,
 )
 from .host_tools import HostTool, HostToolContext, normalize_result
+from .helpers import prompt_from_content
 from .host_uris import HostUri, HostUriContext, normalize_read_result
 from .protocol import (
     AGENT_EVENT_TYPES,
@@ -69,6 +71,7 @@ from .protocol import (
     MessageUpdateEvent,
     ModelCycleResult,
     ModelInfo,
+    PolicyEvalEvent,
     ReadyEvent,
     RetryFallbackAppliedEvent,
     RetryFallbackSucceededEvent,
@@ -84,6 +87,7 @@ from .protocol import (
     TodoItem,
     TodoPhase,
     TodoReminderEvent,
+    ToolBlockedEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
@@ -107,6 +111,7 @@ from .protocol import (
     parse_todo_phases,
     to_notification,
 )
+from .summary import TurnSummary, parse_turn_summary
 
 __all__ = [
     "RpcClient",
@@ -120,6 +125,10 @@ __all__ = [
     "UnknownNotificationListener",
     "ProtocolErrorListener",
     "ListenerErrorListener",
+    "PolicyEvalListener",
+    "ToolBlockedListener",
+    "PolicyHandler",
+    "PolicyVerdictValue",
 ]
 
 AgentEventListener = Callable[[RpcAgentEvent], None]
@@ -131,6 +140,11 @@ UnknownNotificationListener = Callable[[UnknownNotification], None]
 EventOverflowListener = Callable[[EventOverflow], None]
 ProtocolErrorListener = Callable[[RpcProtocolError], None]
 ListenerErrorListener = Callable[["ListenerErrorEvent"], None]
+PolicyEvalListener = Callable[[PolicyEvalEvent], None]
+ToolBlockedListener = Callable[[ToolBlockedEvent], None]
+#: What a policy handler returns: allow (True) or block (False), optionally with a reason.
+PolicyVerdictValue = Union[bool, tuple[bool, Optional[str]]]
+PolicyHandler = Callable[[PolicyEvalEvent], PolicyVerdictValue]
 TListener = TypeVar("TListener", bound=Callable[..., None])
 
 TodoSeed = str | TodoItem | Mapping[str, object]
@@ -143,6 +157,10 @@ _MESSAGES_PAGE_FALLBACK_ERRORS = frozenset(
     {"Cannot page messages while the session is changing", "RPC message cursor is stale"}
 )
 _HOST_FRAME_MARK = b'"host_'
+# Frames the session handles itself even when nobody listens: host calls and their
+# cancellations, policy questions. A superset (any frame mentioning them) is fine.
+_HOST_MARK_RE = re.compile(rb'"host_')
+_POLICY_MARK_RE = re.compile(rb'"policy_eval"')
 _TURN_PREFIX = b'{"events":['
 _TURN_TAIL_MARK = b'],"requestId":'
 
@@ -244,7 +262,8 @@ class _Listeners:
     """Listener lists, copy-on-write (the dispatcher iterates without locking)."""
 
     KINDS = ("notification", "event", "ready", "ui_request", "extension_error",
-             "unknown_notification", "protocol_error", "listener_error", "event_overflow")
+             "unknown_notification", "protocol_error", "listener_error", "event_overflow",
+             "policy_eval", "tool_blocked", "payload")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -344,30 +363,26 @@ class _WorkerPool:
 
 
 class _RawEvents:
-    """The events part of a turn, still in the library's buffer; parsed on first use."""
+    """The events part of a turn (a JSON array), still in the library's buffer; decoded on
+    first use. The buffer is freed with the last object that needs it (the turn, or its lazy
+    events)."""
 
-    __slots__ = ("_owner", "_start", "_end", "_bytes")
+    __slots__ = ("_owner", "_start", "_end")
 
-    def __init__(self, owner: _ffi.OwnedString | None, start: int, end: int, data: bytes | None = None):
+    def __init__(self, owner: _ffi.OwnedString, start: int, end: int):
         self._owner = owner
         self._start = start
         self._end = end
-        self._bytes = data
+
+    def json(self) -> bytes:
+        return self._owner.slice(self._start, self._end)
 
     def payloads(self) -> list[Any]:
-        if self._bytes is not None:
-            data = self._bytes
-        else:
-            assert self._owner is not None
-            data = self._owner.slice(self._start, self._end)
-        result = _loads_bulk(data)
-        self.release()
+        result = _loads_bulk(self.json())
         return result if isinstance(result, list) else []
 
-    def release(self) -> None:
-        owner, self._owner, self._bytes = self._owner, None, None
-        if owner is not None:
-            owner.release()
+    def lazy(self) -> tuple[RpcNotification, ...] | None:
+        return _lazy.lazy_events(self._owner, self._start, self._end)
 
 
 class PromptTurn:
@@ -378,7 +393,7 @@ class PromptTurn:
     """
 
     __slots__ = ("_raw", "_payloads", "_events", "_lock", "_messages", "_assistant_message",
-                 "_assistant_text", "_request_id", "_agent_invoked", "_prompt_result")
+                 "_assistant_text", "_request_id", "_agent_invoked", "_prompt_result", "_summary")
 
     def __init__(
         self,
@@ -401,6 +416,7 @@ class PromptTurn:
         self._request_id = request_id
         self._agent_invoked = agent_invoked
         self._prompt_result = prompt_result
+        self._summary: TurnSummary | None = None
 
     @classmethod
     def _from_turn(cls, tail: Mapping[str, Any], raw: _RawEvents | None,
@@ -421,6 +437,9 @@ class PromptTurn:
         turn._events = None
         turn._raw = raw
         turn._payloads = payloads
+        summary = tail.get("summary")
+        if isinstance(summary, dict):
+            turn._summary = parse_turn_summary(summary)
         return turn
 
     def _load_payloads(self) -> list[Any]:
@@ -428,27 +447,58 @@ class PromptTurn:
             if self._payloads is None:
                 if self._raw is not None:
                     self._payloads = self._raw.payloads()
-                    self._raw = None
+                    if self._events is not None:
+                        self._raw = None  # nothing needs the buffer any more
                 else:
                     self._payloads = []
             return self._payloads
 
     @property
     def events(self) -> tuple[RpcNotification, ...]:
-        """Every session event of the turn, typed (unknown frames as UnknownNotification)."""
+        """Every session event of the turn, typed (unknown frames as UnknownNotification).
+
+        Built on first access. With a library that writes a turn's events one per line, each
+        event is decoded only when one of its fields is first read (``type`` and
+        ``isinstance`` cost nothing; see ``omprpc._lazy``); otherwise all are decoded then."""
         events = self._events
         if events is None:
-            payloads = self._load_payloads()
-            events = _typed_bulk(payloads)
-            self._events = events
+            with self._lock:
+                events = self._events
+                if events is None and self._raw is not None and self._payloads is None:
+                    events = self._raw.lazy()
+                    if events is not None:
+                        self._events = events
+            if events is None:
+                events = _typed_bulk(self._load_payloads())
+                with self._lock:
+                    self._events = events
+                    self._raw = None
         return events
 
     @property
     def event_payloads(self) -> tuple[JsonObject, ...]:
         """The turn's events as the agent sent them (dicts), without typed objects."""
         if self._events is not None and self._payloads is None and self._raw is None:
-            return tuple(getattr(e, "payload", None) or {"type": e.type} for e in self._events)
+            return tuple(_event_payload(e) for e in self._events)
         return tuple(self._load_payloads())
+
+    def _events_json(self) -> bytes:
+        """The events as a JSON array, for the library (omprpc.summarize): the library's own
+        text when the turn still holds it."""
+        raw = self._raw
+        if raw is not None:
+            return raw.json()
+        payloads = self._payloads
+        if payloads is None:
+            payloads = list(self.event_payloads)
+        return _ffi.dumps(payloads)
+
+    @property
+    def summary(self) -> TurnSummary | None:
+        """The turn summary (text, reasoning, tool calls and their outcomes, stop reasons,
+        usage), computed by the library, when the client was started with
+        ``turn_summary=True``; None otherwise (``omprpc.summarize(turn)`` computes one)."""
+        return self._summary
 
     @property
     def messages(self) -> tuple[AgentMessage, ...]:
@@ -484,6 +534,13 @@ class PromptTurn:
     def __repr__(self) -> str:
         return (f"PromptTurn(request_id={self._request_id!r}, messages={len(self._messages)}, "
                 f"assistant_text={self._assistant_text!r})")
+
+
+def _event_payload(event: RpcNotification) -> JsonObject:
+    raw = getattr(event, "_omprpc_raw_payload", None)
+    if raw is not None:
+        return cast(JsonObject, raw())
+    return getattr(event, "payload", None) or {"type": event.type}
 
 
 def _parse_turn(owned: _ffi.OwnedString) -> PromptTurn:
@@ -546,11 +603,15 @@ class _Session:
 
     def __init__(self, ptr: int, listeners: _Listeners, tools: Sequence[HostTool[Any, Any]],
                  uris: Sequence[HostUri[Any]], max_workers: int, listener_sync_timeout: float,
-                 stop_join_timeout: float):
+                 stop_join_timeout: float, policy_handler: PolicyHandler | None = None):
         self.handle = _ffi.Handle(ptr)
         self.listeners = listeners
         self.tools: dict[str, HostTool[Any, Any]] = {t.name: t for t in tools}
         self.uris: dict[str, HostUri[Any]] = {u.scheme: u for u in uris}
+        self.policy_handler = policy_handler
+        self.flavor: str | None = None
+        #: Host tools served through the tool bridge: fixed at start (pi has no set_host_tools).
+        self.bridged_tools = False
         self.pool = _WorkerPool(max_workers, "omprpc-host")
         self.sync_timeout = listener_sync_timeout
         self.join_timeout = stop_join_timeout
@@ -577,7 +638,9 @@ class _Session:
 
     def start(self) -> None:
         try:
-            self.protocol_version = int(self.info().get("protocolVersion") or 1)
+            info = self.info()
+            self.flavor = info.get("flavor")
+            self.protocol_version = int(info.get("protocolVersion") or 1)
         except (RpcError, ValueError, TypeError):
             self.protocol_version = 1
         self.thread.start()
@@ -593,18 +656,26 @@ class _Session:
         poller.register(self.event_fd, select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
         next_events = lib.omprpc_client_next_events
+        next_lines = lib.omprpc_client_next_events_lines
         try:
             while True:
                 with self._sync:
                     pass_req = self._sync_req
+                # With listeners, a batch is one JSON array, decoded at once (faster than line
+                # by line). Without, JSON lines: only the session's own frames are decoded.
+                listening = self.listeners.count > 0
                 try:
-                    status, ptr, err = self.handle.call_raw(next_events, _BATCH_MAX_EVENTS, 0)
+                    status, ptr, err = self.handle.call_raw(next_events if listening else next_lines,
+                                                            _BATCH_MAX_EVENTS, 0)
                 except RpcError:
                     break
                 if status == _ffi.OK:
-                    data = _ffi.take_raw(ptr)
-                    if data:
-                        self._dispatch_batch(data)
+                    if listening:
+                        data = _ffi.take_raw(ptr)
+                        if data:
+                            self._dispatch_batch(data)
+                    elif ptr:
+                        self._dispatch_lines(ptr)
                     continue
                 if status == _ffi.TIMEOUT:
                     with self._sync:
@@ -630,9 +701,41 @@ class _Session:
             if free_now:
                 self._release()
 
+    def _dispatch_lines(self, ptr: int) -> None:
+        """A batch of JSON lines while nobody listens: only host calls (when this session
+        serves host tools or URIs; the library answers the others) and policy questions (with
+        a policy handler) are decoded, found in the library's buffer without copying it."""
+        marks = []
+        if self.tools or self.uris:
+            marks.append(_HOST_MARK_RE)
+        if self.policy_handler is not None:
+            marks.append(_POLICY_MARK_RE)
+        if not marks:
+            lib.omprpc_string_free(ptr)
+            return
+        owned = _ffi.OwnedString(ptr)
+        try:
+            found = any(m.search(owned.view()) for m in marks)
+            data = owned.slice(0) if found else b""
+        finally:
+            owned.release()
+        for line in data.split(b"\n"):
+            if line and any(m.search(line) for m in marks):
+                try:
+                    frame = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(frame, dict):
+                    try:
+                        self._dispatch(frame)
+                    except Exception as exc:  # a bug here must not end the dispatcher
+                        kind = frame.get("type")
+                        self.listeners.record_error(ListenerErrorEvent(
+                            "dispatch", kind if isinstance(kind, str) else None, self._dispatch, exc))
+
     def _dispatch_batch(self, data: bytes) -> None:
         listeners = self.listeners
-        if listeners.count == 0 and _HOST_FRAME_MARK not in data:
+        if listeners.count == 0 and _HOST_FRAME_MARK not in data and self.policy_handler is None:
             return  # nobody listens and no host call: nothing to decode
         try:
             frames = _loads_bulk(data)
@@ -649,6 +752,9 @@ class _Session:
 
     def _dispatch(self, frame: JsonObject) -> None:
         kind = frame.get("type")
+        raw_entries = self.listeners.lists["payload"]
+        if raw_entries:
+            self.listeners.run("payload", kind if isinstance(kind, str) else None, raw_entries, frame)
         if kind == "host_tool_call":
             self._host_tool_call(frame)
             return
@@ -665,6 +771,20 @@ class _Session:
             return
         L = self.listeners
         lists = L.lists
+        if kind == "policy_eval":
+            question = to_notification(frame)
+            if isinstance(question, PolicyEvalEvent):
+                handler = self.policy_handler
+                if handler is not None and question.id and not self._stopping:
+                    self.pool.submit(self._run_policy, handler, question)
+                L.run("notification", question.type, lists["notification"], question)
+                L.run("policy_eval", question.type, lists["policy_eval"], question)
+                return
+        if kind == "tool_blocked":
+            blocked = to_notification(frame)
+            L.run("notification", blocked.type, lists["notification"], blocked)
+            L.run("tool_blocked", blocked.type, lists["tool_blocked"], blocked)
+            return
         if frame.get("omprpc") is True:
             if kind == "protocol_error":
                 entries = lists["protocol_error"]
@@ -757,6 +877,34 @@ class _Session:
         finally:
             with self._sync:
                 self._sync_waiters -= 1
+
+    # -- the policy gate --
+
+    def _run_policy(self, handler: PolicyHandler, question: PolicyEvalEvent) -> None:
+        """Runs the policy handler on a host worker and sends its verdict. A handler that
+        raises or returns something else blocks the tool (the gate fails closed)."""
+        try:
+            verdict = handler(question)
+            if isinstance(verdict, bool):
+                allow, reason = verdict, None
+            elif (isinstance(verdict, tuple) and len(verdict) == 2 and isinstance(verdict[0], bool)
+                  and (verdict[1] is None or isinstance(verdict[1], str))):
+                allow, reason = verdict
+            else:
+                allow, reason = False, f"the policy handler returned {verdict!r}, not a verdict"
+        except Exception as exc:
+            allow, reason = False, f"the policy handler failed: {exc}"
+        self.policy_verdict(question.id, allow, reason, quiet=True)
+
+    def policy_verdict(self, request_id: str, allow: bool, reason: str | None, *, quiet: bool = False) -> None:
+        reason_c = _ffi.encode(reason, "reason") if reason else None
+        try:
+            self.handle.call(lib.omprpc_client_policy_verdict, _ffi.encode(request_id, "request id"), bool(allow),
+                             reason_c)
+        except RpcError as exc:
+            # Timed out (the gate decided), already answered, or closed: nothing to do.
+            if not quiet or exc.status not in (_ffi.NOT_FOUND, _ffi.CLOSED, _ffi.PROCESS_EXITED):
+                raise
 
     # -- host tools and URIs --
 
@@ -939,6 +1087,31 @@ class _Session:
 # --- the client ------------------------------------------------------------------------------
 
 
+class _LibraryDefault:
+    """The default of a keyword whose default is the library's own (docs/c-api.md)."""
+
+    _instance: _LibraryDefault | None = None
+
+    def __new__(cls) -> _LibraryDefault:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "LIBRARY_DEFAULT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+#: A keyword left at the library's default (its value is not sent).
+LIBRARY_DEFAULT: Any = _LibraryDefault()
+
+_TURN_EVENTS = ("all", "no_updates", "none")
+_BRIDGE_MODES = ("auto", "always", "never")
+_BRIDGE_TRANSPORTS = ("unix", "tcp")
+
+
 class RpcClient:
     """A client for ``omp --mode rpc`` (and ``pi --mode rpc``), API-compatible with
     ``omp_rpc.RpcClient``. Use ``with RpcClient(...) as client:`` or start()/stop().
@@ -948,7 +1121,31 @@ class RpcClient:
     wait_for_idle when their ``timeout`` is None; None = no deadline), ``max_host_workers``,
     ``listener_sync_timeout`` (seconds a lifecycle call waits for listeners to catch up; 0 = do
     not wait), ``stop_join_timeout`` and ``core_options`` (extra start options for the
-    library, e.g. ``{"stop_grace_ms": 500, "event_queue_capacity": 100000}``).
+    library, e.g. ``{"stop_grace_ms": 500, "event_queue_capacity": 100000}``; they override
+    the keywords).
+
+    The library's start options, as keywords (docs/c-api.md has the details):
+
+    * environment: ``inherit_env`` (True: all of this process's environment, the default as in
+      ``omp_rpc``; False: only ``env``; ``"allowlist"``: only the names an agent needs, see
+      :func:`omprpc.env_allowlisted`), ``env_passthrough`` (exact names copied from this
+      process's environment, e.g. one API key), ``system_prompt_via_file`` (system prompts go
+      to the agent as files in a private directory, not in its argv);
+    * turns: ``turn_idle_timeout`` (seconds without any event before a waiting turn fails with
+      RpcTimeoutError), ``turn_events`` ("all", "no_updates": no ``message_update`` in the
+      turn, "none"), ``max_turn_bytes`` / ``event_queue_max_bytes`` (None: no limit),
+      ``turn_summary`` (every turn gets a :attr:`PromptTurn.summary`);
+    * the tool bridge (pi's host tools, the policy gate): ``bridge`` ("auto": on pi,
+      "always", "never"), ``bridge_transport`` ("unix", "tcp"), ``host_tool_timeout``
+      (seconds before the bridge fails a host tool call). With ``flavor="pi"``, ``custom_tools``
+      are served through the bridge: their calls reach the tools exactly as on omp;
+    * the policy gate over the agent's own tools: ``tool_policy`` (``{"mode": "host"}``: each
+      tool call is a :class:`PolicyEvalEvent` to answer with :meth:`policy_verdict`;
+      ``{"mode": "rules", "allow": [...], "block": {name: reason}, "default": "block"}``:
+      decided in the library; ``timeout_ms``, ``fail_open``) and ``policy_handler`` (a callable
+      run on the host worker pool that answers each question: it returns True / False or
+      ``(allow, reason)``; raising blocks the tool. With a handler and no ``tool_policy`` the
+      gate is ``{"mode": "host"}``).
     """
 
     def __init__(
@@ -988,6 +1185,19 @@ class RpcClient:
         listener_sync_timeout: float = 5.0,
         stop_join_timeout: float = 30.0,
         core_options: Mapping[str, Any] | None = None,
+        inherit_env: bool | Literal["allowlist"] = True,
+        env_passthrough: Sequence[str] = (),
+        system_prompt_via_file: bool = False,
+        turn_idle_timeout: float | None = None,
+        turn_events: Literal["all", "no_updates", "none"] | None = None,
+        max_turn_bytes: int | None = LIBRARY_DEFAULT,
+        event_queue_max_bytes: int | None = LIBRARY_DEFAULT,
+        turn_summary: bool = False,
+        bridge: Literal["auto", "always", "never"] | None = None,
+        bridge_transport: Literal["unix", "tcp"] | None = None,
+        host_tool_timeout: float | None = None,
+        tool_policy: Mapping[str, Any] | None = None,
+        policy_handler: PolicyHandler | None = None,
     ) -> None:
         if user is not None or group is not None or extra_groups is not None:
             raise NotImplementedError(
@@ -1025,6 +1235,38 @@ class RpcClient:
         self._listener_sync_timeout = listener_sync_timeout
         self._stop_join_timeout = stop_join_timeout
         self._core_options = dict(core_options or {})
+        if inherit_env not in (True, False, "allowlist"):
+            raise ValueError('inherit_env must be True, False or "allowlist"')
+        self._inherit_env = inherit_env
+        if isinstance(env_passthrough, (str, bytes)):
+            raise TypeError("env_passthrough must be a sequence of names, not a string")
+        self._env_passthrough = tuple(str(n) for n in env_passthrough)
+        self._system_prompt_via_file = bool(system_prompt_via_file)
+        self._turn_idle_timeout = turn_idle_timeout
+        if turn_events is not None and turn_events not in _TURN_EVENTS:
+            raise ValueError(f"turn_events must be one of {_TURN_EVENTS}")
+        self._turn_events = turn_events
+        self._max_turn_bytes = max_turn_bytes if max_turn_bytes is LIBRARY_DEFAULT else \
+            self._validate_history_limit("max_turn_bytes", max_turn_bytes)
+        self._event_queue_max_bytes = event_queue_max_bytes if event_queue_max_bytes is LIBRARY_DEFAULT else \
+            self._validate_history_limit("event_queue_max_bytes", event_queue_max_bytes)
+        self._turn_summary = bool(turn_summary)
+        if bridge is not None and bridge not in _BRIDGE_MODES:
+            raise ValueError(f"bridge must be one of {_BRIDGE_MODES}")
+        self._bridge = bridge
+        if bridge_transport is not None and bridge_transport not in _BRIDGE_TRANSPORTS:
+            raise ValueError(f"bridge_transport must be one of {_BRIDGE_TRANSPORTS}")
+        self._bridge_transport = bridge_transport
+        self._host_tool_timeout = host_tool_timeout
+        if policy_handler is not None and not callable(policy_handler):
+            raise TypeError("policy_handler must be callable")
+        if tool_policy is not None:
+            if not isinstance(tool_policy, Mapping):
+                raise TypeError("tool_policy must be a mapping")
+            if policy_handler is not None and tool_policy.get("mode", "host") != "host":
+                raise ValueError('a policy_handler needs tool_policy mode "host" (rules are decided in the library)')
+        self._tool_policy = dict(tool_policy) if tool_policy is not None else None
+        self._policy_handler = policy_handler
 
         self._listeners = _Listeners()
         self._headless: list[tuple[object, JsonObject]] = []
@@ -1074,9 +1316,32 @@ class RpcClient:
             o["extensions"] = list(self._extensions)
         return o
 
+    def _argv_extra(self) -> JsonObject:
+        """Start options that change the argv too (the bridge extension, prompt files)."""
+        o: JsonObject = {}
+        if self._system_prompt_via_file:
+            o["system_prompt_via_file"] = True
+        if self._custom_tools:
+            o["host_tools"] = [tool.to_wire() for tool in self._custom_tools]
+        if self._bridge is not None:
+            o["bridge"] = self._bridge
+        if self._bridge_transport is not None:
+            o["bridge_transport"] = self._bridge_transport
+        if self._host_tool_timeout is not None:
+            o["host_tool_timeout_ms"] = _ms(self._host_tool_timeout)
+        policy = self._tool_policy
+        if policy is None and self._policy_handler is not None:
+            policy = {"mode": "host"}
+        if policy is not None:
+            o["tool_policy"] = policy
+        return o
+
     def _start_options(self) -> JsonObject:
         o = self._argv_options()
-        o["inherit_env"] = True
+        o.update(self._argv_extra())
+        o["inherit_env"] = self._inherit_env
+        if self._env_passthrough:
+            o["env_passthrough"] = list(self._env_passthrough)
         if self._env:
             o["env"] = dict(self._env)
         if self._cwd is not None:
@@ -1086,8 +1351,16 @@ class RpcClient:
         o["turn_timeout_ms"] = _ms(self._turn_timeout)
         o["max_event_history"] = self._max_event_history
         o["max_stderr_lines"] = self._max_stderr_chunks
-        if self._custom_tools:
-            o["host_tools"] = [tool.to_wire() for tool in self._custom_tools]
+        if self._turn_idle_timeout is not None:
+            o["turn_idle_timeout_ms"] = _ms(self._turn_idle_timeout)
+        if self._turn_events is not None:
+            o["turn_events"] = self._turn_events
+        if self._max_turn_bytes is not LIBRARY_DEFAULT:
+            o["max_turn_bytes"] = self._max_turn_bytes
+        if self._event_queue_max_bytes is not LIBRARY_DEFAULT:
+            o["event_queue_max_bytes"] = self._event_queue_max_bytes
+        if self._turn_summary:
+            o["turn_summary"] = True
         if self._host_uris:
             o["host_uri_schemes"] = [uri.to_wire() for uri in self._host_uris]
         if self._headless:
@@ -1109,7 +1382,7 @@ class RpcClient:
             try:
                 session = _Session(ptr, self._listeners, self._custom_tools, self._host_uris,
                                    self._max_host_workers, self._listener_sync_timeout,
-                                   self._stop_join_timeout)
+                                   self._stop_join_timeout, self._policy_handler)
             except BaseException:
                 handle = _ffi.Handle(ptr)
                 handle.close()
@@ -1118,6 +1391,8 @@ class RpcClient:
             self._session = session
             self._finalizer = weakref.finalize(self, _Session.shutdown, session)
             session.start()
+            session.bridged_tools = bool(self._custom_tools) and (
+                self._bridge == "always" or (self._bridge != "never" and session.flavor == "pi"))
         # as with omp_rpc, ready (and whatever came before it) has reached the listeners
         session.settle(session.sync_mark(), expect_terminal=False)
         return self
@@ -1156,8 +1431,13 @@ class RpcClient:
 
     @property
     def command(self) -> tuple[str, ...]:
-        """The argv start() spawns (built by the library; nothing is started)."""
-        return tuple(json.loads(_ffi.build_argv(_ffi.dumps(self._argv_options()))))
+        """The argv start() spawns (built by the library; nothing is started). With the tool
+        bridge (pi's host tools, a policy gate) the path of its ``--extension``, which exists
+        only once started, reads ``"\\x00omprpc-bridge-extension"`` (``info()["argv"]`` has
+        the real one)."""
+        options = self._argv_options()
+        options.update(self._argv_extra())
+        return tuple(json.loads(_ffi.build_argv(_ffi.dumps(options))))
 
     @property
     def protocol_errors(self) -> tuple[RpcProtocolError, ...]:
@@ -1212,6 +1492,22 @@ class RpcClient:
     def on_event_overflow(self, listener: EventOverflowListener) -> Callable[[], None]:
         """omprpc only: the event queue overflowed and listeners missed ``dropped`` events."""
         return self._listeners.add("event_overflow", listener)
+
+    def on_policy_eval(self, listener: PolicyEvalListener) -> Callable[[], None]:
+        """omprpc only: the tool policy gate (``tool_policy`` mode "host") asks whether the agent
+        may run one of its tools; answer with :meth:`policy_verdict` (a ``policy_handler``
+        answers by itself). Runs on the dispatcher thread: answer quickly or hand it off."""
+        return self._listeners.add("policy_eval", listener)
+
+    def on_event_payload(self, listener: Callable[[JsonObject], None]) -> Callable[[], None]:
+        """omprpc only: every frame from the agent (and the library's own notices) as the dict
+        it was sent as, before the typed listeners; e.g. to feed a :class:`omprpc.Summarizer`.
+        Do not modify the dict: the typed listeners read it next."""
+        return self._listeners.add("payload", listener)
+
+    def on_tool_blocked(self, listener: ToolBlockedListener) -> Callable[[], None]:
+        """omprpc only: the tool policy gate blocked one of the agent's tool calls."""
+        return self._listeners.add("tool_blocked", listener)
 
     def _typed(self, kind: str, listener: Callable[..., None]) -> Callable[[], None]:
         return self._listeners.add(kind, listener, typed=True)
@@ -1274,6 +1570,25 @@ class RpcClient:
 
     def on_todo_auto_clear(self, listener: Callable[[TodoAutoClearEvent], None]) -> Callable[[], None]:
         return self._typed("todo_auto_clear", listener)
+
+    # -- the tool policy gate --
+
+    def policy_verdict(self, request_id: str, allow: bool, reason: str | None = None) -> None:
+        """Answers a :class:`PolicyEvalEvent`: allow the agent's tool call, or block it with
+        ``reason`` (None: a default reason). ``RpcError`` (status NOT_FOUND) when that question
+        is not open: unknown, answered, or decided by the gate's timeout."""
+        self._require().policy_verdict(request_id, allow, reason)
+
+    def set_policy_handler(self, handler: PolicyHandler | None) -> None:
+        """Sets (or with None removes) the callable that answers policy questions on the host
+        worker pool; see the ``policy_handler`` keyword. Questions already delivered are not
+        asked again. The gate itself is configured at start (``tool_policy`` / a handler)."""
+        if handler is not None and not callable(handler):
+            raise TypeError("policy_handler must be callable")
+        self._policy_handler = handler
+        session = self._session
+        if session is not None:
+            session.policy_handler = handler
 
     # -- UI --
 
@@ -1541,9 +1856,13 @@ class RpcClient:
         )
 
     def set_custom_tools(self, tools: Sequence[HostTool[Any, Any]]) -> tuple[str, ...]:
-        """Registers host tools (replacing the set). Before start() they are only stored."""
-        self._custom_tools = tuple(tools)
+        """Registers host tools (replacing the set). Before start() they are only stored. Tools
+        served through the tool bridge (pi) are fixed at start: RpcError then."""
         session = self._session
+        if session is not None and session.bridged_tools:
+            raise RpcError("the host tools of a bridged client (pi) are registered at start and cannot be "
+                           "replaced; start a new client with the new custom_tools")
+        self._custom_tools = tuple(tools)
         if session is None:
             return tuple(tool.name for tool in self._custom_tools)
         session.tools = {t.name: t for t in self._custom_tools}
@@ -1578,38 +1897,69 @@ class RpcClient:
 
     @staticmethod
     def _prompt_options(images: Sequence[ImageContent] | None,
-                        streaming_behavior: StreamingBehavior | None = None) -> bytes | None:
+                        streaming_behavior: StreamingBehavior | None = None,
+                        content: Sequence[Mapping[str, Any]] | None = None) -> bytes | None:
         options: JsonObject = {}
         if images is not None:
             options["images"] = list(images)
         if streaming_behavior is not None:
             options["streamingBehavior"] = streaming_behavior
+        if content is not None:
+            if isinstance(content, (str, bytes, Mapping)):
+                raise TypeError("content must be a sequence of content blocks")
+            options["content"] = list(content)
         return _ffi.dumps(options) if options else None
 
     def prompt(
         self,
-        message: str,
+        message: str = "",
         *,
         images: Sequence[ImageContent] | None = None,
         streaming_behavior: StreamingBehavior | None = None,
+        content: Sequence[Mapping[str, Any]] | None = None,
     ) -> str:
-        """Sends ``prompt``; returns its request id once the agent acknowledged it."""
+        """Sends ``prompt``; returns its request id once the agent acknowledged it.
+        ``content``: blocks appended to the message (text, images, text files; see
+        :func:`omprpc.prompt_from_content`)."""
         session = self._require()
         rid = session.handle.call_out(lib.omprpc_client_prompt, _ffi.encode(message, "message"),
-                                      self._prompt_options(images, streaming_behavior), _ffi.TIMEOUT_DEFAULT)
+                                      self._prompt_options(images, streaming_behavior, content),
+                                      _ffi.TIMEOUT_DEFAULT)
         return (rid or b"").decode()
 
-    def abort_and_prompt(self, message: str, *, images: Sequence[ImageContent] | None = None) -> str:
+    def abort_and_prompt(self, message: str = "", *, images: Sequence[ImageContent] | None = None,
+                         content: Sequence[Mapping[str, Any]] | None = None) -> str:
         session = self._require()
         rid = session.handle.call_out(lib.omprpc_client_abort_and_prompt, _ffi.encode(message, "message"),
-                                      self._prompt_options(images), _ffi.TIMEOUT_DEFAULT)
+                                      self._prompt_options(images, None, content), _ffi.TIMEOUT_DEFAULT)
         return (rid or b"").decode()
 
-    def steer(self, message: str, *, images: Sequence[ImageContent] | None = None) -> None:
-        self._request("steer", message=message, images=list(images) if images is not None else None)
+    @staticmethod
+    def _with_content(message: str, images: Sequence[ImageContent] | None,
+                      content: Sequence[Mapping[str, Any]] | None) -> tuple[str, list[Any] | None]:
+        """steer / follow_up: content blocks become message text and images here (the
+        library converts them for prompts only)."""
+        all_images = list(images) if images is not None else None
+        if content is None:
+            return message, all_images
+        built = prompt_from_content(content)
+        text = built.get("message") or ""
+        if text:
+            message = f"{message}\n\n{text}" if message else text
+        extra = built.get("images") or []
+        if extra:
+            all_images = (all_images or []) + list(extra)
+        return message, all_images
 
-    def follow_up(self, message: str, *, images: Sequence[ImageContent] | None = None) -> None:
-        self._request("follow_up", message=message, images=list(images) if images is not None else None)
+    def steer(self, message: str = "", *, images: Sequence[ImageContent] | None = None,
+              content: Sequence[Mapping[str, Any]] | None = None) -> None:
+        message, all_images = self._with_content(message, images, content)
+        self._request("steer", message=message, images=all_images)
+
+    def follow_up(self, message: str = "", *, images: Sequence[ImageContent] | None = None,
+                  content: Sequence[Mapping[str, Any]] | None = None) -> None:
+        message, all_images = self._with_content(message, images, content)
+        self._request("follow_up", message=message, images=all_images)
 
     def abort(self) -> None:
         self._request("abort")
@@ -1619,19 +1969,20 @@ class RpcClient:
 
     def prompt_and_wait(
         self,
-        message: str,
+        message: str = "",
         *,
         images: Sequence[ImageContent] | None = None,
         streaming_behavior: StreamingBehavior | None = None,
         timeout: float | None = None,
+        content: Sequence[Mapping[str, Any]] | None = None,
     ) -> PromptTurn:
         """Prompts and waits until *that* prompt completes (its run's terminal ``agent_end``,
         a ``prompt_result``, or ``agentInvoked:false``). ``timeout=None`` means the
-        ``turn_timeout`` option, which defaults to no deadline."""
+        ``turn_timeout`` option, which defaults to no deadline. ``content`` as for prompt()."""
         session = self._require()
         mark = session.sync_mark()
         encoded = _ffi.encode(message, "message")
-        options = self._prompt_options(images, streaming_behavior)
+        options = self._prompt_options(images, streaming_behavior, content)
         ms = self._turn_ms(timeout)
 
         def call() -> _ffi.OwnedString:
@@ -1652,8 +2003,10 @@ class RpcClient:
         mark = session.sync_mark()
         ms = self._turn_ms(timeout)
         raw = _interruptible(lambda: session.handle.call_out(lib.omprpc_client_collect_events, ms))
-        data = _loads_bulk(raw) if raw is not None else None
-        events = _typed_bulk(data if isinstance(data, list) else ())
+        events = _lazy.lazy_events(raw, 0, len(raw)) if raw and raw[:1] == b"[" else None
+        if events is None:
+            data = _loads_bulk(raw) if raw is not None else None
+            events = _typed_bulk(data if isinstance(data, list) else ())
         session.settle(mark, expect_terminal=True)
         return events
 

@@ -693,6 +693,30 @@ class EventOverflow:
     type: Literal["event_overflow"] = "event_overflow"
 
 
+@dataclass(slots=True, frozen=True)
+class PolicyEvalEvent:
+    """omprpc: the tool policy gate (``tool_policy`` in host mode) asks whether the agent may
+    run one of its own tools. Answer with ``client.policy_verdict(event.id, allow, reason)``
+    (or let a ``policy_handler`` answer); no answer within the gate's timeout blocks the tool
+    unless the gate fails open."""
+
+    id: str
+    tool_name: str
+    tool_call_id: str
+    arguments: JsonObject = field(default_factory=dict)
+    type: Literal["policy_eval"] = "policy_eval"
+
+
+@dataclass(slots=True, frozen=True)
+class ToolBlockedEvent:
+    """omprpc: the tool policy gate blocked the agent's tool call ``tool_call_id``."""
+
+    tool_call_id: str
+    tool_name: str
+    reason: str
+    type: Literal["tool_blocked"] = "tool_blocked"
+
+
 RpcAgentEvent: TypeAlias = Union[
     AgentStartEvent,
     AgentEndEvent,
@@ -716,7 +740,8 @@ RpcAgentEvent: TypeAlias = Union[
 ]
 
 RpcNotification: TypeAlias = Union[
-    ReadyEvent, ExtensionUiRequest, ExtensionError, RpcAgentEvent, UnknownNotification, EventOverflow
+    ReadyEvent, ExtensionUiRequest, ExtensionError, RpcAgentEvent, UnknownNotification, EventOverflow,
+    PolicyEvalEvent, ToolBlockedEvent,
 ]
 
 AGENT_EVENT_TYPES: Final[frozenset[str]] = frozenset(
@@ -1253,6 +1278,20 @@ def parse_notification(payload: Mapping[str, Any]) -> RpcNotification:
         )
     if kind == "todo_auto_clear":
         return TodoAutoClearEvent()
+    if kind == "policy_eval":
+        args = payload.get("arguments")
+        return PolicyEvalEvent(
+            id=_str(payload, "id"),
+            tool_name=_str(payload, "toolName"),
+            tool_call_id=_str(payload, "toolCallId"),
+            arguments=args if isinstance(args, dict) else {},
+        )
+    if kind == "tool_blocked":
+        return ToolBlockedEvent(
+            tool_call_id=_str(payload, "toolCallId"),
+            tool_name=_str(payload, "toolName"),
+            reason=_str(payload, "reason"),
+        )
     return UnknownNotification(payload=dict(payload))
 
 

@@ -1,0 +1,334 @@
+package omprpc
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"iter"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The capabilities that need no client, and the tool bridge as pi's extension sees it.
+
+var png1x1, _ = base64.StdEncoding.DecodeString(
+	"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+
+func TestSummarizeAndSummarizer(t *testing.T) {
+	o := fakeOptions()
+	o.TurnSummary = true
+	c := start(t, o)
+	tr := turn(t, c, "thinking")
+	want, err := tr.ParsedSummary()
+	if err != nil || want == nil {
+		t.Fatalf("ParsedSummary: %v %v", want, err)
+	}
+	if !want.Complete || text(want.FinalText) != "visible" || want.Reasoning != "hmm" || want.Usage == nil || want.Usage.Calls != 1 {
+		t.Fatalf("summary: %+v", want)
+	}
+	if len(want.Chunks) != 2 || want.Chunks[0].Kind != "reasoning" || want.Chunks[1].Text != "visible" {
+		t.Fatalf("chunks: %+v", want.Chunks)
+	}
+	// The same from the turn's events, the typed events, and a JSON array.
+	for name, events := range map[string]any{"Events": tr.Events, "TypedEvents": tr.TypedEvents()} {
+		got, err := Summarize(events, "")
+		if err != nil {
+			t.Fatalf("Summarize(%s): %v", name, err)
+		}
+		if string(got.Raw) != string(want.Raw) {
+			t.Fatalf("Summarize(%s) = %s, want %s", name, got.Raw, want.Raw)
+		}
+	}
+	s, err := Summarize(json.RawMessage(`[{"type":"tool_execution_start","toolCallId":"t1","toolName":"bash","args":{}},`+
+		`{"type":"tool_blocked","toolCallId":"t2","toolName":"rm","reason":"nope"},`+
+		`{"type":"tool_execution_end","toolCallId":"t2","toolName":"rm","result":{},"isError":true},`+
+		`{"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"length","usage":{"input":3,"output":4}}}]`),
+		"configured/model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.ToolCalls) != 2 || s.ToolCalls[0].Outcome != "pending" || s.ToolCalls[1].Outcome != "blocked" || text(s.ToolCalls[1].Reason) != "nope" {
+		t.Fatalf("tool calls: %+v", s.ToolCalls)
+	}
+	if s.Usage == nil || text(s.Usage.Model) != "configured/model" || s.Usage.TotalTokens != 7 || len(s.StopReasons) != 1 {
+		t.Fatalf("usage / stops: %+v %+v", s.Usage, s.StopReasons)
+	}
+	if _, err := Summarize(json.RawMessage(`{}`), ""); !strings.Contains(err.Error(), "array") {
+		t.Fatalf("Summarize(object): %v", err)
+	}
+	wantErr(t, func() error { _, err := Summarize(json.RawMessage(`{}`), ""); return err }(), ErrInvalidJSON, "not an array")
+
+	// Streaming, from the event iterator while the turn runs.
+	sm, err := NewSummarizer("m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sm.Close()
+	ctx := ctxFor(t)
+	if _, err := c.Prompt(ctx, "thinking", nil); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for ev, err := range c.All(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		items, err := sm.Feed(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			kinds = append(kinds, it.Kind)
+		}
+		if ev.Type == "agent_end" {
+			break
+		}
+	}
+	if strings.Join(kinds, ",") != "reasoning,text,message_end,turn_end" {
+		t.Fatalf("derived kinds: %v", kinds)
+	}
+	got, err := sm.Summary()
+	if err != nil || text(got.FinalText) != "visible" {
+		t.Fatalf("Summary: %+v %v", got, err)
+	}
+	sm.Close()
+	sm.Close() // idempotent
+	wantErr(t, func() error { _, err := sm.Feed(json.RawMessage(`{}`)); return err }(), ErrInvalidArgument, "closed summarizer")
+}
+
+func TestEnvAllowlisted(t *testing.T) {
+	t.Setenv("OMPRPC_GO_SECRET", "s3cret")
+	env, err := EnvAllowlisted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env["PATH"] != os.Getenv("PATH") || env["OMPRPC_GO_SECRET"] != "" {
+		t.Fatalf("allow-list: PATH=%q secret=%q", env["PATH"], env["OMPRPC_GO_SECRET"])
+	}
+	env, err = EnvAllowlisted("OMPRPC_GO_SECRET")
+	if err != nil || env["OMPRPC_GO_SECRET"] != "s3cret" {
+		t.Fatalf("passthrough: %v %v", env["OMPRPC_GO_SECRET"], err)
+	}
+}
+
+func TestPromptFromContent(t *testing.T) {
+	dir := t.TempDir()
+	png := filepath.Join(dir, "dot.png")
+	if err := os.WriteFile(png, png1x1, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := PromptFromContent([]any{
+		map[string]string{"type": "text", "text": "Look:"},
+		map[string]string{"type": "image", "path": png},
+		map[string]string{"type": "file", "text": "line one", "name": "notes.txt"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(pc.Message, "Look:") || !strings.Contains(pc.Message, "line one") {
+		t.Fatalf("message: %q", pc.Message)
+	}
+	if len(pc.Images) != 1 || pc.Images[0].MimeType != "image/png" || pc.Images[0].Type != "image" ||
+		pc.Images[0].Data != base64.StdEncoding.EncodeToString(png1x1) {
+		t.Fatalf("images: %+v", pc.Images)
+	}
+	_, err = PromptFromContent([]any{map[string]string{"type": "video"}})
+	wantErr(t, err, ErrInvalidArgument, "unknown block type")
+	pc, err = PromptFromContent(nil)
+	if err != nil || pc.Message != "" || len(pc.Images) != 0 {
+		t.Fatalf("no blocks: %+v %v", pc, err)
+	}
+}
+
+func TestProviderConfig(t *testing.T) {
+	ps, err := ProviderConfig(ProviderOptions{Providers: map[string]Provider{"local": {
+		BaseURL: "http://127.0.0.1:9/v1", API: "openai-completions", APIKeyEnv: "LOCAL_KEY",
+		Models: []any{map[string]any{"id": "tiny", "contextWindow": 8192}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Remove()
+	if ps.Model != "local/tiny" || filepath.Base(ps.File) != "models.json" || filepath.Dir(ps.File) != ps.Dir ||
+		len(ps.EnvPassthrough) != 1 || ps.EnvPassthrough[0] != "LOCAL_KEY" {
+		t.Fatalf("setup: %+v", ps)
+	}
+	if st, err := os.Stat(ps.Dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("dir: %v %v", st, err)
+	}
+	written, err := os.ReadFile(ps.File)
+	if err != nil || jstr(t, written, "providers.local.apiKey") != "LOCAL_KEY" {
+		t.Fatalf("written: %s %v", written, err)
+	}
+	o := Options{Env: map[string]string{"A": "1"}, EnvPassthrough: []string{"OTHER", "LOCAL_KEY"}}
+	ps.Apply(&o)
+	if o.Model != "local/tiny" || o.Env["A"] != "1" || o.Env["PI_CODING_AGENT_DIR"] != ps.Dir ||
+		strings.Join(o.EnvPassthrough, ",") != "OTHER,LOCAL_KEY" {
+		t.Fatalf("applied: %+v", o)
+	}
+	if err := ps.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ps.Dir); !os.IsNotExist(err) {
+		t.Fatalf("not removed: %v", err)
+	}
+	omp, err := ProviderConfig(ProviderOptions{Flavor: "omp", Dir: t.TempDir(), Model: "p/m",
+		Providers: map[string]Provider{"p": {BaseURL: "u", API: "a", Models: []any{map[string]string{"id": "m"}}}}})
+	if err != nil || filepath.Base(omp.File) != "models.yml" || omp.Model != "p/m" {
+		t.Fatalf("omp: %+v %v", omp, err)
+	}
+	_, err = ProviderConfig(ProviderOptions{Providers: map[string]Provider{"p": {API: "a"}}})
+	wantErr(t, err, ErrInvalidArgument, "no baseUrl, no models")
+}
+
+func TestTypedEventsAndEventLines(t *testing.T) {
+	c := startFake(t)
+	tr := turn(t, c, "all events")
+	evs := tr.TypedEvents()
+	if len(evs) != len(tr.Events) || evs[0].Type != "agent_start" || evs[len(evs)-1].Type != "agent_end" {
+		t.Fatalf("typed events: %d of %d, %q … %q", len(evs), len(tr.Events), evs[0].Type, evs[len(evs)-1].Type)
+	}
+	for i, ev := range evs {
+		if ev.Type != jstr(t, ev.Raw, "type") || &ev.Raw[0] != &tr.Events[i][0] {
+			t.Fatalf("event %d: %q, aliasing", i, ev.Type)
+		}
+	}
+	got, err := parseEventLines("t", []byte("{\"type\":\"a\"}\n{\"x\":1,\"type\":\"b\"}\n{\"t\\u0079pe\":\"c\"}\n[1]\n"))
+	if err != nil || len(got) != 4 || got[0].Type != "a" || got[1].Type != "b" || got[2].Type != "c" || got[3].Type != "" {
+		t.Fatalf("lines: %+v %v", got, err)
+	}
+	if _, err := parseEventLines("t", []byte("{\"x\":\n")); err == nil {
+		t.Fatal("a broken line was accepted")
+	}
+	if got, err := parseEventLines("t", nil); err != nil || len(got) != 0 {
+		t.Fatalf("empty: %v %v", got, err)
+	}
+}
+
+// bridgeExt acts as the generated pi extension: it connects to the client's bridge with the
+// token from the extension file the library wrote.
+type bridgeExt struct {
+	conn   net.Conn
+	r      *bufio.Reader
+	config map[string]any
+}
+
+func connectBridge(t *testing.T, c *Client) *bridgeExt {
+	t.Helper()
+	info, err := c.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := ""
+	for i, a := range info.Argv {
+		if a == "--extension" && i+1 < len(info.Argv) {
+			path = info.Argv[i+1]
+		}
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("extension %q: %v", path, err)
+	}
+	m := regexp.MustCompile(`(?m)^const CONFIG = (.*);$`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("no CONFIG in the extension")
+	}
+	e := &bridgeExt{}
+	if err := json.Unmarshal(m[1], &e.config); err != nil {
+		t.Fatal(err)
+	}
+	e.conn, err = net.Dial("unix", e.config["socket"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.conn.Close() })
+	e.r = bufio.NewReader(e.conn)
+	return e
+}
+
+func (e *bridgeExt) send(t *testing.T, frame map[string]any) {
+	t.Helper()
+	frame["token"], frame["client"] = e.config["token"], e.config["client"]
+	js, _ := json.Marshal(frame)
+	if _, err := e.conn.Write(append(js, '\n')); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *bridgeExt) recv(t *testing.T) []byte {
+	t.Helper()
+	_ = e.conn.SetReadDeadline(time.Now().Add(waitFor))
+	line, err := e.r.ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("bridge reply: %v", err)
+	}
+	return line
+}
+
+func TestBridgedHostToolsAndPolicyOnPi(t *testing.T) {
+	o := fakeOptions("--flavor", "pi")
+	o.Flavor = "pi"
+	o.StopGrace = 300 * time.Millisecond
+	o.ToolPolicy = &ToolPolicy{Mode: "host", Timeout: 5 * time.Second}
+	ids := make(chan string, 1)
+	o.HostTools = []HostTool{{Name: "echo_host", Description: "Echo", Parameters: map[string]any{"type": "object"},
+		Handler: func(ctx context.Context, call HostToolCall, update func(any) error) (ToolResult, error) {
+			ids <- call.ID
+			if err := update("working"); err != nil {
+				return ToolResult{}, err
+			}
+			return TextResult("echo: " + jstr(t, call.Arguments, "message")), nil
+		}}}
+	c := start(t, o)
+	ext := connectBridge(t, c)
+	ext.send(t, map[string]any{"id": "call-1", "kind": "tool", "tool": "echo_host", "toolCallId": "tc", "args": map[string]any{"message": "hi"}})
+	if id := <-ids; !regexp.MustCompile(`^bridge\d+:call-1$`).MatchString(id) {
+		t.Fatalf("host call id %q", id)
+	}
+	if up := ext.recv(t); jstr(t, up, "update.content.0.text") != "working" {
+		t.Fatalf("update: %s", up)
+	}
+	if res := ext.recv(t); jstr(t, res, "result.content.0.text") != "echo: hi" || jget(t, res, "isError") != false {
+		t.Fatalf("result: %s", res)
+	}
+	// The gate: a policy_eval event, answered with PolicyVerdict.
+	ctx := ctxFor(t)
+	next, stop := iter.Pull2(c.All(ctx))
+	defer stop()
+	ext.send(t, map[string]any{"id": "p-1", "kind": "policy_eval", "tool": "bash", "toolCallId": "tc-2", "args": map[string]any{}})
+	var q Event
+	for q.Type != "policy_eval" {
+		ev, err, ok := next()
+		if !ok || err != nil {
+			t.Fatalf("no policy_eval: %v", err)
+		}
+		q = ev
+	}
+	if jstr(t, q.Raw, "toolName") != "bash" || jstr(t, q.Raw, "toolCallId") != "tc-2" {
+		t.Fatalf("policy_eval: %s", q.Raw)
+	}
+	if err := c.PolicyVerdict(jstr(t, q.Raw, "id"), false, "not here"); err != nil {
+		t.Fatal(err)
+	}
+	if v := ext.recv(t); jget(t, v, "verdict.block") != true || jstr(t, v, "verdict.reason") != "not here" {
+		t.Fatalf("verdict: %s", v)
+	}
+	for {
+		ev, err, ok := next()
+		if !ok || err != nil {
+			t.Fatalf("no tool_blocked: %v", err)
+		}
+		if ev.Type == "tool_blocked" {
+			if jstr(t, ev.Raw, "reason") != "not here" || jget(t, ev.Raw, "omprpc") != true {
+				t.Fatalf("tool_blocked: %s", ev.Raw)
+			}
+			break
+		}
+	}
+}

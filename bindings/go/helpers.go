@@ -1,0 +1,416 @@
+package omprpc
+
+// The library's capabilities that need no client: turn summaries (one-shot and streaming),
+// the environment allow-list, prompt content blocks, custom-provider configuration.
+
+/*
+#include <stdlib.h>
+#include "omprpc.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"os"
+	"runtime"
+	"sync"
+)
+
+// callStatic runs a C function of no client with one owned string out-parameter.
+func callStatic(op string, fn func(out, perr **C.char) C.omprpc_status) ([]byte, error) {
+	var out, cerr *C.char
+	if st := fn(&out, &cerr); st != C.OMPRPC_STATUS_OK {
+		return nil, errorFromJSON(op, Status(st), takeBytes(cerr))
+	}
+	return takeBytes(out), nil
+}
+
+// --- turn summaries ------------------------------------------------------------------------
+
+// Summary is a turn summary (docs/c-api.md, "The turn JSON"): the text and reasoning in
+// arrival order, the tool calls paired with their outcomes, the stop reasons and the usage.
+// Turn.Summary holds the same as JSON when the client was started with TurnSummary;
+// ParseSummary reads it.
+type Summary struct {
+	// Complete: a terminal agent_end was seen.
+	Complete bool   `json:"complete"`
+	Text     string `json:"text"` // all the text
+	// FinalText is the last assistant message's text; nil when there was none.
+	FinalText   *string           `json:"finalText"`
+	Reasoning   string            `json:"reasoning"`
+	Chunks      []SummaryChunk    `json:"chunks"`
+	ToolCalls   []SummaryToolCall `json:"toolCalls"`
+	StopReason  *string           `json:"stopReason"`
+	StopReasons []SummaryStop     `json:"stopReasons"` // abnormal stops: error, aborted, length
+	// Usage is summed over the turn's LLM calls (ContextTokens: the last call's total); nil
+	// when no call reported any.
+	Usage        *Usage  `json:"usage"`
+	MessageUsage []Usage `json:"messageUsage"` // per LLM call
+	// Raw is the library's JSON, verbatim.
+	Raw json.RawMessage `json:"-"`
+}
+
+// SummaryChunk is a run of text or reasoning (Kind "text" or "reasoning").
+type SummaryChunk struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// SummaryToolCall is a tool call, start and end paired by ToolCallID. Outcome is "success",
+// "error", "blocked" (by the tool policy; Reason says why) or "pending".
+type SummaryToolCall struct {
+	ToolCallID string          `json:"toolCallId"`
+	ToolName   string          `json:"toolName"`
+	Args       json.RawMessage `json:"args"`
+	Outcome    string          `json:"outcome"`
+	Result     json.RawMessage `json:"result"`
+	Reason     *string         `json:"reason"`
+}
+
+// SummaryStop is an abnormal stop of an assistant message.
+type SummaryStop struct {
+	Reason       string  `json:"reason"`
+	ErrorMessage *string `json:"errorMessage"`
+}
+
+// Usage is token usage: one LLM call's, or a turn's (then ContextTokens and Calls are set).
+type Usage struct {
+	InputTokens      int64   `json:"inputTokens"`
+	OutputTokens     int64   `json:"outputTokens"`
+	CacheReadTokens  int64   `json:"cacheReadTokens"`
+	CacheWriteTokens int64   `json:"cacheWriteTokens"`
+	TotalTokens      int64   `json:"totalTokens"`
+	Cost             float64 `json:"cost"`
+	Model            *string `json:"model"`
+	ContextTokens    int64   `json:"contextTokens,omitempty"`
+	Calls            int     `json:"calls,omitempty"`
+}
+
+// ParseSummary reads a summary's JSON (Turn.Summary); nil for nil or JSON null.
+func ParseSummary(raw json.RawMessage) (*Summary, error) {
+	if len(raw) == 0 || isNull(raw) {
+		return nil, nil
+	}
+	s := &Summary{Raw: raw}
+	if err := unmarshal("summary", raw, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ParsedSummary is ParseSummary(t.Summary).
+func (t *Turn) ParsedSummary() (*Summary, error) { return ParseSummary(t.Summary) }
+
+func summaryOptions(op, model string) (*C.char, error) {
+	if model == "" {
+		return nil, nil
+	}
+	return rawJSON(op, "options", map[string]string{"model": model})
+}
+
+// eventsJSON is a JSON array of raw events: json.RawMessage / []byte as they are (one
+// array), []json.RawMessage or []Event joined, anything else marshalled.
+func eventsJSON(op string, events any) (*C.char, error) {
+	join := func(n int, at func(i int) []byte) []byte {
+		size := 2
+		for i := 0; i < n; i++ {
+			size += len(at(i)) + 1
+		}
+		b := make([]byte, 0, size)
+		b = append(b, '[')
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, at(i)...)
+		}
+		return append(b, ']')
+	}
+	switch ev := events.(type) {
+	case []json.RawMessage:
+		return cstring(op, "events", string(join(len(ev), func(i int) []byte { return ev[i] })))
+	case []Event:
+		return cstring(op, "events", string(join(len(ev), func(i int) []byte { return ev[i].Raw })))
+	case nil:
+		return cstring(op, "events", "[]")
+	}
+	return rawJSON(op, "events", events)
+}
+
+// Summarize is the turn summary of raw events: a Turn's Events ([]json.RawMessage), events
+// from the pump ([]Event), a JSON array (json.RawMessage / []byte), or any value that
+// marshals to one. model is the configured model ("" for none), named in usage whose
+// message names none.
+func Summarize(events any, model string) (*Summary, error) {
+	const op = "summarize"
+	ce, err := eventsJSON(op, events)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(ce)
+	co, err := summaryOptions(op, model)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(co)
+	js, err := callStatic(op, func(out, perr **C.char) C.omprpc_status {
+		return C.omprpc_summarize(ce, co, out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ParseSummary(js)
+}
+
+// Summarizer is a streaming turn summarizer (omprpc_summarizer_*): Feed it raw events in
+// order; each gives the derived items it produced; Summary is the summary so far. Safe for
+// concurrent use. Close releases it (a finalizer does too, eventually).
+type Summarizer struct {
+	mu  sync.Mutex
+	ptr *C.omprpc_summarizer
+}
+
+// NewSummarizer returns a summarizer; model as for Summarize.
+func NewSummarizer(model string) (*Summarizer, error) {
+	const op = "summarizer_new"
+	co, err := summaryOptions(op, model)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(co)
+	var p *C.omprpc_summarizer
+	var cerr *C.char
+	if st := C.omprpc_summarizer_new(co, &p, &cerr); st != C.OMPRPC_STATUS_OK {
+		return nil, errorFromJSON(op, Status(st), takeBytes(cerr))
+	}
+	s := &Summarizer{ptr: p}
+	runtime.SetFinalizer(s, (*Summarizer).Close)
+	return s, nil
+}
+
+// DerivedItem is what one event contributes to a turn: Kind is "text", "reasoning_start",
+// "reasoning", "tool_start", "tool_update", "tool_end", "message_end", "stop" or
+// "turn_end"; Raw has the item's other members (text, toolCallId, outcome, usage …).
+type DerivedItem struct {
+	Kind string
+	Raw  json.RawMessage
+}
+
+// Feed feeds one raw event (json.RawMessage, []byte, an Event, or a value that marshals to
+// a JSON object) and returns the derived items it produced (often none).
+func (s *Summarizer) Feed(event any) ([]DerivedItem, error) {
+	const op = "summarizer_feed"
+	if ev, ok := event.(Event); ok {
+		event = ev.Raw
+	}
+	ce, err := rawJSON(op, "event", event)
+	if err != nil {
+		return nil, err
+	}
+	if ce == nil {
+		return nil, newError(op, StatusInvalidArgument, "the event must not be nil")
+	}
+	defer freeC(ce)
+	js, err := s.call(op, func(p *C.omprpc_summarizer, out, perr **C.char) C.omprpc_status {
+		return C.omprpc_summarizer_feed(p, ce, out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	raws, ok := splitArray(js)
+	if !ok {
+		return nil, newError(op, StatusInvalidJSON, "the library returned derived items that are not a JSON array")
+	}
+	items := make([]DerivedItem, len(raws))
+	for i, r := range raws {
+		var k struct {
+			Kind string `json:"kind"`
+		}
+		if err := unmarshal(op, r, &k); err != nil {
+			return nil, err
+		}
+		items[i] = DerivedItem{Kind: k.Kind, Raw: r}
+	}
+	return items, nil
+}
+
+// Summary is the summary of everything fed so far.
+func (s *Summarizer) Summary() (*Summary, error) {
+	js, err := s.call("summarizer_summary", func(p *C.omprpc_summarizer, out, perr **C.char) C.omprpc_status {
+		return C.omprpc_summarizer_summary(p, out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ParseSummary(js)
+}
+
+func (s *Summarizer) call(op string, fn func(p *C.omprpc_summarizer, out, perr **C.char) C.omprpc_status) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr == nil {
+		return nil, newError(op, StatusInvalidArgument, "the summarizer is closed")
+	}
+	return callStatic(op, func(out, perr **C.char) C.omprpc_status { return fn(s.ptr, out, perr) })
+}
+
+// Close releases the summarizer. Idempotent; always nil.
+func (s *Summarizer) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr != nil {
+		C.omprpc_summarizer_free(s.ptr)
+		s.ptr = nil
+		runtime.SetFinalizer(s, nil)
+	}
+	return nil
+}
+
+// --- environment, prompt content, provider config -----------------------------------------
+
+// EnvAllowlisted is this process's environment through the library's allow-list: only the
+// names a coding agent needs (PATH, HOME, locale, proxies, TLS, NODE_*, PI_*, XDG_* …), plus
+// the exact names in passthrough (e.g. one API key). Deny by default. (To give the agent
+// exactly this: Options{InheritEnv: InheritAllowlist, EnvPassthrough: …}.)
+func EnvAllowlisted(passthrough ...string) (map[string]string, error) {
+	const op = "env_allowlisted"
+	var opts any
+	if len(passthrough) > 0 {
+		opts = map[string][]string{"passthrough": passthrough}
+	}
+	co, err := rawJSON(op, "options", opts)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(co)
+	js, err := callStatic(op, func(out, perr **C.char) C.omprpc_status {
+		return C.omprpc_env_allowlisted(co, out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	if err := unmarshal(op, js, &env); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// PromptContent is a prompt built from content blocks: the message and its images.
+type PromptContent struct {
+	Message string         `json:"message"`
+	Images  []ImageContent `json:"images"`
+}
+
+// PromptFromContent turns content blocks into a message and images:
+// {"type":"text","text"}, {"type":"image","path"|"data_uri"} (the type is checked from the
+// bytes: PNG, JPEG, GIF, WebP), {"type":"file","path"|"data_uri"|"text","name"?} (UTF-8
+// text, inlined). An unknown block type, an unreadable file or a mislabelled image is
+// ErrInvalidArgument. Prompt, PromptAndWait and AbortAndPrompt take the same blocks as
+// PromptOptions.Content.
+func PromptFromContent(blocks []any) (*PromptContent, error) {
+	const op = "prompt_from_content"
+	if blocks == nil {
+		blocks = []any{}
+	}
+	cb, err := rawJSON(op, "blocks", blocks)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(cb)
+	js, err := callStatic(op, func(out, perr **C.char) C.omprpc_status {
+		return C.omprpc_prompt_from_content(cb, out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	pc := &PromptContent{}
+	if err := unmarshal(op, js, pc); err != nil {
+		return nil, err
+	}
+	return pc, nil
+}
+
+// Provider is one custom provider of ProviderConfig (pi's models.json / omp's models.yml).
+// Name the API key by environment variable (APIKeyEnv): the agent reads the variable at run
+// time, nothing secret is written to disk, and the name comes back for EnvPassthrough.
+type Provider struct {
+	BaseURL    string            `json:"baseUrl"`
+	API        string            `json:"api"` // e.g. "openai-completions"
+	APIKeyEnv  string            `json:"apiKeyEnv,omitempty"`
+	APIKey     string            `json:"apiKey,omitempty"`
+	AuthHeader *bool             `json:"authHeader,omitempty"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	Compat     any               `json:"compat,omitempty"`
+	// Models: at least one, each with an "id" (maps or structs: contextWindow, maxTokens …).
+	Models []any `json:"models"`
+}
+
+// ProviderOptions are the options of ProviderConfig.
+type ProviderOptions struct {
+	Flavor    string              `json:"flavor,omitempty"` // "pi" (models.json, the default) or "omp" (models.yml)
+	Dir       string              `json:"dir,omitempty"`    // default: a new private directory (0700)
+	Model     string              `json:"model,omitempty"`  // "provider/id"; default: the first model listed
+	Providers map[string]Provider `json:"providers"`
+}
+
+// ProviderSetup is a written provider config: File in the agent directory Dir; start the
+// agent with Apply(&opts), and Remove the directory when done.
+type ProviderSetup struct {
+	Dir            string            `json:"dir"`
+	File           string            `json:"file"`
+	Env            map[string]string `json:"env"`
+	Model          string            `json:"model"`
+	EnvPassthrough []string          `json:"envPassthrough"`
+}
+
+// ProviderConfig writes a custom-provider config for the agent (omprpc_provider_config).
+func ProviderConfig(opts ProviderOptions) (*ProviderSetup, error) {
+	const op = "provider_config"
+	co, err := rawJSON(op, "options", opts)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(co)
+	js, err := callStatic(op, func(out, perr **C.char) C.omprpc_status {
+		return C.omprpc_provider_config(co, out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ps := &ProviderSetup{}
+	if err := unmarshal(op, js, ps); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+// Apply merges the config into start options: its Env on top of opts.Env, its
+// EnvPassthrough names, and its Model (when opts has none).
+func (p *ProviderSetup) Apply(opts *Options) {
+	if len(p.Env) > 0 {
+		env := make(map[string]string, len(opts.Env)+len(p.Env))
+		for k, v := range opts.Env {
+			env[k] = v
+		}
+		for k, v := range p.Env {
+			env[k] = v
+		}
+		opts.Env = env
+	}
+	for _, name := range p.EnvPassthrough {
+		found := false
+		for _, have := range opts.EnvPassthrough {
+			found = found || have == name
+		}
+		if !found {
+			opts.EnvPassthrough = append(opts.EnvPassthrough, name)
+		}
+	}
+	if opts.Model == "" {
+		opts.Model = p.Model
+	}
+}
+
+// Remove deletes the agent directory and the config in it.
+func (p *ProviderSetup) Remove() error { return os.RemoveAll(p.Dir) }
