@@ -10,42 +10,21 @@
 
 #[path = "support/omp.rs"]
 mod omp;
+#[path = "support/common.rs"]
+mod common;
 #[path = "support/pi.rs"]
 mod pi;
 
 use std::time::{Duration, Instant};
 
 use omp::OmpEnv;
+use common::{parse, secs, turn};
 use omprpc::client::{deadline_after, parse_params};
 use omprpc::{Client, Status};
 use serde_json::{json, Value};
 
-/// Generous: omp takes ~5 s to start on an idle 2-core machine.
-fn secs(n: u64) -> Option<Instant> {
-    deadline_after(Some(Duration::from_secs(n)))
-}
-
-fn parse(bytes: &[u8]) -> Value {
-    serde_json::from_slice(bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
-}
-
 fn start(env: &OmpEnv, extra_args: &[&str], extra_opts: Value) -> Client {
-    let mut opts = env.options(extra_args);
-    for (k, v) in extra_opts.as_object().unwrap() {
-        opts[k] = v.clone();
-    }
-    let started = Instant::now();
-    let c = Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("starting omp failed: {e}"));
-    // Shown with --nocapture or on failure: omp's start-up dominates these tests.
-    eprintln!("omp was ready after {:.1}s", started.elapsed().as_secs_f64());
-    c
-}
-
-fn turn(c: &Client, message: &str) -> Value {
-    let started = Instant::now();
-    let t = c.prompt_and_wait(message, None, secs(120)).unwrap_or_else(|e| panic!("{message}: {e}\nstderr: {}", c.stderr()));
-    eprintln!("turn {:?} took {:.1}s", message.chars().take(40).collect::<String>(), started.elapsed().as_secs_f64());
-    serde_json::from_str(&t).unwrap()
+    common::start_with("omp", env.options(extra_args), extra_opts)
 }
 
 fn events<'a>(turn: &'a Value, ty: &str) -> Vec<&'a Value> {

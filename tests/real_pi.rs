@@ -6,42 +6,21 @@
 //! Run: `cargo test --test real_pi` (add `-- --nocapture` to see pi's install progress).
 //! What pi does on the wire is written down in `tests/support/PI-NOTES.md`.
 
+#[path = "support/common.rs"]
+mod common;
 #[path = "support/pi.rs"]
 mod pi;
 
 use std::time::{Duration, Instant};
 
+use common::{parse, secs, turn};
 use omprpc::client::{deadline_after, parse_params};
 use omprpc::{Client, Status};
 use pi::PiEnv;
 use serde_json::{json, Value};
 
-/// Generous: pi is slow to start on a loaded 2-core machine.
-fn secs(n: u64) -> Option<Instant> {
-    deadline_after(Some(Duration::from_secs(n)))
-}
-
-fn parse(bytes: &[u8]) -> Value {
-    serde_json::from_slice(bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
-}
-
 fn start(env: &PiEnv, extra_args: &[&str], extra_opts: Value) -> Client {
-    let mut opts = env.options(extra_args);
-    for (k, v) in extra_opts.as_object().unwrap() {
-        opts[k] = v.clone();
-    }
-    let started = Instant::now();
-    let c = Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("starting pi failed: {e}"));
-    // Shown with --nocapture or on failure: pi's start-up dominates these tests.
-    eprintln!("pi answered its first request after {:.1}s", started.elapsed().as_secs_f64());
-    c
-}
-
-fn turn(c: &Client, message: &str) -> Value {
-    let started = Instant::now();
-    let t = c.prompt_and_wait(message, None, secs(120)).unwrap_or_else(|e| panic!("{message}: {e}\nstderr: {}", c.stderr()));
-    eprintln!("turn {message:?} took {:.1}s", started.elapsed().as_secs_f64());
-    serde_json::from_str(&t).unwrap()
+    common::start_with("pi", env.options(extra_args), extra_opts)
 }
 
 fn events<'a>(turn: &'a Value, ty: &str) -> Vec<&'a Value> {
