@@ -24,13 +24,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use crate::pi::{models_json, FakeLlm};
+use crate::pi::Workspace;
 
 pub const OMP_PACKAGE: &str = "@oh-my-pi/pi-coding-agent";
 pub const OMP_VERSION: &str = "18.2.3";
@@ -241,19 +240,14 @@ pub fn omp(test: &str) -> Option<OmpInstall> {
 /// One throw-away omp environment: directories, models.yml, and the fake LLM.
 pub struct OmpEnv {
     pub install: OmpInstall,
-    pub root: PathBuf,
-    pub home: PathBuf,
-    pub agent_dir: PathBuf,
-    pub work: PathBuf,
-    pub llm: FakeLlm,
+    pub ws: Workspace,
 }
 
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
-fn fresh_root(test: &str) -> PathBuf {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    let name = format!("omprpc-real-omp-{test}-{}-{}-{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst));
-    std::env::temp_dir().join(name)
+impl std::ops::Deref for OmpEnv {
+    type Target = Workspace;
+    fn deref(&self) -> &Workspace {
+        &self.ws
+    }
 }
 
 impl OmpEnv {
@@ -261,24 +255,7 @@ impl OmpEnv {
     /// `src/bin/omprpc-fake-llm/main.rs`).
     pub fn new(test: &str, script: Value) -> Option<OmpEnv> {
         let install = omp(test)?;
-        let root = fresh_root(test);
-        let (home, agent_dir, work) = (root.join("home"), root.join("agent"), root.join("work"));
-        for d in [&home, &agent_dir, &work] {
-            std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
-        }
-        let script_path = root.join("llm-script.json");
-        std::fs::write(&script_path, script.to_string()).unwrap();
-        let llm = FakeLlm::start(&script_path, &root.join("llm-requests.jsonl"));
-        // omp reads models.yml; JSON text is valid YAML.
-        std::fs::write(agent_dir.join("models.yml"), serde_json::to_string_pretty(&models_json(llm.port)).unwrap()).unwrap();
-        Some(OmpEnv { install, root, home, agent_dir, work, llm })
-    }
-
-    /// Writes a file into this environment's directory; returns its path.
-    pub fn write_file(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.root.join(name);
-        std::fs::write(&p, text).unwrap();
-        p
+        Some(OmpEnv { install, ws: Workspace::new("omp", test, script, "models.yml") })
     }
 
     /// The argv: `bun cli.js --mode rpc --no-session --no-title --model fake/fake-model` + `extra`.
@@ -303,11 +280,7 @@ impl OmpEnv {
             "command": self.command(extra),
             "flavor": "omp",
             "cwd": self.work.display().to_string(),
-            "env": {
-                "HOME": self.home.display().to_string(),
-                "PI_CODING_AGENT_DIR": self.agent_dir.display().to_string(),
-                "PATH": std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
-            },
+            "env": self.env(json!({})),
             // omp takes ~5 s to its ready frame on this 2-core machine, longer when busy.
             "startup_timeout_ms": 120000,
             "request_timeout_ms": 60000,
@@ -315,18 +288,4 @@ impl OmpEnv {
         })
     }
 
-    /// The request bodies the fake LLM received.
-    pub fn llm_requests(&self) -> Vec<Value> {
-        self.llm.requests()
-    }
-}
-
-impl Drop for OmpEnv {
-    fn drop(&mut self) {
-        if env_nonempty("OMPRPC_KEEP_TMP").as_deref() == Some("1") {
-            eprintln!("kept {}", self.root.display());
-            return;
-        }
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
 }

@@ -250,6 +250,20 @@ impl Drop for FakeLlm {
 /// One throw-away pi environment: directories, models.json, and the fake LLM.
 pub struct PiEnv {
     pub install: PiInstall,
+    pub ws: Workspace,
+}
+
+impl std::ops::Deref for PiEnv {
+    type Target = Workspace;
+    fn deref(&self) -> &Workspace {
+        &self.ws
+    }
+}
+
+/// One test's throw-away directories (HOME, agent dir with the provider file, working dir)
+/// and its fake LLM; shared by the pi and omp suites. Removed on drop (kept with
+/// OMPRPC_KEEP_TMP=1).
+pub struct Workspace {
     pub root: PathBuf,
     pub home: PathBuf,
     pub agent_dir: PathBuf,
@@ -259,10 +273,58 @@ pub struct PiEnv {
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-fn fresh_root(test: &str) -> PathBuf {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    let name = format!("omprpc-real-pi-{test}-{}-{}-{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst));
-    std::env::temp_dir().join(name)
+impl Workspace {
+    /// `agent`: "pi" or "omp" (names the directory); `models_file`: where the agent reads
+    /// its provider (pi: models.json, omp: models.yml — JSON text is valid YAML).
+    pub fn new(agent: &str, test: &str, script: Value, models_file: &str) -> Workspace {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+        let name = format!("omprpc-real-{agent}-{test}-{}-{}-{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst));
+        let root = std::env::temp_dir().join(name);
+        let (home, agent_dir, work) = (root.join("home"), root.join("agent"), root.join("work"));
+        for d in [&home, &agent_dir, &work] {
+            std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
+        }
+        let script_path = root.join("llm-script.json");
+        std::fs::write(&script_path, script.to_string()).unwrap();
+        let llm = FakeLlm::start(&script_path, &root.join("llm-requests.jsonl"));
+        std::fs::write(agent_dir.join(models_file), serde_json::to_string_pretty(&models_json(llm.port)).unwrap()).unwrap();
+        Workspace { root, home, agent_dir, work, llm }
+    }
+
+    /// Writes a file into this environment's directory; returns its path.
+    pub fn write_file(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.root.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    /// The request bodies the fake LLM received.
+    pub fn llm_requests(&self) -> Vec<Value> {
+        self.llm.requests()
+    }
+
+    /// The agent's environment: a private HOME and agent dir, this PATH, plus `extra`.
+    pub fn env(&self, extra: Value) -> Value {
+        let mut env = json!({
+            "HOME": self.home.display().to_string(),
+            "PI_CODING_AGENT_DIR": self.agent_dir.display().to_string(),
+            "PATH": std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            env[k] = v.clone();
+        }
+        env
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        if env_nonempty("OMPRPC_KEEP_TMP").as_deref() == Some("1") {
+            eprintln!("kept {}", self.root.display());
+            return;
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
 }
 
 /// The provider entry of PEERS.md, pointing at `port`.
@@ -279,23 +341,7 @@ impl PiEnv {
     /// `src/bin/omprpc-fake-llm/main.rs`).
     pub fn new(test: &str, script: Value) -> Option<PiEnv> {
         let install = pi(test)?;
-        let root = fresh_root(test);
-        let (home, agent_dir, work) = (root.join("home"), root.join("agent"), root.join("work"));
-        for d in [&home, &agent_dir, &work] {
-            std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
-        }
-        let script_path = root.join("llm-script.json");
-        std::fs::write(&script_path, script.to_string()).unwrap();
-        let llm = FakeLlm::start(&script_path, &root.join("llm-requests.jsonl"));
-        std::fs::write(agent_dir.join("models.json"), serde_json::to_string_pretty(&models_json(llm.port)).unwrap()).unwrap();
-        Some(PiEnv { install, root, home, agent_dir, work, llm })
-    }
-
-    /// Writes a file into this environment's directory; returns its path.
-    pub fn write_file(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.root.join(name);
-        std::fs::write(&p, text).unwrap();
-        p
+        Some(PiEnv { install, ws: Workspace::new("pi", test, script, "models.json") })
     }
 
     /// The argv: `node cli.js --mode rpc --no-session --offline --model fake/fake-model` + `extra`.
@@ -320,12 +366,7 @@ impl PiEnv {
             "command": self.command(extra),
             "flavor": "pi",
             "cwd": self.work.display().to_string(),
-            "env": {
-                "HOME": self.home.display().to_string(),
-                "PI_CODING_AGENT_DIR": self.agent_dir.display().to_string(),
-                "PI_OFFLINE": "1",
-                "PATH": std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
-            },
+            "env": self.env(json!({"PI_OFFLINE": "1"})),
             // pi takes 1–2 s to start on an idle machine, much longer on a loaded one.
             "startup_timeout_ms": 120000,
             "request_timeout_ms": 60000,
@@ -333,18 +374,4 @@ impl PiEnv {
         })
     }
 
-    /// The request bodies the fake LLM received.
-    pub fn llm_requests(&self) -> Vec<Value> {
-        self.llm.requests()
-    }
-}
-
-impl Drop for PiEnv {
-    fn drop(&mut self) {
-        if env_nonempty("OMPRPC_KEEP_TMP").as_deref() == Some("1") {
-            eprintln!("kept {}", self.root.display());
-            return;
-        }
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
 }
