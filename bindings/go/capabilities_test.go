@@ -5,7 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"iter"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -297,10 +298,15 @@ func TestBridgedHostToolsAndPolicyOnPi(t *testing.T) {
 	if res := ext.recv(t); jstr(t, res, "result.content.0.text") != "echo: hi" || jget(t, res, "isError") != false {
 		t.Fatalf("result: %s", res)
 	}
-	// The gate: a policy_eval event, answered with PolicyVerdict.
+	// The gate: a policy_eval event, answered with PolicyVerdict. Events subscribes at
+	// once (All only when its iteration starts), and the pump — running for the host tool —
+	// drops events nobody subscribes to, so the subscription comes before the send.
 	ctx := ctxFor(t)
-	next, stop := iter.Pull2(c.All(ctx))
-	defer stop()
+	events := c.Events(ctx)
+	next := func() (Event, error, bool) {
+		ev, ok := <-events
+		return ev, ctx.Err(), ok
+	}
 	ext.send(t, map[string]any{"id": "p-1", "kind": "policy_eval", "tool": "bash", "toolCallId": "tc-2", "args": map[string]any{}})
 	var q Event
 	for q.Type != "policy_eval" {
@@ -329,6 +335,47 @@ func TestBridgedHostToolsAndPolicyOnPi(t *testing.T) {
 				t.Fatalf("tool_blocked: %s", ev.Raw)
 			}
 			break
+		}
+	}
+}
+
+func TestPolicyHandlerAnswersTheGate(t *testing.T) {
+	o := fakeOptions("--flavor", "pi")
+	o.Flavor = "pi"
+	o.StopGrace = 300 * time.Millisecond
+	o.ToolPolicy = &ToolPolicy{Mode: "host", Timeout: 5 * time.Second,
+		Handler: func(ctx context.Context, q PolicyEval) (bool, string, error) {
+			switch q.ToolName {
+			case "read":
+				return true, "", nil
+			case "bash":
+				return false, "no shell: " + jstr(t, q.Arguments, "command"), nil
+			case "write":
+				return false, "", errors.New("policy store down")
+			}
+			panic("unexpected tool " + q.ToolName)
+		}}
+	c := start(t, o)
+	ext := connectBridge(t, c)
+	cases := []struct {
+		tool  string
+		block bool
+		why   string
+	}{
+		{"read", false, ""},
+		{"bash", true, "no shell: ls"},
+		{"write", true, "policy store down"},
+		{"edit", true, "policy handler panicked on edit: unexpected tool edit"},
+	}
+	for i, tc := range cases {
+		id := fmt.Sprintf("p-%d", i)
+		ext.send(t, map[string]any{"id": id, "kind": "policy_eval", "tool": tc.tool, "toolCallId": "tc-" + id, "args": map[string]any{"command": "ls"}})
+		v := ext.recv(t)
+		if jstr(t, v, "id") != id || jget(t, v, "verdict.block") != tc.block {
+			t.Fatalf("%s: verdict %s", tc.tool, v)
+		}
+		if tc.block && jstr(t, v, "verdict.reason") != tc.why {
+			t.Fatalf("%s: reason %s", tc.tool, v)
 		}
 	}
 }

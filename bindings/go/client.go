@@ -40,8 +40,9 @@ type core struct {
 	base       context.Context // cancelled by Close: the parent of host tool contexts
 	baseCancel context.CancelFunc
 
-	ev   pump
-	host hostTools
+	ev     pump
+	host   hostTools
+	policy PolicyHandler // ToolPolicy.Handler, fixed at start
 }
 
 type snapshot struct {
@@ -83,7 +84,10 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	h.host.init(opts.HostToolConcurrency)
 	c := &Client{h: h}
 	runtime.SetFinalizer(c, finalizeClient)
-	if h.host.install(opts.HostTools) {
+	if opts.ToolPolicy != nil {
+		h.policy = opts.ToolPolicy.Handler
+	}
+	if h.host.install(opts.HostTools) || h.policy != nil {
 		h.ev.setHostDemand(h, true)
 	}
 	return c, nil

@@ -152,13 +152,13 @@ func (h *core) setHostTools(ctx context.Context, tools []HostTool) (json.RawMess
 	defer freeC(cj)
 	// Handlers first: a call may follow the agent's answer at once.
 	previous := h.host.current()
-	h.ev.setHostDemand(h, h.host.install(tools))
+	h.ev.setHostDemand(h, h.host.install(tools) || h.policy != nil)
 	var out *C.char
 	err = h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_set_host_tools(p, cj, t, &out, perr)
 	})
 	if err != nil {
-		h.ev.setHostDemand(h, h.host.install(previous))
+		h.ev.setHostDemand(h, h.host.install(previous) || h.policy != nil)
 		return nil, err
 	}
 	return takeBytes(out), nil
@@ -280,6 +280,10 @@ func (h *core) dispatchHost(batch []Event) {
 		switch ev.Type {
 		case "host_tool_call":
 			h.startHostCall(ev)
+		case "policy_eval":
+			if h.policy != nil {
+				h.startPolicyEval(ev)
+			}
 		case "host_tool_cancel":
 			var c struct {
 				TargetID string `json:"targetId"`
@@ -365,11 +369,53 @@ func (h *core) sendHostResult(call HostToolCall, res ToolResult, isError bool) {
 	}
 }
 
+// PolicyEval is a policy_eval event: the agent asks whether one of its own tools may run.
+type PolicyEval struct {
+	ID         string          `json:"id"` // answer with it (Client.PolicyVerdict)
+	ToolName   string          `json:"toolName"`
+	ToolCallID string          `json:"toolCallId"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Raw        json.RawMessage `json:"-"`
+}
+
+// PolicyHandler decides a policy_eval (ToolPolicy.Handler), on its own goroutine: allow, or
+// block with reason. An error or a panic blocks the tool with its message. ctx ends when
+// the client closes.
+type PolicyHandler func(ctx context.Context, ev PolicyEval) (allow bool, reason string, err error)
+
+func (h *core) startPolicyEval(ev Event) {
+	q := PolicyEval{Raw: ev.Raw}
+	if ev.Decode(&q) != nil || q.ID == "" {
+		return // nothing to answer; the policy's timeout decides
+	}
+	go func() {
+		allow, reason, err := callPolicy(h.base, h.policy, q)
+		if err != nil {
+			allow, reason = false, err.Error()
+		}
+		// ErrNotFound (timed out, or answered by PolicyVerdict) and ErrClosed need nothing more.
+		_ = h.policyVerdict(q.ID, allow, reason)
+	}()
+}
+
+func callPolicy(ctx context.Context, handler PolicyHandler, q PolicyEval) (allow bool, reason string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			allow, err = false, fmt.Errorf("policy handler panicked on %s: %v", q.ToolName, p)
+		}
+	}()
+	return handler(ctx, q)
+}
+
 // PolicyVerdict answers a policy_eval event (ToolPolicy in "host" mode): allow the agent's
 // tool call, or block it with reason ("" gives a default reason). ErrNotFound for an
 // unknown id; no answer within the policy's timeout blocks the tool (unless it fails open).
 func (c *Client) PolicyVerdict(requestID string, allow bool, reason string) error {
 	defer runtime.KeepAlive(c)
+	return c.h.policyVerdict(requestID, allow, reason)
+}
+
+func (h *core) policyVerdict(requestID string, allow bool, reason string) error {
 	const op = "policy_verdict"
 	cid, err := cstring(op, "request id", requestID)
 	if err != nil {
@@ -381,7 +427,7 @@ func (c *Client) PolicyVerdict(requestID string, allow bool, reason string) erro
 		return err
 	}
 	defer freeC(cr)
-	return c.h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+	return h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_policy_verdict(p, cid, C.bool(allow), cr, perr)
 	})
 }

@@ -201,8 +201,9 @@ func (i Inherit) MarshalJSON() ([]byte, error) {
 }
 
 // ToolPolicy is the tool_policy option: a gate over the agent's own tools. Mode "host" asks
-// the program (policy_eval events, answered with Client.PolicyVerdict); "rules" decides in
-// the library. It fails closed unless FailOpen.
+// the program: Handler when set, else policy_eval events answered with Client.PolicyVerdict
+// (subscribe before the agent asks: while handlers run, events nobody subscribes to are
+// dropped); "rules" decides in the library. It fails closed unless FailOpen.
 type ToolPolicy struct {
 	Mode    string            `json:"mode"`
 	Allow   []string          `json:"allow,omitempty"`
@@ -211,6 +212,8 @@ type ToolPolicy struct {
 	// Timeout (timeout_ms, 30 s) blocks a tool the host did not decide on in time.
 	Timeout  time.Duration `json:"-"`
 	FailOpen bool          `json:"fail_open,omitempty"`
+	// Handler answers every policy_eval in host mode (a Go-side setting, not sent).
+	Handler PolicyHandler `json:"-"`
 }
 
 // MarshalJSON sends Timeout as timeout_ms.
