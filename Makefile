@@ -8,7 +8,9 @@
 #   make c-tests-asan   the same programs with ASan + UBSan, against the static library
 #   make test           cargo test + check-header + c-tests + c-tests-asan
 #   make demo           stream a prompt through examples/demo.c
-#   make install        PREFIX=/usr/local: library and header
+#   make install        PREFIX=/usr/local [DESTDIR=]: libraries (soname), header, omprpc.pc
+#   make install-test   install into a temp prefix; C, C++, Python, Go, Node programs use it
+#   make set-version    V=x.y.z: the version everywhere it is written
 #   make bench          release build, then the benchmark (bench/README.md); BENCH_RUNS=5
 #   make clean
 #
@@ -55,7 +57,7 @@ C_TEST_TIMEOUT := timeout --kill-after=10 600
         install clean help
 
 help:
-	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
 	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent
@@ -179,7 +181,7 @@ node-tests: build
 	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(NPM) test
 
 # Sequential on purpose: cargo-test rebuilds what the C programs link against.
-test: cargo-test check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests node-tests
+test: cargo-test check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke
 
 # --- demo -----------------------------------------------------------------------------
 # OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`
@@ -216,11 +218,52 @@ bench:
 	  --out $(BENCH_DIR) --repo $(CURDIR) --runs $(BENCH_RUNS)
 
 # --- install --------------------------------------------------------------------------
+# One version, written once: Cargo.toml's [package] version. Everything else (header macros,
+# Python, Go, Node) is checked against it by tests/versions.rs; `make set-version V=x.y.z`
+# rewrites them all. The soname's number is the C ABI version (see build.rs for why).
+VERSION := $(shell sed -n '/^\[package\]/,/^\[/s/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml)
+ABI     := $(shell sed -n 's/^pub const OMPRPC_ABI_VERSION: u32 = \([0-9][0-9]*\);.*/\1/p' src/ffi/mod.rs)
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIG_DIR := $(LIBDIR)/pkgconfig
+
+# libomprpc.so.<version> (the file), libomprpc.so.<ABI> (the soname programs record),
+# libomprpc.so (what -lomprpc finds at link time); the static library; the header; omprpc.pc
+# with the real prefix (DESTDIR is only the staging root, never written into the .pc).
+# Libs.private: what a static link (`pkg-config --static`) needs besides libomprpc.a.
 install: release
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
-	install -m 0755 $(RELEASE_DIR)/libomprpc.so $(DESTDIR)$(PREFIX)/lib/libomprpc.so
-	install -m 0644 $(RELEASE_DIR)/libomprpc.a $(DESTDIR)$(PREFIX)/lib/libomprpc.a
-	install -m 0644 $(HEADER) $(DESTDIR)$(PREFIX)/include/omprpc.h
+	@test -n "$(VERSION)" -a -n "$(ABI)" || { echo "install: cannot read the version or the ABI version" >&2; exit 1; }
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIG_DIR)
+	install -m 0755 $(RELEASE_DIR)/libomprpc.so $(DESTDIR)$(LIBDIR)/libomprpc.so.$(VERSION)
+	ln -sfn libomprpc.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libomprpc.so.$(ABI)
+	ln -sfn libomprpc.so.$(ABI) $(DESTDIR)$(LIBDIR)/libomprpc.so
+	install -m 0644 $(RELEASE_DIR)/libomprpc.a $(DESTDIR)$(LIBDIR)/libomprpc.a
+	install -m 0644 $(HEADER) $(DESTDIR)$(INCLUDEDIR)/omprpc.h
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+	  'Name: omprpc' \
+	  'Description: Native client library for the omp and pi coding agents'"'"' RPC mode' \
+	  'Version: $(VERSION)' \
+	  'Libs: -L$${libdir} -lomprpc' \
+	  'Libs.private: $(RUST_NATIVE_LIBS)' \
+	  'Cflags: -I$${includedir}' > $(DESTDIR)$(PKGCONFIG_DIR)/omprpc.pc
+	@chmod 0644 $(DESTDIR)$(PKGCONFIG_DIR)/omprpc.pc
+	@echo "installed omprpc $(VERSION) (soname libomprpc.so.$(ABI)) into $(DESTDIR)$(PREFIX)"
+
+# From nothing but the repository: install into a fresh temporary prefix, then build and run
+# C, C++ (shared and static, through pkg-config), Python (fresh venv + pip), Go (fresh module)
+# and Node (npm pack + npm install) programs against it (tests/install/run.sh). The timeout
+# covers a cold release build (LTO) as well.
+.PHONY: install-test set-version
+install-test: build
+	MAKE="$(MAKE)" CC="$(CC)" CXX="$(CXX)" PYTHON="$(PYTHON)" GO="$(GO)" NPM="$(NPM)" \
+	  OMPRPC_FAKE_AGENT=$(FAKE_AGENT) VERSION=$(VERSION) ABI=$(ABI) \
+	  timeout --kill-after=10 1200 bash tests/install/run.sh
+
+# Rewrites the version everywhere it is written, then regenerates the header.
+set-version:
+	@test -n "$(V)" || { echo "usage: make set-version V=x.y.z" >&2; exit 1; }
+	$(PYTHON) tests/install/set_version.py "$(V)"
+	$(MAKE) header
 
 clean:
 	$(CARGO) clean
@@ -233,3 +276,87 @@ clean:
 .PHONY: test-omp
 test-omp:
 	OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test real_omp
+
+# --- fault table, ThreadSanitizer (issue 7) -------------------------------------------
+# tests/c/fault_table.c runs every fault scenario through the C API, checks each one's
+# status, time to error and the process table afterwards, and writes the table to
+# target/fault-table.md (printed too). Plain and under ASan + UBSan; not under valgrind (a
+# 50 MB stderr flood and the SIGTERM grace periods only cost time there, test_faults covers
+# the memory side).
+FAULT_TABLE_MD := $(TARGET_DIR)/fault-table.md
+.PHONY: fault-table c-tests-tsan
+fault-table: $(C_TEST_DIR)/fault_table $(ASAN_TEST_DIR)/fault_table
+	@echo "=== fault_table (asan+ubsan)"
+	env OMPRPC_FAKE_AGENT=$(FAKE_AGENT) $(ASAN_ENV) $(C_TEST_TIMEOUT) $(ASAN_TEST_DIR)/fault_table
+	@echo "=== fault_table (shared) -> $(FAULT_TABLE_MD)"
+	env OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_FAULT_TABLE=$(FAULT_TABLE_MD) $(C_TEST_TIMEOUT) $(C_TEST_DIR)/fault_table
+
+# The C test programs under ThreadSanitizer, against a Rust library instrumented too: a
+# C-only TSan build cannot see the library's own synchronisation and would report false
+# races. The library is built by the nightly toolchain with -Zsanitizer=thread and
+# -Zbuild-std (std instrumented as well; needs the rust-src component, which .ci/run adds),
+# into its own target directory so the ordinary debug build is left alone. The programs
+# link the TSan runtime shipped with that same rustc: gcc 12's libtsan lacks entry points
+# (__tsan_memcpy, __tsan_memset) that current LLVM emits. test_load lowers its scale under
+# TSan (__SANITIZE_THREAD__). Reports fail the run (halt_on_error, exit code 66).
+TSAN_TOOLCHAIN ?= nightly
+TSAN_CARGO_DIR := $(TARGET_DIR)/tsan
+TSAN_TEST_DIR  := $(TARGET_DIR)/c-tests-tsan
+# The programs that use a client from several threads (the others only add time here).
+TSAN_TESTS     ?= $(filter test_basics test_host test_load test_observe test_prompt test_ui,$(C_TEST_NAMES))
+TSAN_ENV       := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+c-tests-tsan: build
+	@mkdir -p $(TSAN_TEST_DIR)
+	@triple="$$(rustup run $(TSAN_TOOLCHAIN) rustc -vV | sed -n 's/^host: //p')"; \
+	rtdir="$$(rustup run $(TSAN_TOOLCHAIN) rustc --print target-libdir)"; \
+	rt="$$(ls "$$rtdir"/librustc-*_rt.tsan.a 2>/dev/null | sed -n 1p)"; \
+	test -n "$$rt" || { echo "c-tests-tsan: no TSan runtime (librustc-*_rt.tsan.a) in $$rtdir" >&2; exit 1; }; \
+	lib=$(TSAN_CARGO_DIR)/$$triple/debug/libomprpc.a; \
+	echo "c-tests-tsan: building the library with -Zsanitizer=thread ($(TSAN_TOOLCHAIN), $$triple)"; \
+	RUSTFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=$(TSAN_CARGO_DIR) \
+	  rustup run $(TSAN_TOOLCHAIN) cargo build $(LOCKED) -Zbuild-std --target "$$triple" --lib; \
+	nm "$$lib" 2>/dev/null | grep 'U __tsan_func_entry' >/dev/null \
+	  || { echo "$$lib: the Rust library is not instrumented" >&2; exit 1; }; \
+	failed=""; \
+	for t in $(TSAN_TESTS); do \
+	  $(CC) $(C_TEST_CFLAGS) -fsanitize=thread -c tests/c/$$t.c -o $(TSAN_TEST_DIR)/$$t.o; \
+	  $(CC) $(TSAN_TEST_DIR)/$$t.o -o $(TSAN_TEST_DIR)/$$t "$$lib" \
+	    -Wl,--whole-archive "$$rt" -Wl,--no-whole-archive $(RUST_NATIVE_LIBS) -lstdc++; \
+	  echo "=== $$t (tsan)"; \
+	  if ! env OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_TEST_WAIT_MS=30000 $(TSAN_ENV) \
+	       $(C_TEST_TIMEOUT) $(TSAN_TEST_DIR)/$$t; then failed="$$failed $$t"; fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "C tests failed (tsan):$$failed" >&2; exit 1; fi; \
+	echo "C tests passed (ThreadSanitizer, library and std instrumented)"
+
+# --- fuzzing and Miri (fuzz/README.md, docs/testing.md) --------------------------------
+# cargo-fuzz (libFuzzer, nightly, ASan) over the framing, v2 chunks, frame classification
+# and response correlation, the exports' JSON and the bridge's request handling. fuzz/ is a
+# workspace of its own; its build lands in target/fuzz, new corpus entries, logs and
+# findings in target/fuzz-work (the checked-in seeds in fuzz/corpus are only read).
+#   make fuzz         FUZZ_SECONDS per target (default 300)
+#   make fuzz-smoke   FUZZ_SMOKE_SECONDS per target (default 20): part of make test
+#   make miri         the process-free unit tests under Miri (MIRI_TESTS)
+FUZZ_TOOLCHAIN     ?= nightly
+FUZZ_TARGETS       ?= framing chunks classify_correlate export_json bridge_frame
+FUZZ_SECONDS       ?= 300
+FUZZ_SMOKE_SECONDS ?= 20
+FUZZ_BUILD         := $(TARGET_DIR)/fuzz
+FUZZ_WORK          := $(TARGET_DIR)/fuzz-work
+# Test-name filters: the FFI glue and the pure parsing/correlation code. Everything else
+# spawns processes or polls pipes, which Miri cannot run (docs/testing.md).
+MIRI_TOOLCHAIN     ?= nightly
+MIRI_TESTS         ?= ffi:: client::reader client::pending protocol::scan \
+                      transport::chunks::tests::base64 bridge::tests::rules_decide
+
+.PHONY: fuzz fuzz-smoke miri
+fuzz:
+	FUZZ_TOOLCHAIN=$(FUZZ_TOOLCHAIN) fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BUILD) $(FUZZ_WORK) $(FUZZ_TARGETS)
+
+fuzz-smoke:
+	FUZZ_TOOLCHAIN=$(FUZZ_TOOLCHAIN) fuzz/run.sh $(FUZZ_SMOKE_SECONDS) $(FUZZ_BUILD) $(FUZZ_WORK) $(FUZZ_TARGETS)
+
+# Miri's own target dir (target/miri) keeps its build apart from the normal one.
+miri:
+	@$(CARGO) +$(MIRI_TOOLCHAIN) miri --version >/dev/null 2>&1 || { echo "miri: needs the nightly miri component (.ci/run installs it: rustup component add --toolchain nightly miri rust-src)" >&2; exit 1; }
+	$(CARGO) +$(MIRI_TOOLCHAIN) miri test $(LOCKED) --lib -- $(MIRI_TESTS)

@@ -9,8 +9,9 @@
 //! `all` produces the input files once with the fake agent, then runs every workload and every
 //! floor `--runs` times (default 5), each run in its own process, and reports the medians: a
 //! table on stdout, `DIR/results.md` and `DIR/results.json` (every run's figures too). The
-//! workloads through the C API are `bench/omprpc_bench.c` (BIN); the bindings' benchmarks are
-//! optional scripts (see bench/README.md). A workload or floor that fails is reported as failed
+//! workloads through the C API are `bench/omprpc_bench.c` (BIN); the bindings' benchmarks, and
+//! pi's own TypeScript client on the same burst (`bench/pi_ts_client.mjs`, the reference of their
+//! targets), are optional scripts (see bench/README.md). A workload or floor that fails is reported as failed
 //! and makes the exit status 1; a failing binding script or a missed target does not (this
 //! measures, it does not gate).
 //!
@@ -456,6 +457,34 @@ impl Bench {
         job.required = &["events_per_sec", "rss_mib"];
     }
 
+    /// pi's own TypeScript RpcClient on the same burst (bench/pi_ts_client.mjs): the
+    /// reference the bindings' targets name, measured in the same run. Optional like the
+    /// bindings: pi comes from the test suites' cache or is installed into the output
+    /// directory with npm; without node, npm or the registry the row says why.
+    fn pi_ts_client(&mut self) {
+        let (key, label) = ("binding.pi_ts", "pi's TS client (RpcClient.promptAndWait: every event JSON.parse'd)");
+        let script = self.cfg.repo.join("bench/pi_ts_client.mjs");
+        if !script.is_file() {
+            return self.note(key, label, "not available (no bench/pi_ts_client.mjs)".into());
+        }
+        if !have("node") {
+            return self.note(key, label, "not available (node is not installed)".into());
+        }
+        let client = match pi_rpc_client(&self.cfg.out) {
+            Ok(c) => c,
+            Err(e) => return self.note(key, label, format!("not available ({e})")),
+        };
+        let agent = self.cfg.agent.clone();
+        let job = self.add(key, label, vec!["node".into(), script.display().to_string()]);
+        job.env = vec![
+            ("OMPRPC_PI_RPC_CLIENT", client.display().to_string()),
+            ("OMPRPC_FAKE_AGENT", agent),
+            ("OMPRPC_BENCH_EVENTS", BURST_EVENTS.to_string()),
+        ];
+        job.timeout = BINDING_TIMEOUT;
+        job.required = &["events_per_sec", "rss_mib"];
+    }
+
     fn run_all(&mut self) {
         let runs = self.cfg.runs;
         for round in 1..=runs {
@@ -514,6 +543,47 @@ fn sh(script_and_args: &[&str]) -> Vec<String> {
 
 fn file_name(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// The pi package whose RpcClient the "pi's TS client" row measures (tests/support/pi.rs
+/// installs the same version for the real-pi suite).
+const PI_PACKAGE: &str = "@mariozechner/pi-coding-agent";
+const PI_VERSION: &str = "0.73.1";
+const PI_RPC_CLIENT: &str = "node_modules/@mariozechner/pi-coding-agent/dist/modes/rpc/rpc-client.js";
+
+/// pi's rpc-client.js: from $OMPRPC_PI_CACHE or the test suites' cache
+/// ($HOME/.cache/omprpc/pi-VERSION) when there, else installed once into OUT/pi-VERSION.
+fn pi_rpc_client(out: &Path) -> Result<PathBuf, String> {
+    let own = out.join(format!("pi-{PI_VERSION}"));
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(d) = std::env::var_os("OMPRPC_PI_CACHE").filter(|d| !d.is_empty()) {
+        dirs.push(PathBuf::from(d));
+    }
+    if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        dirs.push(Path::new(&h).join(".cache/omprpc").join(format!("pi-{PI_VERSION}")));
+    }
+    dirs.push(own.clone());
+    if let Some(found) = dirs.iter().map(|d| d.join(PI_RPC_CLIENT)).find(|c| c.is_file()) {
+        return Ok(found);
+    }
+    if !have("npm") {
+        return Err("npm is not installed, and pi is not in a cache".into());
+    }
+    eprintln!("bench: installing {PI_PACKAGE}@{PI_VERSION} into {}", own.display());
+    std::fs::create_dir_all(&own).map_err(|e| format!("{}: {e}", own.display()))?;
+    std::fs::write(own.join("package.json"), r#"{"name":"omprpc-bench-pi","version":"0.0.0","private":true}"#)
+        .map_err(|e| format!("{}: {e}", own.display()))?;
+    let cmd: Vec<String> = ["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("{PI_PACKAGE}@{PI_VERSION}")])
+        .collect();
+    let r = run(&cmd, &[], Some(&own), Duration::from_secs(600));
+    let client = own.join(PI_RPC_CLIENT);
+    if !r.ok || !client.is_file() {
+        return Err(format!("npm install {PI_PACKAGE}@{PI_VERSION} failed: {}", last_line(&r.stderr)));
+    }
+    Ok(client)
 }
 
 fn have(tool: &str) -> bool {
@@ -648,6 +718,7 @@ fn drive(cfg: Config) -> i32 {
     for name in ["Python", "Go", "Node"] {
         b.binding(name);
     }
+    b.pi_ts_client();
     let me = std::env::current_exe().unwrap().display().to_string();
     let count = RTT_COUNT.to_string();
     let raw = b.pinned(vec![me], args(&["rtt", &agent, &count]), true);
@@ -742,22 +813,30 @@ fn drive(cfg: Config) -> i32 {
             verdict(ok)
         );
     }
-    for (key, target) in [("binding.python", 170e3), ("binding.go", 199e3), ("binding.node", 199e3)] {
+    // pi's TS client, measured in the same rounds: each binding's rate over its rate too.
+    let pi_rate = b.row("binding.pi_ts").med("events_per_sec");
+    for (key, target) in [("binding.python", 170e3), ("binding.go", 199e3), ("binding.node", 199e3), ("binding.pi_ts", 0.0)] {
         let row = b.row(key);
         let r = row.med("events_per_sec");
         let t = r.map(|r| n_events as f64 / r);
         let rss = row.med("rss_mib").map(|m| format!("{m:.1} MiB")).unwrap_or_else(|| "—".into());
+        let (goal, met) = if target > 0.0 {
+            let vs_pi = match (r, pi_rate) {
+                (Some(_), Some(_)) => format!("; {} pi TS", ratio(r, pi_rate)),
+                _ => String::new(),
+            };
+            (format!("≥ {:.0} k/s ({}){vs_pi}", target / 1e3, ratio(r, Some(target))), verdict(r.map(|r| r >= target)).to_string())
+        } else {
+            ("the reference".to_string(), String::new())
+        };
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {rss} | — | {} | {} | ≥ {:.0} k/s ({}) | {} |",
+            "| {} | {} | {} | {rss} | — | {} | {} | {goal} | {met} |",
             label(row),
             secs(t),
             rate(r),
             ratio(t, cat_t),
             ratio(t, serde_t),
-            target / 1e3,
-            ratio(r, Some(target)),
-            verdict(r.map(|r| r >= target))
         );
     }
     let mut delivered = true;
@@ -774,7 +853,8 @@ fn drive(cfg: Config) -> i32 {
         md,
         "\nThe drained runs received all {n_events} events{}. Nobody draining, the event queue (default \
          capacity 65,536) overflowed in {} of {} runs. Batches of at most {} events. Reference: omp_rpc (Python) \
-         12 s / 410 MiB; pi's TS client 0.50 s / 157 MiB; `cat|cat` 0.05 s. The cat and producer floors are timed \
+         12 s / 410 MiB; pi's TS client 0.50 s / 157 MiB (the row above measures it in this run: \
+         the bindings' \"pi TS\" ratio is their rate over its); `cat|cat` 0.05 s. The cat and producer floors are timed \
          from outside (they include starting `sh` and the programs); the other figures time the prompt up to the \
          last event (or the turn) only. \"RSS kept\": the process's RSS after the workload, the client \
          still open and every string it returned freed.\n",

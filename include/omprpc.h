@@ -4,6 +4,17 @@
  * GENERATED FILE: produced by cbindgen 0.29.4 from the omprpc Rust sources and
  * cbindgen.toml. Do not edit; run `make header` to regenerate.
  * The contract is documented in docs/c-api.md.
+ *
+ * Conventions of every function below (each one's comment adds what is specific to it):
+ *  - Ownership: `const char *` arguments are borrowed UTF-8, for the call only. A `char **out_…`
+ *    receives a string owned by the caller, released only with omprpc_string_free (never
+ *    free()); out-parameters are written only on OMPRPC_STATUS_OK, `*out_error` (when non-NULL)
+ *    only on failure, with a JSON object {"code","status","message",…}.
+ *  - Threads: a client may be used from any thread, concurrently, omprpc_client_close
+ *    included; omprpc_client_free is the last call on a handle.
+ *  - Statuses: each comment lists what the function returns. Every call on a closed client
+ *    that needs the agent fails with CLOSED, or with the reason the client closed
+ *    (PROCESS_EXITED, PROTOCOL, IO); PANIC means a bug was caught and the client is unusable.
  */
 
 #ifndef OMPRPC_H
@@ -12,6 +23,15 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+/**
+ * The omprpc version this header belongs to (Cargo.toml's `version`; `omprpc_version()`
+ * returns the library's). Compare OMPRPC_ABI_VERSION, not these, for compatibility.
+ */
+#define OMPRPC_VERSION_MAJOR 0
+#define OMPRPC_VERSION_MINOR 1
+#define OMPRPC_VERSION_PATCH 0
+#define OMPRPC_VERSION_STRING "0.1.0"
 
 /**
  * The C ABI version. Bumped on every incompatible change; bindings refuse a mismatch.
@@ -66,27 +86,33 @@ extern "C" {
 
 /**
  * The library version (static, never freed).
+ * Ownership: a static string; never free it. Threads: any thread, any time.
  */
 const char *omprpc_version(void);
 
 /**
  * The C ABI version; equals `OMPRPC_ABI_VERSION` of the header the caller compiled against.
+ * Threads: any thread, any time.
  */
 uint32_t omprpc_abi_version(void);
 
 /**
  * The name of a status ("OK", "TIMEOUT", …), static; "UNKNOWN" for other values.
+ * Ownership: a static string; never free it. Threads: any thread, any time.
  */
 const char *omprpc_status_name(int status);
 
 /**
  * Frees a string returned by omprpc. NULL is a no-op. Never pass it memory from elsewhere.
+ * Threads: any thread; each string is freed once, after its last use.
  */
 void omprpc_string_free(char *s);
 
 /**
  * The argv `omprpc_client_start` would spawn for `options_json`, as a JSON array, exactly
  * (system prompts included: `omprpc_client_info` shows the redacted form). Starts nothing.
+ * Ownership: the caller frees `*out_argv_json` with `omprpc_string_free`. Threads: any
+ * thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
  */
 omprpc_status omprpc_build_argv(const char *options_json, char **out_argv_json, char **out_error);
 
@@ -96,6 +122,9 @@ omprpc_status omprpc_build_argv(const char *options_json, char **out_argv_json, 
  * schemes. On failure nothing is left running. Statuses: INVALID_ARGUMENT, INVALID_JSON,
  * IO (spawn), TIMEOUT, PROCESS_EXITED (with exit code and stderr tail), PROTOCOL,
  * COMMAND_FAILED. Free the client with `omprpc_client_free`.
+ * Ownership: `*out_client` is the caller's until `omprpc_client_free`. Threads: any thread;
+ * the new handle may then be shared between threads. Statuses: OK and those listed above,
+ * INVALID_UTF8, PANIC.
  */
 omprpc_status omprpc_client_start(const char *options_json,
                                   omprpc_client **out_client,
@@ -105,6 +134,9 @@ omprpc_status omprpc_client_start(const char *options_json,
  * Sends any command `{"type": type, …params}` (params: a JSON object or NULL) and waits for
  * its response. `out_data_json` receives the response's `data` verbatim, `null` when absent.
  * COMMAND_FAILED when the agent answers `success:false` (details in the error JSON).
+ * Ownership: the caller frees `*out_data_json` with `omprpc_string_free`. Threads: any
+ * thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT, INVALID_JSON,
+ * INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_request(const omprpc_client *client,
                                     const char *type_,
@@ -116,6 +148,9 @@ omprpc_status omprpc_client_request(const omprpc_client *client,
 /**
  * Writes one frame as is (a JSON object with a string `type`), with no id and no response
  * awaited — e.g. `widget_layout`.
+ * Threads: any thread, concurrently. Statuses: OK, TIMEOUT (a write that cannot finish),
+ * INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED,
+ * PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_send_frame(const omprpc_client *client,
                                        const char *frame_json,
@@ -126,6 +161,9 @@ omprpc_status omprpc_client_send_frame(const omprpc_client *client,
  * or NULL; `message` may be NULL when the options carry `"message"`, e.g. text with a NUL)
  * and returns its request id once the agent acknowledged it. The run streams as events;
  * `omprpc_client_wait_for_idle` waits for it.
+ * Ownership: the caller frees `*out_request_id` with `omprpc_string_free`. Threads: any
+ * thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT, INVALID_JSON,
+ * INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_prompt(const omprpc_client *client,
                                    const char *message,
@@ -136,6 +174,8 @@ omprpc_status omprpc_client_prompt(const omprpc_client *client,
 
 /**
  * Sends `abort_and_prompt`; like `omprpc_client_prompt`.
+ * Ownership: the caller frees `*out_request_id` with `omprpc_string_free`. Threads: any
+ * thread, concurrently. Statuses: as `omprpc_client_prompt` (OK, COMMAND_FAILED, TIMEOUT, …).
  */
 omprpc_status omprpc_client_abort_and_prompt(const omprpc_client *client,
                                              const char *message,
@@ -151,6 +191,10 @@ omprpc_status omprpc_client_abort_and_prompt(const omprpc_client *client,
  * turn (OMPRPC_TIMEOUT_DEFAULT: the `turn_timeout_ms` option, no deadline unless set).
  * Single-flight with collect_events / wait_for_idle (CONCURRENCY). COMMAND_FAILED for a
  * rejected or late-failed prompt; LIMIT_EXCEEDED past `max_event_history`.
+ * Ownership: the caller frees `*out_turn_json` with `omprpc_string_free`. Threads: any
+ * thread (one collector at a time). Statuses: OK, COMMAND_FAILED, TIMEOUT, CONCURRENCY,
+ * LIMIT_EXCEEDED, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason:
+ * PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_prompt_and_wait(const omprpc_client *client,
                                             const char *message,
@@ -162,6 +206,8 @@ omprpc_status omprpc_client_prompt_and_wait(const omprpc_client *client,
 /**
  * Sends `steer` (options: `{"images":[…],"content":[…]}` or NULL; `message` may be NULL when
  * the options carry `"message"`).
+ * Threads: any thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT,
+ * INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_steer(const omprpc_client *client,
                                   const char *message,
@@ -172,6 +218,8 @@ omprpc_status omprpc_client_steer(const omprpc_client *client,
 /**
  * Sends `follow_up` (options: `{"images":[…],"content":[…]}` or NULL; `message` may be NULL
  * when the options carry `"message"`).
+ * Threads: any thread, concurrently. Statuses: as `omprpc_client_steer` (OK, COMMAND_FAILED,
+ * TIMEOUT, …).
  */
 omprpc_status omprpc_client_follow_up(const omprpc_client *client,
                                       const char *message,
@@ -181,6 +229,8 @@ omprpc_status omprpc_client_follow_up(const omprpc_client *client,
 
 /**
  * Sends `abort`.
+ * Threads: any thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT,
+ * CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_abort(const omprpc_client *client,
                                   int64_t timeout_ms,
@@ -188,6 +238,9 @@ omprpc_status omprpc_client_abort(const omprpc_client *client,
 
 /**
  * Sends `get_state`; `out_state_json` receives the session state object.
+ * Ownership: the caller frees `*out_state_json` with `omprpc_string_free`. Threads: any
+ * thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT, CLOSED (or the
+ * close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_get_state(const omprpc_client *client,
                                       int64_t timeout_ms,
@@ -196,6 +249,9 @@ omprpc_status omprpc_client_get_state(const omprpc_client *client,
 
 /**
  * Sends `bash` with `command`; `out_result_json` receives the BashResult object.
+ * Ownership: the caller frees `*out_result_json` with `omprpc_string_free`. Threads: any
+ * thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT, INVALID_UTF8,
+ * CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_bash(const omprpc_client *client,
                                  const char *command,
@@ -206,6 +262,9 @@ omprpc_status omprpc_client_bash(const omprpc_client *client,
 /**
  * Waits for the next terminal `agent_end` and returns every session event from the call
  * until then (JSON array). Single-flight (CONCURRENCY).
+ * Ownership: the caller frees `*out_events_json` with `omprpc_string_free`. Threads: any
+ * thread (one collector at a time). Statuses: OK, TIMEOUT, CONCURRENCY, LIMIT_EXCEEDED,
+ * INVALID_ARGUMENT, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_collect_events(const omprpc_client *client,
                                            int64_t timeout_ms,
@@ -215,6 +274,9 @@ omprpc_status omprpc_client_collect_events(const omprpc_client *client,
 /**
  * Waits until every accepted prompt has completed. COMMAND_FAILED when a prompt failed late
  * since the last prompt was sent. Single-flight (CONCURRENCY).
+ * Threads: any thread (one collector at a time). Statuses: OK, COMMAND_FAILED, TIMEOUT,
+ * CONCURRENCY, INVALID_ARGUMENT, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO),
+ * PANIC.
  */
 omprpc_status omprpc_client_wait_for_idle(const omprpc_client *client,
                                           int64_t timeout_ms,
@@ -223,6 +285,9 @@ omprpc_status omprpc_client_wait_for_idle(const omprpc_client *client,
 /**
  * Takes the next event (verbatim JSON). TIMEOUT when none arrived in time (0 polls);
  * CLOSED once the client is closed and every queued event was taken.
+ * Ownership: the caller frees `*out_event_json` with `omprpc_string_free`. Threads: any
+ * thread; each event goes to exactly one caller. Statuses: OK, TIMEOUT, CLOSED, INVALID_ARGUMENT,
+ * PANIC.
  */
 omprpc_status omprpc_client_next_event(const omprpc_client *client,
                                        int64_t timeout_ms,
@@ -231,6 +296,9 @@ omprpc_status omprpc_client_next_event(const omprpc_client *client,
 
 /**
  * Waits for one event, then takes up to `max_events` queued events as one JSON array.
+ * Ownership: the caller frees `*out_events_json` with `omprpc_string_free`. Threads: any
+ * thread; each event goes to exactly one caller. Statuses: OK, TIMEOUT, CLOSED, INVALID_ARGUMENT,
+ * PANIC.
  */
 omprpc_status omprpc_client_next_events(const omprpc_client *client,
                                         size_t max_events,
@@ -242,6 +310,9 @@ omprpc_status omprpc_client_next_events(const omprpc_client *client,
  * Like `omprpc_client_next_events`, but the events come as JSON lines (each event, then
  * `\n`): events never contain a raw newline, so a binding can split them with a byte search
  * instead of parsing an array.
+ * Ownership: the caller frees `*out_events_jsonl` with `omprpc_string_free`. Threads: any
+ * thread; each event goes to exactly one caller. Statuses: OK, TIMEOUT, CLOSED, INVALID_ARGUMENT,
+ * PANIC.
  */
 omprpc_status omprpc_client_next_events_lines(const omprpc_client *client,
                                               size_t max_events,
@@ -253,12 +324,16 @@ omprpc_status omprpc_client_next_events_lines(const omprpc_client *client,
  * A descriptor that polls readable while events are queued or the client is closed (for
  * epoll, libuv, asyncio, Go's poller). Owned by the client: do not read or close it; it is
  * valid until `omprpc_client_free`.
+ * Threads: any thread. Statuses: OK, INVALID_ARGUMENT, PANIC.
  */
 omprpc_status omprpc_client_event_fd(const omprpc_client *client, int *out_fd, char **out_error);
 
 /**
  * Takes the next UI request that needs an answer (select, confirm, input, editor, or an
  * unknown method that is not passive). Woken by close (CLOSED).
+ * Ownership: the caller frees `*out_request_json` with `omprpc_string_free`. Threads: any
+ * thread; each request goes to exactly one caller. Statuses: OK, TIMEOUT, CLOSED,
+ * INVALID_ARGUMENT, PANIC.
  */
 omprpc_status omprpc_client_next_ui_request(const omprpc_client *client,
                                             int64_t timeout_ms,
@@ -267,6 +342,9 @@ omprpc_status omprpc_client_next_ui_request(const omprpc_client *client,
 
 /**
  * Answers UI request `request_id` with a value (select, input, editor).
+ * Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, TIMEOUT (a write that cannot
+ * finish), INVALID_ARGUMENT, INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL,
+ * IO), PANIC.
  */
 omprpc_status omprpc_client_ui_send_value(const omprpc_client *client,
                                           const char *request_id,
@@ -275,6 +353,9 @@ omprpc_status omprpc_client_ui_send_value(const omprpc_client *client,
 
 /**
  * Answers a confirm UI request.
+ * Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, TIMEOUT (a write that cannot
+ * finish), INVALID_ARGUMENT, INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL,
+ * IO), PANIC.
  */
 omprpc_status omprpc_client_ui_send_confirmation(const omprpc_client *client,
                                                  const char *request_id,
@@ -283,6 +364,9 @@ omprpc_status omprpc_client_ui_send_confirmation(const omprpc_client *client,
 
 /**
  * Cancels a UI request (`timed_out` tells the agent the host's own timeout fired).
+ * Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, TIMEOUT (a write that cannot
+ * finish), INVALID_ARGUMENT, INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL,
+ * IO), PANIC.
  */
 omprpc_status omprpc_client_ui_cancel(const omprpc_client *client,
                                       const char *request_id,
@@ -293,6 +377,8 @@ omprpc_status omprpc_client_ui_cancel(const omprpc_client *client,
  * Sets the headless UI policy: `{"confirm":false,"select":null,"input":null,"editor":null}`
  * (a null answer cancels; unknown interactive methods are cancelled; passive ones ignored).
  * NULL or "null" removes it. Requests already waiting are answered by the new policy.
+ * Threads: any thread, concurrently. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8,
+ * PANIC.
  */
 omprpc_status omprpc_client_set_ui_policy(const omprpc_client *client,
                                           const char *policy_json,
@@ -301,6 +387,9 @@ omprpc_status omprpc_client_set_ui_policy(const omprpc_client *client,
 /**
  * Registers host tools (`[{name,description,parameters,label?,hidden?,loadMode?}]`, replacing
  * the set); `out_data_json` receives the agent's answer (`{"toolNames":[…]}`).
+ * Ownership: the caller frees `*out_data_json` with `omprpc_string_free`. Threads: any
+ * thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT, INVALID_JSON,
+ * INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_set_host_tools(const omprpc_client *client,
                                            const char *tools_json,
@@ -311,6 +400,9 @@ omprpc_status omprpc_client_set_host_tools(const omprpc_client *client,
 /**
  * Registers host URI schemes (`[{scheme,description?,writable?,immutable?}]`, replacing the
  * set); `out_data_json` receives the agent's answer (`{"schemes":[…]}`).
+ * Ownership: the caller frees `*out_data_json` with `omprpc_string_free`. Threads: any
+ * thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT, INVALID_JSON,
+ * INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_set_host_uri_schemes(const omprpc_client *client,
                                                  const char *schemes_json,
@@ -321,6 +413,9 @@ omprpc_status omprpc_client_set_host_uri_schemes(const omprpc_client *client,
 /**
  * Streams a partial result for host tool call `call_id` (`"text"` or `{content,details?}`).
  * NOT_FOUND for an unknown call, CANCELLED if the agent cancelled it.
+ * Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, CANCELLED, TIMEOUT (a write that
+ * cannot finish), INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason:
+ * PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_host_tool_update(const omprpc_client *client,
                                              const char *call_id,
@@ -330,6 +425,9 @@ omprpc_status omprpc_client_host_tool_update(const omprpc_client *client,
 /**
  * Sends the final result of host tool call `call_id` (`"text"` or `{content,details?}`).
  * NOT_FOUND for an unknown call, CANCELLED if the agent cancelled it (the result is dropped).
+ * Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, CANCELLED, TIMEOUT (a write that
+ * cannot finish), INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason:
+ * PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_host_tool_result(const omprpc_client *client,
                                              const char *call_id,
@@ -340,6 +438,9 @@ omprpc_status omprpc_client_host_tool_result(const omprpc_client *client,
 /**
  * Answers host URI request `request_id`: `{"content","contentType"?,"notes"?,"immutable"?}`
  * for a read, `{}` for a write, `{"error":"…"}` for a failure.
+ * Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, TIMEOUT (a write that cannot
+ * finish), INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason:
+ * PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_host_uri_result(const omprpc_client *client,
                                             const char *request_id,
@@ -350,6 +451,8 @@ omprpc_status omprpc_client_host_uri_result(const omprpc_client *client,
  * Answers a `policy_eval` event (the policy gate over the agent's own tools): allow, or
  * block with `reason` (NULL or empty: a default reason). NOT_FOUND for an unknown id. No
  * answer within the gate's `timeout_ms` blocks the tool (unless the gate fails open).
+ * Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, INVALID_ARGUMENT, INVALID_UTF8,
+ * IO (the tool bridge's connection is gone), PANIC.
  */
 omprpc_status omprpc_client_policy_verdict(const omprpc_client *client,
                                            const char *request_id,
@@ -362,6 +465,8 @@ omprpc_status omprpc_client_policy_verdict(const omprpc_client *client,
  * "finalText","reasoning","chunks","toolCalls","stopReason","stopReasons","usage",
  * "messageUsage"}`. Options: `{"model":"…"}` — the configured model, for usage records whose
  * message names none. Thread-safe.
+ * Ownership: the caller frees `*out_summary_json` with `omprpc_string_free`. Statuses: OK,
+ * INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
  */
 omprpc_status omprpc_summarize(const char *events_json,
                                const char *options_json,
@@ -370,6 +475,9 @@ omprpc_status omprpc_summarize(const char *events_json,
 
 /**
  * A new summarizer (options as for `omprpc_summarize`); free it with `omprpc_summarizer_free`.
+ * Ownership: `*out_summarizer` is the caller's until `omprpc_summarizer_free`. Threads: any
+ * thread; the summarizer is thread-safe (calls on it are serialised). Statuses: OK,
+ * INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
  */
 omprpc_status omprpc_summarizer_new(const char *options_json,
                                     omprpc_summarizer **out_summarizer,
@@ -379,6 +487,9 @@ omprpc_status omprpc_summarizer_new(const char *options_json,
  * Feeds one raw event; `out_derived_json` receives the derived items it produced, as a JSON
  * array: `{"kind":"text"|"reasoning_start"|"reasoning"|"tool_start"|"tool_update"|"tool_end"|
  * "message_end"|"stop"|"turn_end",…}`.
+ * Ownership: the caller frees `*out_derived_json` with `omprpc_string_free`. Threads: any
+ * thread (serialised per summarizer). Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8,
+ * PANIC.
  */
 omprpc_status omprpc_summarizer_feed(const omprpc_summarizer *summarizer,
                                      const char *event_json,
@@ -387,6 +498,8 @@ omprpc_status omprpc_summarizer_feed(const omprpc_summarizer *summarizer,
 
 /**
  * The summary of everything fed so far.
+ * Ownership: the caller frees `*out_summary_json` with `omprpc_string_free`. Threads: any
+ * thread (serialised per summarizer). Statuses: OK, INVALID_ARGUMENT, PANIC.
  */
 omprpc_status omprpc_summarizer_summary(const omprpc_summarizer *summarizer,
                                         char **out_summary_json,
@@ -394,6 +507,7 @@ omprpc_status omprpc_summarizer_summary(const omprpc_summarizer *summarizer,
 
 /**
  * Frees a summarizer. NULL is a no-op.
+ * Threads: the last call on the summarizer; never concurrent with another call on it.
  */
 void omprpc_summarizer_free(omprpc_summarizer *summarizer);
 
@@ -401,6 +515,9 @@ void omprpc_summarizer_free(omprpc_summarizer *summarizer);
  * The safe part of this process's environment (a JSON object): the allow-list of names a
  * coding agent needs (PATH, HOME, locale, proxies, TLS, NODE_*, PI_*, XDG_* …) plus the exact
  * names in `options_json` `{"passthrough":["OPENAI_API_KEY"]}` (or NULL). Deny by default.
+ * Ownership: the caller frees `*out_env_json` with `omprpc_string_free`. Threads: any thread
+ * (reads the environment; do not call setenv concurrently). Statuses: OK, INVALID_ARGUMENT,
+ * INVALID_JSON, INVALID_UTF8, PANIC.
  */
 omprpc_status omprpc_env_allowlisted(const char *options_json,
                                      char **out_env_json,
@@ -411,6 +528,9 @@ omprpc_status omprpc_env_allowlisted(const char *options_json,
  * them directly as the `content` option): `[{"type":"text","text"}, {"type":"image","path"|
  * "data_uri"}, {"type":"file","path"|"data_uri"|"text","name"?}]`. Images are checked from
  * their bytes; files must be UTF-8 text; an unknown block type is INVALID_ARGUMENT.
+ * Ownership: the caller frees `*out_prompt_json` with `omprpc_string_free`. Threads: any
+ * thread. Statuses: OK, INVALID_ARGUMENT (also for an unreadable file), INVALID_JSON,
+ * INVALID_UTF8, PANIC.
  */
 omprpc_status omprpc_prompt_from_content(const char *blocks_json,
                                          char **out_prompt_json,
@@ -421,6 +541,9 @@ omprpc_status omprpc_prompt_from_content(const char *blocks_json,
  * directory (0700; or `dir`) and returns `{"dir","file","env","model","envPassthrough"}`:
  * merge `env` into the start options' `env`, `envPassthrough` into `env_passthrough`, and use
  * `model` as the `model` option. The caller removes the directory when done.
+ * Ownership: the caller frees `*out_result_json` with `omprpc_string_free` (and removes the
+ * directory). Threads: any thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8,
+ * IO, PANIC.
  */
 omprpc_status omprpc_provider_config(const char *options_json,
                                      char **out_result_json,
@@ -428,11 +551,15 @@ omprpc_status omprpc_provider_config(const char *options_json,
 
 /**
  * The agent's last `max_stderr_lines` stderr lines, as text.
+ * Ownership: the caller frees `*out_text` with `omprpc_string_free`. Threads: any thread,
+ * concurrently, after close too. Statuses: OK, INVALID_ARGUMENT, PANIC.
  */
 omprpc_status omprpc_client_stderr(const omprpc_client *client, char **out_text, char **out_error);
 
 /**
  * The recorded protocol errors (JSON array, the last 128).
+ * Ownership: the caller frees `*out_json` with `omprpc_string_free`. Threads: any thread,
+ * concurrently, after close too. Statuses: OK, INVALID_ARGUMENT, PANIC.
  */
 omprpc_status omprpc_client_protocol_errors(const omprpc_client *client,
                                             char **out_json,
@@ -441,20 +568,54 @@ omprpc_status omprpc_client_protocol_errors(const omprpc_client *client,
 /**
  * `{"pid","argv"(redacted),"flavor","protocolVersion","ready","closed","closeReason",
  * "activeOperation","pendingRequests"}`.
+ * Ownership: the caller frees `*out_json` with `omprpc_string_free`. Threads: any thread,
+ * concurrently, after close too. Statuses: OK, INVALID_ARGUMENT, PANIC.
  */
 omprpc_status omprpc_client_info(const omprpc_client *client, char **out_json, char **out_error);
+
+/**
+ * The client's counters, one JSON object: `frames_in`, `bytes_in`, `frames_out`, `bytes_out`,
+ * `requests_sent`, `responses`, `requests_pending`, `protocol_errors`, `ui_requests`,
+ * `events_queued`, `events_delivered`, `events_dropped`, `events_held`, `events_held_bytes`,
+ * `time_to_first_event_ms` and `last_prompt_first_event_ms` (null until known), `uptime_ms`,
+ * `closed`. Readable at any time, after close too.
+ * Ownership: the caller frees `*out_json` with `omprpc_string_free`. Threads: any thread,
+ * concurrently. Statuses: OK, INVALID_ARGUMENT, PANIC.
+ */
+omprpc_status omprpc_client_counters(const omprpc_client *client,
+                                     char **out_json,
+                                     char **out_error);
+
+/**
+ * Waits up to `timeout_ms` for a log record, then takes up to `max_records` as one JSON
+ * array of `{"level","target","message","t_ms","client",…}` objects. Logs are a queue of
+ * their own, collected only when the client was started with `"log_level"` (else
+ * INVALID_ARGUMENT). TIMEOUT when none arrived in time; CLOSED once the client is closed and
+ * every record (teardown's included) was taken.
+ * Ownership: the caller frees `*out_logs_json` with `omprpc_string_free`. Threads: any
+ * thread; each record goes to exactly one caller. Statuses: OK, TIMEOUT, CLOSED,
+ * INVALID_ARGUMENT, PANIC.
+ */
+omprpc_status omprpc_client_next_logs(const omprpc_client *client,
+                                      size_t max_records,
+                                      int64_t timeout_ms,
+                                      char **out_logs_json,
+                                      char **out_error);
 
 /**
  * Closes the client: every blocked call returns at once (CLOSED, or the earlier reason),
  * then the agent is stopped — stdin EOF, `stop_grace_ms`, SIGTERM to its process group,
  * `kill_grace_ms`, SIGKILL — and reaped with every process left in its group. Returns when it
  * is gone. Idempotent; callable from any thread, concurrently with any call but free.
+ * Statuses: OK, INVALID_ARGUMENT (no client), PANIC.
  */
 omprpc_status omprpc_client_close(const omprpc_client *client, char **out_error);
 
 /**
- * Closes (if needed) and frees the client. The last call on a handle; never concurrent with
- * another call on it. NULL is a no-op.
+ * Closes (if needed) and frees the client. The last call on a handle: no call may start
+ * after it. Calls already inside the library (e.g. a poll on another thread) are woken by the
+ * close and waited for before the memory is released. NULL is a no-op.
+ * Threads: see above; `client` must not be used afterwards.
  */
 void omprpc_client_free(omprpc_client *client);
 

@@ -15,6 +15,11 @@ pub mod env;
 pub mod error;
 pub mod ffi;
 /// cbindgen:ignore
+#[doc(hidden)]
+pub mod fuzzing;
+/// cbindgen:ignore
+pub mod observe;
+/// cbindgen:ignore
 pub mod prompt;
 /// cbindgen:ignore
 pub mod protocol;

@@ -8,7 +8,9 @@
 //!
 //! The other tests pin the parts of the header the C API contract (docs/c-api.md) fixes:
 //! the ABI and version macros agree with `Cargo.toml` and with the library's own answers,
-//! status codes are never renumbered, and every exported name carries the `omprpc_` prefix.
+//! status codes are never renumbered, every exported name carries the `omprpc_` prefix, and
+//! every function's doc comment states ownership, thread-safety and the statuses it returns.
+//! The OMPRPC_VERSION_* macros are generated here from Cargo.toml (see `version_macros`).
 
 // Integration tests only link the library if they name it; the `extern "C"` declarations
 // below resolve against its `#[no_mangle]` exports.
@@ -60,8 +62,11 @@ fn header_path() -> PathBuf {
 /// configured by `cbindgen.toml`.
 fn generate() -> String {
     let root = root();
-    let config = cbindgen::Config::from_file(root.join("cbindgen.toml"))
+    let mut config = cbindgen::Config::from_file(root.join("cbindgen.toml"))
         .unwrap_or_else(|e| panic!("cannot read cbindgen.toml: {e}"));
+    // The version macros come from Cargo.toml (the one place the version is written), not
+    // from a copy in cbindgen.toml or the sources; cbindgen cannot export string constants.
+    config.after_includes = Some(version_macros());
     let bindings = cbindgen::Builder::new()
         .with_crate(&root)
         .with_config(config)
@@ -70,6 +75,20 @@ fn generate() -> String {
     let mut out = Vec::new();
     bindings.write(&mut out);
     String::from_utf8(out).expect("cbindgen produced UTF-8")
+}
+
+/// `OMPRPC_VERSION_MAJOR/MINOR/PATCH/STRING`, placed right after the `#include`s.
+fn version_macros() -> String {
+    format!(
+        "\n/**\n * The omprpc version this header belongs to (Cargo.toml's `version`; `omprpc_version()`\n \
+         * returns the library's). Compare OMPRPC_ABI_VERSION, not these, for compatibility.\n */\n\
+         #define OMPRPC_VERSION_MAJOR {}\n#define OMPRPC_VERSION_MINOR {}\n#define OMPRPC_VERSION_PATCH {}\n\
+         #define OMPRPC_VERSION_STRING \"{}\"",
+        env!("CARGO_PKG_VERSION_MAJOR"),
+        env!("CARGO_PKG_VERSION_MINOR"),
+        env!("CARGO_PKG_VERSION_PATCH"),
+        env!("CARGO_PKG_VERSION"),
+    )
 }
 
 fn read_header() -> String {
@@ -181,24 +200,19 @@ fn version_matches_cargo_toml() {
     // The same static string every time (never freed, never rebuilt).
     assert_eq!(unsafe { omprpc_version() }, unsafe { omprpc_version() });
 
-    // Version macros are optional; when present they must match Cargo.toml.
+    // The version macros must be there and match Cargo.toml.
     let header = read_header();
-    if let Some(v) = define(&header, "OMPRPC_VERSION") {
-        let text = v.trim_matches('"');
-        assert_eq!(text, cargo_version, "OMPRPC_VERSION in the header != Cargo.toml version");
-    }
+    let v = define(&header, "OMPRPC_VERSION_STRING")
+        .unwrap_or_else(|| panic!("{STALE}: no `#define OMPRPC_VERSION_STRING` in the header"));
+    assert_eq!(v, format!("\"{cargo_version}\""), "OMPRPC_VERSION_STRING in the header != Cargo.toml version");
+    assert_eq!(runtime, cargo_version, "omprpc_version() != Cargo.toml version");
     for (name, expected) in [
         ("OMPRPC_VERSION_MAJOR", env!("CARGO_PKG_VERSION_MAJOR")),
         ("OMPRPC_VERSION_MINOR", env!("CARGO_PKG_VERSION_MINOR")),
         ("OMPRPC_VERSION_PATCH", env!("CARGO_PKG_VERSION_PATCH")),
     ] {
-        if let Some(v) = define(&header, name) {
-            assert_eq!(
-                c_int(&v),
-                expected.parse::<i64>().ok(),
-                "{name} in the header ({v}) != Cargo.toml ({expected})"
-            );
-        }
+        let v = define(&header, name).unwrap_or_else(|| panic!("{STALE}: no `#define {name}` in the header"));
+        assert_eq!(c_int(&v), expected.parse::<i64>().ok(), "{name} in the header ({v}) != Cargo.toml ({expected})");
     }
 }
 
@@ -347,4 +361,129 @@ fn every_exported_name_is_prefixed() {
     for expected in ["omprpc_client", "omprpc_status", "omprpc_client_start", "OMPRPC_STATUS_OK", "OMPRPC_ABI_VERSION"] {
         assert!(names.contains(expected), "{expected} not found in include/omprpc.h (scanned: {names:?})");
     }
+}
+
+/// Each prototype of the header: (name, prototype on one line, the doc comment right above it,
+/// its `*` margins stripped and lines joined; empty when there is none).
+fn documented_functions(header: &str) -> Vec<(String, String, String)> {
+    let lines: Vec<&str> = header.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let is_prototype = !line.starts_with([' ', '#', '/', '}', '*'])
+            && !line.starts_with("typedef")
+            && !line.starts_with("extern")
+            && line.contains("omprpc_")
+            && line.contains('(');
+        if !is_prototype {
+            i += 1;
+            continue;
+        }
+        let first = i;
+        let mut proto = line.to_string();
+        while !proto.trim_end().ends_with(';') && i + 1 < lines.len() {
+            i += 1;
+            proto.push(' ');
+            proto.push_str(lines[i].trim());
+        }
+        let before_paren = &proto[..proto.find('(').expect("a prototype has a '('")];
+        let name = before_paren.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap_or("").to_string();
+        let mut doc = String::new();
+        if first > 0 && lines[first - 1].trim() == "*/" {
+            if let Some(open) = lines[..first - 1].iter().rposition(|l| l.trim() == "/**") {
+                doc = lines[open + 1..first - 1]
+                    .iter()
+                    .map(|l| l.trim().trim_start_matches('*').trim())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+            }
+        }
+        out.push((name, proto, doc));
+        i += 1;
+    }
+    out
+}
+
+/// The status names in the sentence that starts with "Statuses:" (up to the next ". ").
+fn statuses_sentence(doc: &str) -> Option<Vec<String>> {
+    let rest = &doc[doc.find("Statuses:")? + "Statuses:".len()..];
+    let sentence = rest.split(". ").next().unwrap_or(rest);
+    Some(
+        sentence
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.len() >= 2 && w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// Every exported function carries a doc comment that states its contract: who owns what it
+/// returns, whether it may be called from any thread, and which statuses it returns (issue 8).
+/// The comments come from the `///` lines on the exports in src/ffi/mod.rs.
+#[test]
+fn every_function_documents_its_contract() {
+    let header = read_header();
+    let functions = documented_functions(&header);
+    assert!(functions.len() >= 40, "found only {} prototypes in include/omprpc.h: the scan is broken", functions.len());
+    let mut problems = Vec::new();
+    for (name, proto, doc) in &functions {
+        let mut lacks = Vec::new();
+        if doc.is_empty() {
+            problems.push(format!("{name}: no doc comment"));
+            continue;
+        }
+        if !doc.to_lowercase().contains("thread") {
+            lacks.push("thread-safety (\"Threads: …\")".to_string());
+        }
+        let ret = proto[..proto.find(name.as_str()).unwrap_or(0)].trim();
+        if ret == "omprpc_status" {
+            match statuses_sentence(doc) {
+                None => lacks.push("the statuses it returns (\"Statuses: OK, …\")".to_string()),
+                Some(names) => {
+                    let unknown: Vec<&String> =
+                        names.iter().filter(|n| !STATUSES.iter().any(|(s, _)| s == n)).collect();
+                    if names.is_empty() || !unknown.is_empty() {
+                        lacks.push(format!("a list of real status names after \"Statuses:\" (unknown: {unknown:?})"));
+                    }
+                }
+            }
+        }
+        // Ownership of what comes out: strings, handles, static strings.
+        let params = &proto[proto.find('(').unwrap_or(0)..];
+        let owned_string_out = params.split(',').any(|p| p.contains("char **") && !p.contains("out_error"));
+        if (owned_string_out || ret == "char *") && !doc.contains("omprpc_string_free") {
+            lacks.push("ownership of the returned string (omprpc_string_free)".to_string());
+        }
+        if ret == "const char *" && !doc.contains("static") {
+            lacks.push("ownership of the returned string (static)".to_string());
+        }
+        for handle in ["omprpc_client", "omprpc_summarizer"] {
+            if params.contains(&format!("{handle} **")) && !doc.contains(&format!("{handle}_free")) {
+                lacks.push(format!("ownership of the new handle ({handle}_free)"));
+            }
+        }
+        if !lacks.is_empty() {
+            problems.push(format!("{name}: the doc comment does not state {}", lacks.join(", ")));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "functions in include/omprpc.h without a complete contract comment (add `///` lines on the \
+         export in src/ffi/mod.rs, then `make header`):\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn the_contract_scan_finds_what_it_checks() {
+    let sample = "/**\n * Does x. Threads: any. Statuses: OK, TIMEOUT. More.\n */\nomprpc_status omprpc_x(const char *a,\n                       char **out_json);\n\n/**\n * Nothing.\n */\nvoid omprpc_y(void);\n";
+    let f = documented_functions(sample);
+    assert_eq!(f.len(), 2);
+    assert_eq!(f[0].0, "omprpc_x");
+    assert_eq!(f[0].1, "omprpc_status omprpc_x(const char *a, char **out_json);");
+    assert_eq!(f[0].2, "Does x. Threads: any. Statuses: OK, TIMEOUT. More.");
+    assert_eq!(statuses_sentence(&f[0].2), Some(vec!["OK".to_string(), "TIMEOUT".to_string()]));
+    assert_eq!(f[1].2, "Nothing.");
+    assert_eq!(statuses_sentence("no list"), None);
 }

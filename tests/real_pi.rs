@@ -364,3 +364,82 @@ fn native_tool_blocked_by_the_policy_gate() {
     assert!(!env.work.join("ran-first").exists(), "the blocked command ran");
     c.close().unwrap();
 }
+
+/// A recording with this machine's paths replaced by placeholders (it may become a committed
+/// fixture): the workspace, node, pi's CLI, HOME, the temp dir and the fake LLM's port.
+fn scrub(text: &str, env: &PiEnv) -> String {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut add = |from: String, to: &str| {
+        if !from.is_empty() && from != "/" {
+            pairs.push((from, to.to_string()));
+        }
+    };
+    add(env.install.cli.display().to_string(), "<pi-cli>");
+    add(env.install.node.display().to_string(), "<node>");
+    if let Ok(real) = env.root.canonicalize() {
+        add(real.display().to_string(), "<workspace>");
+    }
+    add(env.root.display().to_string(), "<workspace>");
+    add(std::env::temp_dir().display().to_string(), "<tmp>");
+    add(std::env::var("HOME").unwrap_or_default(), "<home>");
+    add(format!("127.0.0.1:{}", env.llm.port), "127.0.0.1:<port>");
+    // Longest first, so a path is replaced whole before a prefix of it.
+    pairs.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
+    let mut out = text.to_string();
+    for (from, to) in &pairs {
+        // As they appear inside JSON strings ('/' is never escaped by pi or by omprpc).
+        let from = serde_json::to_string(from).unwrap();
+        let to = serde_json::to_string(to).unwrap();
+        out = out.replace(&from[1..from.len() - 1], &to[1..to.len() - 1]);
+    }
+    out
+}
+
+// (h) A real session, recorded (`record_path`) and replayed through the fake agent
+// (`--replay`) to a fresh client: the same turn, the same state. The scrubbed recording
+// replays too; OMPRPC_UPDATE_RECORDINGS=1 writes it to tests/fixtures/recordings/, where
+// tests/record.rs replays it without pi.
+#[test]
+fn recorded_session_replays() {
+    let script = json!([{"match": "say hello", "replies": [{"text": "Hello from the fake model"}]}]);
+    let Some(env) = PiEnv::new("record", script) else { return };
+    let rec = env.root.join("session.jsonl");
+    let c = start(&env, &[], json!({"record_path": rec.display().to_string()}));
+    let live = turn(&c, "say hello");
+    let live_state = parse(c.request("get_state", None, secs(60)).unwrap().as_bytes());
+    c.close().unwrap();
+    assert_eq!(live["assistantText"], "Hello from the fake model");
+
+    let text = std::fs::read_to_string(&rec).unwrap();
+    let scrubbed = scrub(&text, &env);
+    let leaks = [env.root.display().to_string(), std::env::temp_dir().display().to_string(), env!("CARGO_MANIFEST_DIR").to_string()];
+    for leak in &leaks {
+        assert!(!scrubbed.contains(leak.as_str()), "the scrubbed recording still mentions {leak}");
+    }
+    let scrubbed_path = env.write_file("scrubbed.jsonl", &scrubbed);
+    let kinds = |t: &Value| -> Vec<String> { t["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap().to_string()).collect() };
+    for path in [&rec, &scrubbed_path] {
+        let opts = json!({"command": [env!("CARGO_BIN_EXE_omprpc-fake-agent"), "--replay", path.display().to_string()],
+                          "flavor": "pi", "startup_timeout_ms": 30000, "request_timeout_ms": 30000});
+        let r = Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("replaying {}: {e}", path.display()));
+        let again = turn(&r, "say hello");
+        assert_eq!(kinds(&again), kinds(&live), "{}", path.display());
+        assert_eq!(again["assistantText"], live["assistantText"]);
+        assert_eq!(again["assistantMessage"]["usage"], live["assistantMessage"]["usage"]);
+        let state = parse(r.request("get_state", None, secs(30)).unwrap().as_bytes());
+        for field in ["model", "sessionId", "isStreaming", "thinkingLevel", "messageCount"] {
+            if path == &rec {
+                assert_eq!(state[field], live_state[field], "get_state.{field}");
+            }
+            assert!(!state[field].is_null() || live_state[field].is_null(), "get_state.{field}");
+        }
+        assert_eq!(state["model"]["id"], "fake-model");
+        r.close().unwrap();
+    }
+    if std::env::var("OMPRPC_UPDATE_RECORDINGS").as_deref() == Ok("1") {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("pi-text-turn.jsonl"), &scrubbed).unwrap();
+        eprintln!("wrote tests/fixtures/recordings/pi-text-turn.jsonl");
+    }
+}

@@ -49,6 +49,8 @@ type snapshot struct {
 	stderr         string
 	protocolErrors []byte
 	info           []byte
+	counters       []byte
+	logs           []json.RawMessage // log records not yet taken at Close (teardown's)
 }
 
 type (
@@ -183,6 +185,22 @@ func takeSnapshot(p *C.omprpc_client) snapshot {
 	out = nil
 	if C.omprpc_client_info(p, &out, nil) == C.OMPRPC_STATUS_OK {
 		s.info = takeBytes(out)
+	}
+	out = nil
+	if C.omprpc_client_counters(p, &out, nil) == C.OMPRPC_STATUS_OK {
+		s.counters = takeBytes(out)
+	}
+	// Until CLOSED (all taken) or INVALID_ARGUMENT (logs are off).
+	for {
+		out = nil
+		if C.omprpc_client_next_logs(p, 4096, 0, &out, nil) != C.OMPRPC_STATUS_OK {
+			break
+		}
+		var recs []json.RawMessage
+		if json.Unmarshal(takeBytes(out), &recs) != nil {
+			break
+		}
+		s.logs = append(s.logs, recs...)
 	}
 	return s
 }
@@ -726,6 +744,86 @@ func (c *Client) Info() (*Info, error) {
 		info.CloseReason = errorFromJSON("", StatusClosed, extra.CloseReason)
 	}
 	return info, nil
+}
+
+// Counters reads the library's per-client counters (omprpc_client_counters); after Close,
+// the values Close read last.
+func (c *Client) Counters() (*Counters, error) {
+	defer runtime.KeepAlive(c)
+	var out *C.char
+	var js []byte
+	err := c.h.record("counters", func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_counters(p, &out, perr)
+	}, func(s *snapshot) { js = s.counters })
+	if err != nil {
+		return nil, err
+	}
+	if out != nil {
+		js = takeBytes(out)
+	}
+	k := &Counters{Raw: js}
+	if err := unmarshal("counters", js, k); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// Logs takes up to max log records (omprpc_client_next_logs), waiting for the first until ctx
+// ends (a ctx without deadline or cancel waits until one arrives or the client closes). The
+// client must have been started with Options.LogLevel (else ErrInvalidArgument). ErrTimeout
+// when ctx's deadline passed with none; ErrClosed once the client is closed and every record
+// was taken (Close keeps the records still queued, teardown's included, for Logs after it).
+func (c *Client) Logs(ctx context.Context, max int) ([]LogRecord, error) {
+	defer runtime.KeepAlive(c)
+	if max < 1 {
+		max = 1
+	}
+	if raws, ok := c.h.finalLogs(max); ok {
+		return decodeLogs(raws)
+	}
+	var out *C.char
+	err := c.h.wait(ctx, "next_logs", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_next_logs(p, C.size_t(max), t, &out, perr)
+	})
+	if errors.Is(err, ErrClosed) {
+		// Close may have taken the last records between finalLogs above and this call.
+		if raws, ok := c.h.finalLogs(max); ok {
+			return decodeLogs(raws)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	var raws []json.RawMessage
+	if err := unmarshal("next_logs", takeBytes(out), &raws); err != nil {
+		return nil, err
+	}
+	return decodeLogs(raws)
+}
+
+// finalLogs takes up to max of the records Close kept; ok is false while the handle lives
+// or when none are left (the C call then answers ErrClosed).
+func (h *core) finalLogs(max int) ([]json.RawMessage, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ptr != nil || len(h.final.logs) == 0 {
+		return nil, false
+	}
+	n := min(max, len(h.final.logs))
+	recs := h.final.logs[:n:n]
+	h.final.logs = h.final.logs[n:]
+	return recs, true
+}
+
+func decodeLogs(raws []json.RawMessage) ([]LogRecord, error) {
+	recs := make([]LogRecord, len(raws))
+	for i, raw := range raws {
+		recs[i].Raw = raw
+		if err := unmarshal("next_logs", raw, &recs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
 }
 
 // record runs a read-only record call, or reads the snapshot Close took.

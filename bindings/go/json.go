@@ -153,21 +153,28 @@ func splitEventsAt(b []byte, i int) (out []json.RawMessage, end int, ok bool) {
 		return nil, -1, false
 	}
 	pos := i + 1
-	if bytes.Index(b[pos:], lineSep) < 0 {
+	// One pass over the newlines alone (a single-byte search; commas are everywhere in JSON,
+	// newlines only between the events here and, after them, nowhere before the array ends).
+	n := bytes.Count(b[pos:], lineSep[1:])
+	if n == 0 {
 		return splitArrayAt(b, i)
 	}
-	out = make([]json.RawMessage, 0, bytes.Count(b[pos:], lineSep)+1)
+	out = make([]json.RawMessage, 0, n+1)
 	for {
-		k := bytes.Index(b[pos:], lineSep)
+		k := bytes.IndexByte(b[pos:], '\n')
 		if k < 0 {
 			break
 		}
 		ev := b[pos : pos+k : pos+k]
-		if len(ev) < 2 || ev[0] != '{' || ev[len(ev)-1] != '}' {
+		if len(ev) < 3 || ev[len(ev)-1] != ',' {
+			return splitArrayAt(b, i)
+		}
+		ev = ev[: len(ev)-1 : len(ev)-1]
+		if ev[0] != '{' || ev[len(ev)-1] != '}' {
 			return splitArrayAt(b, i)
 		}
 		out = append(out, json.RawMessage(ev))
-		pos += k + len(lineSep)
+		pos += k + 1
 	}
 	e := valueEnd(b, pos)
 	if e < 0 {
@@ -180,9 +187,18 @@ func splitEventsAt(b []byte, i int) (out []json.RawMessage, end int, ok bool) {
 	return out, e + 1, true
 }
 
+const typeHead = `{"type":"`
+
 // topLevelType reads the string member "type" of a JSON object; "" when it has none (or it
 // is not a string). ok=false when the object is not what the splitter expects.
 func topLevelType(b []byte) (string, bool) {
+	// The layout every agent writes: "type" first, a plain ASCII string.
+	if len(b) > len(typeHead) && string(b[:len(typeHead)]) == typeHead {
+		v := b[len(typeHead):]
+		if e := bytes.IndexByte(v, '"'); e >= 0 && bytes.IndexByte(v[:e], '\\') < 0 && isASCII(v[:e]) {
+			return internType(v[:e]), true
+		}
+	}
 	if len(b) == 0 || b[0] != '{' {
 		return "", len(b) > 0 // not an object: no type
 	}

@@ -152,3 +152,36 @@ func TestParseTurn(t *testing.T) {
 		t.Fatalf("a broken turn: %v", err)
 	}
 }
+
+// The leading-"type" fast path of topLevelType agrees with decoding, escapes and non-ASCII
+// included; splitEventsAt falls back to scanning when a newline is not a ",\n" separator.
+func TestTypeFastPathAndLineFallback(t *testing.T) {
+	for _, in := range []string{
+		`{"type":"message_update","x":1}`, `{"type":"a\"b","x":1}`, `{"type":"\u00e9t\u00e9"}`,
+		`{"type":"été"}`, `{"type":""}`, `{"type":"x\\"}`, `{"kind":1,"type":"later"}`, `{"type":1}`,
+	} {
+		got, ok := topLevelType([]byte(in))
+		if want := decodeType([]byte(in)); !ok || got != want {
+			t.Errorf("topLevelType(%s) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{
+		"[{\"type\":\"a\"}\n,{\"type\":\"b\"}]",            // a newline before the comma
+		"[{\"type\":\"a\",\n\"x\":{}},\n{\"type\":\"b\"}]", // one inside an element
+		"[\n{\"type\":\"a\"},\n{\"type\":\"b\"}\n]",        // around the elements
+	} {
+		got, end, ok := splitEventsAt([]byte(in), 0)
+		var want []json.RawMessage
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !ok || end != len(in) || len(got) != len(want) {
+			t.Fatalf("splitEventsAt(%q) = %q, %d, %v", in, got, end, ok)
+		}
+		for i := range got {
+			if !bytes.Equal(bytes.TrimSpace(got[i]), bytes.TrimSpace(want[i])) {
+				t.Errorf("splitEventsAt(%q)[%d] = %q, want %q", in, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -2,15 +2,15 @@
 
 package omprpc
 
-// -tags omprpc_system: an installed library (`make install PREFIX=…`). Only -lomprpc is set
-// here; the header and library directories come from the compiler's default search paths
-// or from the environment, e.g.
+// -tags omprpc_system: an installed library (`make install PREFIX=…`), found through
+// pkg-config and its omprpc.pc:
 //
-//	CGO_CFLAGS="-I$PREFIX/include" CGO_LDFLAGS="-L$PREFIX/lib -Wl,-rpath,$PREFIX/lib" go build -tags omprpc_system
+//	PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig go build -tags omprpc_system
 //
-// (Once the project ships an omprpc.pc, this file becomes `#cgo pkg-config: omprpc`.)
+// At run time the loader finds libomprpc.so.<ABI> through its usual search (ldconfig for a
+// system prefix, else LD_LIBRARY_PATH, or CGO_LDFLAGS="-Wl,-rpath,$PREFIX/lib" at build time).
 
 /*
-#cgo LDFLAGS: -lomprpc
+#cgo pkg-config: omprpc
 */
 import "C"

@@ -41,6 +41,9 @@ type Options struct {
 	// SystemPromptViaFile hands system prompts to the agent as files, not in its argv.
 	SystemPromptViaFile bool   `json:"system_prompt_via_file,omitempty"`
 	Handshake           string `json:"handshake,omitempty"` // "ready", "probe" or "none"
+	// RecordPath records every frame, both directions, to this JSONL file (created 0600; it
+	// holds prompts and tool output). `omprpc-fake-agent --replay FILE` plays it back.
+	RecordPath string `json:"record_path,omitempty"`
 
 	StartupTimeout time.Duration `json:"-"` // startup_timeout_ms (30 s); Start's ctx deadline also bounds it
 	RequestTimeout time.Duration `json:"-"` // request_timeout_ms (30 s): requests whose ctx has no deadline
@@ -77,6 +80,10 @@ type Options struct {
 	ToolPolicy *ToolPolicy `json:"tool_policy,omitempty"`
 	// TurnSummary adds a summary to PromptAndWait's Turn.
 	TurnSummary bool `json:"turn_summary,omitempty"`
+	// LogLevel ("error", "warn", "info", "debug", "trace"; empty: off) makes the library keep
+	// log records for Logs / ForwardLogs; LogQueueCapacity bounds them (1024).
+	LogLevel         string `json:"log_level,omitempty"`
+	LogQueueCapacity *int   `json:"log_queue_capacity,omitempty"`
 
 	// Extra is merged into the options JSON last (it overrides the fields above): an escape
 	// hatch for options this struct does not name yet. A nil value sends JSON null.

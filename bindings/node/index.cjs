@@ -201,6 +201,8 @@ const OPTIONAL_DECLS = {
   envAllowlisted: 'int omprpc_env_allowlisted(const char *options_json, _Out_ void **out, _Out_ void **err)',
   promptFromContent: 'int omprpc_prompt_from_content(const char *blocks_json, _Out_ void **out, _Out_ void **err)',
   providerConfig: 'int omprpc_provider_config(const char *options_json, _Out_ void **out, _Out_ void **err)',
+  counters: 'int omprpc_client_counters(void *c, _Out_ void **out, _Out_ void **err)',
+  nextLogs: 'int omprpc_client_next_logs(void *c, size_t max_records, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
 };
 
 /**
@@ -680,52 +682,263 @@ const reactor = new Reactor();
 
 // ---------------------------------------------------------------------------------------
 // Turns: a turn's `events` can be large (a burst of 100k events is 64 MB of JSON) and most
-// callers only read its text. The turn object is parsed from the small rest of the JSON;
-// `events` is parsed when first read. This relies on the core writing `{"events":[…],` first
-// (src/turn/mod.rs); any other shape is simply parsed whole.
+// callers read its text, each event's `type` and the fields of a few events. The turn object
+// is parsed from the small rest of the JSON; `events` is built when first read, and each event
+// in it is parsed on its first use. This relies on the core writing `{"events":[…],` first and
+// the events one per line, each followed by `,\n` (src/turn/mod.rs; an event never contains
+// a raw newline); any other shape is simply parsed whole.
+//
+// The library's string is not copied: copying (or decoding) 64 MB into fresh memory costs
+// ~90 ms of page faults alone. The turn reads it in place through a Buffer over the C memory
+// (koffi.view), and frees it once nothing needs it: when every event has been parsed, when
+// the events were parsed whole, or when the turn is garbage-collected (a FinalizationRegistry).
+// V8 does not see that memory, so an untouched ArrayBuffer of the same size (zero pages, no
+// RSS) stands for it in the GC's accounting of external memory: a host that never reads
+// `events` still has these strings freed as its turns are collected.
 
 const TURN_PREFIX = '{"events":[';
-const TURN_MARK = '],"requestId":';
+const TURN_MARK = Buffer.from('],"requestId":');
+const TYPE_HEAD = Buffer.from('{"type":"');
 
-function takeTurn(ptr) {
-  return splitTurn(take(ptr));
+let strlenFn; // undefined: not looked up; null: unavailable (turns are then decoded whole)
+function cStrlen() {
+  if (strlenFn === undefined) {
+    try {
+      strlenFn = typeof koffi.view === 'function' ? koffi.load(null).func('size_t strlen(const void *s)') : null;
+    } catch {
+      strlenFn = null;
+    }
+  }
+  return strlenFn;
 }
 
-function splitTurn(json) {
-  if (!json.startsWith(TURN_PREFIX)) return JSON.parse(json);
-  // The true boundary is the last `],"requestId":` after which the rest is one JSON object:
-  // from any later match (inside a message) the rest would close more than it opens.
-  for (let b = json.lastIndexOf(TURN_MARK); b > 0; b = json.lastIndexOf(TURN_MARK, b - 1)) {
-    let turn;
-    try {
-      turn = JSON.parse('{' + json.slice(b + 2));
-    } catch {
-      continue;
-    }
-    if (turn === null || typeof turn !== 'object' || Array.isArray(turn)) break;
-    return lazyEvents(turn, json, TURN_PREFIX.length - 1, b + 1);
+/** The library's turn strings the binding holds (for the tests). */
+let turnStringsHeld = 0;
+const turnMemory = new FinalizationRegistry((ptr) => {
+  turnStringsHeld--;
+  native().stringFree(ptr);
+});
+
+function takeTurn(ptr) {
+  if (ptr === null || ptr === undefined || ptr === 0n || ptr === 0) return null;
+  const strlen = cStrlen();
+  if (strlen === null) return splitTurn(take(ptr));
+  const n = Number(strlen(ptr));
+  let buf;
+  try {
+    buf = Buffer.from(koffi.view(ptr, n));
+  } catch {
+    // A runtime without external ArrayBuffers (a V8 sandbox): decode the string instead.
+    strlenFn = null;
+    return splitTurn(take(ptr));
   }
+  return turnFrom(buf, ptr);
+}
+
+/** The turn of a JSON text (the tests, and turns without the C string path). */
+function splitTurn(json) {
+  return turnFrom(Buffer.from(json, 'utf8'), null);
+}
+
+/** The turn in `buf`; `ptr`: the library's string `buf` views (null: `buf` is ours). */
+function turnFrom(buf, ptr) {
+  const n = buf.length;
+  if (buf.latin1Slice(0, Math.min(n, TURN_PREFIX.length)) === TURN_PREFIX) {
+    // The true boundary is the last `],"requestId":` after which the rest is one JSON object:
+    // from any later match (inside a message) the rest would close more than it opens.
+    for (let b = buf.lastIndexOf(TURN_MARK); b > 0; b = buf.lastIndexOf(TURN_MARK, b - 1)) {
+      let turn;
+      try {
+        turn = JSON.parse('{' + buf.utf8Slice(b + 2, n));
+      } catch {
+        continue;
+      }
+      if (turn === null || typeof turn !== 'object' || Array.isArray(turn)) break;
+      return lazyEvents(turn, eventSource(buf, ptr, TURN_PREFIX.length - 1, b)); // b: the `]`
+    }
+  }
+  const json = buf.utf8Slice(0, n);
+  if (ptr !== null) native().stringFree(ptr);
   return JSON.parse(json);
 }
 
-function lazyEvents(turn, json, start, end) {
-  let source = json;
+/** The JSON array of events at buf[start..last] (`[` … `]`), and who owns `buf`. */
+function eventSource(buf, ptr, start, last) {
+  // lastType: the previous event's type, reused when the next has the same bytes (a burst's
+  // 100k message_update share one string).
+  const source = { buf, ptr, start, last, pending: 0, pressure: null, lastType: '' };
+  if (ptr !== null) {
+    try {
+      source.pressure = new ArrayBuffer(buf.length);
+    } catch {
+      // no address space for the stand-in: the GC just sees less
+    }
+    turnMemory.register(source, ptr, source);
+    turnStringsHeld++;
+  }
+  return source;
+}
+
+/** Nothing reads `source.buf` any more: the library's string is freed now. */
+function releaseSource(source) {
+  if (source.buf === null) return;
+  source.buf = null;
+  source.pressure = null;
+  if (source.ptr !== null) {
+    const ptr = source.ptr;
+    source.ptr = null;
+    turnMemory.unregister(source);
+    turnStringsHeld--;
+    native().stringFree(ptr);
+  }
+}
+
+function lazyEvents(turn, src) {
+  let source = src;
   const define = (value) => Object.defineProperty(turn, 'events', { value, writable: true, enumerable: true, configurable: true });
   Object.defineProperty(turn, 'events', {
     configurable: true,
     enumerable: true,
     get() {
-      const value = JSON.parse(source.slice(start, end));
+      const value = splitEvents(source);
       source = null;
       define(value);
       return value;
     },
     set(value) {
+      if (source !== null) releaseSource(source);
       source = null;
       define(value);
     },
   });
   return turn;
+}
+
+/** The events parsed whole (a layout this does not cut); the source is released. */
+function wholeEvents(source) {
+  try {
+    return JSON.parse(source.buf.utf8Slice(source.start, source.last + 1));
+  } finally {
+    releaseSource(source);
+  }
+}
+
+/** The events of a source: lazy events when written one per line, else parsed whole. */
+function splitEvents(source) {
+  const { buf, start, last } = source;
+  if (buf[start] !== 0x5b /* [ */ || buf[last] !== 0x5d /* ] */) return wholeEvents(source);
+  if (start + 1 === last) {
+    releaseSource(source);
+    return [];
+  }
+  const events = [];
+  for (let pos = start + 1; ; ) {
+    // Searched as the newline alone (commas are everywhere in JSON, newlines only here).
+    let k = buf.indexOf(0x0a, pos);
+    if (k < 0 || k > last) k = last;
+    else if (buf[k - 1] !== 0x2c /* , */) return wholeEvents(source);
+    else k--;
+    // Without a separator there is one event, or a layout this does not know: parse whole.
+    if (k === last && events.length === 0) return wholeEvents(source);
+    if (buf[pos] !== 0x7b /* { */ || buf[k - 1] !== 0x7d /* } */) return wholeEvents(source);
+    events.push(lazyEvent(source, pos));
+    if (k === last) break;
+    pos = k + 2;
+  }
+  source.pending = events.length;
+  return events;
+}
+
+// Each lazy event is a Proxy whose `type` is read from the event's leading `{"type":"…"`
+// without parsing it, and whose first use of anything else (a field, `in`, Object.keys,
+// spread, JSON.stringify, a write, util.inspect) parses that one event into its target, once.
+// From then on it is that plain object behind a pass-through Proxy.
+
+const LAZY_AT = Symbol('omprpc.lazyAt'); // where the event starts in its source
+const LAZY_IN = Symbol('omprpc.lazyIn'); // its source (eventSource)
+
+// util.inspect shows a Proxy's target without running its traps, and looks this hook up on
+// the target: it is called with the Proxy as `this`, whose first read parses the event, so
+// console.log(ev) shows the parsed event. (An own property, not a prototype's: changing the
+// prototype back after parsing cost as much as the parse.)
+const INSPECT = Symbol.for('nodejs.util.inspect.custom');
+function inspectLazyEvent() {
+  void this[LAZY_IN]; // through the Proxy: parses the event into its target
+  return this;
+}
+
+/** An unparsed event's target: `type` when it was read cheaply, and where its JSON is. */
+function lazyTarget(type, at, source) {
+  const t = type === undefined ? {} : { type };
+  t[LAZY_AT] = at;
+  t[LAZY_IN] = source;
+  t[INSPECT] = inspectLazyEvent;
+  return t;
+}
+
+/** Parses a lazy event's JSON into its target, once; the target becomes a plain object. */
+function fillEvent(t) {
+  const source = t[LAZY_IN];
+  if (source === undefined) return;
+  const at = t[LAZY_AT];
+  // Removed newest first, so each is the last property (the object keeps a fast shape).
+  delete t[INSPECT];
+  delete t[LAZY_IN];
+  delete t[LAZY_AT];
+  const buf = source.buf;
+  let end = buf.indexOf(0x0a, at) - 1; // the separator's comma
+  if (end < 0 || end > source.last) end = source.last;
+  const json = buf.utf8Slice(at, end);
+  if (--source.pending === 0) releaseSource(source);
+  let v;
+  try {
+    v = JSON.parse(json);
+  } catch (e) {
+    throw new Error(`omprpc: a turn event is not JSON (${e.message})`);
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('omprpc: a turn event is not a JSON object');
+  Object.assign(t, v);
+}
+
+const LAZY_EVENT = {
+  get(t, k, r) {
+    if (k === 'type') {
+      const type = t.type; // own (read cheaply or parsed), else not read yet
+      if (type !== undefined) return type;
+    }
+    fillEvent(t);
+    return Reflect.get(t, k, r);
+  },
+  set: (t, k, v, r) => (fillEvent(t), Reflect.set(t, k, v, r)),
+  has: (t, k) => (fillEvent(t), Reflect.has(t, k)),
+  deleteProperty: (t, k) => (fillEvent(t), Reflect.deleteProperty(t, k)),
+  ownKeys: (t) => (fillEvent(t), Reflect.ownKeys(t)),
+  getOwnPropertyDescriptor: (t, k) => (fillEvent(t), Reflect.getOwnPropertyDescriptor(t, k)),
+  defineProperty: (t, k, d) => (fillEvent(t), Reflect.defineProperty(t, k, d)),
+  getPrototypeOf: (t) => (fillEvent(t), Reflect.getPrototypeOf(t)),
+  setPrototypeOf: (t, p) => (fillEvent(t), Reflect.setPrototypeOf(t, p)),
+  preventExtensions: (t) => (fillEvent(t), Reflect.preventExtensions(t)),
+};
+
+/** The event at `at` of `source`, its type read when it leads the object as a plain string. */
+function lazyEvent(source, at) {
+  const buf = source.buf;
+  let type;
+  let i = 0;
+  while (i < TYPE_HEAD.length && buf[at + i] === TYPE_HEAD[i]) i++;
+  if (i === TYPE_HEAD.length) {
+    const a = at + i;
+    let b = a;
+    // ASCII without escapes (else JSON.parse reads it): bytes are characters.
+    for (let c = buf[b]; c !== 0x22 && c !== 0x5c && c < 0x80 && b < source.last; c = buf[++b]);
+    if (buf[b] === 0x22) {
+      type = source.lastType;
+      let same = type.length === b - a;
+      for (let j = 0; same && j < type.length; j++) same = type.charCodeAt(j) === buf[a + j];
+      if (!same) type = source.lastType = buf.latin1Slice(a, b);
+    }
+  }
+  return new Proxy(lazyTarget(type, at, source), LAZY_EVENT);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1354,6 +1567,34 @@ class Client extends EventEmitter {
     return JSON.parse(callOut(native().info, [this._liveHandle()]));
   }
 
+  /**
+   * The library's per-client counters: `{frames_in, bytes_in, frames_out, bytes_out,
+   * requests_sent, responses, requests_pending, events_queued, events_delivered,
+   * events_dropped, time_to_first_event_ms, uptime_ms, …}` (after close: the last values).
+   */
+  counters() {
+    if (this._final) return this._final.counters;
+    return JSON.parse(callOut(native().counters, [this._liveHandle()]));
+  }
+
+  /**
+   * Resolves up to `max` (256) log records `{level, target, message, t_ms, client, …}`,
+   * waiting up to `timeoutMs` (default: no deadline) for the first, in slices on libuv's pool
+   * (`signal` aborts). Needs the start option `logLevel` / `log_level` (else
+   * InvalidArgumentError); TimeoutError when none arrived in time; ClosedError once the
+   * client is closed and every record was taken.
+   */
+  async nextLogs(opts = {}) {
+    const max = opts.max === undefined ? 256 : opts.max;
+    if (!Number.isInteger(max) || max < 1) throw new RangeError('max must be a positive integer');
+    if (this._final) {
+      // Closed: what teardown logged was kept at close; then ClosedError.
+      if (this._final.logs.length === 0) throw closedError();
+      return this._final.logs.splice(0, max);
+    }
+    return JSON.parse(await this._sliced('nextLogs', [max], true, opts.timeoutMs, opts.signal));
+  }
+
   /** The core's event descriptor (eventfd; do not read or close it). Valid until close(). */
   eventFd() {
     const fd = [0];
@@ -1675,7 +1916,22 @@ class Client extends EventEmitter {
     };
     const info = snapshot(n.info);
     const pe = snapshot(n.protocolErrors);
+    const counters = snapshot(n.counters);
+    // The log records left after close (teardown's): kept for nextLogs() after the free.
+    const logs = [];
+    try {
+      for (;;) {
+        const r = callOutRaw(n.nextLogs, [st.h, 4096, 0]);
+        take(r.err);
+        if (r.st !== Status.OK) break; // CLOSED once taken, INVALID_ARGUMENT when logs are off
+        logs.push(...JSON.parse(take(r.out)));
+      }
+    } catch {
+      // an older library without omprpc_client_next_logs
+    }
     this._final = {
+      counters: counters ? JSON.parse(counters) : {},
+      logs,
       stderr: snapshot(n.stderr) || '',
       protocolErrors: pe ? JSON.parse(pe) : [],
       info: info ? JSON.parse(info) : { closed: true },
@@ -1869,5 +2125,5 @@ module.exports = {
   promptFromContent,
   providerConfig,
   /** Internals exposed for the tests only; not part of the API. */
-  _internal: { splitTurn },
+  _internal: { splitTurn, turnStringsHeld: () => turnStringsHeld },
 };

@@ -192,6 +192,10 @@ export interface StartOptions {
   envPassthrough?: string[];
   system_prompt_via_file?: boolean;
   systemPromptViaFile?: boolean;
+  /** Records every frame, both directions, to this JSONL file (0600; it holds prompts and
+   * tool output); `omprpc-fake-agent --replay FILE` plays it back. */
+  record_path?: string;
+  recordPath?: string;
   handshake?: 'ready' | 'probe' | 'none';
   startup_timeout_ms?: number;
   startupTimeoutMs?: number;
@@ -217,6 +221,11 @@ export interface StartOptions {
   turnEvents?: 'all' | 'no_updates' | 'none';
   turn_summary?: boolean;
   turnSummary?: boolean;
+  /** Keep log records at this level and above for `nextLogs()` (default: off). */
+  log_level?: LogLevel | 'off';
+  logLevel?: LogLevel | 'off';
+  log_queue_capacity?: number | null;
+  logQueueCapacity?: number | null;
   turn_idle_timeout_ms?: number | null;
   turnIdleTimeoutMs?: number | null;
   bridge?: 'auto' | 'always' | 'never';
@@ -360,7 +369,12 @@ export interface Turn {
   assistantMessage: any | null;
   assistantText: string | null;
   promptResult: any | null;
-  /** Every event of the turn, in order (per `turn_events`); parsed when first read. */
+  /**
+   * Every event of the turn, in order (per `turn_events`). Each event is parsed on its first
+   * use: `ev.type` is read without parsing it; any other use (a field, `in`, keys, spread,
+   * JSON.stringify, util.inspect) parses that event, once. The events are Proxies over
+   * plain objects: `structuredClone` / `postMessage` need a copy (`{ ...ev }`).
+   */
   events: AgentEvent[];
   /** With the `turn_summary` option. */
   summary?: TurnSummary;
@@ -482,6 +496,10 @@ export declare class Client extends EventEmitter {
   stderr(): string;
   protocolErrors(): any[];
   info(): ClientInfo;
+  /** The library's per-client counters (after close: the last values). */
+  counters(): Counters;
+  /** Up to `max` (256) log records; needs the start option `logLevel`. */
+  nextLogs(opts?: { max?: number; timeoutMs?: number | null; signal?: AbortSignal }): Promise<LogRecord[]>;
   eventFd(): number;
 
   events(opts?: EventsOptions): EventIterator;
@@ -531,3 +549,41 @@ export declare function providerConfig(options: Record<string, unknown>): {
   envPassthrough: string[];
   [key: string]: unknown;
 };
+
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+/** One record of the library's log channel: never a prompt, params, system prompt or env value. */
+export interface LogRecord {
+  level: LogLevel;
+  /** `omprpc::spawn`, `omprpc::request`, `omprpc::teardown`, … */
+  target: string;
+  message: string;
+  /** Milliseconds since the Unix epoch. */
+  t_ms: number;
+  /** Which client of this process. */
+  client: number;
+  [field: string]: unknown;
+}
+
+/** `omprpc_client_counters` (docs/c-api.md). */
+export interface Counters {
+  frames_in: number;
+  bytes_in: number;
+  frames_out: number;
+  bytes_out: number;
+  requests_sent: number;
+  responses: number;
+  requests_pending: number;
+  protocol_errors: number;
+  ui_requests: number;
+  events_queued: number;
+  events_delivered: number;
+  events_dropped: number;
+  events_held: number;
+  events_held_bytes: number;
+  time_to_first_event_ms: number | null;
+  last_prompt_first_event_ms: number | null;
+  uptime_ms: number;
+  closed: boolean;
+  [counter: string]: number | boolean | null;
+}

@@ -58,7 +58,7 @@ pub struct Rules {
 }
 
 impl Rules {
-    fn verdict(&self, tool: &str) -> (bool, String) {
+    pub fn verdict(&self, tool: &str) -> (bool, String) {
         if let Some(reason) = self.block.get(tool) {
             return (true, reason.clone());
         }
@@ -113,6 +113,8 @@ pub trait Host: Send + Sync + 'static {
     fn policy_decided(&self, tool_call_id: &str, tool: &str, block: bool, reason: &str);
     /// The connection closed: its open calls are cancelled.
     fn disconnected(&self, conn: &Arc<Conn>);
+    /// A bridge event worth a log record (connections, refusals). Never given a token.
+    fn note(&self, _level: crate::observe::Level, _message: &str) {}
 }
 
 enum Stream {
@@ -322,10 +324,11 @@ impl Drop for Bridge {
     }
 }
 
-struct Auth {
-    token: String,
-    client_id: String,
-    rules: Option<Rules>,
+/// What a request must carry to be served, and the rules that answer policy_eval.
+pub struct Auth {
+    pub token: String,
+    pub client_id: String,
+    pub rules: Option<Rules>,
 }
 
 fn accept_loop(listener: Listener, stop: i32, conns: Arc<Mutex<Vec<Arc<Conn>>>>, auth: Arc<Auth>, host: Arc<dyn Host>) {
@@ -355,6 +358,7 @@ fn accept_loop(listener: Listener, stop: i32, conns: Arc<Mutex<Vec<Arc<Conn>>>>,
         let Ok(stream) = stream else { continue };
         readers.retain(|t| !t.is_finished());
         if readers.len() >= MAX_CONNECTIONS {
+            host.note(crate::observe::Level::Warn, "bridge connection refused: too many connections");
             let conn = Conn::new(stream);
             let _ = conn.send(br#"{"id":null,"error":"too many bridge connections"}"#);
             conn.close();
@@ -362,6 +366,7 @@ fn accept_loop(listener: Listener, stop: i32, conns: Arc<Mutex<Vec<Arc<Conn>>>>,
         }
         let Ok(read_half) = stream.try_clone() else { continue };
         let conn = Arc::new(Conn::new(stream));
+        host.note(crate::observe::Level::Debug, "bridge connection accepted");
         conns.lock().unwrap().push(conn.clone());
         let (auth, host) = (auth.clone(), host.clone());
         if let Ok(t) = std::thread::Builder::new().name("omprpc-bridge-conn".into()).spawn(move || serve_conn(read_half, conn, auth, host)) {
@@ -379,6 +384,56 @@ fn error_frame(id: &Value, text: &str) -> Vec<u8> {
 
 static NEXT_CONN: AtomicU64 = AtomicU64::new(0);
 
+/// What the bridge does with one request line from the extension (see `decide`).
+#[derive(Debug)]
+pub enum Decision {
+    /// Answer with this error frame and read on.
+    Refuse(Vec<u8>),
+    /// Bad token or client id: answer with this frame and close the connection.
+    Unauthorized(Vec<u8>),
+    /// A host tool call, for the host.
+    Tool(Map<String, Value>),
+    /// The extension's AbortSignal fired (None: the frame names no target; ignored).
+    Cancel(Option<String>),
+    /// The rules decided a policy_eval; `reply` is the verdict frame.
+    Verdict { tool_call_id: String, tool: String, block: bool, reason: String, reply: Vec<u8> },
+    /// A policy_eval for the host to decide (no rules configured).
+    PolicyEval(Map<String, Value>),
+}
+
+/// Parses and authenticates one request line (without its size check, which the reader
+/// makes) and decides what it is. Pure, so the fuzzer runs it on arbitrary lines.
+pub fn decide(line: &[u8], auth: &Auth) -> Decision {
+    let frame: Map<String, Value> = match serde_json::from_slice(line) {
+        Ok(Value::Object(m)) => m,
+        _ => return Decision::Refuse(error_frame(&Value::Null, "bridge request is not a JSON object")),
+    };
+    let id = frame.get("id").cloned().unwrap_or(Value::Null);
+    let token_ok = frame.get("token").and_then(Value::as_str).is_some_and(|t| constant_time_eq(t.as_bytes(), auth.token.as_bytes()));
+    let client_ok = frame.get("client").and_then(Value::as_str) == Some(auth.client_id.as_str());
+    if !token_ok || !client_ok {
+        return Decision::Unauthorized(error_frame(&id, "unauthorized"));
+    }
+    if !id.is_string() {
+        return Decision::Refuse(error_frame(&id, "bridge request needs a string id"));
+    }
+    match frame.get("kind").and_then(Value::as_str) {
+        Some("tool") => Decision::Tool(frame),
+        Some("cancel") => Decision::Cancel(frame.get("target").and_then(Value::as_str).map(str::to_string)),
+        Some("policy_eval") => match &auth.rules {
+            Some(rules) => {
+                let tool = frame.get("tool").and_then(Value::as_str).unwrap_or("").to_string();
+                let tool_call_id = frame.get("toolCallId").and_then(Value::as_str).unwrap_or("").to_string();
+                let (block, reason) = rules.verdict(&tool);
+                let reply = json!({"id": id, "verdict": {"block": block, "reason": reason}}).to_string().into_bytes();
+                Decision::Verdict { tool_call_id, tool, block, reason, reply }
+            }
+            None => Decision::PolicyEval(frame),
+        },
+        other => Decision::Refuse(error_frame(&id, &format!("unknown bridge request kind {other:?}"))),
+    }
+}
+
 fn serve_conn(read_half: Stream, conn: Arc<Conn>, auth: Arc<Auth>, host: Arc<dyn Host>) {
     let mut reader = BufReader::with_capacity(64 * 1024, read_half);
     let mut line = Vec::new();
@@ -390,51 +445,32 @@ fn serve_conn(read_half: Stream, conn: Arc<Conn>, auth: Arc<Auth>, host: Arc<dyn
             Ok(_) => {}
         }
         if line.len() > MAX_REQUEST_BYTES {
+            host.note(crate::observe::Level::Warn, "bridge request too large: connection closed");
             let _ = conn.send(&error_frame(&Value::Null, "bridge request too large"));
             break;
         }
-        let frame: Map<String, Value> = match serde_json::from_slice(&line) {
-            Ok(Value::Object(m)) => m,
-            _ => {
-                let _ = conn.send(&error_frame(&Value::Null, "bridge request is not a JSON object"));
-                continue;
+        match decide(&line, &auth) {
+            Decision::Refuse(reply) => {
+                let _ = conn.send(&reply);
             }
-        };
-        let id = frame.get("id").cloned().unwrap_or(Value::Null);
-        let token_ok = frame.get("token").and_then(Value::as_str).is_some_and(|t| constant_time_eq(t.as_bytes(), auth.token.as_bytes()));
-        let client_ok = frame.get("client").and_then(Value::as_str) == Some(auth.client_id.as_str());
-        if !token_ok || !client_ok {
-            // Never reaches the host; the connection is not trusted any further.
-            let _ = conn.send(&error_frame(&id, "unauthorized"));
-            break;
-        }
-        if !id.is_string() {
-            let _ = conn.send(&error_frame(&id, "bridge request needs a string id"));
-            continue;
-        }
-        match frame.get("kind").and_then(Value::as_str) {
-            Some("tool") => host.tool_call(&conn, frame),
-            Some("cancel") => {
-                if let Some(target) = frame.get("target").and_then(Value::as_str) {
-                    host.cancel(&conn, target);
-                }
+            Decision::Unauthorized(reply) => {
+                // Never reaches the host; the connection is not trusted any further.
+                host.note(crate::observe::Level::Warn, "bridge request unauthorized (bad token or client id): connection closed");
+                let _ = conn.send(&reply);
+                break;
             }
-            Some("policy_eval") => match &auth.rules {
-                Some(rules) => {
-                    let tool = frame.get("tool").and_then(Value::as_str).unwrap_or("");
-                    let call = frame.get("toolCallId").and_then(Value::as_str).unwrap_or("");
-                    let (block, reason) = rules.verdict(tool);
-                    host.policy_decided(call, tool, block, &reason);
-                    let _ = conn.send(json!({"id": id, "verdict": {"block": block, "reason": reason}}).to_string().as_bytes());
-                }
-                None => host.policy_eval(&conn, frame),
-            },
-            other => {
-                let _ = conn.send(&error_frame(&id, &format!("unknown bridge request kind {other:?}")));
+            Decision::Tool(frame) => host.tool_call(&conn, frame),
+            Decision::Cancel(Some(target)) => host.cancel(&conn, &target),
+            Decision::Cancel(None) => {}
+            Decision::Verdict { tool_call_id, tool, block, reason, reply } => {
+                host.policy_decided(&tool_call_id, &tool, block, &reason);
+                let _ = conn.send(&reply);
             }
+            Decision::PolicyEval(frame) => host.policy_eval(&conn, frame),
         }
     }
     conn.close();
+    host.note(crate::observe::Level::Debug, "bridge connection closed");
     host.disconnected(&conn);
 }
 

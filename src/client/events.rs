@@ -25,6 +25,21 @@ struct Inner {
     bytes: usize,
     dropped: u64,
     closed: Option<Error>,
+    /// Totals for the counters (kept under the lock the queue takes anyway).
+    queued: u64,
+    delivered: u64,
+    dropped_total: u64,
+    first_push: Option<Instant>,
+}
+
+/// The queue's figures for `omprpc_client_counters`.
+pub struct QueueStats {
+    pub queued: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    pub held: usize,
+    pub held_bytes: usize,
+    pub first_push: Option<Instant>,
 }
 
 pub struct EventQueue {
@@ -39,7 +54,16 @@ impl EventQueue {
     /// At most `capacity` events and `max_bytes` bytes are held (the newest event always is).
     pub fn new(capacity: usize, max_bytes: usize) -> std::io::Result<Self> {
         Ok(EventQueue {
-            inner: Mutex::new(Inner { items: VecDeque::new(), bytes: 0, dropped: 0, closed: None }),
+            inner: Mutex::new(Inner {
+                items: VecDeque::new(),
+                bytes: 0,
+                dropped: 0,
+                closed: None,
+                queued: 0,
+                delivered: 0,
+                dropped_total: 0,
+                first_push: None,
+            }),
             cond: Condvar::new(),
             signal: Signal::new()?,
             capacity: capacity.max(1),
@@ -51,30 +75,52 @@ impl EventQueue {
         self.signal.raw()
     }
 
-    pub fn push(&self, ev: EventBytes) {
-        self.push_all(std::iter::once(ev));
+    pub fn push(&self, ev: EventBytes) -> bool {
+        self.push_all(std::iter::once(ev))
+    }
+
+    pub fn stats(&self) -> QueueStats {
+        let g = self.inner.lock().unwrap();
+        QueueStats {
+            queued: g.queued,
+            delivered: g.delivered,
+            dropped: g.dropped_total,
+            held: g.items.len(),
+            held_bytes: g.bytes,
+            first_push: g.first_push,
+        }
     }
 
     /// Queues several events under one lock with at most one wakeup: the reader hands over
     /// everything one read of stdout produced, so a fast poller is not woken per event.
-    pub fn push_all(&self, evs: impl IntoIterator<Item = EventBytes>) {
+    /// Returns true when this call began an overflow (the first drop since the host last
+    /// polled), so the caller can log it once rather than per dropped event.
+    pub fn push_all(&self, evs: impl IntoIterator<Item = EventBytes>) -> bool {
         let mut g = self.inner.lock().unwrap();
         let was_empty = g.items.is_empty() && g.dropped == 0;
+        let was_dropping = g.dropped > 0;
+        if g.first_push.is_none() {
+            g.first_push = Some(Instant::now());
+        }
         for ev in evs {
+            g.queued += 1;
             g.bytes += ev.len();
             g.items.push_back(ev);
             while g.items.len() > self.capacity || (g.bytes > self.max_bytes && g.items.len() > 1) {
                 let old = g.items.pop_front().expect("the queue is not empty");
                 g.bytes -= old.len();
                 g.dropped += 1;
+                g.dropped_total += 1;
             }
         }
         let now_empty = g.items.is_empty() && g.dropped == 0;
+        let began_dropping = !was_dropping && g.dropped > 0;
         drop(g);
         if was_empty && !now_empty {
             self.signal.set();
             self.cond.notify_all();
         }
+        began_dropping
     }
 
     /// After this, pollers get what is queued, then `CLOSED` with `reason`.
@@ -94,6 +140,7 @@ impl EventQueue {
         loop {
             if g.dropped > 0 || !g.items.is_empty() {
                 let mut out = Vec::with_capacity(max.min(g.items.len() + 1));
+                let marker = usize::from(g.dropped > 0);
                 if g.dropped > 0 {
                     out.push(event_bytes(
                         format!(r#"{{"type":"event_overflow","omprpc":true,"dropped":{}}}"#, g.dropped).as_bytes(),
@@ -109,6 +156,7 @@ impl EventQueue {
                         None => break,
                     }
                 }
+                g.delivered += (out.len() - marker) as u64;
                 if g.items.is_empty() && g.closed.is_none() {
                     self.signal.clear();
                 }

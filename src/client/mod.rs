@@ -12,7 +12,7 @@ pub mod host;
 pub mod lifecycle;
 pub mod options;
 pub mod pending;
-mod reader;
+pub(crate) mod reader;
 pub mod ui;
 
 use std::collections::VecDeque;
@@ -28,9 +28,11 @@ use serde_json::{json, Map, Value};
 
 use crate::bridge::{self, Bridge, Conn};
 use crate::error::{Error, Result, Status};
+use crate::observe::{Counters, Level, Logger};
 use crate::protocol::argv::{self, Flavor};
 use crate::transport::chunks::{ChunkDecoder, ChunkLimits};
 use crate::transport::process::{self, Exit, Process, Signal};
+use crate::transport::record::{self, Recorder};
 use crate::transport::StderrRing;
 use crate::turn;
 use events::{EventBytes, EventQueue};
@@ -85,6 +87,11 @@ pub(crate) struct Shared {
     bridge: Mutex<Option<Bridge>>,
     /// A private directory of the client's own files (system prompts), removed at close.
     scratch: Option<std::path::PathBuf>,
+    /// The session recording (`record_path`); None: one branch per frame, nothing else.
+    recorder: Option<Recorder>,
+    /// The log channel (off unless `log_level` or `OMPRPC_LOG`) and the counters.
+    log: Logger,
+    counters: Counters,
 }
 
 pub struct Client {
@@ -99,7 +106,7 @@ fn is_prompt_command(command: &str) -> bool {
 }
 
 /// `{"id":…,"type":…, <params' members>}` plus the newline.
-fn request_line(id: &str, ty: &str, params: Option<&Map<String, Value>>) -> Result<Vec<u8>> {
+pub(crate) fn request_line(id: &str, ty: &str, params: Option<&Map<String, Value>>) -> Result<Vec<u8>> {
     let mut line = Vec::with_capacity(64);
     line.extend_from_slice(b"{\"id\":");
     serde_json::to_writer(&mut line, id).expect("writing to a Vec");
@@ -166,6 +173,7 @@ impl Shared {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
+        self.log.log(Level::Info, "lifecycle", "the client is closing", json!({"status": reason.status.name(), "reason": reason.message}));
         let bridge_replies = {
             let mut st = self.state();
             st.close_reason = Some(reason.clone());
@@ -191,6 +199,12 @@ impl Shared {
     /// Records a protocol error; returns it as a synthetic event for the caller to queue
     /// (the reader queues it in order with the frames around it).
     fn record_protocol_error(&self, mut record: Map<String, Value>) -> EventBytes {
+        self.counters.protocol_errors.fetch_add(1, Ordering::Relaxed);
+        if self.log.enabled(Level::Warn) {
+            // The message only: the frame it quotes may hold anything the agent sent.
+            let message = record.get("message").and_then(Value::as_str).unwrap_or_default();
+            self.log.log(Level::Warn, "protocol", message, json!({"command": record.get("command"), "requestId": record.get("requestId")}));
+        }
         record.insert("type".into(), json!("protocol_error"));
         record.insert("omprpc".into(), json!(true));
         let v = Value::Object(record);
@@ -201,6 +215,13 @@ impl Shared {
         }
         st.protocol_errors.push_back(v);
         bytes
+    }
+
+    /// A write to the recording failed: reported once as a protocol error (recording stops).
+    fn recording_failed(&self, message: String) {
+        let mut r = Map::new();
+        r.insert("message".into(), json!(message));
+        self.protocol_error(r);
     }
 
     fn protocol_error(&self, record: Map<String, Value>) {
@@ -222,8 +243,21 @@ impl Shared {
         let Some(stdin) = guard.as_ref() else {
             return Err(self.closed_error());
         };
+        if let Some(rec) = &self.recorder {
+            // Recorded before it is written (under the stdin lock): the file never shows an
+            // answer before its request, and frames from different threads keep their order.
+            if let Err(m) = rec.frame(record::Dir::Out, &line[..line.len() - 1], true) {
+                self.recording_failed(m);
+            }
+        }
         match process::write_all(stdin.as_raw_fd(), line, deadline, self.closing.raw()) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.counters.frame_out(line.len());
+                if self.log.enabled(Level::Trace) {
+                    self.log.log(Level::Trace, "frame", "frame out", json!({"bytes": line.len()}));
+                }
+                Ok(())
+            }
             Err(e) => {
                 drop(guard);
                 match e.kind() {
@@ -286,14 +320,35 @@ impl Shared {
         if let Some(streaming) = track {
             self.state().life.track(id, streaming);
         }
+        let sent = Instant::now();
+        if track.is_some() {
+            // Before the write: the reader may see the prompt's first event before it returns.
+            self.counters.prompt_sent();
+        }
         if let Err(e) = self.write(line, deadline) {
             self.pending.lock().unwrap().remove(id);
             if track.is_some() {
                 self.state().life.rejected(id, &e);
             }
+            self.log.log(Level::Warn, "request", "sending a request failed", json!({"type": ty, "id": id, "status": e.status.name()}));
             return Err(e);
         }
-        self.wait_reply(id, ty, &slot, deadline)
+        self.counters.requests_sent.fetch_add(1, Ordering::Relaxed);
+        // Type, id, size and latency only: params (prompts, tool arguments) are never logged.
+        // Checked first so that, with logs off, a request builds no record at all.
+        if self.log.enabled(Level::Debug) {
+            self.log.log(Level::Debug, "request", "request sent", json!({"type": ty, "id": id, "bytes": line.len()}));
+        }
+        let reply = self.wait_reply(id, ty, &slot, deadline);
+        if self.log.enabled(Level::Debug) {
+            let ms = sent.elapsed().as_secs_f64() * 1000.0;
+            let fields = match &reply {
+                Ok(data) => json!({"type": ty, "id": id, "ok": true, "latency_ms": ms, "data_bytes": data.as_ref().map_or(0, Vec::len)}),
+                Err(e) => json!({"type": ty, "id": id, "ok": false, "latency_ms": ms, "status": e.status.name()}),
+            };
+            self.log.log(Level::Debug, "request", "response received", fields);
+        }
+        reply
     }
 
     fn wait_reply(&self, id: &str, ty: &str, slot: &ReplySlot, deadline: Deadline) -> Reply {
@@ -390,10 +445,22 @@ impl Drop for Slot<'_> {
 impl Client {
     /// Spawns the agent and completes the handshake; on any failure the agent is torn down.
     pub fn start(options_json: &str) -> Result<Client> {
-        let map = options::parse_object(options_json)?;
-        let mut opts = Options::from_map(&map)?;
+        // Before the options are read there is no client logger: OMPRPC_LOG still sees why.
+        let early = |e: Error| {
+            if crate::observe::stderr_level().is_some() {
+                Logger::stderr_only().log(Level::Error, "start", "start failed: bad options", json!({"status": e.status.name(), "error": e.message}));
+            }
+            e
+        };
+        let map = options::parse_object(options_json).map_err(early)?;
+        let mut opts = Options::from_map(&map).map_err(early)?;
+        let log = Logger::new(opts.log_level, opts.log_queue_capacity, Logger::secrets_of(&map, &opts.spawn));
+        let failed = |e: Error, step: &str| {
+            log.log(Level::Error, "start", &format!("start failed: {step}"), json!({"status": e.status.name(), "error": e.message}));
+            e
+        };
         let mut bridge = match &opts.bridge {
-            Some(plan) => Some(Bridge::prepare(plan)?),
+            Some(plan) => Some(Bridge::prepare(plan).map_err(|e| failed(e, "preparing the tool bridge"))?),
             None => None,
         };
         if let Some(b) = &bridge {
@@ -416,24 +483,42 @@ impl Client {
             });
             if let Err(e) = written {
                 let _ = std::fs::remove_dir_all(&dir);
-                return Err(Error::new(Status::Io, format!("writing the system prompt file: {e}")));
+                return Err(failed(Error::new(Status::Io, format!("writing the system prompt file: {e}")), "system prompt files"));
             }
             Some(dir)
         } else {
             None
         };
+        let argv_shown = argv::redact(&opts.spawn.argv);
+        // Opened before the agent exists, so a bad path fails start with nothing to tear down.
+        let recorder = match &opts.record_path {
+            None => None,
+            Some(p) => match Recorder::create(p, opts.flavor.name(), &argv_shown) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    if let Some(d) = &scratch {
+                        let _ = std::fs::remove_dir_all(d);
+                    }
+                    return Err(failed(Error::new(Status::Io, format!("cannot open record_path {}: {e}", p.display())), "record_path"));
+                }
+            },
+        };
         let spawned = process::spawn(&opts.spawn).map_err(|e| Error::new(Status::Io, e.to_string()));
-        if spawned.is_err() {
+        if let Err(e) = &spawned {
             if let Some(d) = &scratch {
                 let _ = std::fs::remove_dir_all(d);
             }
+            log.log(Level::Error, "spawn", "spawning the agent failed", json!({"argv": argv_shown, "error": e.message}));
         }
         let (process, pipes) = spawned?;
+        // Env names and argv as shown (system prompts redacted): never env values.
+        log.log(Level::Info, "spawn", "agent spawned", json!({"pid": process.pid(), "argv": argv_shown, "flavor": opts.flavor.name(),
+            "env_names": opts.spawn.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), "inherit_env": opts.spawn.inherit_env}));
         let io = |e: std::io::Error| Error::new(Status::Io, e.to_string());
         let (internal_tx, internal_rx) = crossbeam_channel::unbounded::<Vec<u8>>();
         let shared = Arc::new(Shared {
             flavor: opts.flavor,
-            argv_shown: argv::redact(&opts.spawn.argv),
+            argv_shown,
             process,
             stdin: Mutex::new(Some(pipes.stdin)),
             closing: Signal::new().map_err(io)?,
@@ -458,7 +543,10 @@ impl Client {
             internal: internal_tx,
             bridge: Mutex::new(None),
             scratch,
+            recorder,
             opts,
+            log,
+            counters: Counters::new(),
         });
         if let Some(b) = bridge.as_mut() {
             if let Some(plan) = &shared.opts.bridge {
@@ -490,15 +578,20 @@ impl Client {
                 .map_err(io)?,
         );
         let client = Client { shared, threads: Mutex::new(threads), teardown: Mutex::new(None) };
+        let began = Instant::now();
         if let Err(e) = client.handshake() {
             // A step that started after the agent died says "closed"; the cause is more useful.
             let e = match client.shared.close_reason() {
                 Some(reason) if e.status == Status::Closed => reason,
                 _ => e,
             };
+            client.shared.log.log(Level::Error, "start", "start failed: handshake", json!({"status": e.status.name(), "error": e.message}));
             let _ = client.close();
             return Err(e);
         }
+        let s = &client.shared;
+        s.log.log(Level::Info, "start", "handshake done", json!({"handshake": format!("{:?}", s.opts.handshake).to_lowercase(),
+            "protocolVersion": s.state().protocol_version, "ms": began.elapsed().as_secs_f64() * 1000.0}));
         Ok(client)
     }
 
@@ -556,6 +649,7 @@ impl Client {
         let accepted = matches!(&outcome, Ok(Some(d)) if serde_json::from_slice::<Value>(d).ok().and_then(|v| v["protocolVersion"].as_u64()) == Some(2));
         if accepted {
             s.state().protocol_version = 2;
+            s.log.log(Level::Info, "protocol", "protocol v2 negotiated", json!({"maxFrameBytes": limits.min_frame, "maxReassembledFrameBytes": limits.max_frame}));
             return Ok(());
         }
         s.decoder.lock().unwrap().disable();
@@ -598,7 +692,7 @@ impl Client {
         self.shared.write(&line, self.default_request_deadline())
     }
 
-    fn prompt_params(message: &str, options: Option<Map<String, Value>>) -> Result<(Map<String, Value>, bool)> {
+    pub(crate) fn prompt_params(message: &str, options: Option<Map<String, Value>>) -> Result<(Map<String, Value>, bool)> {
         let mut p = options.unwrap_or_default();
         // The message may come in the options instead (a JSON string can hold a NUL, a C
         // string cannot) — but not both ways at once.
@@ -854,6 +948,27 @@ impl Client {
         .to_string()
     }
 
+    /// The counters as a JSON object (docs/c-api.md lists the keys).
+    pub fn counters(&self) -> String {
+        let s = &self.shared;
+        let q = s.events.stats();
+        let mut m = s.counters.to_map(q.first_push);
+        m.insert("events_queued".into(), json!(q.queued));
+        m.insert("events_delivered".into(), json!(q.delivered));
+        m.insert("events_dropped".into(), json!(q.dropped));
+        m.insert("events_held".into(), json!(q.held));
+        m.insert("events_held_bytes".into(), json!(q.held_bytes));
+        m.insert("requests_pending".into(), json!(s.pending.lock().unwrap().len()));
+        m.insert("closed".into(), json!(s.closed.load(Ordering::SeqCst)));
+        Value::Object(m).to_string()
+    }
+
+    /// Up to `max` log records (JSON objects, one per element), waiting until `deadline` for
+    /// the first; INVALID_ARGUMENT when the client was started without `log_level`.
+    pub fn next_logs(&self, max: usize, deadline: Deadline) -> Result<Vec<String>> {
+        self.shared.log.pop(max, deadline)
+    }
+
     /// Idempotent; wakes every blocked call at once, then stops the agent (stdin EOF → grace
     /// → SIGTERM → SIGKILL to its process group) and returns when it is gone.
     pub fn close(&self) -> Result<()> {
@@ -864,12 +979,16 @@ impl Client {
             return Ok(());
         }
         // EOF on stdin starts the agent's own graceful shutdown (drain, dispose, exit).
+        let began = Instant::now();
         s.stdin.lock().unwrap().take();
         let _ = s.internal.send(Vec::new());
+        s.log.log(Level::Debug, "teardown", "stdin closed; waiting for the agent to exit", json!({"stop_grace_ms": s.opts.stop_grace.as_millis() as u64}));
         let exit = s.process.terminate(s.opts.stop_grace, s.opts.kill_grace);
+        s.log.log(Level::Info, "teardown", "agent stopped", json!({"pid": s.process.pid(), "exit": exit.to_string(), "ms": began.elapsed().as_secs_f64() * 1000.0}));
         s.reader_stop.set();
         if let Some(b) = s.bridge.lock().unwrap().take() {
             b.shutdown();
+            s.log.log(Level::Debug, "teardown", "tool bridge shut down", Value::Null);
         }
         if let Some(d) = &s.scratch {
             let _ = std::fs::remove_dir_all(d);
@@ -877,6 +996,13 @@ impl Client {
         for t in self.threads.lock().unwrap().drain(..) {
             let _ = t.join();
         }
+        // Every frame is in: the reader and the writer have stopped.
+        if let Some(Err(m)) = s.recorder.as_ref().map(Recorder::flush) {
+            s.recording_failed(m);
+        }
+        s.log.log(Level::Debug, "teardown", "teardown complete", json!({"ms": began.elapsed().as_secs_f64() * 1000.0}));
+        // Pollers drain what is left, then get CLOSED.
+        s.log.close();
         *teardown = Some(exit);
         Ok(())
     }
@@ -900,7 +1026,9 @@ impl bridge::Host for Shared {
         call.insert("bridged".into(), json!(true));
         let outcome = self.state().host.on_tool_call(&call, Route::Bridge(conn.clone()));
         match outcome {
-            Incoming::Deliver => self.events.push(events::event_bytes(Value::Object(call).to_string().as_bytes())),
+            Incoming::Deliver => {
+                self.events.push(events::event_bytes(Value::Object(call).to_string().as_bytes()));
+            }
             Incoming::Reject(out) => {
                 let _ = self.send_outgoing(out, None);
                 let mut r = Map::new();
@@ -947,6 +1075,10 @@ impl bridge::Host for Shared {
         if block {
             self.bridge_session_event(json!({"type": "tool_blocked", "omprpc": true, "toolCallId": tool_call_id, "toolName": tool, "reason": reason}));
         }
+    }
+
+    fn note(&self, level: Level, message: &str) {
+        self.log.log(level, "bridge", message, Value::Null);
     }
 
     fn disconnected(&self, conn: &Arc<Conn>) {

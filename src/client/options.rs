@@ -21,6 +21,8 @@ const KNOWN: &[&str] = &[
     "invalid_frames", "host_tools", "host_uri_schemes", "ui_policy", "handshake", "bridge", "bridge_transport",
     "tool_policy", "host_tool_timeout_ms", "turn_summary", "turn_idle_timeout_ms", "env_passthrough",
     "system_prompt_via_file", "event_queue_max_bytes", "max_turn_bytes", "turn_events",
+    "log_level", "log_queue_capacity",
+    "record_path",
 ];
 
 /// Typed, error-reporting access to an options object.
@@ -183,6 +185,11 @@ pub struct Options {
     pub model: Option<String>,
     /// Pass system prompts as files in a private directory rather than in argv.
     pub system_prompt_via_file: bool,
+    /// Record every frame, both directions, to this JSONL file (transport::record).
+    pub record_path: Option<PathBuf>,
+    /// Collect log records at this level and above for `next_logs` (None: off).
+    pub log_level: Option<crate::observe::Level>,
+    pub log_queue_capacity: usize,
 }
 
 /// `tool_policy`: `{"mode":"host"|"rules","allow":[…],"block":{name:reason},"default":"allow"|"block",
@@ -365,6 +372,15 @@ impl Options {
             turn_idle_timeout: o.millis("turn_idle_timeout_ms", None)?,
             model: o.str("model")?.map(str::to_string),
             system_prompt_via_file: o.bool("system_prompt_via_file")?.unwrap_or(false),
+            record_path: match o.str("record_path")? {
+                Some("") => return Err(wrong("record_path", "a file path (not empty)")),
+                p => p.map(PathBuf::from),
+            },
+            log_level: match o.str("log_level")? {
+                None => None,
+                Some(l) => crate::observe::Level::parse(l).map_err(|e| Error::invalid(format!("option \"log_level\": {e}")))?,
+            },
+            log_queue_capacity: o.bound("log_queue_capacity", Some(crate::observe::DEFAULT_LOG_CAPACITY))?.unwrap_or(usize::MAX),
         })
     }
 }

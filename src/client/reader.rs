@@ -9,13 +9,16 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use crate::observe::Level;
+
 use super::events::{event_bytes, EventBytes};
 use super::host::{Incoming, Outgoing, Route};
 use super::lifecycle::Mark;
-use super::pending::Settled;
+use super::pending::{Pending, Settled};
 use super::{is_prompt_command, Shared};
 use crate::error::{Error, Status};
 use crate::protocol::scan::{Fields, Kind};
+use crate::transport::record::Dir;
 use crate::transport::{self, LineSink, PumpEnd};
 
 /// How long to wait, after stdout closes, for the agent to exit so its code can be reported.
@@ -53,6 +56,7 @@ pub(super) fn run(shared: Arc<Shared>, stdout: File, stderr: File) {
         ),
         PumpEnd::Io(e) => Error::new(Status::Io, format!("Failed to read RPC output: {e}")),
     };
+    shared.log.log(Level::Info, "reader", "the agent's stdout ended", json!({"status": reason.status.name(), "lines": router.line_no}));
     shared.shut(reason);
     // Let the agent see EOF too, so it exits instead of waiting for commands.
     shared.stdin.lock().unwrap().take();
@@ -85,10 +89,20 @@ impl LineSink for Router<'_> {
 
     fn line(&mut self, line: &[u8]) -> bool {
         self.line_no += 1;
+        self.shared.counters.frame_in(line.len() + 1);
         if self.discarding || line.iter().all(u8::is_ascii_whitespace) {
             return true;
         }
-        if let Err(reason) = check_frame(&mut self.fields, line) {
+        let checked = check_frame(&mut self.fields, line);
+        if let Some(rec) = &self.shared.recorder {
+            // As received: before chunk reassembly, invalid lines included (quoted).
+            if let Err(m) = rec.frame(Dir::In, line, checked.is_ok()) {
+                let mut r = Map::new();
+                r.insert("message".into(), json!(m));
+                self.protocol_error(r);
+            }
+        }
+        if let Err(reason) = checked {
             return self.invalid(line, &reason);
         }
         if self.fields.str_bytes(line, "type").as_deref() == Some(b"rpc_chunk") {
@@ -137,8 +151,13 @@ impl Router<'_> {
     }
 
     fn flush(&mut self) {
-        if !self.batch.is_empty() {
-            self.shared.events.push_all(self.batch.drain(..));
+        if !self.batch.is_empty() && self.shared.events.push_all(self.batch.drain(..)) {
+            self.shared.log.log(
+                Level::Warn,
+                "events",
+                "the event queue is full: the oldest events are being dropped (an event_overflow event reports how many)",
+                json!({"event_queue_capacity": self.shared.opts.event_queue_capacity, "event_queue_max_bytes": self.shared.opts.event_queue_max_bytes}),
+            );
         }
     }
 
@@ -160,6 +179,11 @@ impl Router<'_> {
         let f = &self.fields;
         let ty_bytes = f.str_bytes(line, "type").unwrap_or(Cow::Borrowed(b""));
         let ty: &[u8] = &ty_bytes;
+        if self.shared.log.enabled(Level::Trace) {
+            // The frame's type and size only, never its body.
+            let fields = json!({"type": String::from_utf8_lossy(ty), "bytes": line.len()});
+            self.shared.log.log(Level::Trace, "frame", "frame in", fields);
+        }
         match ty {
             b"response" => self.response(line),
             b"ready" => {
@@ -170,6 +194,7 @@ impl Router<'_> {
                 self.shared.cond.notify_all();
             }
             b"extension_ui_request" => {
+                self.shared.counters.ui_requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let id = f.str(line, "id").unwrap_or_default();
                 let method = f.str(line, "method").unwrap_or_default();
                 let target = f.str(line, "targetId");
@@ -264,6 +289,7 @@ impl Router<'_> {
 
     /// An event of the session's stream: retained for the active collector, then queued.
     fn session_event(&mut self, line: &[u8], mark: Mark) {
+        self.shared.counters.session_event();
         if matches!(mark, Mark::AgentEnd { terminal: true }) {
             // This may complete a turn: its events are in the queue before any waiter wakes.
             self.emit_line(line);
@@ -279,54 +305,31 @@ impl Router<'_> {
     fn response(&mut self, line: &[u8]) {
         // Events the agent sent before this response are queued before its caller returns.
         self.flush();
-        let f = &self.fields;
         let s = self.shared;
-        let command = f.str(line, "command").unwrap_or_default().into_owned();
-        let success = f.kind(line, "success") == Some(Kind::True);
-        let failure = || {
-            let text = match f.str(line, "error") {
-                Some(e) => e.into_owned(),
-                None => f.raw(line, "error").map(|r| String::from_utf8_lossy(r).into_owned()).unwrap_or_else(|| "unknown error".into()),
-            };
-            Error::command_failed(&command, &text, f.str(line, "code").map(Cow::into_owned))
-        };
-        let data = || f.raw(line, "data").filter(|d| d != b"null").map(<[u8]>::to_vec);
-        let id = match f.get(line, "id") {
-            None => None,
-            Some(field) if field.kind == Kind::Null => None,
-            Some(field) if field.kind == Kind::String => f.str(line, "id").map(Cow::into_owned),
-            Some(_) => {
+        s.counters.responses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // The pending lock is held for the decision only (the guard ends with this statement).
+        let outcome = correlate(&self.fields, line, &mut s.pending.lock().unwrap());
+        let (id, command, rejected, settled) = match outcome {
+            Correlation::BadId { command } => {
                 self.record(line, &command, None, "Received a response whose id is not a string");
                 return;
             }
-        };
-        let mut pending = s.pending.lock().unwrap();
-        let target = match &id {
-            Some(id) => Some(id.clone()),
-            None if success => return, // id-less success (e.g. widget_layout): nothing waits for it
-            None => pending.match_idless(&command),
-        };
-        let reply = if success { Ok(data()) } else { Err(failure()) };
-        let agent_not_invoked = success && reply.as_ref().ok().and_then(|d| d.as_deref()).is_some_and(agent_not_invoked);
-        let rejected = reply.as_ref().err().cloned();
-        if let Some(target) = &target {
-            if let Some(sent) = pending.resolve(target, reply) {
-                drop(pending);
+            Correlation::IdlessSuccess => return,
+            Correlation::Resolved { target, sent, rejected, agent_not_invoked } => {
                 if is_prompt_command(&sent) {
                     let mut st = s.state();
                     if let Some(e) = &rejected {
-                        st.life.rejected(target, e);
+                        st.life.rejected(&target, e);
                     } else if agent_not_invoked {
-                        st.life.completed_without_run(target, None, false);
+                        st.life.completed_without_run(&target, None, false);
                     }
                     drop(st);
                     s.cond.notify_all();
                 }
                 return;
             }
-        }
-        let settled = id.as_deref().and_then(|i| pending.settled(i).map(|(c, how)| (c.to_string(), how)));
-        drop(pending);
+            Correlation::Unmatched { id, command, rejected, settled } => (id, command, rejected, settled),
+        };
         let shown = if command.is_empty() { settled.as_ref().map(|(c, _)| c.clone()).unwrap_or_default() } else { command.clone() };
         if let Some(e) = rejected {
             let e = if command.is_empty() { Error::command_failed(&shown, &e.failure.map(|f| f.error).unwrap_or_default(), None) } else { e };
@@ -335,9 +338,11 @@ impl Router<'_> {
                 "Received unmatched RPC error response for {shown} (id={}): {text}",
                 id.as_deref().unwrap_or("None")
             );
-            // Recorded before the turn fails, so its waiter already sees the record.
+            // Recorded (and its protocol_error event queued) before the turn fails, so its
+            // waiter already sees the record, and a close right after it still delivers the event.
             self.record(line, &shown, id.as_deref(), &message);
             if let (Some(id), true) = (&id, is_prompt_command(&shown)) {
+                self.flush();
                 s.state().life.late_failure(id, e);
                 s.cond.notify_all();
             }
@@ -362,8 +367,65 @@ impl Router<'_> {
     }
 }
 
+/// Where a response frame belongs (see `correlate`).
+#[derive(Debug)]
+pub enum Correlation {
+    /// `id` is present but neither a string nor null: nothing can be matched.
+    BadId { command: String },
+    /// A success without an id (e.g. widget_layout): nothing waits for it.
+    IdlessSuccess,
+    /// The waiting request `target` (whose command was `sent`) got the reply.
+    Resolved { target: String, sent: String, rejected: Option<Error>, agent_not_invoked: bool },
+    /// No request waits for it; `settled` says how an earlier request with its id ended.
+    Unmatched { id: Option<String>, command: String, rejected: Option<Error>, settled: Option<(String, Settled)> },
+}
+
+/// Matches a scanned `response` frame against the pending table: by id, or for an id-less
+/// failure by the command heuristic (spec §6.3). A matched request is resolved (its caller
+/// gets the reply) and leaves the table. Apart from `pending` this touches no client state,
+/// so the fuzzer runs it against a table of its own.
+pub fn correlate(f: &Fields, line: &[u8], pending: &mut Pending) -> Correlation {
+    let command = f.str(line, "command").unwrap_or_default().into_owned();
+    let success = f.kind(line, "success") == Some(Kind::True);
+    let failure = || {
+        let text = match f.str(line, "error") {
+            Some(e) => e.into_owned(),
+            None => f.raw(line, "error").map(|r| String::from_utf8_lossy(r).into_owned()).unwrap_or_else(|| "unknown error".into()),
+        };
+        Error::command_failed(&command, &text, f.str(line, "code").map(Cow::into_owned))
+    };
+    let data = || f.raw(line, "data").filter(|d| d != b"null").map(<[u8]>::to_vec);
+    let id = match f.get(line, "id") {
+        None => None,
+        Some(field) if field.kind == Kind::Null => None,
+        // An id that does not decode (a lone surrogate escape: JSON.parse takes it, Rust strings
+        // cannot) is still an id: kept as its raw text it matches nothing, instead of passing
+        // for an id-less failure and failing whichever request the command heuristic picks.
+        Some(field) if field.kind == Kind::String => Some(f.str(line, "id").map_or_else(
+            || String::from_utf8_lossy(&line[field.value.start + 1..field.value.end - 1]).into_owned(),
+            Cow::into_owned,
+        )),
+        Some(_) => return Correlation::BadId { command },
+    };
+    let target = match &id {
+        Some(id) => Some(id.clone()),
+        None if success => return Correlation::IdlessSuccess,
+        None => pending.match_idless(&command),
+    };
+    let reply = if success { Ok(data()) } else { Err(failure()) };
+    let agent_not_invoked = success && reply.as_ref().ok().and_then(|d| d.as_deref()).is_some_and(agent_not_invoked);
+    let rejected = reply.as_ref().err().cloned();
+    if let Some(target) = target {
+        if let Some(sent) = pending.resolve(&target, reply) {
+            return Correlation::Resolved { target, sent, rejected, agent_not_invoked };
+        }
+    }
+    let settled = id.as_deref().and_then(|i| pending.settled(i).map(|(c, how)| (c.to_string(), how)));
+    Correlation::Unmatched { id, command, rejected, settled }
+}
+
 /// UTF-8 (checked only when not plain ASCII) and one JSON object; fills `fields`.
-fn check_frame(fields: &mut Fields, line: &[u8]) -> Result<(), String> {
+pub fn check_frame(fields: &mut Fields, line: &[u8]) -> Result<(), String> {
     if !line.is_ascii() {
         std::str::from_utf8(line).map_err(|e| format!("invalid UTF-8 ({e})"))?;
     }
@@ -374,4 +436,47 @@ fn check_frame(fields: &mut Fields, line: &[u8]) -> Result<(), String> {
 fn agent_not_invoked(data: &[u8]) -> bool {
     let mut f = Fields::new();
     f.scan(data, 0..data.len()).is_ok() && f.kind(data, "agentInvoked") == Some(Kind::False)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::pending::Slot;
+
+    fn correlate_line(line: &str, pending: &mut Pending) -> Correlation {
+        let mut f = Fields::new();
+        check_frame(&mut f, line.as_bytes()).unwrap();
+        correlate(&f, line.as_bytes(), pending)
+    }
+
+    // Found by the classify_correlate fuzz target: a failure whose string id does not decode
+    // was taken for an id-less one and failed the only pending request of its command.
+    #[test]
+    fn undecodable_string_id_never_matches_by_command() {
+        let mut p = Pending::default();
+        let slot = Slot::new();
+        p.insert("req_1".into(), "bash", slot.clone()).unwrap();
+        let got = correlate_line(r#"{"type":"response","id":"\ud800","command":"bash","success":false}"#, &mut p);
+        assert!(matches!(&got, Correlation::Unmatched { id: Some(id), .. } if id == "\\ud800"), "{got:?}");
+        assert_eq!(p.len(), 1, "the pending bash request is untouched");
+        assert!(slot.wait(Some(std::time::Instant::now())).is_none());
+        // A real id-less failure still finds it.
+        let got = correlate_line(r#"{"type":"response","command":"bash","success":false,"error":"x"}"#, &mut p);
+        assert!(matches!(&got, Correlation::Resolved { target, .. } if target == "req_1"), "{got:?}");
+        assert_eq!(slot.wait(None).unwrap().unwrap_err().status, Status::CommandFailed);
+    }
+
+    #[test]
+    fn responses_correlate_by_id_and_report_the_rest() {
+        let mut p = Pending::default();
+        let slot = Slot::new();
+        p.insert("req_1".into(), "get_state", slot.clone()).unwrap();
+        assert!(matches!(correlate_line(r#"{"type":"response","id":7,"success":true}"#, &mut p), Correlation::BadId { .. }));
+        assert!(matches!(correlate_line(r#"{"type":"response","success":true}"#, &mut p), Correlation::IdlessSuccess));
+        let got = correlate_line(r#"{"type":"response","id":"req_1","command":"get_state","success":true,"data":{"a":1}}"#, &mut p);
+        assert!(matches!(&got, Correlation::Resolved { sent, rejected: None, .. } if sent == "get_state"), "{got:?}");
+        assert_eq!(slot.wait(None).unwrap().unwrap().as_deref(), Some(&br#"{"a":1}"#[..]));
+        let got = correlate_line(r#"{"type":"response","id":"req_1","command":"get_state","success":true}"#, &mut p);
+        assert!(matches!(&got, Correlation::Unmatched { settled: Some((c, Settled::Answered)), .. } if c == "get_state"), "{got:?}");
+    }
 }

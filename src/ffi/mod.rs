@@ -5,13 +5,14 @@
 //! `boundary`, which catches panics (a test checks that each export does).
 //!
 //! Threads: a client may be used from any thread, concurrently, `omprpc_client_close`
-//! included. `omprpc_client_free` is the last call and must not overlap any other.
+//! included. `omprpc_client_free` is the last call: none may start once it has begun; calls
+//! already inside (woken by its close) are waited for (`omprpc_client::calls`).
 
 #![allow(non_camel_case_types, clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -31,6 +32,33 @@ pub const OMPRPC_TIMEOUT_DEFAULT: i64 = -2;
 pub struct omprpc_client {
     client: Client,
     poisoned: AtomicBool,
+    /// Calls currently inside the library on this handle. `omprpc_client_free` closes first
+    /// (which wakes every blocked call) and then waits for this to reach zero, so a call
+    /// that close woke but that has not returned yet never runs on freed memory.
+    calls: AtomicUsize,
+}
+
+/// A call's hold on a live handle: counted in `calls` from entry until the call is done.
+struct Live<'a>(&'a omprpc_client);
+
+impl Live<'_> {
+    fn new(h: &omprpc_client) -> Live<'_> {
+        h.calls.fetch_add(1, Ordering::SeqCst);
+        Live(h)
+    }
+}
+
+impl std::ops::Deref for Live<'_> {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.0.client
+    }
+}
+
+impl Drop for Live<'_> {
+    fn drop(&mut self) {
+        self.0.calls.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// `omprpc_status`: see the `Status` values.
@@ -88,15 +116,15 @@ fn boundary(client: *const omprpc_client, out_error: *mut *mut c_char, body: imp
     err.status
 }
 
-unsafe fn client<'a>(p: *const omprpc_client) -> Result<&'a Client> {
+unsafe fn client<'a>(p: *const omprpc_client) -> Result<Live<'a>> {
     if p.is_null() {
         return Err(Error::invalid("client is NULL"));
     }
-    let h = &*p;
-    if h.poisoned.load(Ordering::SeqCst) {
+    let h = Live::new(&*p);
+    if h.0.poisoned.load(Ordering::SeqCst) {
         return Err(Error::new(Status::Panic, "this client is unusable after an internal panic"));
     }
-    Ok(&h.client)
+    Ok(h)
 }
 
 unsafe fn text<'a>(p: *const c_char, what: &str) -> Result<&'a str> {
@@ -134,18 +162,21 @@ fn guarded<T>(fallback: T, body: impl FnOnce() -> T) -> T {
 }
 
 /// The library version (static, never freed).
+/// Ownership: a static string; never free it. Threads: any thread, any time.
 #[no_mangle]
 pub extern "C" fn omprpc_version() -> *const c_char {
     guarded(b"?\0".as_ptr().cast(), || VERSION_C.as_ptr().cast())
 }
 
 /// The C ABI version; equals `OMPRPC_ABI_VERSION` of the header the caller compiled against.
+/// Threads: any thread, any time.
 #[no_mangle]
 pub extern "C" fn omprpc_abi_version() -> u32 {
     guarded(0, || OMPRPC_ABI_VERSION)
 }
 
 /// The name of a status ("OK", "TIMEOUT", …), static; "UNKNOWN" for other values.
+/// Ownership: a static string; never free it. Threads: any thread, any time.
 #[no_mangle]
 pub extern "C" fn omprpc_status_name(status: c_int) -> *const c_char {
     guarded(b"UNKNOWN\0".as_ptr().cast(), || status_name(status).as_ptr().cast())
@@ -175,6 +206,7 @@ fn status_name(status: c_int) -> &'static [u8] {
 }
 
 /// Frees a string returned by omprpc. NULL is a no-op. Never pass it memory from elsewhere.
+/// Threads: any thread; each string is freed once, after its last use.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_string_free(s: *mut c_char) {
     if !s.is_null() {
@@ -184,6 +216,8 @@ pub unsafe extern "C" fn omprpc_string_free(s: *mut c_char) {
 
 /// The argv `omprpc_client_start` would spawn for `options_json`, as a JSON array, exactly
 /// (system prompts included: `omprpc_client_info` shows the redacted form). Starts nothing.
+/// Ownership: the caller frees `*out_argv_json` with `omprpc_string_free`. Threads: any
+/// thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_build_argv(options_json: *const c_char, out_argv_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
     boundary(std::ptr::null(), out_error, || {
@@ -200,12 +234,15 @@ pub unsafe extern "C" fn omprpc_build_argv(options_json: *const c_char, out_argv
 /// schemes. On failure nothing is left running. Statuses: INVALID_ARGUMENT, INVALID_JSON,
 /// IO (spawn), TIMEOUT, PROCESS_EXITED (with exit code and stderr tail), PROTOCOL,
 /// COMMAND_FAILED. Free the client with `omprpc_client_free`.
+/// Ownership: `*out_client` is the caller's until `omprpc_client_free`. Threads: any thread;
+/// the new handle may then be shared between threads. Statuses: OK and those listed above,
+/// INVALID_UTF8, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_start(options_json: *const c_char, out_client: *mut *mut omprpc_client, out_error: *mut *mut c_char) -> Status {
     boundary(std::ptr::null(), out_error, || {
         let slot = out(out_client, "out_client")?;
         let c = Client::start(text(options_json, "options_json")?)?;
-        *slot = Box::into_raw(Box::new(omprpc_client { client: c, poisoned: AtomicBool::new(false) }));
+        *slot = Box::into_raw(Box::new(omprpc_client { client: c, poisoned: AtomicBool::new(false), calls: AtomicUsize::new(0) }));
         Ok(())
     })
 }
@@ -213,6 +250,9 @@ pub unsafe extern "C" fn omprpc_client_start(options_json: *const c_char, out_cl
 /// Sends any command `{"type": type, …params}` (params: a JSON object or NULL) and waits for
 /// its response. `out_data_json` receives the response's `data` verbatim, `null` when absent.
 /// COMMAND_FAILED when the agent answers `success:false` (details in the error JSON).
+/// Ownership: the caller frees `*out_data_json` with `omprpc_string_free`. Threads: any
+/// thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT, INVALID_JSON,
+/// INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_request(
     client: *const omprpc_client,
@@ -234,6 +274,9 @@ pub unsafe extern "C" fn omprpc_client_request(
 
 /// Writes one frame as is (a JSON object with a string `type`), with no id and no response
 /// awaited — e.g. `widget_layout`.
+/// Threads: any thread, concurrently. Statuses: OK, TIMEOUT (a write that cannot finish),
+/// INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED,
+/// PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_send_frame(client: *const omprpc_client, frame_json: *const c_char, out_error: *mut *mut c_char) -> Status {
     boundary(client, out_error, || {
@@ -276,6 +319,9 @@ unsafe fn prompt_like(
 /// or NULL; `message` may be NULL when the options carry `"message"`, e.g. text with a NUL)
 /// and returns its request id once the agent acknowledged it. The run streams as events;
 /// `omprpc_client_wait_for_idle` waits for it.
+/// Ownership: the caller frees `*out_request_id` with `omprpc_string_free`. Threads: any
+/// thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT, INVALID_JSON,
+/// INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_prompt(
     client: *const omprpc_client,
@@ -289,6 +335,8 @@ pub unsafe extern "C" fn omprpc_client_prompt(
 }
 
 /// Sends `abort_and_prompt`; like `omprpc_client_prompt`.
+/// Ownership: the caller frees `*out_request_id` with `omprpc_string_free`. Threads: any
+/// thread, concurrently. Statuses: as `omprpc_client_prompt` (OK, COMMAND_FAILED, TIMEOUT, …).
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_abort_and_prompt(
     client: *const omprpc_client,
@@ -307,6 +355,10 @@ pub unsafe extern "C" fn omprpc_client_abort_and_prompt(
 /// turn (OMPRPC_TIMEOUT_DEFAULT: the `turn_timeout_ms` option, no deadline unless set).
 /// Single-flight with collect_events / wait_for_idle (CONCURRENCY). COMMAND_FAILED for a
 /// rejected or late-failed prompt; LIMIT_EXCEEDED past `max_event_history`.
+/// Ownership: the caller frees `*out_turn_json` with `omprpc_string_free`. Threads: any
+/// thread (one collector at a time). Statuses: OK, COMMAND_FAILED, TIMEOUT, CONCURRENCY,
+/// LIMIT_EXCEEDED, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason:
+/// PROCESS_EXITED, PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_prompt_and_wait(
     client: *const omprpc_client,
@@ -346,6 +398,8 @@ unsafe fn message_command(
 
 /// Sends `steer` (options: `{"images":[…],"content":[…]}` or NULL; `message` may be NULL when
 /// the options carry `"message"`).
+/// Threads: any thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT,
+/// INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_steer(
     client: *const omprpc_client,
@@ -359,6 +413,8 @@ pub unsafe extern "C" fn omprpc_client_steer(
 
 /// Sends `follow_up` (options: `{"images":[…],"content":[…]}` or NULL; `message` may be NULL
 /// when the options carry `"message"`).
+/// Threads: any thread, concurrently. Statuses: as `omprpc_client_steer` (OK, COMMAND_FAILED,
+/// TIMEOUT, …).
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_follow_up(
     client: *const omprpc_client,
@@ -371,6 +427,8 @@ pub unsafe extern "C" fn omprpc_client_follow_up(
 }
 
 /// Sends `abort`.
+/// Threads: any thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT,
+/// CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_abort(client: *const omprpc_client, timeout_ms: i64, out_error: *mut *mut c_char) -> Status {
     boundary(client, out_error, || {
@@ -380,6 +438,9 @@ pub unsafe extern "C" fn omprpc_client_abort(client: *const omprpc_client, timeo
 }
 
 /// Sends `get_state`; `out_state_json` receives the session state object.
+/// Ownership: the caller frees `*out_state_json` with `omprpc_string_free`. Threads: any
+/// thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT, CLOSED (or the
+/// close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_get_state(
     client: *const omprpc_client,
@@ -396,6 +457,9 @@ pub unsafe extern "C" fn omprpc_client_get_state(
 }
 
 /// Sends `bash` with `command`; `out_result_json` receives the BashResult object.
+/// Ownership: the caller frees `*out_result_json` with `omprpc_string_free`. Threads: any
+/// thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT, INVALID_UTF8,
+/// CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_bash(
     client: *const omprpc_client,
@@ -416,6 +480,9 @@ pub unsafe extern "C" fn omprpc_client_bash(
 
 /// Waits for the next terminal `agent_end` and returns every session event from the call
 /// until then (JSON array). Single-flight (CONCURRENCY).
+/// Ownership: the caller frees `*out_events_json` with `omprpc_string_free`. Threads: any
+/// thread (one collector at a time). Statuses: OK, TIMEOUT, CONCURRENCY, LIMIT_EXCEEDED,
+/// INVALID_ARGUMENT, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_collect_events(
     client: *const omprpc_client,
@@ -433,6 +500,9 @@ pub unsafe extern "C" fn omprpc_client_collect_events(
 
 /// Waits until every accepted prompt has completed. COMMAND_FAILED when a prompt failed late
 /// since the last prompt was sent. Single-flight (CONCURRENCY).
+/// Threads: any thread (one collector at a time). Statuses: OK, COMMAND_FAILED, TIMEOUT,
+/// CONCURRENCY, INVALID_ARGUMENT, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO),
+/// PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_wait_for_idle(client: *const omprpc_client, timeout_ms: i64, out_error: *mut *mut c_char) -> Status {
     boundary(client, out_error, || {
@@ -443,6 +513,9 @@ pub unsafe extern "C" fn omprpc_client_wait_for_idle(client: *const omprpc_clien
 
 /// Takes the next event (verbatim JSON). TIMEOUT when none arrived in time (0 polls);
 /// CLOSED once the client is closed and every queued event was taken.
+/// Ownership: the caller frees `*out_event_json` with `omprpc_string_free`. Threads: any
+/// thread; each event goes to exactly one caller. Statuses: OK, TIMEOUT, CLOSED, INVALID_ARGUMENT,
+/// PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_next_event(
     client: *const omprpc_client,
@@ -489,6 +562,9 @@ unsafe fn events_joined(
 }
 
 /// Waits for one event, then takes up to `max_events` queued events as one JSON array.
+/// Ownership: the caller frees `*out_events_json` with `omprpc_string_free`. Threads: any
+/// thread; each event goes to exactly one caller. Statuses: OK, TIMEOUT, CLOSED, INVALID_ARGUMENT,
+/// PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_next_events(
     client: *const omprpc_client,
@@ -503,6 +579,9 @@ pub unsafe extern "C" fn omprpc_client_next_events(
 /// Like `omprpc_client_next_events`, but the events come as JSON lines (each event, then
 /// `\n`): events never contain a raw newline, so a binding can split them with a byte search
 /// instead of parsing an array.
+/// Ownership: the caller frees `*out_events_jsonl` with `omprpc_string_free`. Threads: any
+/// thread; each event goes to exactly one caller. Statuses: OK, TIMEOUT, CLOSED, INVALID_ARGUMENT,
+/// PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_next_events_lines(
     client: *const omprpc_client,
@@ -517,6 +596,7 @@ pub unsafe extern "C" fn omprpc_client_next_events_lines(
 /// A descriptor that polls readable while events are queued or the client is closed (for
 /// epoll, libuv, asyncio, Go's poller). Owned by the client: do not read or close it; it is
 /// valid until `omprpc_client_free`.
+/// Threads: any thread. Statuses: OK, INVALID_ARGUMENT, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_event_fd(client: *const omprpc_client, out_fd: *mut c_int, out_error: *mut *mut c_char) -> Status {
     boundary(client, out_error, || {
@@ -528,6 +608,9 @@ pub unsafe extern "C" fn omprpc_client_event_fd(client: *const omprpc_client, ou
 
 /// Takes the next UI request that needs an answer (select, confirm, input, editor, or an
 /// unknown method that is not passive). Woken by close (CLOSED).
+/// Ownership: the caller frees `*out_request_json` with `omprpc_string_free`. Threads: any
+/// thread; each request goes to exactly one caller. Statuses: OK, TIMEOUT, CLOSED,
+/// INVALID_ARGUMENT, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_next_ui_request(
     client: *const omprpc_client,
@@ -544,6 +627,9 @@ pub unsafe extern "C" fn omprpc_client_next_ui_request(
 }
 
 /// Answers UI request `request_id` with a value (select, input, editor).
+/// Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, TIMEOUT (a write that cannot
+/// finish), INVALID_ARGUMENT, INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL,
+/// IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_ui_send_value(
     client: *const omprpc_client,
@@ -555,6 +641,9 @@ pub unsafe extern "C" fn omprpc_client_ui_send_value(
 }
 
 /// Answers a confirm UI request.
+/// Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, TIMEOUT (a write that cannot
+/// finish), INVALID_ARGUMENT, INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL,
+/// IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_ui_send_confirmation(
     client: *const omprpc_client,
@@ -566,6 +655,9 @@ pub unsafe extern "C" fn omprpc_client_ui_send_confirmation(
 }
 
 /// Cancels a UI request (`timed_out` tells the agent the host's own timeout fired).
+/// Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, TIMEOUT (a write that cannot
+/// finish), INVALID_ARGUMENT, INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL,
+/// IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_ui_cancel(
     client: *const omprpc_client,
@@ -579,6 +671,8 @@ pub unsafe extern "C" fn omprpc_client_ui_cancel(
 /// Sets the headless UI policy: `{"confirm":false,"select":null,"input":null,"editor":null}`
 /// (a null answer cancels; unknown interactive methods are cancelled; passive ones ignored).
 /// NULL or "null" removes it. Requests already waiting are answered by the new policy.
+/// Threads: any thread, concurrently. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8,
+/// PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_set_ui_policy(client: *const omprpc_client, policy_json: *const c_char, out_error: *mut *mut c_char) -> Status {
     boundary(client, out_error, || {
@@ -594,6 +688,9 @@ pub unsafe extern "C" fn omprpc_client_set_ui_policy(client: *const omprpc_clien
 
 /// Registers host tools (`[{name,description,parameters,label?,hidden?,loadMode?}]`, replacing
 /// the set); `out_data_json` receives the agent's answer (`{"toolNames":[…]}`).
+/// Ownership: the caller frees `*out_data_json` with `omprpc_string_free`. Threads: any
+/// thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT, INVALID_JSON,
+/// INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_set_host_tools(
     client: *const omprpc_client,
@@ -613,6 +710,9 @@ pub unsafe extern "C" fn omprpc_client_set_host_tools(
 
 /// Registers host URI schemes (`[{scheme,description?,writable?,immutable?}]`, replacing the
 /// set); `out_data_json` receives the agent's answer (`{"schemes":[…]}`).
+/// Ownership: the caller frees `*out_data_json` with `omprpc_string_free`. Threads: any
+/// thread, concurrently. Statuses: OK, COMMAND_FAILED, TIMEOUT, INVALID_ARGUMENT, INVALID_JSON,
+/// INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_set_host_uri_schemes(
     client: *const omprpc_client,
@@ -632,6 +732,9 @@ pub unsafe extern "C" fn omprpc_client_set_host_uri_schemes(
 
 /// Streams a partial result for host tool call `call_id` (`"text"` or `{content,details?}`).
 /// NOT_FOUND for an unknown call, CANCELLED if the agent cancelled it.
+/// Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, CANCELLED, TIMEOUT (a write that
+/// cannot finish), INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason:
+/// PROCESS_EXITED, PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_host_tool_update(
     client: *const omprpc_client,
@@ -648,6 +751,9 @@ pub unsafe extern "C" fn omprpc_client_host_tool_update(
 
 /// Sends the final result of host tool call `call_id` (`"text"` or `{content,details?}`).
 /// NOT_FOUND for an unknown call, CANCELLED if the agent cancelled it (the result is dropped).
+/// Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, CANCELLED, TIMEOUT (a write that
+/// cannot finish), INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason:
+/// PROCESS_EXITED, PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_host_tool_result(
     client: *const omprpc_client,
@@ -665,6 +771,9 @@ pub unsafe extern "C" fn omprpc_client_host_tool_result(
 
 /// Answers host URI request `request_id`: `{"content","contentType"?,"notes"?,"immutable"?}`
 /// for a read, `{}` for a write, `{"error":"…"}` for a failure.
+/// Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, TIMEOUT (a write that cannot
+/// finish), INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason:
+/// PROCESS_EXITED, PROTOCOL, IO), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_host_uri_result(
     client: *const omprpc_client,
@@ -682,6 +791,8 @@ pub unsafe extern "C" fn omprpc_client_host_uri_result(
 /// Answers a `policy_eval` event (the policy gate over the agent's own tools): allow, or
 /// block with `reason` (NULL or empty: a default reason). NOT_FOUND for an unknown id. No
 /// answer within the gate's `timeout_ms` blocks the tool (unless the gate fails open).
+/// Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, INVALID_ARGUMENT, INVALID_UTF8,
+/// IO (the tool bridge's connection is gone), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_policy_verdict(
     client: *const omprpc_client,
@@ -717,6 +828,8 @@ fn summary_model(options_json: *const c_char) -> Result<Option<String>> {
 /// "finalText","reasoning","chunks","toolCalls","stopReason","stopReasons","usage",
 /// "messageUsage"}`. Options: `{"model":"…"}` — the configured model, for usage records whose
 /// message names none. Thread-safe.
+/// Ownership: the caller frees `*out_summary_json` with `omprpc_string_free`. Statuses: OK,
+/// INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_summarize(
     events_json: *const c_char,
@@ -737,6 +850,9 @@ pub unsafe extern "C" fn omprpc_summarize(
 }
 
 /// A new summarizer (options as for `omprpc_summarize`); free it with `omprpc_summarizer_free`.
+/// Ownership: `*out_summarizer` is the caller's until `omprpc_summarizer_free`. Threads: any
+/// thread; the summarizer is thread-safe (calls on it are serialised). Statuses: OK,
+/// INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_summarizer_new(
     options_json: *const c_char,
@@ -754,6 +870,9 @@ pub unsafe extern "C" fn omprpc_summarizer_new(
 /// Feeds one raw event; `out_derived_json` receives the derived items it produced, as a JSON
 /// array: `{"kind":"text"|"reasoning_start"|"reasoning"|"tool_start"|"tool_update"|"tool_end"|
 /// "message_end"|"stop"|"turn_end",…}`.
+/// Ownership: the caller frees `*out_derived_json` with `omprpc_string_free`. Threads: any
+/// thread (serialised per summarizer). Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8,
+/// PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_summarizer_feed(
     summarizer: *const omprpc_summarizer,
@@ -772,6 +891,8 @@ pub unsafe extern "C" fn omprpc_summarizer_feed(
 }
 
 /// The summary of everything fed so far.
+/// Ownership: the caller frees `*out_summary_json` with `omprpc_string_free`. Threads: any
+/// thread (serialised per summarizer). Statuses: OK, INVALID_ARGUMENT, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_summarizer_summary(
     summarizer: *const omprpc_summarizer,
@@ -787,6 +908,7 @@ pub unsafe extern "C" fn omprpc_summarizer_summary(
 }
 
 /// Frees a summarizer. NULL is a no-op.
+/// Threads: the last call on the summarizer; never concurrent with another call on it.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_summarizer_free(summarizer: *mut omprpc_summarizer) {
     if !summarizer.is_null() {
@@ -797,6 +919,9 @@ pub unsafe extern "C" fn omprpc_summarizer_free(summarizer: *mut omprpc_summariz
 /// The safe part of this process's environment (a JSON object): the allow-list of names a
 /// coding agent needs (PATH, HOME, locale, proxies, TLS, NODE_*, PI_*, XDG_* …) plus the exact
 /// names in `options_json` `{"passthrough":["OPENAI_API_KEY"]}` (or NULL). Deny by default.
+/// Ownership: the caller frees `*out_env_json` with `omprpc_string_free`. Threads: any thread
+/// (reads the environment; do not call setenv concurrently). Statuses: OK, INVALID_ARGUMENT,
+/// INVALID_JSON, INVALID_UTF8, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_env_allowlisted(options_json: *const c_char, out_env_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
     boundary(std::ptr::null(), out_error, || {
@@ -817,6 +942,9 @@ pub unsafe extern "C" fn omprpc_env_allowlisted(options_json: *const c_char, out
 /// them directly as the `content` option): `[{"type":"text","text"}, {"type":"image","path"|
 /// "data_uri"}, {"type":"file","path"|"data_uri"|"text","name"?}]`. Images are checked from
 /// their bytes; files must be UTF-8 text; an unknown block type is INVALID_ARGUMENT.
+/// Ownership: the caller frees `*out_prompt_json` with `omprpc_string_free`. Threads: any
+/// thread. Statuses: OK, INVALID_ARGUMENT (also for an unreadable file), INVALID_JSON,
+/// INVALID_UTF8, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_prompt_from_content(blocks_json: *const c_char, out_prompt_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
     boundary(std::ptr::null(), out_error, || {
@@ -831,6 +959,9 @@ pub unsafe extern "C" fn omprpc_prompt_from_content(blocks_json: *const c_char, 
 /// directory (0700; or `dir`) and returns `{"dir","file","env","model","envPassthrough"}`:
 /// merge `env` into the start options' `env`, `envPassthrough` into `env_passthrough`, and use
 /// `model` as the `model` option. The caller removes the directory when done.
+/// Ownership: the caller frees `*out_result_json` with `omprpc_string_free` (and removes the
+/// directory). Threads: any thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8,
+/// IO, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_provider_config(options_json: *const c_char, out_result_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
     boundary(std::ptr::null(), out_error, || {
@@ -851,18 +982,22 @@ unsafe fn client_string(
     boundary(client, out_error, || {
         let c = self::client(client)?;
         let slot = out(out_text, "out_text")?;
-        *slot = give(read(c));
+        *slot = give(read(&c));
         Ok(())
     })
 }
 
 /// The agent's last `max_stderr_lines` stderr lines, as text.
+/// Ownership: the caller frees `*out_text` with `omprpc_string_free`. Threads: any thread,
+/// concurrently, after close too. Statuses: OK, INVALID_ARGUMENT, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_stderr(client: *const omprpc_client, out_text: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
     client_string(client, out_text, out_error, Client::stderr)
 }
 
 /// The recorded protocol errors (JSON array, the last 128).
+/// Ownership: the caller frees `*out_json` with `omprpc_string_free`. Threads: any thread,
+/// concurrently, after close too. Statuses: OK, INVALID_ARGUMENT, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_protocol_errors(client: *const omprpc_client, out_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
     client_string(client, out_json, out_error, Client::protocol_errors)
@@ -870,15 +1005,55 @@ pub unsafe extern "C" fn omprpc_client_protocol_errors(client: *const omprpc_cli
 
 /// `{"pid","argv"(redacted),"flavor","protocolVersion","ready","closed","closeReason",
 /// "activeOperation","pendingRequests"}`.
+/// Ownership: the caller frees `*out_json` with `omprpc_string_free`. Threads: any thread,
+/// concurrently, after close too. Statuses: OK, INVALID_ARGUMENT, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_info(client: *const omprpc_client, out_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
     client_string(client, out_json, out_error, Client::info)
+}
+
+/// The client's counters, one JSON object: `frames_in`, `bytes_in`, `frames_out`, `bytes_out`,
+/// `requests_sent`, `responses`, `requests_pending`, `protocol_errors`, `ui_requests`,
+/// `events_queued`, `events_delivered`, `events_dropped`, `events_held`, `events_held_bytes`,
+/// `time_to_first_event_ms` and `last_prompt_first_event_ms` (null until known), `uptime_ms`,
+/// `closed`. Readable at any time, after close too.
+/// Ownership: the caller frees `*out_json` with `omprpc_string_free`. Threads: any thread,
+/// concurrently. Statuses: OK, INVALID_ARGUMENT, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_counters(client: *const omprpc_client, out_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
+    client_string(client, out_json, out_error, Client::counters)
+}
+
+/// Waits up to `timeout_ms` for a log record, then takes up to `max_records` as one JSON
+/// array of `{"level","target","message","t_ms","client",…}` objects. Logs are a queue of
+/// their own, collected only when the client was started with `"log_level"` (else
+/// INVALID_ARGUMENT). TIMEOUT when none arrived in time; CLOSED once the client is closed and
+/// every record (teardown's included) was taken.
+/// Ownership: the caller frees `*out_logs_json` with `omprpc_string_free`. Threads: any
+/// thread; each record goes to exactly one caller. Statuses: OK, TIMEOUT, CLOSED,
+/// INVALID_ARGUMENT, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_next_logs(
+    client: *const omprpc_client,
+    max_records: usize,
+    timeout_ms: i64,
+    out_logs_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_logs_json, "out_logs_json")?;
+        let records = c.next_logs(max_records, deadline(timeout_ms, None)?)?;
+        *slot = give(format!("[{}]", records.join(",")));
+        Ok(())
+    })
 }
 
 /// Closes the client: every blocked call returns at once (CLOSED, or the earlier reason),
 /// then the agent is stopped — stdin EOF, `stop_grace_ms`, SIGTERM to its process group,
 /// `kill_grace_ms`, SIGKILL — and reaped with every process left in its group. Returns when it
 /// is gone. Idempotent; callable from any thread, concurrently with any call but free.
+/// Statuses: OK, INVALID_ARGUMENT (no client), PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_close(client: *const omprpc_client, out_error: *mut *mut c_char) -> Status {
     boundary(client, out_error, || {
@@ -886,16 +1061,30 @@ pub unsafe extern "C" fn omprpc_client_close(client: *const omprpc_client, out_e
             return Err(Error::invalid("client is NULL"));
         }
         // Close even a poisoned client: it must not leave the agent running.
-        (*client).client.close()
+        Live::new(&*client).close()
     })
 }
 
-/// Closes (if needed) and frees the client. The last call on a handle; never concurrent with
-/// another call on it. NULL is a no-op.
+/// Closes (if needed) and frees the client. The last call on a handle: no call may start
+/// after it. Calls already inside the library (e.g. a poll on another thread) are woken by the
+/// close and waited for before the memory is released. NULL is a no-op.
+/// Threads: see above; `client` must not be used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_free(client: *mut omprpc_client) {
     if client.is_null() {
         return;
     }
-    guarded((), || drop(Box::from_raw(client)));
+    guarded((), || {
+        let h = &*client;
+        // close wakes every blocked call at once; those still on their way out finish
+        // within microseconds, so a short sleep loop is enough and costs nothing otherwise.
+        let _ = h.client.close();
+        while h.calls.load(Ordering::SeqCst) != 0 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        drop(Box::from_raw(client))
+    });
 }
+
+#[cfg(test)]
+mod tests;

@@ -164,6 +164,16 @@ impl Fields {
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
+
+    /// Every member in frame order, duplicates included.
+    pub fn iter(&self) -> std::slice::Iter<'_, Field> {
+        self.items.iter()
+    }
+
+    /// The raw key text of `f` (escapes not decoded).
+    pub fn raw_key<'b>(&self, bytes: &'b [u8], f: &Field) -> &'b [u8] {
+        &bytes[f.key.clone()]
+    }
 }
 
 /// The decoded text of a string field.

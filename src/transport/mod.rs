@@ -2,6 +2,7 @@
 
 pub mod chunks;
 pub mod process;
+pub mod record;
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -104,6 +105,100 @@ pub enum PumpEnd {
     Io(io::Error),
 }
 
+/// What one read of stdout came to, after its complete lines went to the sink.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Framed {
+    /// Keep reading.
+    More,
+    /// The sink asked to stop.
+    Stopped,
+    /// A frame (terminated, or still growing) is longer than the configured maximum.
+    TooLong { limit: usize },
+}
+
+/// LF framing of the stdout byte stream, apart from the reading itself (so the fuzzer drives
+/// exactly this code with arbitrary read boundaries). A line ends at LF; one CR before the LF
+/// is dropped with it; anything else, empty lines included, goes to the sink as is.
+pub struct Framer {
+    buf: Vec<u8>,
+    /// Bytes of `buf` already searched for LF, so a long frame is scanned once, not per read.
+    scanned: usize,
+    /// `buf.len()` before the current read's zeroed tail was added.
+    filled: usize,
+    max_frame: Option<usize>,
+}
+
+impl Framer {
+    pub fn new(max_frame: Option<usize>) -> Framer {
+        Framer { buf: Vec::with_capacity(BUF_SIZE), scanned: 0, filled: 0, max_frame }
+    }
+
+    /// Room for the next read: a zeroed tail (zeroing costs far less than the copy from the
+    /// pipe). Follow with `commit` (bytes read) or `unread` (nothing read).
+    pub fn read_buf(&mut self) -> &mut [u8] {
+        self.filled = self.buf.len();
+        let room = READ_SIZE.max(self.filled.min(MAX_READ));
+        self.buf.resize(self.filled + room, 0);
+        &mut self.buf[self.filled..]
+    }
+
+    /// The read failed or hit EOF: drop the tail `read_buf` added.
+    pub fn unread(&mut self) {
+        self.buf.truncate(self.filled);
+    }
+
+    /// Bytes of an unterminated frame held back.
+    pub fn partial(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// `n` bytes were read into `read_buf()`: hands every complete line to `sink`.
+    pub fn commit(&mut self, n: usize, sink: &mut dyn LineSink) -> Framed {
+        let buf = &mut self.buf;
+        buf.truncate(self.filled + n);
+        let mut start = 0usize;
+        let mut stop = false;
+        while let Some(pos) = memchr::memchr(b'\n', &buf[self.scanned..]) {
+            let end = self.scanned + pos;
+            let mut line = &buf[start..end];
+            if line.last() == Some(&b'\r') {
+                line = &line[..line.len() - 1];
+            }
+            if let Some(limit) = self.max_frame {
+                if line.len() > limit {
+                    sink.end_of_read();
+                    return Framed::TooLong { limit };
+                }
+            }
+            if !sink.line(line) {
+                stop = true;
+                break;
+            }
+            start = end + 1;
+            self.scanned = start;
+        }
+        sink.end_of_read();
+        if stop {
+            return Framed::Stopped;
+        }
+        if start > 0 {
+            buf.drain(..start);
+        }
+        // A huge frame grew the buffer: give the memory back once it has been handled.
+        if buf.capacity() > 4 * BUF_SIZE && buf.len() < BUF_SIZE {
+            buf.shrink_to(BUF_SIZE);
+        }
+        self.scanned = buf.len();
+        if let Some(limit) = self.max_frame {
+            // limit + 1: an unterminated frame of exactly `limit` bytes may still end in CR LF.
+            if buf.len() > limit + 1 {
+                return Framed::TooLong { limit };
+            }
+        }
+        Framed::More
+    }
+}
+
 /// Reads stdout and stderr until stdout closes, feeding frame lines to `sink` and stderr to
 /// `stderr`. One thread serves both pipes (poll), so the stderr tail is current whenever a
 /// frame is handled, and nothing is lost when stdout closes first.
@@ -115,9 +210,7 @@ pub fn pump(
     max_frame: Option<usize>,
     stop: RawFd,
 ) -> PumpEnd {
-    let mut buf: Vec<u8> = Vec::with_capacity(BUF_SIZE);
-    // Bytes of `buf` already searched for LF, so a long frame is scanned once, not per read.
-    let mut scanned = 0usize;
+    let mut framer = Framer::new(max_frame);
     let mut stderr_open = true;
     let mut errbuf = vec![0u8; 64 * 1024];
     let end = loop {
@@ -145,61 +238,24 @@ pub fn pump(
         if fds[0].revents == 0 {
             continue;
         }
-        // Read into a zeroed tail (zeroing costs far less than the copy from the pipe).
-        let filled = buf.len();
-        let room = READ_SIZE.max(filled.min(MAX_READ));
-        buf.resize(filled + room, 0);
-        let n = match stdout.read(&mut buf[filled..]) {
+        let n = match stdout.read(framer.read_buf()) {
             Ok(n) => n,
             Err(e) => {
-                buf.truncate(filled);
+                framer.unread();
                 match e.kind() {
                     io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
                     _ => break PumpEnd::Io(e),
                 }
             }
         };
-        buf.truncate(filled + n);
         if n == 0 {
-            break PumpEnd::Eof { partial: buf.len() };
+            framer.unread();
+            break PumpEnd::Eof { partial: framer.partial() };
         }
-        let mut start = 0usize;
-        let mut stop = false;
-        while let Some(pos) = memchr::memchr(b'\n', &buf[scanned..]) {
-            let end = scanned + pos;
-            let mut line = &buf[start..end];
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
-            }
-            if let Some(limit) = max_frame {
-                if line.len() > limit {
-                    sink.end_of_read();
-                    return finish(PumpEnd::FrameTooLong { limit }, &mut stderr, &mut errbuf, ring, stderr_open);
-                }
-            }
-            if !sink.line(line) {
-                stop = true;
-                break;
-            }
-            start = end + 1;
-            scanned = start;
-        }
-        sink.end_of_read();
-        if stop {
-            break PumpEnd::Stopped;
-        }
-        if start > 0 {
-            buf.drain(..start);
-        }
-        // A huge frame grew the buffer: give the memory back once it has been handled.
-        if buf.capacity() > 4 * BUF_SIZE && buf.len() < BUF_SIZE {
-            buf.shrink_to(BUF_SIZE);
-        }
-        scanned = buf.len();
-        if let Some(limit) = max_frame {
-            if buf.len() > limit + 1 {
-                break PumpEnd::FrameTooLong { limit };
-            }
+        match framer.commit(n, sink) {
+            Framed::More => {}
+            Framed::Stopped => break PumpEnd::Stopped,
+            Framed::TooLong { limit } => break PumpEnd::FrameTooLong { limit },
         }
     };
     finish(end, &mut stderr, &mut errbuf, ring, stderr_open)
@@ -301,6 +357,39 @@ mod tests {
         let (lines, end, _) = pump_bytes(&data, Some(50));
         assert!(lines.is_empty());
         assert!(matches!(end, PumpEnd::FrameTooLong { limit: 50 }), "{end:?}");
+    }
+
+    /// Feeds `data` through a Framer in reads of `piece` bytes, as the pump does.
+    fn frame(data: &[u8], piece: usize, max_frame: Option<usize>) -> (Vec<Vec<u8>>, Framed, usize) {
+        let mut framer = Framer::new(max_frame);
+        let mut sink = Lines(Vec::new());
+        let mut last = Framed::More;
+        for p in data.chunks(piece) {
+            let buf = framer.read_buf();
+            buf[..p.len()].copy_from_slice(p);
+            last = framer.commit(p.len(), &mut sink);
+            if last != Framed::More {
+                break;
+            }
+        }
+        (sink.0, last, framer.partial())
+    }
+
+    #[test]
+    fn framer_is_independent_of_read_boundaries() {
+        let data = b"{\"a\":1}\r\n\n{\"b\":\"x\r\"}\n\r\r\n{\"half\"";
+        let want: Vec<Vec<u8>> = vec![b"{\"a\":1}".to_vec(), b"".to_vec(), b"{\"b\":\"x\r\"}".to_vec(), b"\r".to_vec()];
+        for piece in 1..=data.len() {
+            let (lines, end, partial) = frame(data, piece, None);
+            assert_eq!(lines, want, "reads of {piece}");
+            assert_eq!((end, partial), (Framed::More, 7));
+        }
+        // A frame of exactly the limit passes (its CR is not counted); one byte more does not,
+        // whether its LF has arrived or not.
+        assert_eq!(frame(b"12345\r\n", 1, Some(5)).0, vec![b"12345".to_vec()]);
+        assert_eq!(frame(b"123456\n", 3, Some(5)).1, Framed::TooLong { limit: 5 });
+        assert_eq!(frame(b"1234567", 7, Some(5)).1, Framed::TooLong { limit: 5 });
+        assert_eq!(frame(b"123456", 6, Some(5)), (vec![], Framed::More, 6));
     }
 
     #[test]

@@ -4,6 +4,7 @@
  * v2 chunk violations, teardown of the whole process group (grandchild, SIGTERM ignored).
  */
 #include "harness.h"
+#include "proc.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -424,6 +425,19 @@ static void test_dead_stdin_is_a_status_not_sigpipe(void) {
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* Last: every fault above left no agent behind, running or unreaped (the per-scenario group
+ * checks, grandchildren included, are in fault_table.c). */
+static void test_no_process_left_behind(void) {
+    char kids[256];
+    int left = proc_children_left(kids, sizeof kids);
+    int64_t t0 = h_now_ms();
+    while (left > 0 && h_now_ms() - t0 < 3000) {
+        h_sleep_ms(20);
+        left = proc_children_left(kids, sizeof kids);
+    }
+    CHECKF(left == 0, "agents left after the fault tests (pid:state): %s", kids);
+}
+
 int main(void) {
     h_init();
     RUN(test_broken_startup_frame);
@@ -441,5 +455,6 @@ int main(void) {
     RUN(test_duplicate_response_is_ignored);
     RUN(test_argv_and_env_reach_the_agent);
     RUN(test_dead_stdin_is_a_status_not_sigpipe);
+    RUN(test_no_process_left_behind);
     return h_summary();
 }

@@ -330,3 +330,58 @@ test('turn splitting: events are parsed lazily, whatever the messages contain', 
   turn.events = [];
   assert.deepEqual(turn.events, []);
 });
+
+test('turn events are lazy: the same events as listeners get, each parsed on first use', async (t) => {
+  const util = await import('node:util');
+  const c = await start(t, [], { maxEventHistory: null });
+  const seen = [];
+  c.on('event', (ev) => ev.type !== 'ready' && seen.push(ev));
+  const turn = await c.promptAndWait('burst 20', { timeoutMs: WAIT_MS });
+  const evs = turn.events;
+  assert.ok(Array.isArray(evs));
+  assert.equal(evs.length, 26);
+  assert.ok(evs.every((ev) => util.types.isProxy(ev)), 'the core wrote one event per line: every event is lazy');
+  assert.deepEqual(evs.map((ev) => ev.type), seen.map((ev) => ev.type));
+  // util.inspect parses (and shows) the event, as console.log would
+  assert.match(util.inspect(evs[3], { depth: 4 }), /assistantMessageEvent: \{/);
+  // field reads, `in`, keys, spread, JSON and deep equality see the whole event
+  assert.equal(evs[4].assistantMessageEvent.type, seen[4].assistantMessageEvent.type);
+  assert.ok('message' in evs[5]);
+  assert.deepEqual(Object.keys(evs[6]), Object.keys(seen[6]));
+  assert.deepStrictEqual({ ...evs[7] }, seen[7]);
+  assert.deepStrictEqual(JSON.parse(JSON.stringify(evs)), seen);
+  assert.deepStrictEqual(evs, seen);
+  assert.equal(Object.getPrototypeOf(evs[0]), Object.prototype);
+  // writable like a plain object; structuredClone needs a plain copy (a Proxy is not cloneable)
+  evs[8].mine = 1;
+  delete evs[8].message;
+  assert.deepEqual(Object.keys(evs[8]), ['type', 'assistantMessageEvent', 'mine']);
+  assert.deepStrictEqual(structuredClone({ ...evs[9] }), seen[9]);
+  assert.throws(() => structuredClone(evs[9]), /could not be cloned/);
+});
+
+test('turn splitting: lazy events from the core layout, and what does not fit it', async () => {
+  const { _internal } = (await import('../index.cjs')).default;
+  const evs = [
+    { type: 'a', x: 1, nested: { type: 'inner', list: [1, { b: 2 }] } },
+    { x: 2, type: 'type-not-first' },
+    { noType: true },
+    { type: 'esc\\aped"', s: 'é ü \u2028 ],"requestId":"x"' },
+    { type: '', empty: '' },
+    { type: 'last' },
+  ];
+  const wrap = (body) => `{"events":[${body}],"requestId":"r","agentInvoked":true,"messages":[],"assistantMessage":null,"assistantText":null,"promptResult":null}`;
+  const lines = wrap(evs.map((e) => JSON.stringify(e)).join(',\n'));
+  const turn = _internal.splitTurn(lines);
+  assert.equal(turn.requestId, 'r');
+  assert.deepStrictEqual(turn.events.map((e) => e.type), evs.map((e) => e.type));
+  assert.deepStrictEqual(turn.events, evs);
+  // one event (no separator to go by), no events, and an array not written one per line
+  for (const body of [JSON.stringify(evs[0]), '', evs.map((e) => JSON.stringify(e)).join(',')]) {
+    const got = _internal.splitTurn(wrap(body)).events;
+    assert.deepStrictEqual(got, body === '' ? [] : JSON.parse(`[${body}]`));
+  }
+  // a layout with newlines that are not the core's separators is parsed whole
+  const pretty = wrap(JSON.stringify(evs, null, 1).slice(1, -1));
+  assert.deepStrictEqual(_internal.splitTurn(pretty).events, evs);
+});

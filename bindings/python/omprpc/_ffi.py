@@ -101,6 +101,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "omprpc_client_stderr": (c_int, [c_void_p, _PP, _PP]),
     "omprpc_client_protocol_errors": (c_int, [c_void_p, _PP, _PP]),
     "omprpc_client_info": (c_int, [c_void_p, _PP, _PP]),
+    "omprpc_client_counters": (c_int, [c_void_p, _PP, _PP]),
+    "omprpc_client_next_logs": (c_int, [c_void_p, c_size_t, c_int64, _PP, _PP]),
     "omprpc_client_close": (c_int, [c_void_p, _PP]),
     "omprpc_client_free": (None, [c_void_p]),
 }

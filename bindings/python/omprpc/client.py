@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import os
 import queue
 import re
@@ -619,6 +620,11 @@ class _Session:
         self.calls_lock = threading.Lock()
         self.stderr_cache = ""
         self.protocol_errors_cache: tuple[RpcProtocolError, ...] = ()
+        self.counters_cache: dict[str, Any] = {}
+        #: Log records left at stop (teardown's), for next_logs() after it (forward_logs=False).
+        self.logs_cache: list[dict[str, Any]] = []
+        #: Forwards the library's log records to `logging` (only when log_level was given).
+        self.log_thread: threading.Thread | None = None
         self.protocol_version = 1
         self._shutdown_lock = threading.Lock()
         self._stopping = False
@@ -648,6 +654,35 @@ class _Session:
     def info(self) -> dict[str, Any]:
         data = _loads(self.handle.call_out(lib.omprpc_client_info))
         return data if isinstance(data, dict) else {}
+
+    def counters(self) -> dict[str, Any]:
+        data = _loads(self.handle.call_out(lib.omprpc_client_counters))
+        return data if isinstance(data, dict) else {}
+
+    def next_logs(self, max_records: int, timeout_ms: int) -> list[dict[str, Any]]:
+        out = self.handle.call_out(lib.omprpc_client_next_logs, max(1, max_records), timeout_ms)
+        records = _loads(out)
+        return [r for r in records if isinstance(r, dict)] if isinstance(records, list) else []
+
+    def forward_logs(self) -> None:
+        """Starts the thread that hands log records to the ``omprpc`` logger (its children
+        ``omprpc.<target>``) on a Python thread, never on a library thread. It ends once the
+        library reports CLOSED, after teardown's own records."""
+        self.log_thread = threading.Thread(target=self._forward_logs, name="omprpc-logs", daemon=True)
+        self.log_thread.start()
+
+    def _forward_logs(self) -> None:
+        while True:
+            try:
+                records = self.next_logs(256, -1)
+            except RpcError:
+                return  # CLOSED (or the handle is gone): every record was forwarded
+            for record in records:
+                target = str(record.get("target") or "omprpc").replace("::", ".")
+                logger = logging.getLogger(target if target.startswith("omprpc") else "omprpc")
+                level = _LOG_LEVELS.get(str(record.get("level")), logging.INFO)
+                if logger.isEnabledFor(level):
+                    logger.log(level, "%s", record.get("message", ""), extra={"omprpc": record})
 
     # -- the dispatcher --
 
@@ -1037,6 +1072,9 @@ class _Session:
             for event in self.calls.values():
                 event.set()
         self.handle.close()
+        if self.log_thread is not None and self.log_thread is not threading.current_thread():
+            # close returned after teardown: the rest of the records are queued; take them.
+            self.log_thread.join(self.join_timeout)
         self._cache_records()
         self.pool.shutdown()
         if threading.current_thread() is self.thread:
@@ -1060,6 +1098,16 @@ class _Session:
             self.protocol_errors_cache = self.protocol_errors()
         except RpcError:
             pass
+        try:
+            self.counters_cache = self.counters()
+        except RpcError:
+            pass
+        if self.log_thread is None:
+            try:
+                while True:  # until CLOSED (all taken) or INVALID_ARGUMENT (logs are off)
+                    self.logs_cache.extend(self.next_logs(4096, 0))
+            except RpcError:
+                pass
 
     def _release(self) -> None:
         self.handle.free()
@@ -1108,6 +1156,8 @@ class _LibraryDefault:
 LIBRARY_DEFAULT: Any = _LibraryDefault()
 
 _TURN_EVENTS = ("all", "no_updates", "none")
+#: The library's log levels and the `logging` level each is forwarded at (trace below DEBUG).
+_LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG, "trace": 5}
 _BRIDGE_MODES = ("auto", "always", "never")
 _BRIDGE_TRANSPORTS = ("unix", "tcp")
 
@@ -1145,7 +1195,18 @@ class RpcClient:
       decided in the library; ``timeout_ms``, ``fail_open``) and ``policy_handler`` (a callable
       run on the host worker pool that answers each question: it returns True / False or
       ``(allow, reason)``; raising blocks the tool. With a handler and no ``tool_policy`` the
-      gate is ``{"mode": "host"}``).
+      gate is ``{"mode": "host"}``);
+    * observability: ``log_level`` ("error" … "trace"; default off) makes the library keep
+      log records (spawn with a redacted argv, handshake, requests with latency — never
+      params, prompts, system prompts or env values —, protocol errors, teardown), which a
+      thread forwards to the ``logging`` logger ``omprpc`` (children ``omprpc.spawn``,
+      ``omprpc.request``, …; the record's fields in ``extra={"omprpc": …}``); with
+      ``forward_logs=False`` take them with :meth:`next_logs` instead. :meth:`counters`
+      reads the per-client counters. ``OMPRPC_LOG=debug`` in the environment prints records
+      to stderr whatever the options;
+    * recording: ``record_path`` writes every frame of the session, both directions, with
+      timestamps, to a JSONL file (created 0600: it holds prompts and tool output), which
+      ``omprpc-fake-agent --replay FILE`` plays back as a regression test.
     """
 
     def __init__(
@@ -1198,6 +1259,9 @@ class RpcClient:
         host_tool_timeout: float | None = None,
         tool_policy: Mapping[str, Any] | None = None,
         policy_handler: PolicyHandler | None = None,
+        log_level: Literal["error", "warn", "info", "debug", "trace"] | None = None,
+        forward_logs: bool = True,
+        record_path: str | Path | None = None,
     ) -> None:
         if user is not None or group is not None or extra_groups is not None:
             raise NotImplementedError(
@@ -1258,6 +1322,13 @@ class RpcClient:
             raise ValueError(f"bridge_transport must be one of {_BRIDGE_TRANSPORTS}")
         self._bridge_transport = bridge_transport
         self._host_tool_timeout = host_tool_timeout
+        if log_level is not None and log_level not in _LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {tuple(_LOG_LEVELS)} or None")
+        self._log_level = log_level
+        self._forward_logs = bool(forward_logs)
+        self._record_path = Path(record_path) if record_path is not None else None
+        self._counters: dict[str, Any] = {}
+        self._logs: list[dict[str, Any]] = []
         if policy_handler is not None and not callable(policy_handler):
             raise TypeError("policy_handler must be callable")
         if tool_policy is not None:
@@ -1365,6 +1436,10 @@ class RpcClient:
             o["host_uri_schemes"] = [uri.to_wire() for uri in self._host_uris]
         if self._headless:
             o["ui_policy"] = self._headless[-1][1]
+        if self._log_level is not None:
+            o["log_level"] = self._log_level
+        if self._record_path is not None:
+            o["record_path"] = str(self._record_path)
         o.update(self._core_options)
         return o
 
@@ -1391,6 +1466,8 @@ class RpcClient:
             self._session = session
             self._finalizer = weakref.finalize(self, _Session.shutdown, session)
             session.start()
+            if self._log_level is not None and self._forward_logs:
+                session.forward_logs()
             session.bridged_tools = bool(self._custom_tools) and (
                 self._bridge == "always" or (self._bridge != "never" and session.flavor == "pi"))
         # as with omp_rpc, ready (and whatever came before it) has reached the listeners
@@ -1412,6 +1489,8 @@ class RpcClient:
         session.shutdown()
         self._stderr_text = session.stderr_cache
         self._protocol_errors = session.protocol_errors_cache
+        self._counters = session.counters_cache
+        self._logs = session.logs_cache
 
     def _require(self) -> _Session:
         session = self._session
@@ -1448,6 +1527,35 @@ class RpcClient:
             return session.protocol_errors()
         except RpcProcessExitError:
             return session.protocol_errors_cache
+
+    def counters(self) -> dict[str, Any]:
+        """The library's per-client counters (frames and bytes in and out, requests sent and
+        pending, events queued / delivered / dropped, time to first event, …; docs/c-api.md).
+        After stop(), the last values read (at stop)."""
+        session = self._session
+        if session is None:
+            return dict(self._counters)
+        try:
+            return session.counters()
+        except RpcProcessExitError:
+            return dict(session.counters_cache)
+
+    def next_logs(self, max_records: int = 256, timeout: float | None = 0.0) -> list[dict[str, Any]]:
+        """Takes up to ``max_records`` log records (dicts: level, target, message, t_ms, …),
+        waiting up to ``timeout`` seconds (None: until one arrives or the client stops) for
+        the first; [] when none arrived. For clients started with ``log_level`` and
+        ``forward_logs=False`` (otherwise the records go to the ``omprpc`` logger). After
+        stop(), the records left then (teardown's), then []."""
+        session = self._session
+        if session is None:
+            taken, self._logs = self._logs[:max(1, max_records)], self._logs[max(1, max_records):]
+            return taken
+        if self._forward_logs and session.log_thread is not None:
+            raise RpcError("log records are forwarded to the 'omprpc' logger (forward_logs=True)")
+        try:
+            return session.next_logs(max_records, -1 if timeout is None else _ms(timeout))
+        except RpcTimeoutError:
+            return []
 
     @property
     def listener_errors(self) -> tuple[ListenerErrorEvent, ...]:

@@ -24,6 +24,10 @@
 //! * `OMPRPC_FAKE_V2_FAIL=1` (with `--v2`): advertise v2 but refuse
 //!   `negotiate_protocol` (`success:false`, "Unsupported protocol version").
 //! * `OMPRPC_FAKE_GRANDCHILD=path`: the path of scenario `grandchild`.
+//! * `--replay FILE [--replay-speed X]`: instead of all of the below, play back a session
+//!   recorded with the client's `record_path` option (see `replay.rs`): the recorded agent
+//!   frames in order, each recorded client frame checked against the live one (a mismatch →
+//!   stderr + exit 1), responses re-addressed to the live request ids.
 //!
 //! # Flavors
 //!
@@ -198,6 +202,7 @@ mod agent;
 mod command;
 mod json;
 mod out;
+mod replay;
 mod scenarios;
 
 use std::collections::BTreeMap;
@@ -218,6 +223,10 @@ fn main() {
     }
 
     dump_argv_and_env(&args);
+
+    if let Some(code) = replay::from_args(&args) {
+        std::process::exit(code);
+    }
 
     let opts = match parse_options(&args) {
         Ok(opts) => opts,

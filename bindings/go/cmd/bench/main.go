@@ -18,7 +18,8 @@
 //	go run -tags omprpc_release ./cmd/bench -runs 5 -mode turn|decode|iterator
 //
 // decode: every event unmarshalled with encoding/json (type and assistantMessageEvent);
-// iterator: Prompt, then the event iterator (All) up to agent_end, no turn.
+// iterator: Prompt, then the event iterator (All) up to agent_end, no turn. -cpuprofile FILE
+// writes a CPU profile of the whole run (go tool pprof go-bench FILE).
 package main
 
 import (
@@ -29,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -179,7 +181,19 @@ func run(mode string, n, runs int) ([]float64, error) {
 func main() {
 	mode := flag.String("mode", "turn", "turn (PromptAndWait + TypedEvents), decode (every event unmarshalled) or iterator")
 	runs := flag.Int("runs", 1, "measurements (the median is printed)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: -cpuprofile: %v\n", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	n := 100000
 	if v := os.Getenv("OMPRPC_BENCH_EVENTS"); v != "" {
 		var err error

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Runs each fuzz target for a bounded time and prints one line per target: executions,
+# executions per second, corpus size and findings (crash / leak / timeout artifacts).
+# Called by `make fuzz` / `make fuzz-smoke`:
+#   fuzz/run.sh SECONDS BUILD_DIR WORK_DIR TARGET...
+# The checked-in seeds (fuzz/corpus/<target>) are read, never written: new inputs go to
+# WORK_DIR/corpus/<target>, logs to WORK_DIR/logs, findings to WORK_DIR/artifacts/<target>.
+set -euo pipefail
+
+seconds=$1 build_dir=$2 work=$3
+shift 3
+cd "$(dirname "$0")"
+cargo_fuzz=(cargo "+${FUZZ_TOOLCHAIN:-nightly}" fuzz)
+
+if ! "${cargo_fuzz[@]}" --version >/dev/null 2>&1; then
+    echo "fuzz: needs cargo-fuzz and a nightly toolchain (.ci/run installs both:" >&2
+    echo "      rustup toolchain install nightly --profile minimal; cargo install cargo-fuzz --version 0.13.1 --locked)" >&2
+    exit 1
+fi
+
+"${cargo_fuzz[@]}" build --target-dir "$build_dir"
+
+mkdir -p "$work/logs"
+summary=()
+failed=()
+for t in "$@"; do
+    rm -rf "$work/artifacts/$t"
+    mkdir -p "$work/corpus/$t" "$work/artifacts/$t"
+    log="$work/logs/$t.log"
+    echo "== fuzz $t: ${seconds}s"
+    # -timeout: one input taking 10 s is a finding (a hang), not a slow run.
+    status=0
+    "${cargo_fuzz[@]}" run --target-dir "$build_dir" "$t" "$work/corpus/$t" "corpus/$t" -- \
+        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -dict=fuzz.dict \
+        -print_final_stats=1 -artifact_prefix="$work/artifacts/$t/" >"$log" 2>&1 || status=$?
+    # libFuzzer's last status line ("#N DONE cov: … exec/s: R …") and its final stats.
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+    corp=$(sed -n 's/^#[0-9]*[[:space:]]*DONE .*corp: \([0-9]*\/[0-9A-Za-z]*\).*/\1/p' "$log" | tail -n 1)
+    # Artifacts in our directory, or wherever libFuzzer said it wrote them.
+    findings=$(find "$work/artifacts/$t" -type f | wc -l)
+    written=$(grep -c 'Test unit written to' "$log" || true)
+    if [ "$written" -gt "$findings" ]; then findings=$written; fi
+    line=$(printf '%-20s execs %10s  exec/s %7s  corpus %-12s findings %s' "$t" "${execs:-?}" "${rate:-?}" "${corp:-?}" "$findings")
+    summary+=("$line")
+    echo "$line"
+    if [ "$status" != 0 ] || [ "$findings" != 0 ]; then
+        failed+=("$t")
+        grep -E "panicked at|ERROR: |SUMMARY:|Test unit written|^[a-z].*: " "$log" | grep -v '^stat::' | head -n 20 >&2 || true
+        echo "fuzz $t: exit status $status, $findings finding(s) in $work/artifacts/$t (reproduce: cd fuzz && cargo +nightly fuzz run $t <file>); log $log" >&2
+    fi
+done
+
+echo "== fuzz summary (${seconds}s per target)"
+printf '%s\n' "${summary[@]}"
+if [ "${#failed[@]}" -gt 0 ]; then
+    echo "fuzz: failed or found something: ${failed[*]}" >&2
+    exit 1
+fi
