@@ -161,9 +161,16 @@ cargo-test:
 # The Python binding's own suite (pytest), against the debug library and the fake agent;
 # -X dev -W error: warnings (unclosed resources, deprecations) fail the run.
 PYTHON ?= python3
+# Then omp_rpc's own suite (tests/seed/test_omp_rpc_client.py, verbatim) with only its
+# imports changed from omp_rpc to omprpc: the drop-in promise, checked on every run.
+SEED_DIR := $(TARGET_DIR)/python-seed
 python-tests: build
 	OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so \
 	  $(PYTHON) -X dev -W error -m pytest -q -p no:cacheprovider bindings/python/tests
+	@mkdir -p $(SEED_DIR)
+	sed 's/from omp_rpc import/from omprpc import/' tests/seed/test_omp_rpc_client.py > $(SEED_DIR)/test_omp_rpc_client.py
+	cd $(SEED_DIR) && PYTHONPATH=$(CURDIR)/bindings/python OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider test_omp_rpc_client.py
 
 # The Go binding: vet, gofmt, the suite under the race detector, and again with GOGC=1 so a
 # missing runtime.KeepAlive shows up as a crash. cgo links target/debug (bindings/go/link_debug.go).

@@ -1,24 +1,14 @@
 //! The Rust client against the project's fake agent: real processes, real pipes.
 
+#[path = "support/fake.rs"]
+mod fake;
+
 use std::time::{Duration, Instant};
 
+use fake::{secs, start_with, FAKE};
 use omprpc::client::{deadline_after, parse_params};
 use omprpc::{Client, Status};
 use serde_json::{json, Value};
-
-const FAKE: &str = env!("CARGO_BIN_EXE_omprpc-fake-agent");
-
-fn secs(n: u64) -> Option<Instant> {
-    deadline_after(Some(Duration::from_secs(n)))
-}
-
-fn start_with(extra: Value) -> Client {
-    let mut opts = json!({"command": [FAKE], "startup_timeout_ms": 10000, "request_timeout_ms": 10000, "stop_grace_ms": 500});
-    for (k, v) in extra.as_object().unwrap() {
-        opts[k] = v.clone();
-    }
-    Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("start failed: {e}"))
-}
 
 fn start(args: &[&str]) -> Client {
     let mut argv = vec![FAKE.to_string()];

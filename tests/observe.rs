@@ -1,30 +1,21 @@
 //! Observability through the public API against the fake agent: the log channel (levels,
 //! redaction, overflow, close), `OMPRPC_LOG` on stderr (a child process), and the counters.
 
+#[path = "support/fake.rs"]
+mod fake;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use fake::{secs, start_with, FAKE};
 use omprpc::client::{deadline_after, parse_params};
 use omprpc::{Client, Status};
 use serde_json::{json, Value};
 
-const FAKE: &str = env!("CARGO_BIN_EXE_omprpc-fake-agent");
 const SECRET_PROMPT: &str = "TOP-SECRET system prompt: the vault code is 7731";
 const SECRET_APPEND: &str = "appended secret instructions 99x";
 const API_KEY: &str = "sk-ant-api03-very-secret-key-material";
 const PROMPT_TEXT: &str = "my private prompt words";
-
-fn secs(n: u64) -> Option<Instant> {
-    deadline_after(Some(Duration::from_secs(n)))
-}
-
-fn start_with(extra: Value) -> Client {
-    let mut opts = json!({"command": [FAKE], "startup_timeout_ms": 10000, "request_timeout_ms": 10000, "stop_grace_ms": 500});
-    for (k, v) in extra.as_object().unwrap() {
-        opts[k] = v.clone();
-    }
-    Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("start failed: {e}"))
-}
 
 fn counters(c: &Client) -> Value {
     serde_json::from_str(&c.counters()).unwrap()

@@ -42,8 +42,8 @@ static inline long proc_client_pid(omprpc_client *c) {
     return pid;
 }
 
-/* Reads /proc/<pid>/stat: state and process group. 0 if the process does not exist. */
-static inline int proc_stat(const char *pid, char *state, long *pgrp) {
+/* Reads /proc/<pid>/stat: state, parent and process group. 0 if the process does not exist. */
+static inline int proc_stat(const char *pid, char *state, long *ppid, long *pgrp) {
     char path[300], buf[1024];
     FILE *f;
     size_t n;
@@ -56,24 +56,26 @@ static inline int proc_stat(const char *pid, char *state, long *pgrp) {
     buf[n] = '\0';
     /* "pid (comm) S ppid pgrp …": comm may hold spaces and parentheses, so parse after the last ')' */
     rp = strrchr(buf, ')');
-    if (!rp || sscanf(rp + 1, " %c %*d %ld", state, pgrp) != 2) return 0;
+    if (!rp || sscanf(rp + 1, " %c %ld %ld", state, ppid, pgrp) != 3) return 0;
     return 1;
 }
 
-static inline int proc_group_left(long pgid, char *desc, size_t cap) {
+/* How many processes have `want` as their process group (by_group) or parent (!by_group);
+ * `desc` receives "pid:state …". */
+static inline int proc_count(int by_group, long want, char *desc, size_t cap) {
     DIR *d = opendir("/proc");
     struct dirent *e;
     int left = 0;
     if (desc && cap) desc[0] = '\0';
-    if (!d || pgid <= 0) {
+    if (!d || want <= 0) {
         if (d) closedir(d);
         return 0;
     }
     while ((e = readdir(d)) != NULL) {
         char state = '?';
-        long pgrp = 0;
+        long ppid = 0, pgrp = 0;
         if (!isdigit((unsigned char)e->d_name[0])) continue;
-        if (!proc_stat(e->d_name, &state, &pgrp) || pgrp != pgid) continue;
+        if (!proc_stat(e->d_name, &state, &ppid, &pgrp) || (by_group ? pgrp : ppid) != want) continue;
         left++;
         if (desc && strlen(desc) + 32 < cap) {
             size_t k = strlen(desc);
@@ -84,44 +86,17 @@ static inline int proc_group_left(long pgid, char *desc, size_t cap) {
     return left;
 }
 
+static inline int proc_group_left(long pgid, char *desc, size_t cap) { return proc_count(1, pgid, desc, cap); }
+
 /* Children of this process (running or zombie): every agent is one, so 0 once all are reaped. */
-static inline int proc_children_left(char *desc, size_t cap) {
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    int left = 0;
-    long self = (long)getpid();
-    if (desc && cap) desc[0] = '\0';
-    if (!d) return 0;
-    while ((e = readdir(d)) != NULL) {
-        char path[300], buf[1024], state;
-        long ppid = 0;
-        FILE *f;
-        size_t n;
-        char *rp;
-        if (!isdigit((unsigned char)e->d_name[0])) continue;
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        if (!(f = fopen(path, "r"))) continue;
-        n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        rp = strrchr(buf, ')');
-        if (!rp || sscanf(rp + 1, " %c %ld", &state, &ppid) != 2 || ppid != self) continue;
-        left++;
-        if (desc && strlen(desc) + 32 < cap) {
-            size_t k = strlen(desc);
-            snprintf(desc + k, cap - k, "%s%s:%c", k ? " " : "", e->d_name, state);
-        }
-    }
-    closedir(d);
-    return left;
-}
+static inline int proc_children_left(char *desc, size_t cap) { return proc_count(0, (long)getpid(), desc, cap); }
 
 static inline int proc_pid_left(long pid) {
     char name[32], state;
-    long pgrp;
+    long ppid, pgrp;
     if (pid <= 0) return 0;
     snprintf(name, sizeof name, "%ld", pid);
-    return proc_stat(name, &state, &pgrp);
+    return proc_stat(name, &state, &ppid, &pgrp);
 }
 
 static inline int proc_wait_gone(long pgid, long ms) {

@@ -25,25 +25,21 @@ static int make_dir(char *buf, size_t cap) {
     return 1;
 }
 
-/* `"--replay","<path>"` for START's argument list. Free with free(). */
-static char *replay_args(const char *path) {
+/* `lead` followed by `path` as a JSON string. Free with free(). */
+static char *with_path(const char *lead, const char *path) {
     char *q = json_quote(path);
-    size_t n = strlen(q) + 16;
+    size_t n = strlen(lead) + strlen(q) + 1;
     char *out = (char *)malloc(n);
-    snprintf(out, n, "\"--replay\",%s", q);
+    snprintf(out, n, "%s%s", lead, q);
     free(q);
     return out;
 }
 
+/* `"--replay","<path>"` for START's argument list. Free with free(). */
+static char *replay_args(const char *path) { return with_path("\"--replay\",", path); }
+
 /* `"record_path":"<path>"`. Free with free(). */
-static char *record_opt(const char *path) {
-    char *q = json_quote(path);
-    size_t n = strlen(q) + 32;
-    char *out = (char *)malloc(n);
-    snprintf(out, n, "\"record_path\":%s", q);
-    free(q);
-    return out;
-}
+static char *record_opt(const char *path) { return with_path("\"record_path\":", path); }
 
 /* prompt_and_wait; the turn JSON (free with omprpc_string_free) or NULL. */
 static char *turn(omprpc_client *c, const char *message) {
