@@ -294,6 +294,9 @@ impl Logger {
 
 /// Per-client counters. Relaxed atomics: each is exact on its own; a snapshot of several is
 /// not one instant (good enough for monitoring, and free of locks on the hot path).
+/// Aligned to its own cache lines: the reader thread bumps them on every frame, and they must
+/// not share a line with state the polling threads touch (false sharing).
+#[repr(align(128))]
 pub struct Counters {
     born: Instant,
     pub frames_in: AtomicU64,
