@@ -6,7 +6,10 @@
 #   make check-header   the header compiles alone as C99 and as C++11, warnings as errors
 #   make c-tests        the C test programs against the shared library
 #   make c-tests-asan   the same programs with ASan + UBSan, against the static library
-#   make test           cargo test + check-header + c-tests + c-tests-asan
+#   make c-tests-valgrind / c-tests-tsan   the same under valgrind memcheck / ThreadSanitizer
+#   make fault-table    every injected fault: status, time to error, processes left
+#   make fuzz / fuzz-smoke / miri   cargo-fuzz targets (300 s / 20 s each); Miri (docs/testing.md)
+#   make test           all of the above (fuzz-smoke, not fuzz) + Python, Go, Node, install-test
 #   make demo           stream a prompt through examples/demo.c
 #   make install        PREFIX=/usr/local [DESTDIR=]: libraries (soname), header, omprpc.pc
 #   make install-test   install into a temp prefix; C, C++, Python, Go, Node programs use it
@@ -57,7 +60,7 @@ C_TEST_TIMEOUT := timeout --kill-after=10 600
         install clean help
 
 help:
-	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,20p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
 	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent
