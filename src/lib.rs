@@ -29,6 +29,8 @@ pub mod provider;
 pub mod transport;
 /// cbindgen:ignore
 pub mod turn;
+/// cbindgen:ignore
+mod wait;
 
 pub use client::Client;
 pub use error::{Error, Status};

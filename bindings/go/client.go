@@ -682,16 +682,11 @@ func (c *Client) Stderr() (string, error) {
 // ProtocolErrors are the recorded protocol errors (bounded, oldest dropped).
 func (c *Client) ProtocolErrors() ([]json.RawMessage, error) {
 	defer runtime.KeepAlive(c)
-	var out *C.char
-	var js []byte
-	err := c.h.record("protocol_errors", func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_protocol_errors(p, &out, perr)
-	}, func(s *snapshot) { js = s.protocolErrors })
+	js, err := c.h.recordBytes("protocol_errors", func(p *C.omprpc_client, out, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_protocol_errors(p, out, perr)
+	}, func(s *snapshot) []byte { return s.protocolErrors })
 	if err != nil {
 		return nil, err
-	}
-	if out != nil {
-		js = takeBytes(out)
 	}
 	var list []json.RawMessage
 	if err := unmarshal("protocol_errors", js, &list); err != nil {
@@ -719,16 +714,11 @@ type Info struct {
 // Info describes the client: pid, argv, flavour, protocol version, closed and why.
 func (c *Client) Info() (*Info, error) {
 	defer runtime.KeepAlive(c)
-	var out *C.char
-	var js []byte
-	err := c.h.record("info", func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_info(p, &out, perr)
-	}, func(s *snapshot) { js = s.info })
+	js, err := c.h.recordBytes("info", func(p *C.omprpc_client, out, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_info(p, out, perr)
+	}, func(s *snapshot) []byte { return s.info })
 	if err != nil {
 		return nil, err
-	}
-	if out != nil {
-		js = takeBytes(out)
 	}
 	info := &Info{Raw: js}
 	var extra struct {
@@ -750,16 +740,11 @@ func (c *Client) Info() (*Info, error) {
 // the values Close read last.
 func (c *Client) Counters() (*Counters, error) {
 	defer runtime.KeepAlive(c)
-	var out *C.char
-	var js []byte
-	err := c.h.record("counters", func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_counters(p, &out, perr)
-	}, func(s *snapshot) { js = s.counters })
+	js, err := c.h.recordBytes("counters", func(p *C.omprpc_client, out, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_counters(p, out, perr)
+	}, func(s *snapshot) []byte { return s.counters })
 	if err != nil {
 		return nil, err
-	}
-	if out != nil {
-		js = takeBytes(out)
 	}
 	k := &Counters{Raw: js}
 	if err := unmarshal("counters", js, k); err != nil {
@@ -824,6 +809,23 @@ func decodeLogs(raws []json.RawMessage) ([]LogRecord, error) {
 		}
 	}
 	return recs, nil
+}
+
+// recordBytes is record for a getter of one string: its bytes, or after Close the snapshot's.
+func (h *core) recordBytes(op string, get func(p *C.omprpc_client, out, perr **C.char) C.omprpc_status,
+	closed func(*snapshot) []byte) ([]byte, error) {
+	var out *C.char
+	var js []byte
+	err := h.record(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return get(p, &out, perr)
+	}, func(s *snapshot) { js = closed(s) })
+	if err != nil {
+		return nil, err
+	}
+	if out != nil {
+		js = takeBytes(out)
+	}
+	return js, nil
 }
 
 // record runs a read-only record call, or reads the snapshot Close took.

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use crate::error::{Error, Result, Status};
 use crate::transport::process::Signal;
+use crate::wait::wait_until;
 
 /// One event: the frame's JSON bytes, with one spare byte of capacity so the FFI can add the
 /// terminating NUL without reallocating.
@@ -165,16 +166,7 @@ impl EventQueue {
             if let Some(reason) = &g.closed {
                 return Err(Error::new(Status::Closed, reason.message.clone()));
             }
-            match deadline {
-                None => g = self.cond.wait(g).unwrap(),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Err(Error::new(Status::Timeout, "no event arrived before the timeout"));
-                    }
-                    g = self.cond.wait_timeout(g, d - now).unwrap().0;
-                }
-            }
+            g = wait_until(&self.cond, g, deadline).ok_or_else(|| Error::new(Status::Timeout, "no event arrived before the timeout"))?;
         }
     }
 }

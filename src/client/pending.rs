@@ -6,6 +6,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
+use crate::wait::wait_until;
 
 /// What a request gets back: the raw `data` JSON (None when the response had none).
 pub type Reply = Result<Option<Vec<u8>>>;
@@ -40,16 +41,7 @@ impl Slot {
             if let Some(r) = g.take() {
                 return Some(r);
             }
-            match deadline {
-                None => g = self.ready.wait(g).unwrap(),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return None;
-                    }
-                    g = self.ready.wait_timeout(g, d - now).unwrap().0;
-                }
-            }
+            g = wait_until(&self.ready, g, deadline)?;
         }
     }
 }

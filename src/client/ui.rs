@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::client::options::UiPolicy;
 use crate::error::{Error, Result, Status};
+use crate::wait::wait_until;
 
 /// Requests waiting for an answer beyond this are cancelled, oldest first (and reported), so
 /// a host that never reads them cannot grow memory without bound.
@@ -155,16 +156,8 @@ impl UiQueue {
             if let Some(e) = &g.closed {
                 return Err(e.clone());
             }
-            match deadline {
-                None => g = self.cond.wait(g).unwrap(),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Err(Error::new(Status::Timeout, "Timed out waiting for an extension UI request"));
-                    }
-                    g = self.cond.wait_timeout(g, d - now).unwrap().0;
-                }
-            }
+            g = wait_until(&self.cond, g, deadline)
+                .ok_or_else(|| Error::new(Status::Timeout, "Timed out waiting for an extension UI request"))?;
         }
     }
 

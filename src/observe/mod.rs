@@ -29,6 +29,7 @@ use serde_json::{json, Map, Value};
 use crate::error::{Error, Result, Status};
 use crate::protocol::argv;
 use crate::transport::process::SpawnSpec;
+use crate::wait::wait_until;
 
 /// Records a client holds before the oldest are dropped (unless `log_queue_capacity` says).
 pub const DEFAULT_LOG_CAPACITY: usize = 1024;
@@ -278,16 +279,8 @@ impl Logger {
             if q.closed {
                 return Err(Error::new(Status::Closed, "the client is closed and every log record was taken"));
             }
-            match deadline {
-                None => q = self.cond.wait(q).unwrap(),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Err(Error::new(Status::Timeout, "no log record arrived before the timeout"));
-                    }
-                    q = self.cond.wait_timeout(q, d - now).unwrap().0;
-                }
-            }
+            q = wait_until(&self.cond, q, deadline)
+                .ok_or_else(|| Error::new(Status::Timeout, "no log record arrived before the timeout"))?;
         }
     }
 }
