@@ -8,7 +8,7 @@
 #   make c-tests-asan   the same programs with ASan + UBSan, against the static library
 #   make c-tests-valgrind / c-tests-tsan   the same under valgrind memcheck / ThreadSanitizer
 #   make fault-table    every injected fault: status, time to error, processes left
-#   make fuzz / fuzz-smoke / miri   cargo-fuzz targets (300 s / 20 s each); Miri (docs/testing.md)
+#   make fuzz / fuzz-smoke / miri   cargo-fuzz targets (300 s each / fixed seed and runs); Miri (docs/testing.md)
 #   make test           all of the above (fuzz-smoke, not fuzz) + Python, Go, Node, install-test
 #   make demo           stream a prompt through examples/demo.c
 #   make install        PREFIX=/usr/local [DESTDIR=]: libraries (soname), header, omprpc.pc
@@ -345,12 +345,14 @@ c-tests-tsan: build
 # workspace of its own; its build lands in target/fuzz, new corpus entries, logs and
 # findings in target/fuzz-work (the checked-in seeds in fuzz/corpus are only read).
 #   make fuzz         FUZZ_SECONDS per target (default 300)
-#   make fuzz-smoke   FUZZ_SMOKE_SECONDS per target (default 20): part of make test
+#   make fuzz-smoke   reproducible: the checked-in corpus, then FUZZ_SMOKE_RUNS mutations from
+#                     the fixed FUZZ_SMOKE_SEED per target — the same inputs every run (make test)
 #   make miri         the process-free unit tests under Miri (MIRI_TESTS)
 FUZZ_TOOLCHAIN     ?= nightly
 FUZZ_TARGETS       ?= framing chunks classify_correlate export_json bridge_frame
 FUZZ_SECONDS       ?= 300
-FUZZ_SMOKE_SECONDS ?= 20
+FUZZ_SMOKE_RUNS    ?= 100000
+FUZZ_SMOKE_SEED    ?= 1
 FUZZ_BUILD         := $(TARGET_DIR)/fuzz
 FUZZ_WORK          := $(TARGET_DIR)/fuzz-work
 # Test-name filters: the FFI glue and the pure parsing/correlation code. Everything else
@@ -364,7 +366,7 @@ fuzz:
 	FUZZ_TOOLCHAIN=$(FUZZ_TOOLCHAIN) fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BUILD) $(FUZZ_WORK) $(FUZZ_TARGETS)
 
 fuzz-smoke:
-	FUZZ_TOOLCHAIN=$(FUZZ_TOOLCHAIN) fuzz/run.sh $(FUZZ_SMOKE_SECONDS) $(FUZZ_BUILD) $(FUZZ_WORK) $(FUZZ_TARGETS)
+	FUZZ_TOOLCHAIN=$(FUZZ_TOOLCHAIN) fuzz/run.sh runs:$(FUZZ_SMOKE_RUNS):$(FUZZ_SMOKE_SEED) $(FUZZ_BUILD) $(FUZZ_WORK) $(FUZZ_TARGETS)
 
 # Miri's own target dir (target/miri) keeps its build apart from the normal one.
 miri:

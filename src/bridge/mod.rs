@@ -378,8 +378,19 @@ fn accept_loop(listener: Listener, stop: i32, conns: Arc<Mutex<Vec<Arc<Conn>>>>,
     }
 }
 
-fn error_frame(id: &Value, text: &str) -> Vec<u8> {
-    json!({"id": id, "error": text}).to_string().into_bytes()
+/// `{"id":<id>,"error":<text>}`, the id written as the raw JSON text the request carried.
+fn error_frame(raw_id: &str, text: &str) -> Vec<u8> {
+    format!("{{\"id\":{raw_id},\"error\":{}}}", Value::from(text)).into_bytes()
+}
+
+/// The request's `id` member exactly as its bytes were (`null` when it has none), so a reply
+/// echoes it unchanged: a number re-serialised through f64 (a 40-digit id, say) would not
+/// be the id the extension sent. The last of duplicate keys wins, as in the parsed frame.
+fn raw_id(line: &[u8]) -> String {
+    match serde_json::from_slice::<std::collections::BTreeMap<String, &serde_json::value::RawValue>>(line) {
+        Ok(mut members) => members.remove("id").map_or_else(|| "null".to_string(), |raw| raw.get().to_string()),
+        Err(_) => "null".to_string(),
+    }
 }
 
 static NEXT_CONN: AtomicU64 = AtomicU64::new(0);
@@ -406,15 +417,15 @@ pub enum Decision {
 pub fn decide(line: &[u8], auth: &Auth) -> Decision {
     let frame: Map<String, Value> = match serde_json::from_slice(line) {
         Ok(Value::Object(m)) => m,
-        _ => return Decision::Refuse(error_frame(&Value::Null, "bridge request is not a JSON object")),
+        _ => return Decision::Refuse(error_frame("null", "bridge request is not a JSON object")),
     };
-    let id = frame.get("id").cloned().unwrap_or(Value::Null);
+    let id = raw_id(line);
     let token_ok = frame.get("token").and_then(Value::as_str).is_some_and(|t| constant_time_eq(t.as_bytes(), auth.token.as_bytes()));
     let client_ok = frame.get("client").and_then(Value::as_str) == Some(auth.client_id.as_str());
     if !token_ok || !client_ok {
         return Decision::Unauthorized(error_frame(&id, "unauthorized"));
     }
-    if !id.is_string() {
+    if !frame.get("id").is_some_and(Value::is_string) {
         return Decision::Refuse(error_frame(&id, "bridge request needs a string id"));
     }
     match frame.get("kind").and_then(Value::as_str) {
@@ -425,7 +436,7 @@ pub fn decide(line: &[u8], auth: &Auth) -> Decision {
                 let tool = frame.get("tool").and_then(Value::as_str).unwrap_or("").to_string();
                 let tool_call_id = frame.get("toolCallId").and_then(Value::as_str).unwrap_or("").to_string();
                 let (block, reason) = rules.verdict(&tool);
-                let reply = json!({"id": id, "verdict": {"block": block, "reason": reason}}).to_string().into_bytes();
+                let reply = format!("{{\"id\":{id},\"verdict\":{}}}", json!({"block": block, "reason": reason})).into_bytes();
                 Decision::Verdict { tool_call_id, tool, block, reason, reply }
             }
             None => Decision::PolicyEval(frame),
@@ -446,7 +457,7 @@ fn serve_conn(read_half: Stream, conn: Arc<Conn>, auth: Arc<Auth>, host: Arc<dyn
         }
         if line.len() > MAX_REQUEST_BYTES {
             host.note(crate::observe::Level::Warn, "bridge request too large: connection closed");
-            let _ = conn.send(&error_frame(&Value::Null, "bridge request too large"));
+            let _ = conn.send(&error_frame("null", "bridge request too large"));
             break;
         }
         match decide(&line, &auth) {
@@ -500,6 +511,29 @@ mod tests {
         assert_eq!(r.verdict("bash"), (true, "no shell".to_string()));
         assert!(r.verdict("write").0);
         assert!(!Rules::default().verdict("write").0);
+    }
+
+    #[test]
+    fn replies_echo_the_request_id_bytes_exactly() {
+        // A fuzz-smoke finding: a 40-digit numeric id went through f64 and came back as
+        // another number. Refusals, unauthorized replies and verdicts echo the raw bytes.
+        let auth = Auth { token: "tok".into(), client_id: "cli".into(), rules: Some(Rules::default()) };
+        let reply = |line: &str| match decide(line.as_bytes(), &auth) {
+            Decision::Refuse(r) | Decision::Unauthorized(r) | Decision::Verdict { reply: r, .. } => String::from_utf8(r).unwrap(),
+            d => panic!("no reply for {line}: {d:?}"),
+        };
+        let big = "5255555555555555555555555555555555555222";
+        assert_eq!(reply(&format!(r#"{{"id":{big},"token":"bad"}}"#)), format!(r#"{{"id":{big},"error":"unauthorized"}}"#));
+        assert_eq!(
+            reply(&format!(r#"{{"id":{big}e-3,"token":"tok","client":"cli","kind":"tool"}}"#)),
+            format!(r#"{{"id":{big}e-3,"error":"bridge request needs a string id"}}"#)
+        );
+        assert_eq!(
+            reply(r#"{"id":"aé","id":"last","token":"tok","client":"cli","kind":"policy_eval","tool":"x"}"#),
+            r#"{"id":"last","verdict":{"block":false,"reason":""}}"#
+        );
+        assert_eq!(reply(r#"{"id":"é","token":"tok","client":"cli","kind":"nope"}"#), r#"{"id":"é","error":"unknown bridge request kind Some(\"nope\")"}"#);
+        assert_eq!(reply("[1]"), r#"{"id":null,"error":"bridge request is not a JSON object"}"#);
     }
 
     #[test]

@@ -119,6 +119,11 @@ fn scheme_of(url: &str) -> Option<String> {
 }
 
 impl HostRegistry {
+    /// Calls (tool or URI, stdin or bridge) the agent is waiting on the host to answer.
+    pub fn open_calls(&self) -> usize {
+        self.calls.len()
+    }
+
     /// Checks a `set_host_tools` list and returns the names it registers.
     pub fn check_tools(tools: &Value) -> Result<Vec<String>> {
         let list = tools.as_array().ok_or_else(|| Error::invalid_json("host tools must be a JSON array"))?;

@@ -7,6 +7,27 @@
 //!   queued into a live run (`streamingBehavior`), or whose run started (`agent_start`) after it
 //!   was sent — so a late `agent_end` of an earlier run cannot end a newer prompt;
 //! - a late failure (a second, failing response for the prompt's id) fails that id.
+//!
+//! The agent's activity (ARCHITECTURE.md, "Activity") comes from its own stream, whoever
+//! started the run: it is busy from any `agent_start` until a terminal `agent_end` (omp may
+//! send a second `agent_start` without an `agent_end` between), and while a `queue_update`
+//! (pi) reports queued messages. Where the stream cannot tell, a `get_state` probe decides —
+//! the waiter sends it, this module only says when one is due and what its answer means:
+//! - a non-terminal `agent_end` followed by silence (omp's compaction handoff ends a run so and
+//!   starts nothing after it);
+//! - a prompt the agent acknowledged with no run after it (pi runs an extension's `/command`
+//!   inside the prompt's preflight and starts no run);
+//! - the client asked the agent to queue a message (`steer`, `follow_up`, a prompt with
+//!   `streamingBehavior`): omp runs a steer that outlived an abort as a run of its own.
+//!
+//! A probe is due once the agent has been quiet for the probe period (no frame of its
+//! session). Its answer: `isStreaming` or `isCompacting` → busy, look again after a longer
+//! quiet; queued messages (`queuedMessageCount` omp, `pendingMessageCount` pi) with nothing
+//! streaming → busy once (omp starts their run right away), and if two answers in a row say
+//! so with no run started between them, the messages are parked (pi keeps a steer that outlived
+//! an abort until the next prompt) and the agent is idle. An idle answer ends what it was due
+//! for: the non-terminal `agent_end` stands as the run's end, an acknowledged prompt without a
+//! run completes with `agentInvoked:false`.
 
 use crate::client::options::TurnEvents;
 use crate::error::{Error, Result, Status};
@@ -16,7 +37,37 @@ struct Prompt {
     streaming: bool,
     /// `agent_start` frames seen before this prompt was sent.
     starts_at_send: u64,
+    /// The agent answered it with success (its run may or may not follow).
+    acknowledged: bool,
 }
+
+/// What a `get_state` answer says (see the module rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// `isStreaming` or `isCompacting`.
+    Running,
+    /// Nothing runs, but this many messages wait in the agent's queues.
+    Queued(u64),
+    Idle,
+}
+
+impl Probe {
+    /// Reads a `get_state` response's `data` (either agent's field names).
+    pub fn from_state(state: &serde_json::Value) -> Probe {
+        let flag = |k: &str| state.get(k).and_then(serde_json::Value::as_bool).unwrap_or(false);
+        if flag("isStreaming") || flag("isCompacting") {
+            return Probe::Running;
+        }
+        let count = |k: &str| state.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        match count("queuedMessageCount") + count("pendingMessageCount") {
+            0 => Probe::Idle,
+            n => Probe::Queued(n),
+        }
+    }
+}
+
+/// The longest quiet wait between two probes that found the agent busy.
+const PROBE_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How a collected run ended.
 pub struct Outcome {
@@ -63,10 +114,22 @@ pub enum Mark<'a> {
 }
 
 pub struct Lifecycle {
-    /// When the last session event arrived (for the idle timeout).
+    /// When the last session event arrived (for the idle timeout and the probe's quiet).
     pub last_event: std::time::Instant,
     prompts: Vec<Prompt>,
     agent_starts: u64,
+    /// Between an `agent_start` and a terminal `agent_end`.
+    in_run: bool,
+    /// Messages the agent last reported queued (`queue_update`, pi).
+    queued: u64,
+    /// The last `agent_end` was not terminal and no run started since: its frame.
+    open_end: Option<Vec<u8>>,
+    /// The client asked the agent to queue a message since the agent last proved idle.
+    asked_to_queue: bool,
+    /// Probes in a row that found the agent busy (the quiet before the next one doubles).
+    busy_probes: u32,
+    /// The previous probe found queued messages and nothing running: `agent_starts` then.
+    queued_at: Option<u64>,
     active: Option<&'static str>,
     collector: Option<Collector>,
     /// The first late failure since the last prompt was sent (wait_for_idle raises it).
@@ -82,6 +145,12 @@ impl Lifecycle {
             last_event: std::time::Instant::now(),
             prompts: Vec::new(),
             agent_starts: 0,
+            in_run: false,
+            queued: 0,
+            open_end: None,
+            asked_to_queue: false,
+            busy_probes: 0,
+            queued_at: None,
             active: None,
             collector: None,
             sticky: None,
@@ -141,11 +210,98 @@ impl Lifecycle {
     /// A prompt is about to be written.
     pub fn track(&mut self, id: &str, streaming: bool) {
         self.sticky = None;
-        self.prompts.push(Prompt { id: id.to_string(), streaming, starts_at_send: self.agent_starts });
+        if streaming {
+            self.asked_to_queue = true;
+        }
+        self.prompts.push(Prompt { id: id.to_string(), streaming, starts_at_send: self.agent_starts, acknowledged: false });
     }
 
+    /// A prompt's success response arrived.
+    pub fn acknowledged(&mut self, id: &str) {
+        if let Some(p) = self.prompts.iter_mut().find(|p| p.id == id) {
+            p.acknowledged = true;
+        }
+    }
+
+    /// `steer` / `follow_up` is about to be written: the agent may run it by itself later.
+    pub fn asked_to_queue(&mut self) {
+        self.asked_to_queue = true;
+    }
+
+    /// `queue_update` (pi): how many messages wait in the agent's steering and follow-up queues.
+    pub fn queue_reported(&mut self, queued: u64) {
+        self.queued = queued;
+    }
+
+    /// Busy by the agent's own stream: a run is open, messages are queued, or a prompt of
+    /// ours has not completed.
+    pub fn busy(&self) -> bool {
+        self.in_run || self.queued > 0 || !self.prompts.is_empty()
+    }
+
+    /// Idle, and nothing leaves a doubt a probe would have to settle.
     pub fn is_idle(&self) -> bool {
-        self.prompts.is_empty()
+        !self.busy() && !self.doubt()
+    }
+
+    /// The stream alone cannot say whether the agent will do more (the module rules).
+    fn doubt(&self) -> bool {
+        self.open_end.is_some() || self.asked_to_queue
+    }
+
+    /// When a `get_state` probe is due (None: the stream decides, or a prompt still waits for
+    /// its response). `quiet`: how long the agent must have been silent first.
+    pub fn probe_due(&self, quiet: std::time::Duration) -> Option<std::time::Instant> {
+        if self.in_run || self.prompts.iter().any(|p| !p.acknowledged) {
+            return None;
+        }
+        // Queued messages with no run open, or an acknowledged prompt still open with none.
+        if !(self.doubt() || self.queued > 0 || !self.prompts.is_empty()) {
+            return None;
+        }
+        let backoff = quiet.saturating_mul(1 << self.busy_probes.min(16)).min(PROBE_BACKOFF_MAX.max(quiet));
+        Some(self.last_event + backoff)
+    }
+
+    /// `agent_start` frames seen so far (a probe notes it when it is sent).
+    pub fn starts_seen(&self) -> u64 {
+        self.agent_starts
+    }
+
+    /// A probe sent when `starts_at_send` runs had started was answered `probe`.
+    pub fn probed(&mut self, probe: Probe, starts_at_send: u64) {
+        if self.agent_starts != starts_at_send || self.in_run {
+            // A run started meanwhile: the stream knows more than the answer.
+            self.busy_probes = 0;
+            self.queued_at = None;
+            return;
+        }
+        let idle = match probe {
+            Probe::Idle => true,
+            Probe::Running => false,
+            // Queued with nothing running twice in a row, no run between: parked (pi).
+            Probe::Queued(_) => self.queued_at == Some(self.agent_starts),
+        };
+        self.queued_at = matches!(probe, Probe::Queued(_)).then_some(self.agent_starts);
+        if !idle {
+            self.busy_probes += 1;
+            // Measure the next quiet from now, not from the last frame.
+            self.last_event = std::time::Instant::now();
+            return;
+        }
+        self.busy_probes = 0;
+        self.queued_at = None;
+        self.asked_to_queue = false;
+        // Parked messages wait for the next prompt; until a queue_update says otherwise.
+        self.queued = 0;
+        if let Some(end) = self.open_end.take() {
+            self.terminal_agent_end(&end);
+        }
+        // The agent is idle by its own account: an acknowledged prompt still open will not run.
+        let silent: Vec<String> = self.prompts.iter().filter(|p| p.acknowledged).map(|p| p.id.clone()).collect();
+        for id in silent {
+            self.completed_without_run(&id, None, false);
+        }
     }
 
     pub fn sticky_error(&self) -> Option<&Error> {
@@ -185,8 +341,8 @@ impl Lifecycle {
 
     /// One event that belongs to the session's event stream, in arrival order.
     pub fn event(&mut self, line: &[u8], mark: Mark) {
+        self.last_event = std::time::Instant::now();
         if let Some(c) = &mut self.collector {
-            self.last_event = std::time::Instant::now();
             if c.outcome.is_none() {
                 let keep = match c.keep {
                     TurnEvents::All => true,
@@ -235,10 +391,29 @@ impl Lifecycle {
             }
         }
         match mark {
-            Mark::AgentStart => self.agent_starts += 1,
-            Mark::AgentEnd { terminal: true } => self.terminal_agent_end(line),
+            Mark::AgentStart => {
+                self.agent_starts += 1;
+                self.in_run = true;
+                self.open_end = None;
+                self.busy_probes = 0;
+            }
+            Mark::AgentEnd { terminal: true } => {
+                self.in_run = false;
+                self.open_end = None;
+                self.terminal_agent_end(line);
+            }
+            Mark::AgentEnd { terminal: false } => {
+                self.in_run = false;
+                self.open_end = Some(line.to_vec());
+            }
             _ => {}
         }
+    }
+
+    /// Restarts the quiet clock: a frame that is not a session event (a response) still
+    /// shows the agent at work, and the host answering a call is activity on the turn.
+    pub fn touch(&mut self) {
+        self.last_event = std::time::Instant::now();
     }
 
     fn terminal_agent_end(&mut self, line: &[u8]) {
@@ -298,8 +473,14 @@ mod tests {
     fn queued_prompts_end_with_the_live_run() {
         let mut l = Lifecycle::new(None, None, TurnEvents::All);
         l.event(b"{}", Mark::AgentStart);
+        l.collect(Some("req_1".into()), b"[");
         l.track("req_1", true);
         end(&mut l);
+        assert!(l.collector_done(), "the queued prompt completes with the live run");
+        assert!(!l.busy());
+        // Whether the agent runs more by itself after a queued message is the agent's to say.
+        let s = l.starts_seen();
+        l.probed(Probe::Idle, s);
         assert!(l.is_idle());
     }
 
@@ -334,6 +515,154 @@ mod tests {
         assert!(e.message.contains("max_event_history"));
         l.release("prompt_and_wait");
         assert_eq!(l.active_operation(), None);
+    }
+
+    fn start(l: &mut Lifecycle) {
+        l.event(b"{\"type\":\"agent_start\"}", Mark::AgentStart);
+    }
+
+    const Q: std::time::Duration = std::time::Duration::from_millis(250);
+
+    #[test]
+    fn a_run_nobody_prompted_keeps_the_agent_busy_until_its_terminal_end() {
+        // omp runs a steer that outlived an abort as a run of its own.
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        assert!(l.is_idle(), "idle at once when nothing ever ran");
+        start(&mut l);
+        assert!(!l.is_idle());
+        assert_eq!(l.probe_due(Q), None, "an open run needs no probe: the stream will end it");
+        start(&mut l); // omp: a second agent_start without an agent_end between
+        end(&mut l);
+        assert!(l.is_idle());
+    }
+
+    #[test]
+    fn a_steer_leaves_a_doubt_only_a_probe_settles() {
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        start(&mut l);
+        l.asked_to_queue();
+        end(&mut l); // the abort's terminal agent_end; the steer may still run
+        assert!(!l.is_idle());
+        let due = l.probe_due(Q).expect("a probe is due");
+        assert!(due >= l.last_event + Q, "only after the quiet period");
+        let starts = l.starts_seen();
+        l.probed(Probe::Queued(1), starts);
+        assert!(!l.is_idle(), "queued with nothing running: omp is about to run it");
+        start(&mut l); // ... and it does
+        assert_eq!(l.probe_due(Q), None);
+        end(&mut l);
+        let starts = l.starts_seen();
+        l.probed(Probe::Idle, starts);
+        assert!(l.is_idle());
+    }
+
+    #[test]
+    fn an_answer_overtaken_by_a_run_start_is_ignored() {
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        l.asked_to_queue();
+        let starts = l.starts_seen();
+        start(&mut l);
+        l.probed(Probe::Idle, starts);
+        assert!(!l.is_idle(), "the run that started after the probe was sent counts");
+    }
+
+    #[test]
+    fn messages_queued_twice_with_nothing_running_are_parked() {
+        // pi keeps a steer that outlived an abort until the next prompt.
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        start(&mut l);
+        l.queue_reported(1);
+        end(&mut l);
+        assert!(!l.is_idle());
+        let starts = l.starts_seen();
+        l.probed(Probe::Queued(1), starts);
+        assert!(!l.is_idle());
+        let later = l.probe_due(Q).unwrap();
+        assert!(later >= l.last_event + Q * 2, "the quiet doubles after a busy answer");
+        l.probed(Probe::Queued(1), starts);
+        assert!(l.is_idle(), "parked: the agent will not run them by itself");
+        l.queue_reported(0);
+        assert!(l.is_idle());
+    }
+
+    #[test]
+    fn a_running_answer_backs_off_up_to_the_cap() {
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        l.asked_to_queue();
+        for _ in 0..20 {
+            let s = l.starts_seen();
+            l.probed(Probe::Running, s);
+        }
+        let wait = l.probe_due(Q).unwrap().saturating_duration_since(l.last_event);
+        assert_eq!(wait, PROBE_BACKOFF_MAX);
+        assert!(!l.is_idle());
+    }
+
+    #[test]
+    fn compaction_handoff_non_terminal_end_then_silence_ends_the_turn() {
+        // omp 18.2.3: agent_end {isTerminal:false} and nothing after it.
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        l.acquire("prompt_and_wait").unwrap();
+        l.collect(Some("req_1".into()), b"[");
+        l.track("req_1", false);
+        l.acknowledged("req_1");
+        assert!(l.probe_due(Q).unwrap() >= l.last_event + Q, "acknowledged, no run yet: a probe only after the quiet");
+        start(&mut l);
+        l.event(b"{\"type\":\"agent_end\",\"isTerminal\":false}", Mark::AgentEnd { terminal: false });
+        assert!(!l.collector_done());
+        assert!(l.probe_due(Q).is_some());
+        let s = l.starts_seen();
+        l.probed(Probe::Running, s);
+        assert!(!l.collector_done(), "still compacting");
+        l.probed(Probe::Idle, s);
+        assert!(l.collector_done());
+        let c = l.take_collector().unwrap();
+        let o = c.outcome.unwrap().ok().unwrap();
+        assert_eq!(o.agent_end.as_deref(), Some(&b"{\"type\":\"agent_end\",\"isTerminal\":false}"[..]));
+        assert!(l.is_idle());
+    }
+
+    #[test]
+    fn a_continuation_after_a_non_terminal_end_is_part_of_the_turn() {
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        l.collect(Some("req_1".into()), b"[");
+        l.track("req_1", false);
+        l.acknowledged("req_1");
+        start(&mut l);
+        l.event(b"{}", Mark::AgentEnd { terminal: false });
+        start(&mut l);
+        assert_eq!(l.probe_due(Q), None);
+        assert!(!l.collector_done());
+        end(&mut l);
+        assert!(l.collector_done());
+    }
+
+    #[test]
+    fn pi_extension_command_acknowledged_without_a_run_completes_after_a_probe() {
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        l.collect(Some("req_1".into()), b"[");
+        l.track("req_1", false);
+        assert_eq!(l.probe_due(Q), None, "no probe before the prompt's response");
+        l.acknowledged("req_1");
+        let s = l.starts_seen();
+        l.probe_due(Q).expect("acknowledged, no run: a probe is due");
+        l.probed(Probe::Idle, s);
+        let c = l.take_collector().unwrap();
+        let o = c.outcome.unwrap().ok().unwrap();
+        assert!(!o.agent_invoked);
+        assert!(o.agent_end.is_none());
+        assert!(l.is_idle());
+    }
+
+    #[test]
+    fn probe_reads_either_agents_state() {
+        let p = |v: serde_json::Value| Probe::from_state(&v);
+        assert_eq!(p(serde_json::json!({"isStreaming": true, "queuedMessageCount": 0})), Probe::Running);
+        assert_eq!(p(serde_json::json!({"isStreaming": false, "isCompacting": true})), Probe::Running);
+        assert_eq!(p(serde_json::json!({"isStreaming": false, "queuedMessageCount": 2})), Probe::Queued(2));
+        assert_eq!(p(serde_json::json!({"isStreaming": false, "pendingMessageCount": 1})), Probe::Queued(1));
+        assert_eq!(p(serde_json::json!({"isStreaming": false, "pendingMessageCount": 0})), Probe::Idle);
+        assert_eq!(p(serde_json::json!({})), Probe::Idle);
     }
 
     #[test]

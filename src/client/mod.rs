@@ -302,6 +302,21 @@ impl Shared {
     }
 
     /// A frame the library sends by itself, from the writer thread.
+    /// The host answers an open call: the answer restarts the turn's idle clock, which stood
+    /// still while the call was open.
+    fn host_answer<T>(&self, answer: impl FnOnce(&mut HostRegistry) -> Result<T>) -> Result<T> {
+        let mut st = self.state();
+        let out = answer(&mut st.host)?;
+        st.life.touch();
+        Ok(out)
+    }
+
+    /// The agent waits on the host (an open host call, policy question or UI request): the
+    /// turn's idle timeout does not run meanwhile — a host tool may work silently for long.
+    fn awaiting_host(&self, st: &State) -> bool {
+        st.host.open_calls() > 0 || !st.policy.is_empty() || self.ui.open_requests() > 0
+    }
+
     fn send_internal(&self, frame: Vec<u8>) {
         let mut line = frame;
         line.push(b'\n');
@@ -319,6 +334,9 @@ impl Shared {
         self.pending.lock().unwrap().insert(id.to_string(), ty, slot.clone())?;
         if let Some(streaming) = track {
             self.state().life.track(id, streaming);
+        } else if ty == "steer" || ty == "follow_up" {
+            // Before the write: the agent may run it by itself once the current run ends.
+            self.state().life.asked_to_queue();
         }
         let sent = Instant::now();
         if track.is_some() {
@@ -373,29 +391,18 @@ impl Shared {
         self.call(&id, ty, &line, deadline, track)
     }
 
-    /// Waits on the state condition until `done` holds, the client closes, or the deadline.
-    fn wait_state<T>(
-        &self,
-        deadline: Deadline,
-        timeout_message: &str,
-        mut done: impl FnMut(&mut State) -> Option<T>,
-    ) -> Result<T> {
-        self.wait_state_since(deadline, timeout_message, false, None, &mut done)
-    }
-
-    /// `began_before`: the wait stands for something that began before any close (the
-    /// handshake), so a close always reports its reason rather than "closed". `idle`: fail
-    /// when no session event arrives for that long (the turn idle timeout).
+    /// Waits on the state condition until `done` holds, the client closes, the deadline or
+    /// the idle timeout passes — asking the agent whether it is idle where its stream leaves
+    /// that open (`how.probe`).
     fn wait_state_since<T>(
         &self,
         deadline: Deadline,
         timeout_message: &str,
-        began_before: bool,
-        idle: Option<Duration>,
+        how: Wait,
         done: &mut dyn FnMut(&mut State) -> Option<T>,
     ) -> Result<T> {
         let mut st = self.state();
-        let mut first = !began_before;
+        let mut first = !how.began_before;
         loop {
             if let Some(v) = done(&mut st) {
                 return Ok(v);
@@ -405,9 +412,11 @@ impl Shared {
                 return Err(if first { Error::closed_because(e) } else { e.clone() });
             }
             first = false;
-            let idle_deadline = idle.map(|i| st.life.last_event + i);
+            // The idle clock stands still while the agent waits on the host.
+            let idle_deadline = how.idle.filter(|_| !self.awaiting_host(&st)).map(|i| st.life.last_event + i);
+            let probe_at = if how.probe { self.opts.activity_probe.and_then(|q| st.life.probe_due(q)) } else { None };
             let now = Instant::now();
-            if let (Some(d), Some(i)) = (idle_deadline, idle) {
+            if let (Some(d), Some(i)) = (idle_deadline, how.idle) {
                 if now >= d {
                     drop(st);
                     return Err(Error::new(
@@ -422,12 +431,52 @@ impl Shared {
                     return Err(Error::new(Status::Timeout, format!("{timeout_message}{}", self.stderr_suffix())));
                 }
             }
-            st = match [deadline, idle_deadline].into_iter().flatten().min() {
+            if probe_at.is_some_and(|p| now >= p) {
+                let starts = st.life.starts_seen();
+                drop(st);
+                let probe = self.probe_activity(deadline);
+                st = self.state();
+                st.life.probed(probe, starts);
+                continue;
+            }
+            st = match [deadline, idle_deadline, probe_at].into_iter().flatten().min() {
                 None => self.cond.wait(st).unwrap(),
                 Some(d) => self.cond.wait_timeout(st, d.saturating_duration_since(now)).unwrap().0,
             };
         }
     }
+
+    /// A wait for the agent's runs: the idle timeout, and probes where the stream is ambiguous.
+    fn turn_wait(&self) -> Wait {
+        Wait { began_before: false, idle: self.opts.turn_idle_timeout, probe: true }
+    }
+
+    /// Asks the agent, with `get_state`, whether it runs or holds queued messages. A failed
+    /// probe counts as "running" (the waiter looks again later, or its deadline ends it).
+    fn probe_activity(&self, deadline: Deadline) -> lifecycle::Probe {
+        let bound = deadline_after(Some(self.opts.request_timeout.unwrap_or(Duration::from_secs(30))));
+        let deadline = [deadline, bound].into_iter().flatten().min();
+        let answer = self.request("get_state", None, deadline);
+        let probe = match &answer {
+            Ok(Some(data)) => serde_json::from_slice::<Value>(data).map(|v| lifecycle::Probe::from_state(&v)).unwrap_or(lifecycle::Probe::Running),
+            _ => lifecycle::Probe::Running,
+        };
+        self.counters.activity_probes.fetch_add(1, Ordering::Relaxed);
+        self.log.log(Level::Debug, "activity", "asked the agent whether it is idle", json!({"answer": format!("{probe:?}"), "ok": answer.is_ok()}));
+        probe
+    }
+}
+
+/// How a wait on the client's state behaves (see `wait_state_since`).
+#[derive(Clone, Copy, Default)]
+struct Wait {
+    /// The wait stands for something that began before any close (the handshake), so a close
+    /// always reports its reason rather than "closed".
+    began_before: bool,
+    /// Fail when no session event arrives for this long (the turn idle timeout).
+    idle: Option<Duration>,
+    /// Probe the agent's activity where the stream is ambiguous (turns, wait_for_idle).
+    probe: bool,
 }
 
 /// Releases the lifecycle slot when a collector call returns, however it returns.
@@ -600,7 +649,7 @@ impl Client {
         let deadline = deadline_after(s.opts.startup_timeout);
         match s.opts.handshake {
             Handshake::Ready => {
-                s.wait_state_since(deadline, "Timed out waiting for RPC ready signal", true, None, &mut |st| {
+                s.wait_state_since(deadline, "Timed out waiting for RPC ready signal", Wait { began_before: true, ..Wait::default() }, &mut |st| {
                     st.ready.as_ref().map(|_| ())
                 })?;
             }
@@ -768,7 +817,7 @@ impl Client {
         }
         let _slot = Slot { shared: s, op: "prompt_and_wait" };
         s.call(&id, "prompt", &line, deadline, Some(streaming))?;
-        let collector = s.wait_state_since(deadline, "Timed out waiting for agent_end", false, s.opts.turn_idle_timeout, &mut |st| {
+        let collector = s.wait_state_since(deadline, "Timed out waiting for agent_end", s.turn_wait(), &mut |st| {
             if st.life.collector_done() {
                 st.life.take_collector()
             } else {
@@ -791,7 +840,7 @@ impl Client {
             st.life.collect(None, b"[");
         }
         let _slot = Slot { shared: s, op: "collect_events" };
-        let collector = s.wait_state_since(deadline, "Timed out waiting for agent_end", false, s.opts.turn_idle_timeout, &mut |st| {
+        let collector = s.wait_state_since(deadline, "Timed out waiting for agent_end", s.turn_wait(), &mut |st| {
             if st.life.collector_done() {
                 st.life.take_collector()
             } else {
@@ -801,12 +850,13 @@ impl Client {
         turn::events_array(collector)
     }
 
-    /// Waits until every accepted prompt has completed.
+    /// Waits until the agent is idle by its own account: no run open (whoever started it), no
+    /// queued messages, every accepted prompt completed — at once when it already is.
     pub fn wait_for_idle(&self, deadline: Deadline) -> Result<()> {
         let s = &self.shared;
         s.state().life.acquire("wait_for_idle")?;
         let _slot = Slot { shared: s, op: "wait_for_idle" };
-        let sticky = s.wait_state(deadline, "Timed out waiting for the agent to become idle", |st| {
+        let sticky = s.wait_state_since(deadline, "Timed out waiting for the agent to become idle", s.turn_wait(), &mut |st| {
             st.life.is_idle().then(|| st.life.sticky_error().cloned())
         })?;
         match sticky {
@@ -834,6 +884,7 @@ impl Client {
 
     fn send_ui(&self, id: &str, frame: Vec<u8>) -> Result<()> {
         self.shared.ui.answer(id)?;
+        self.shared.state().life.touch();
         let mut line = frame;
         line.push(b'\n');
         self.shared.write(&line, self.default_request_deadline())
@@ -891,28 +942,29 @@ impl Client {
     }
 
     pub fn host_tool_update(&self, call_id: &str, partial: Value) -> Result<()> {
-        let out = self.shared.state().host.tool_update(call_id, partial)?;
+        let out = self.shared.host_answer(|h| h.tool_update(call_id, partial))?;
         self.shared.send_outgoing(out, self.default_request_deadline())
     }
 
     pub fn host_tool_result(&self, call_id: &str, result: Value, is_error: bool) -> Result<()> {
-        let out = self.shared.state().host.tool_result(call_id, result, is_error)?;
+        let out = self.shared.host_answer(|h| h.tool_result(call_id, result, is_error))?;
         self.shared.send_outgoing(out, self.default_request_deadline())
     }
 
     pub fn host_uri_result(&self, request_id: &str, result: Value) -> Result<()> {
-        let frame = self.shared.state().host.uri_result_frame(request_id, result)?;
+        let frame = self.shared.host_answer(|h| h.uri_result_frame(request_id, result))?;
         self.shared.send_outgoing(Outgoing::Stdin(frame), self.default_request_deadline())
     }
 
     /// The host's verdict on a `policy_eval` event (the policy gate over the agent's own tools).
     pub fn policy_verdict(&self, request_id: &str, allow: bool, reason: &str) -> Result<()> {
         let s = &self.shared;
-        let (conn, call, tool) = s
-            .state()
-            .policy
-            .remove(request_id)
-            .ok_or_else(|| Error::new(Status::NotFound, format!("no open policy_eval request with id {request_id:?}")))?;
+        let (conn, call, tool) = {
+            let mut st = s.state();
+            let open = st.policy.remove(request_id);
+            st.life.touch();
+            open.ok_or_else(|| Error::new(Status::NotFound, format!("no open policy_eval request with id {request_id:?}")))?
+        };
         let reason = if !allow && reason.is_empty() { "blocked by the host's policy" } else { reason };
         if !allow {
             s.bridge_session_event(json!({"type": "tool_blocked", "omprpc": true, "toolCallId": call, "toolName": tool, "reason": reason}));

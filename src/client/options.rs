@@ -22,8 +22,13 @@ const KNOWN: &[&str] = &[
     "tool_policy", "host_tool_timeout_ms", "turn_summary", "turn_idle_timeout_ms", "env_passthrough",
     "system_prompt_via_file", "event_queue_max_bytes", "max_turn_bytes", "turn_events",
     "log_level", "log_queue_capacity",
-    "record_path",
+    "record_path", "activity_probe_ms",
 ];
+
+/// The quiet before an activity probe: a run's `agent_start` follows its prompt's response
+/// within a millisecond on both agents, and a continuation follows a non-terminal `agent_end`
+/// as fast, so a quarter second of silence already means nothing is coming.
+pub const DEFAULT_ACTIVITY_PROBE: Duration = Duration::from_millis(250);
 
 /// Typed, error-reporting access to an options object.
 pub struct Opts<'a> {
@@ -181,6 +186,9 @@ pub struct Options {
     /// Fail a waiting turn when no event arrives for this long (distinct from the agent's
     /// stdout ending, which is PROCESS_EXITED).
     pub turn_idle_timeout: Option<Duration>,
+    /// How long the agent must be quiet before a waiter asks `get_state` whether it is idle,
+    /// where its stream leaves that open (client::lifecycle). None: never ask.
+    pub activity_probe: Option<Duration>,
     /// The `model` option, named by usage records whose message does not name one.
     pub model: Option<String>,
     /// Pass system prompts as files in a private directory rather than in argv.
@@ -370,6 +378,7 @@ impl Options {
             bridge,
             turn_summary: o.bool("turn_summary")?.unwrap_or(false),
             turn_idle_timeout: o.millis("turn_idle_timeout_ms", None)?,
+            activity_probe: o.millis("activity_probe_ms", Some(DEFAULT_ACTIVITY_PROBE))?,
             model: o.str("model")?.map(str::to_string),
             system_prompt_via_file: o.bool("system_prompt_via_file")?.unwrap_or(false),
             record_path: match o.str("record_path")? {

@@ -264,6 +264,14 @@ impl Router<'_> {
                 }
             }
             b"message_update" => self.session_event(line, Mark::Update),
+            b"queue_update" => {
+                // pi: what waits in its steering and follow-up queues (the agent is busy while
+                // anything does). Rare and small: parsed whole.
+                let v: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
+                let len = |k: &str| v.get(k).and_then(Value::as_array).map_or(0, Vec::len) as u64;
+                self.shared.state().life.queue_reported(len("steering") + len("followUp"));
+                self.session_event(line, Mark::Other);
+            }
             b"agent_start" => self.session_event(line, Mark::AgentStart),
             b"agent_end" => {
                 let terminal = f.kind(line, "isTerminal") != Some(Kind::False);
@@ -322,6 +330,8 @@ impl Router<'_> {
                         st.life.rejected(&target, e);
                     } else if agent_not_invoked {
                         st.life.completed_without_run(&target, None, false);
+                    } else {
+                        st.life.acknowledged(&target);
                     }
                     drop(st);
                     s.cond.notify_all();

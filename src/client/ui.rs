@@ -135,6 +135,11 @@ impl UiQueue {
     }
 
     /// The host answers `id`: it must be waiting for an answer; it no longer waits after.
+    /// UI requests the agent waits on the host to answer.
+    pub fn open_requests(&self) -> usize {
+        self.inner.lock().unwrap().open.len()
+    }
+
     pub fn answer(&self, id: &str) -> Result<()> {
         let mut g = self.inner.lock().unwrap();
         if !g.open.remove(id) {

@@ -300,6 +300,8 @@ pub struct Counters {
     pub responses: AtomicU64,
     pub protocol_errors: AtomicU64,
     pub ui_requests: AtomicU64,
+    /// `get_state` probes sent to settle whether the agent is idle (client::lifecycle).
+    pub activity_probes: AtomicU64,
     /// When the last prompt went out (µs since start, plus one), until its first event.
     prompt_sent_us: AtomicU64,
     /// Microseconds from the last prompt's send to its first session event, plus one.
@@ -324,6 +326,7 @@ impl Counters {
             responses: AtomicU64::new(0),
             protocol_errors: AtomicU64::new(0),
             ui_requests: AtomicU64::new(0),
+            activity_probes: AtomicU64::new(0),
             prompt_sent_us: AtomicU64::new(0),
             prompt_first_event_us: AtomicU64::new(0),
         }
@@ -381,6 +384,7 @@ impl Counters {
         m.insert("responses".into(), n(&self.responses));
         m.insert("protocol_errors".into(), n(&self.protocol_errors));
         m.insert("ui_requests".into(), n(&self.ui_requests));
+        m.insert("activity_probes".into(), n(&self.activity_probes));
         let first = first_event.map_or(0, |t| t.saturating_duration_since(self.born).as_micros() as u64 + 1);
         m.insert("time_to_first_event_ms".into(), Self::ms(first));
         m.insert("last_prompt_first_event_ms".into(), Self::ms(self.prompt_first_event_us.load(Relaxed)));

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+mod activity;
+
 use crate::command::{self, Cmd, Parsed};
 use crate::json::{arr, obj, J};
 use crate::out::{Out, MIB};
@@ -82,6 +84,9 @@ enum Plan {
     UiDismiss,
     DuplicateResponse,
     Queued,
+    Live,
+    Handoff,
+    SlashCommand,
     Normal,
 }
 
@@ -120,6 +125,9 @@ impl Plan {
             "ui dismiss" => return Plan::UiDismiss,
             "duplicate response" => return Plan::DuplicateResponse,
             "queued" => return Plan::Queued,
+            "stream until abort" => return Plan::Live,
+            "handoff" => return Plan::Handoff,
+            "/noop" => return Plan::SlashCommand,
             _ => {}
         }
         if let Some((head, rest)) = message.split_once(' ') {
@@ -266,6 +274,12 @@ pub struct Agent {
     ui: HashMap<String, UiAction>,
     host_calls: HashMap<String, HostCall>,
     uri_requests: HashSet<String>,
+    /// "stream until abort": the run that is live.
+    live: Option<activity::Live>,
+    /// "hang": a run that never ends (get_state says it streams).
+    hanging: bool,
+    /// pi: steers and follow-ups that outlived an abort, kept for the next prompt.
+    parked: usize,
 }
 
 impl Agent {
@@ -280,6 +294,9 @@ impl Agent {
             ui: HashMap::new(),
             host_calls: HashMap::new(),
             uri_requests: HashSet::new(),
+            live: None,
+            hanging: false,
+            parked: 0,
         }
     }
 
@@ -390,6 +407,9 @@ impl Agent {
             )
         {
             self.unknown(cmd);
+            return;
+        }
+        if self.live_command(cmd) {
             return;
         }
         match ty {
@@ -601,16 +621,17 @@ impl Agent {
     }
 
     fn current_state(&self) -> J {
+        let (streaming, queued) = self.activity_state();
         let mut tools = vec![obj! {
             "name": "read",
             "description": "Read files",
             "parameters": obj! {"type": "object"},
         }];
         tools.extend(self.st.host_tools.iter().cloned());
-        obj! {
+        let state = obj! {
             "model": model_info(&self.st.model_id, &self.st.model_provider),
             "thinkingLevel": self.st.thinking_level.clone(),
-            "isStreaming": false,
+            "isStreaming": streaming,
             "isCompacting": false,
             "steeringMode": self.st.steering_mode.clone(),
             "followUpMode": self.st.follow_up_mode.clone(),
@@ -622,9 +643,14 @@ impl Agent {
             "fastModeActive": self.st.fast_mode,
             "tokensPerSecond": 7.25,
             "messageCount": self.st.messages.len(),
-            "queuedMessageCount": 0,
+            "queuedMessageCount": queued,
             "todoPhases": self.st.todo_phases.clone(),
             "dumpTools": tools,
+        };
+        match self.flavor {
+            // pi's name for the queue (it has no queuedMessageCount).
+            Flavor::Pi => state.with("pendingMessageCount", J::from(queued)),
+            Flavor::Omp => state,
         }
     }
 
@@ -795,6 +821,8 @@ impl Agent {
             Err(e) => return self.fail(id, ty, &e),
         };
         let plan = Plan::parse(&message);
+        // pi delivers what was parked with the next prompt's run.
+        self.parked = 0;
 
         // pi answers a prompt whose extension command asks the UI only after
         // the UI request was answered.
@@ -1009,7 +1037,11 @@ impl Agent {
                 stderr_write(b"fatal: crashed\n");
                 std::process::exit(3);
             }
-            Plan::Hang | Plan::Queued => {}
+            Plan::Hang => self.hanging = true,
+            Plan::Queued => {}
+            Plan::Live => self.start_live_run(&message),
+            Plan::Handoff => self.handoff(&message),
+            Plan::SlashCommand => self.slash_command(cmd),
             Plan::Stderr(n) => {
                 {
                     let mut err = io::BufWriter::with_capacity(1 << 16, io::stderr().lock());

@@ -40,6 +40,20 @@ macro_rules! arr {
 pub(crate) use {arr, obj};
 
 impl J {
+    /// An object with `key` set (replaced where present, else appended).
+    pub fn with(self, key: &'static str, value: J) -> J {
+        match self {
+            J::Obj(mut fields) => {
+                match fields.iter_mut().find(|(k, _)| *k == key) {
+                    Some(slot) => slot.1 = value,
+                    None => fields.push((key, value)),
+                }
+                J::Obj(fields)
+            }
+            other => other,
+        }
+    }
+
     /// Appends the compact serialization of `self` to `out`.
     pub fn write(&self, out: &mut Vec<u8>) {
         match self {

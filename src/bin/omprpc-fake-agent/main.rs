@@ -157,6 +157,10 @@
 //! | ui dismiss | ui-5 select (options ["a","b"]), 50 ms later `{"type":"extension_ui_request","id":"ui-6","method":"cancel","targetId":"ui-5"}`, then the normal turn |
 //! | duplicate response | the success response twice, then the normal turn |
 //! | queued | response only (for prompts sent with streamingBehavior) |
+//! | hang | (above) — `get_state` then says `isStreaming:true` |
+//! | stream until abort | a live run streaming "thinking " until `abort`; steer/follow_up queue (see `agent/activity.rs`: omp runs a queued steer by itself after the abort, pi parks it) |
+//! | handoff | omp's compaction handoff: compaction events, a run ending `agent_end {isTerminal:false}`, then nothing |
+//! | /noop | an extension command: no run (omp adds `prompt_result {agentInvoked:false}`) |
 //! | anything else | the normal turn |
 //!
 //! Generated texts ("big", "exact MiB", "huge", burst padding) are the
