@@ -62,6 +62,8 @@ struct State {
     close_reason: Option<Error>,
     /// policy_eval requests waiting for the host's verdict: id → (connection, toolCallId, tool).
     policy: std::collections::HashMap<String, (Arc<Conn>, String, String)>,
+    /// The bridge extension's hello (its authenticated frame): the agent loaded it.
+    bridge_hello: Option<Map<String, Value>>,
 }
 
 pub(crate) struct Shared {
@@ -459,6 +461,25 @@ impl Client {
             log.log(Level::Error, "start", &format!("start failed: {step}"), json!({"status": e.status.name(), "error": e.message}));
             e
         };
+        // The version, once per executable: the argv is built for it, and an unsupported one
+        // fails here, before the agent runs.
+        if let Some(probe) = opts.version_probe.take() {
+            let timeout = opts.startup_timeout.unwrap_or(Duration::from_secs(30));
+            match crate::protocol::version::probe(&probe, timeout) {
+                Ok(Some(probed)) => {
+                    opts = Options::from_map_at(&map, Some(probed)).map_err(|e| failed(e, "agent version"))?;
+                    log.log(Level::Info, "start", "agent version", json!({"flavor": opts.flavor.name(), "version": probed.version.to_string()}));
+                }
+                Ok(None) => log.log(Level::Warn, "start", "the agent's --version named no version; argv for the newest", json!({"argv": argv::redact(&probe.argv)})),
+                Err(e) => log.log(Level::Warn, "start", "the agent's --version failed; argv for the newest", json!({"argv": argv::redact(&probe.argv), "error": e})),
+            }
+        }
+        if let Some(v) = opts.agent_version {
+            let (_, newest) = crate::protocol::version::supported(opts.flavor);
+            if v > newest {
+                log.log(Level::Warn, "start", "agent newer than the newest tested", json!({"version": v.to_string(), "newest_tested": newest.to_string()}));
+            }
+        }
         let mut bridge = match &opts.bridge {
             Some(plan) => Some(Bridge::prepare(plan).map_err(|e| failed(e, "preparing the tool bridge"))?),
             None => None,
@@ -533,6 +554,7 @@ impl Client {
                 protocol_errors: VecDeque::new(),
                 close_reason: None,
                 policy: Default::default(),
+                bridge_hello: None,
             }),
             cond: Condvar::new(),
             events: EventQueue::new(opts.event_queue_capacity, opts.event_queue_max_bytes).map_err(io)?,
@@ -609,6 +631,9 @@ impl Client {
             }
             Handshake::None => {}
         }
+        if s.opts.bridge.is_some() {
+            self.wait_bridge_hello(deadline)?;
+        }
         if s.opts.negotiate_v2 {
             self.negotiate(deadline)?;
         }
@@ -619,6 +644,33 @@ impl Client {
             self.set_host_uri_schemes(schemes.clone(), deadline)?;
         }
         Ok(())
+    }
+
+    /// A requested bridge or gate must prove it loaded: the generated extension says hello when
+    /// the agent loads it (before pi answers its first command; the factory awaits the
+    /// acknowledgement). An agent that drops `--extension` silently (pi before 0.35) would run
+    /// with no host tools and no policy gate: start fails instead of failing open.
+    fn wait_bridge_hello(&self, deadline: Deadline) -> Result<()> {
+        let s = &self.shared;
+        let waited = s.wait_state_since(deadline, "", true, None, &mut |st| st.bridge_hello.as_ref().map(|_| ()));
+        match waited {
+            Err(e) if e.status == Status::Timeout => {
+                let gate = s.opts.bridge.as_ref().is_some_and(|p| p.gate.is_some());
+                let what = if gate { "the tool policy gate and any bridged host tools" } else { "the bridged host tools" };
+                Err(Error::new(
+                    Status::Protocol,
+                    format!(
+                        "the agent did not load the omprpc bridge extension: no hello over the tool bridge within the \
+                         start-up timeout ({} ms), so {what} would not be active. An agent that ignores --extension \
+                         (pi before 0.35) cannot be used with host tools or tool_policy{}{}",
+                        s.opts.startup_timeout.map_or(0, |d| d.as_millis()),
+                        s.opts.agent_version.as_ref().map_or(String::new(), |v| format!(" (agent: {} {v})", s.flavor.name())),
+                        s.stderr_suffix()
+                    ),
+                ))
+            }
+            other => other,
+        }
     }
 
     /// Protocol v2 when the ready frame offers it; v1 (recorded) when negotiation fails.
@@ -938,6 +990,8 @@ impl Client {
             "pid": s.process.pid(),
             "argv": s.argv_shown,
             "flavor": s.flavor.name(),
+            "agentVersion": s.opts.agent_version.as_ref().map(|v| v.to_string()),
+            "bridgeLoaded": st.bridge_hello.is_some(),
             "protocolVersion": st.protocol_version,
             "ready": ready,
             "closed": st.close_reason.is_some(),
@@ -1079,6 +1133,18 @@ impl bridge::Host for Shared {
 
     fn note(&self, level: Level, message: &str) {
         self.log.log(level, "bridge", message, Value::Null);
+    }
+
+    fn hello(&self, _conn: &Arc<Conn>, frame: &Map<String, Value>) {
+        self.log.log(Level::Info, "bridge", "the bridge extension said hello", json!({"tools": frame.get("tools"), "gate": frame.get("gate")}));
+        let mut st = self.state();
+        if st.bridge_hello.is_none() {
+            let mut kept = frame.clone();
+            kept.remove("token");
+            st.bridge_hello = Some(kept);
+        }
+        drop(st);
+        self.cond.notify_all();
     }
 
     fn disconnected(&self, conn: &Arc<Conn>) {
