@@ -466,10 +466,8 @@ impl Client {
         if let Some(probe) = opts.version_probe.take() {
             let timeout = opts.startup_timeout.unwrap_or(Duration::from_secs(30));
             match crate::protocol::version::probe(&probe, timeout) {
-                Ok(Some(probed)) => {
-                    opts = Options::from_map_at(&map, Some(probed)).map_err(|e| failed(e, "agent version"))?;
-                    log.log(Level::Info, "start", "agent version", json!({"flavor": opts.flavor.name(), "version": probed.version.to_string()}));
-                }
+                // Logged with the spawn record below.
+                Ok(Some(probed)) => opts = Options::from_map_at(&map, Some(probed)).map_err(|e| failed(e, "agent version"))?,
                 Ok(None) => log.log(Level::Warn, "start", "the agent's --version named no version; argv for the newest", json!({"argv": argv::redact(&probe.argv)})),
                 Err(e) => log.log(Level::Warn, "start", "the agent's --version failed; argv for the newest", json!({"argv": argv::redact(&probe.argv), "error": e})),
             }
@@ -534,6 +532,7 @@ impl Client {
         let (process, pipes) = spawned?;
         // Env names and argv as shown (system prompts redacted): never env values.
         log.log(Level::Info, "spawn", "agent spawned", json!({"pid": process.pid(), "argv": argv_shown, "flavor": opts.flavor.name(),
+            "agent_version": opts.agent_version.map(|v| v.to_string()),
             "env_names": opts.spawn.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), "inherit_env": opts.spawn.inherit_env}));
         let io = |e: std::io::Error| Error::new(Status::Io, e.to_string());
         let (internal_tx, internal_rx) = crossbeam_channel::unbounded::<Vec<u8>>();
