@@ -457,3 +457,47 @@ fn recorded_session_replays() {
         eprintln!("wrote tests/fixtures/recordings/pi-text-turn.jsonl");
     }
 }
+
+// (g) The library builds the argv for the pi it finds: `--version` is probed through the
+// launcher, and `tools: []` with a bridged tool means "none of pi's own tools, the host's
+// tool on" on every version (pi 0.68+: `--tools host_add`; 0.40–0.67: `--no-tools`, which
+// there leaves extension tools on, while `--tools host_add` would only warn "Unknown tool";
+// before 0.40, which ignores `--no-tools`: `--tools ""`).
+#[test]
+fn the_argv_fits_the_pi_version() {
+    let script = json!([{"match": "add numbers", "replies": [
+        {"tool_call": {"name": "host_add", "arguments": {"a": 2, "b": 3}}},
+        {"text": "sum is {{last_tool_result}}"}]}]);
+    let Some(env) = PiEnv::new("argv_version", script) else { return };
+    let launcher = env.write_file("pi.sh", &format!("#!/bin/sh\nexec '{}' '{}' \"$@\"\n", env.install.node.display(), env.install.cli.display()));
+    std::fs::set_permissions(&launcher, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let tools = json!([{"name": "host_add", "description": "Add two numbers", "parameters": {
+        "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}]);
+    let opts = json!({"executable": launcher.display().to_string(), "model": "fake/fake-model", "no_session": true,
+        "tools": [], "host_tools": tools, "cwd": env.work.display().to_string(), "env": env.env(json!({"PI_OFFLINE": "1"})),
+        "startup_timeout_ms": 120000, "request_timeout_ms": 60000, "stop_grace_ms": 3000});
+    let c = Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("start: {e}"));
+    let info: Value = serde_json::from_str(&c.info()).unwrap();
+    assert_eq!(info["agentVersion"], pi::pi_version().as_str(), "{info}");
+    assert_eq!(info["flavor"], "pi", "pi's bare --version output names the flavour: {info}");
+    assert_eq!(info["bridgeLoaded"], true);
+    let argv: Vec<String> = serde_json::from_value(info["argv"].clone()).unwrap();
+    let want: &[&str] = if pi::pi_at_least("0.68.0") {
+        &["--tools", "host_add"]
+    } else if pi::pi_at_least("0.40.1") {
+        &["--no-tools"]
+    } else {
+        &["--tools", ""]
+    };
+    assert!(argv.windows(want.len()).any(|w| w == want), "{argv:?}");
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("add numbers", None, secs(120)));
+        let call = wait_event(&c, "host_tool_call", |e| e["type"] == "host_tool_call");
+        c.host_tool_result(call["id"].as_str().unwrap(), json!("5"), false).unwrap();
+        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("turn: {e}\nstderr: {}", c.stderr()))).unwrap();
+        assert_eq!(turn["assistantText"], "sum is 5");
+    });
+    assert_eq!(tool_names(&env.llm_requests()[0]), ["host_add"], "only the host's tool is offered");
+    assert!(!c.stderr().contains("Unknown tool \"host_add\""), "{}", c.stderr());
+    c.close().unwrap();
+}

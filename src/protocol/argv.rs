@@ -108,8 +108,13 @@ pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>, version: Opti
                 }
             }
         }
-        if tools.is_empty() {
+        if tools.is_empty() && version::has_no_tools_flag(flavor, version) {
             argv.push("--no-tools".into());
+        } else if tools.is_empty() {
+            // pi before 0.40 ignores --no-tools silently (every built-in would stay on); an
+            // allow-list naming nothing valid turns them off (pi warns `Unknown tool ""`).
+            argv.push("--tools".into());
+            argv.push(String::new());
         } else {
             argv.push("--tools".into());
             argv.push(tools.join(","));
@@ -266,6 +271,8 @@ mod tests {
         // Before pi 0.68: --tools names built-ins only, and --no-tools leaves extension tools on.
         let a = build(&o, Flavor::Pi, Some(&["echo".to_string()]), Some(Version::new(0, 67, 6))).unwrap();
         assert_eq!(a, ["pi", "--mode", "rpc", "--no-tools", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
+        let a = build(&o, Flavor::Pi, Some(&["echo".to_string()]), Some(Version::new(0, 37, 2))).unwrap();
+        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
         let map2 = json!({"flavor": "pi", "tools": ["read"]}).as_object().unwrap().clone();
         let a = build(&Opts::new(&map2), Flavor::Pi, Some(&["echo".to_string()]), Some(Version::new(0, 50, 7))).unwrap();
         assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "read", "--extension", EXTENSION_PLACEHOLDER]);

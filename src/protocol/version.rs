@@ -160,6 +160,18 @@ pub fn probe(spec: &SpawnSpec, timeout: Duration) -> Result<Option<Probed>, Stri
 /// extension tools are always on.
 pub const PI_TOOLS_FILTER_EXTENSIONS: Version = Version::new(0, 68, 0);
 
+/// pi has `--no-tools` from 0.38–0.40.1 (absent in 0.37.8, present in 0.40.1); older pi ignores
+/// it silently, leaving every built-in on.
+pub const PI_NO_TOOLS_FLAG: Version = Version::new(0, 40, 1);
+
+/// Whether the agent knows `--no-tools`. Unknown version: the newest behaviour.
+pub fn has_no_tools_flag(flavor: Flavor, version: Option<Version>) -> bool {
+    match (flavor, version) {
+        (Flavor::Pi, Some(v)) => v >= PI_NO_TOOLS_FLAG,
+        _ => true,
+    }
+}
+
 /// Whether `--tools` / `--no-tools` also filter extension tools (the bridge's) for this agent.
 /// Unknown version: the newest behaviour.
 pub fn tools_filter_extensions(flavor: Flavor, version: Option<Version>) -> bool {
@@ -199,5 +211,7 @@ mod tests {
         assert!(tools_filter_extensions(Flavor::Pi, Some(Version::new(0, 68, 0))));
         assert!(tools_filter_extensions(Flavor::Pi, None));
         assert!(tools_filter_extensions(Flavor::Omp, Some(Version::new(18, 2, 3))));
+        assert!(!has_no_tools_flag(Flavor::Pi, Some(Version::new(0, 37, 8))));
+        assert!(has_no_tools_flag(Flavor::Pi, Some(Version::new(0, 40, 1))));
     }
 }
