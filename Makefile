@@ -9,6 +9,7 @@
 #   make c-tests-valgrind / c-tests-tsan   the same under valgrind memcheck / ThreadSanitizer
 #   make fault-table    every injected fault: status, time to error, processes left
 #   make fuzz / fuzz-smoke / miri   cargo-fuzz targets (300 s each / fixed seed and runs); Miri (docs/testing.md)
+#   make test-pi-oldest the real-pi suite on the oldest supported pi (cargo-test: the newest)
 #   make test           all of the above (fuzz-smoke, not fuzz) + Python, Go, Node, install-test
 #   make demo           stream a prompt through examples/demo.c
 #   make install        PREFIX=/usr/local [DESTDIR=]: libraries (soname), header, omprpc.pc
@@ -60,7 +61,7 @@ C_TEST_TIMEOUT := timeout --kill-after=10 600
         install clean help
 
 help:
-	@sed -n '3,20p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,21p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
 	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent
@@ -191,7 +192,7 @@ node-tests: build
 	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(NPM) test
 
 # Sequential on purpose: cargo-test rebuilds what the C programs link against.
-test: cargo-test check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke
+test: cargo-test test-pi-oldest check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke
 
 # --- demo -----------------------------------------------------------------------------
 # OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`
@@ -277,6 +278,14 @@ set-version:
 
 clean:
 	$(CARGO) clean
+
+# --- the oldest supported pi -----------------------------------------------------------
+# cargo-test runs tests/real_pi.rs on the newest supported pi; this runs the same suite on the
+# oldest (PI_OLDEST in src/protocol/version.rs, 0.37.2): the first run installs it into
+# $HOME/.cache/omprpc/pi-0.37.2 (~12 s, ~125 MB), then the suite takes ~15 s.
+.PHONY: test-pi-oldest
+test-pi-oldest:
+	OMPRPC_PI_VERSION=oldest $(CARGO) test $(LOCKED) --test real_pi
 
 # --- real omp (opt-in) ----------------------------------------------------------------
 # The Rust client against the real omp 18.2.3 (Bun from npm), offline, with omprpc-fake-llm

@@ -321,3 +321,80 @@ fn tcp_transport_works_too_and_load_mode_reaches_the_agent() {
     assert_eq!(out["result"]["content"][0]["text"], "over tcp");
     assert_eq!(out["loadModes"], json!(["essential"]), "omp offers a tool directly only with loadMode essential");
 }
+
+/// Starting a bridged or gated client must prove the extension loaded: the agent that drops
+/// `--extension` silently (pi before 0.35; the fake agent with OMPRPC_FAKE_DROP_EXTENSION=1)
+/// makes start fail with PROTOCOL once the start-up timeout passes, and leaves nothing behind.
+#[test]
+fn an_agent_that_ignores_the_extension_fails_start() {
+    for (what, extra) in [
+        ("gate", json!({"tool_policy": {"mode": "rules", "block": {"bash": "no"}}, "host_tools": null})),
+        ("host tools", json!({})),
+        ("gate over tcp", json!({"tool_policy": {"mode": "host"}, "bridge_transport": "tcp"})),
+    ] {
+        let mut opts = json!({"command": [FAKE, "--flavor", "pi"], "flavor": "pi", "host_tools": [echo_tool()],
+                              "env": {"OMPRPC_FAKE_DROP_EXTENSION": "1"}, "startup_timeout_ms": 1500, "stop_grace_ms": 300});
+        for (k, v) in extra.as_object().unwrap() {
+            opts[k] = v.clone();
+        }
+        let began = Instant::now();
+        let err = match Client::start(&opts.to_string()) {
+            Ok(_) => panic!("{what}: start succeeded although the agent never loaded the bridge extension"),
+            Err(e) => e,
+        };
+        assert_eq!(err.status, Status::Protocol, "{what}: {err}");
+        assert!(err.message.contains("did not load the omprpc bridge extension"), "{what}: {err}");
+        assert!(err.message.contains("1500 ms"), "{what}: {err}");
+        let took = began.elapsed();
+        assert!(took >= Duration::from_millis(1400) && took < Duration::from_secs(10), "{what}: took {took:?}");
+    }
+    // The same agent without a bridge starts: only a requested bridge needs the hello.
+    let opts = json!({"command": [FAKE, "--flavor", "pi"], "flavor": "pi", "env": {"OMPRPC_FAKE_DROP_EXTENSION": "1"}, "stop_grace_ms": 300});
+    let c = Client::start(&opts.to_string()).unwrap();
+    let info: Value = serde_json::from_str(&c.info()).unwrap();
+    assert_eq!(info["bridgeLoaded"], false);
+}
+
+#[test]
+fn start_waits_for_the_hello_and_info_reports_it() {
+    let c = start(json!({"tool_policy": {"mode": "host"}}));
+    let info: Value = serde_json::from_str(&c.info()).unwrap();
+    assert_eq!(info["bridgeLoaded"], true, "start returned before the extension said hello: {info}");
+}
+
+/// The generated JavaScript's own hello: node loads it in a stand-in agent (no stdout at all,
+/// so only the hello can let start succeed), with each module format.
+#[test]
+fn the_generated_extension_says_hello_when_loaded() {
+    let node = node().expect("node is needed to run the generated extension");
+    for (flavor, bridge) in [("pi", "auto"), ("omp", "always")] {
+        let opts = json!({"command": [node, HARNESS, "agent"], "flavor": flavor, "bridge": bridge, "handshake": "none",
+                          "negotiate_v2": false, "host_tools": [echo_tool()], "tool_policy": {"mode": "host"},
+                          "startup_timeout_ms": 20000, "stop_grace_ms": 2000});
+        let c = Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("{flavor}: {e}"));
+        let info: Value = serde_json::from_str(&c.info()).unwrap();
+        assert_eq!(info["bridgeLoaded"], true, "{flavor}");
+        c.close().unwrap();
+    }
+    // The same stand-in dropping --extension (as pi before 0.35 does): no hello, start fails.
+    let opts = json!({"command": [node, HARNESS, "agent-without-extensions"], "flavor": "pi", "handshake": "none",
+                      "host_tools": [echo_tool()], "startup_timeout_ms": 1000, "stop_grace_ms": 2000});
+    let err = Client::start(&opts.to_string()).err().expect("start must fail without the hello");
+    assert_eq!(err.status, Status::Protocol, "{err}");
+}
+
+#[test]
+fn host_tools_work_with_the_pre_0_51_execute_signature() {
+    let c = start(json!({}));
+    let out = harness(&c, "tool-old-signature", |c| {
+        let call = wait_event(c, "host_tool_call");
+        let id = call["id"].as_str().unwrap();
+        c.host_tool_update(id, json!("partial")).unwrap();
+        c.host_tool_result(id, json!("done"), false).unwrap();
+        wait_event(c, "host_tool_call");
+        wait_event(c, "host_tool_cancel");
+    });
+    assert_eq!(out["updates"][0]["content"][0]["text"], "partial", "onUpdate found in third position: {out}");
+    assert_eq!(out["result"]["content"][0]["text"], "done");
+    assert_eq!(out["aborted"], "cancelled", "the AbortSignal found in fifth position: {out}");
+}

@@ -402,6 +402,9 @@ fn native_tool_blocked_by_the_policy_gate() {
     let argv: Vec<&str> = info["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     let ext = argv.iter().position(|a| *a == "--extension").map(|i| argv[i + 1]).expect("the gate's extension is on the command line");
     assert!(ext.ends_with("omprpc-bridge.mjs"), "{argv:?}");
+    // The ESM extension said hello (start waits for it), and `--version` said `omp/X.Y.Z`.
+    assert_eq!(info["bridgeLoaded"], true, "{info}");
+    assert_eq!(info["agentVersion"], omp::omp_version().as_str(), "{info}");
     let t = turn(&c, "run forbidden");
     let end = one(&t, "tool_execution_end");
     assert_eq!(end["toolName"], "bash");

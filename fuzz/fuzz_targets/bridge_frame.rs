@@ -77,6 +77,13 @@ fuzz_target!(|input: &[u8]| {
                     assert_eq!(v["verdict"]["block"], block);
                     assert_eq!(v["verdict"]["reason"], reason);
                 }
+                BridgeDecision::Hello { frame, reply } => {
+                    assert_eq!(kind, Some("hello"));
+                    assert_eq!(frame, m);
+                    let v = reply_json(&reply);
+                    assert_eq!(v["id"], m["id"]);
+                    assert_eq!(v["hello"]["ok"], true);
+                }
                 BridgeDecision::Refuse(_) | BridgeDecision::Unauthorized(_) => unreachable!(),
             }
         }

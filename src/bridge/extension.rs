@@ -108,7 +108,12 @@ for (const tool of CONFIG.tools) {
     parameters: tool.parameters,
     ...(tool.loadMode !== undefined ? { loadMode: tool.loadMode } : {}),
     ...(tool.hidden !== undefined ? { hidden: tool.hidden } : {}),
-    async execute(toolCallId, params, signal, onUpdate) {
+    // pi 0.51+ calls execute(toolCallId, params, signal, onUpdate, ctx); pi 0.35-0.50
+    // execute(toolCallId, params, onUpdate, ctx, signal). Told apart by type: an AbortSignal
+    // has addEventListener, onUpdate is a function.
+    async execute(toolCallId, params, ...rest) {
+      const signal = rest.find((a) => a && typeof a === "object" && typeof a.addEventListener === "function");
+      const onUpdate = rest.find((a) => typeof a === "function");
       if (signal && signal.aborted) throw new Error("cancelled");
       const call = request({ kind: "tool", tool: tool.name, toolCallId, args: params ?? {} }, CONFIG.callTimeoutMs, onUpdate);
       const onAbort = () => {
@@ -126,6 +131,12 @@ for (const tool of CONFIG.tools) {
   });
 }
 
+// Proves the extension loaded: the library's start fails unless this hello arrives, so an
+// agent that silently ignores --extension can never pass for one running the gate. The factory
+// awaits the acknowledgement where the agent awaits factories (pi 0.51+), so the hello is in
+// before the agent answers its first command.
+const hello = request({ kind: "hello", tools: [...bridged], gate: CONFIG.gate }, 10000);
+
 if (CONFIG.gate) {
   pi.on("tool_call", async (event) => {
     const name = event.toolName ?? event.name;
@@ -138,6 +149,9 @@ if (CONFIG.gate) {
     return { block: true, reason: "blocked: the host's policy gave no verdict (" + (reply.error || "malformed verdict") + ")" };
   });
 }
+
+const helloReply = await hello.done;
+if (helloReply.error !== undefined) console.error("omprpc bridge: hello not acknowledged: " + helloReply.error);
 "#;
 
 /// The file name and text of the extension for `flavor`.
@@ -171,13 +185,13 @@ pub fn render(flavor: Flavor, c: &Config) -> (&'static str, String) {
         Flavor::Pi => (
             "omprpc-bridge.cjs",
             format!(
-                "{header}\"use strict\";\nconst net = require(\"node:net\");\nconst {{ StringDecoder }} = require(\"node:string_decoder\");\nconst CONFIG = {config};\nmodule.exports = function omprpcBridge(pi) {{{BODY}}};\n"
+                "{header}\"use strict\";\nconst net = require(\"node:net\");\nconst {{ StringDecoder }} = require(\"node:string_decoder\");\nconst CONFIG = {config};\nmodule.exports = async function omprpcBridge(pi) {{{BODY}}};\n"
             ),
         ),
         Flavor::Omp => (
             "omprpc-bridge.mjs",
             format!(
-                "{header}import net from \"node:net\";\nimport {{ StringDecoder }} from \"node:string_decoder\";\nconst CONFIG = {config};\nexport default function omprpcBridge(pi) {{{BODY}}}\n"
+                "{header}import net from \"node:net\";\nimport {{ StringDecoder }} from \"node:string_decoder\";\nconst CONFIG = {config};\nexport default async function omprpcBridge(pi) {{{BODY}}}\n"
             ),
         ),
     }

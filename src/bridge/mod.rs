@@ -11,10 +11,14 @@
 //!   `{"token","client","id","kind":"tool","tool","toolCallId","args"}`
 //!   `{"token","client","id","kind":"cancel","target"}`            (the AbortSignal fired)
 //!   `{"token","client","id","kind":"policy_eval","tool","toolCallId","args"}`
+//!   `{"token","client","id","kind":"hello","tools":[names],"gate":bool}` (once, when the agent
+//!   loads the extension: `start` fails unless it arrives, so an agent that ignores
+//!   `--extension` can never pass for one that runs the gate)
 //! Library → extension, exactly one final reply per request:
 //!   `{"id","update":{content,details?}}` (any number, tool calls only), then
 //!   `{"id","result":{content,details?},"isError":bool}` or `{"id","error":"…"}`;
 //!   `{"id","verdict":{"block":bool,"reason":"…"}}` for policy_eval;
+//!   `{"id","hello":{"ok":true}}` for hello;
 //!   `{"id","error":"unauthorized"}` and the connection closes, for a bad token.
 
 pub mod extension;
@@ -111,6 +115,8 @@ pub trait Host: Send + Sync + 'static {
     fn policy_eval(&self, conn: &Arc<Conn>, frame: Map<String, Value>);
     /// A policy verdict the rules gave, for the record.
     fn policy_decided(&self, tool_call_id: &str, tool: &str, block: bool, reason: &str);
+    /// The extension said hello: the agent loaded it (the frame, authenticated).
+    fn hello(&self, conn: &Arc<Conn>, frame: &Map<String, Value>);
     /// The connection closed: its open calls are cancelled.
     fn disconnected(&self, conn: &Arc<Conn>);
     /// A bridge event worth a log record (connections, refusals). Never given a token.
@@ -410,6 +416,8 @@ pub enum Decision {
     Verdict { tool_call_id: String, tool: String, block: bool, reason: String, reply: Vec<u8> },
     /// A policy_eval for the host to decide (no rules configured).
     PolicyEval(Map<String, Value>),
+    /// The extension loaded; `reply` acknowledges it.
+    Hello { frame: Map<String, Value>, reply: Vec<u8> },
 }
 
 /// Parses and authenticates one request line (without its size check, which the reader
@@ -430,6 +438,7 @@ pub fn decide(line: &[u8], auth: &Auth) -> Decision {
     }
     match frame.get("kind").and_then(Value::as_str) {
         Some("tool") => Decision::Tool(frame),
+        Some("hello") => Decision::Hello { reply: json!({"id": id, "hello": {"ok": true}}).to_string().into_bytes(), frame },
         Some("cancel") => Decision::Cancel(frame.get("target").and_then(Value::as_str).map(str::to_string)),
         Some("policy_eval") => match &auth.rules {
             Some(rules) => {
@@ -478,6 +487,10 @@ fn serve_conn(read_half: Stream, conn: Arc<Conn>, auth: Arc<Auth>, host: Arc<dyn
                 let _ = conn.send(&reply);
             }
             Decision::PolicyEval(frame) => host.policy_eval(&conn, frame),
+            Decision::Hello { frame, reply } => {
+                host.hello(&conn, &frame);
+                let _ = conn.send(&reply);
+            }
         }
     }
     conn.close();

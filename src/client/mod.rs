@@ -62,6 +62,8 @@ struct State {
     close_reason: Option<Error>,
     /// policy_eval requests waiting for the host's verdict: id → (connection, toolCallId, tool).
     policy: std::collections::HashMap<String, (Arc<Conn>, String, String)>,
+    /// The bridge extension's hello (its authenticated frame): the agent loaded it.
+    bridge_hello: Option<Map<String, Value>>,
 }
 
 pub(crate) struct Shared {
@@ -508,6 +510,23 @@ impl Client {
             log.log(Level::Error, "start", &format!("start failed: {step}"), json!({"status": e.status.name(), "error": e.message}));
             e
         };
+        // The version, once per executable: the argv is built for it, and an unsupported one
+        // fails here, before the agent runs.
+        if let Some(probe) = opts.version_probe.take() {
+            let timeout = opts.startup_timeout.unwrap_or(Duration::from_secs(30));
+            match crate::protocol::version::probe(&probe, timeout) {
+                // Logged with the spawn record below.
+                Ok(Some(probed)) => opts = Options::from_map_at(&map, Some(probed)).map_err(|e| failed(e, "agent version"))?,
+                Ok(None) => log.log(Level::Warn, "start", "the agent's --version named no version; argv for the newest", json!({"argv": argv::redact(&probe.argv)})),
+                Err(e) => log.log(Level::Warn, "start", "the agent's --version failed; argv for the newest", json!({"argv": argv::redact(&probe.argv), "error": e})),
+            }
+        }
+        if let Some(v) = opts.agent_version {
+            let (_, newest) = crate::protocol::version::supported(opts.flavor);
+            if v > newest {
+                log.log(Level::Warn, "start", "agent newer than the newest tested", json!({"version": v.to_string(), "newest_tested": newest.to_string()}));
+            }
+        }
         let mut bridge = match &opts.bridge {
             Some(plan) => Some(Bridge::prepare(plan).map_err(|e| failed(e, "preparing the tool bridge"))?),
             None => None,
@@ -562,6 +581,7 @@ impl Client {
         let (process, pipes) = spawned?;
         // Env names and argv as shown (system prompts redacted): never env values.
         log.log(Level::Info, "spawn", "agent spawned", json!({"pid": process.pid(), "argv": argv_shown, "flavor": opts.flavor.name(),
+            "agent_version": opts.agent_version.map(|v| v.to_string()),
             "env_names": opts.spawn.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), "inherit_env": opts.spawn.inherit_env}));
         let io = |e: std::io::Error| Error::new(Status::Io, e.to_string());
         let (internal_tx, internal_rx) = crossbeam_channel::unbounded::<Vec<u8>>();
@@ -582,6 +602,7 @@ impl Client {
                 protocol_errors: VecDeque::new(),
                 close_reason: None,
                 policy: Default::default(),
+                bridge_hello: None,
             }),
             cond: Condvar::new(),
             events: EventQueue::new(opts.event_queue_capacity, opts.event_queue_max_bytes).map_err(io)?,
@@ -658,6 +679,9 @@ impl Client {
             }
             Handshake::None => {}
         }
+        if s.opts.bridge.is_some() {
+            self.wait_bridge_hello(deadline)?;
+        }
         if s.opts.negotiate_v2 {
             self.negotiate(deadline)?;
         }
@@ -668,6 +692,33 @@ impl Client {
             self.set_host_uri_schemes(schemes.clone(), deadline)?;
         }
         Ok(())
+    }
+
+    /// A requested bridge or gate must prove it loaded: the generated extension says hello when
+    /// the agent loads it (before pi answers its first command; the factory awaits the
+    /// acknowledgement). An agent that drops `--extension` silently (pi before 0.35) would run
+    /// with no host tools and no policy gate: start fails instead of failing open.
+    fn wait_bridge_hello(&self, deadline: Deadline) -> Result<()> {
+        let s = &self.shared;
+        let waited = s.wait_state_since(deadline, "", true, None, &mut |st| st.bridge_hello.as_ref().map(|_| ()));
+        match waited {
+            Err(e) if e.status == Status::Timeout => {
+                let gate = s.opts.bridge.as_ref().is_some_and(|p| p.gate.is_some());
+                let what = if gate { "the tool policy gate and any bridged host tools" } else { "the bridged host tools" };
+                Err(Error::new(
+                    Status::Protocol,
+                    format!(
+                        "the agent did not load the omprpc bridge extension: no hello over the tool bridge within the \
+                         start-up timeout ({} ms), so {what} would not be active. An agent that ignores --extension \
+                         (pi before 0.35) cannot be used with host tools or tool_policy{}{}",
+                        s.opts.startup_timeout.map_or(0, |d| d.as_millis()),
+                        s.opts.agent_version.as_ref().map_or(String::new(), |v| format!(" (agent: {} {v})", s.flavor.name())),
+                        s.stderr_suffix()
+                    ),
+                ))
+            }
+            other => other,
+        }
     }
 
     /// Protocol v2 when the ready frame offers it; v1 (recorded) when negotiation fails.
@@ -990,6 +1041,8 @@ impl Client {
             "pid": s.process.pid(),
             "argv": s.argv_shown,
             "flavor": s.flavor.name(),
+            "agentVersion": s.opts.agent_version.as_ref().map(|v| v.to_string()),
+            "bridgeLoaded": st.bridge_hello.is_some(),
             "protocolVersion": st.protocol_version,
             "ready": ready,
             "closed": st.close_reason.is_some(),
@@ -1131,6 +1184,18 @@ impl bridge::Host for Shared {
 
     fn note(&self, level: Level, message: &str) {
         self.log.log(level, "bridge", message, Value::Null);
+    }
+
+    fn hello(&self, _conn: &Arc<Conn>, frame: &Map<String, Value>) {
+        self.log.log(Level::Info, "bridge", "the bridge extension said hello", json!({"tools": frame.get("tools"), "gate": frame.get("gate")}));
+        let mut st = self.state();
+        if st.bridge_hello.is_none() {
+            let mut kept = frame.clone();
+            kept.remove("token");
+            st.bridge_hello = Some(kept);
+        }
+        drop(st);
+        self.cond.notify_all();
     }
 
     fn disconnected(&self, conn: &Arc<Conn>) {

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::bridge::{Gate, Plan, Rules, Transport};
 use crate::error::{Error, Result};
 use crate::protocol::argv::{self, Flavor};
+use crate::protocol::version::{self, Probed, Version};
 use crate::transport::process::SpawnSpec;
 
 const KNOWN: &[&str] = &[
@@ -22,7 +23,7 @@ const KNOWN: &[&str] = &[
     "tool_policy", "host_tool_timeout_ms", "turn_summary", "turn_idle_timeout_ms", "env_passthrough",
     "system_prompt_via_file", "event_queue_max_bytes", "max_turn_bytes", "turn_events",
     "log_level", "log_queue_capacity",
-    "record_path", "activity_probe_ms",
+    "record_path", "activity_probe_ms", "agent_version", "approval_mode",
 ];
 
 /// The quiet before an activity probe: a run's `agent_start` follows its prompt's response
@@ -195,6 +196,11 @@ pub struct Options {
     pub system_prompt_via_file: bool,
     /// Record every frame, both directions, to this JSONL file (transport::record).
     pub record_path: Option<PathBuf>,
+    /// The agent's version: `agent_version` when pinned, else what `--version` said (None:
+    /// unknown; the argv is then the newest version's).
+    pub agent_version: Option<Version>,
+    /// `<launcher> --version` to run before spawning (start runs it, then `from_map_at`).
+    pub version_probe: Option<SpawnSpec>,
     /// Collect log records at this level and above for `next_logs` (None: off).
     pub log_level: Option<crate::observe::Level>,
     pub log_queue_capacity: usize,
@@ -245,13 +251,52 @@ pub fn parse_object(json: &str) -> Result<Map<String, Value>> {
     }
 }
 
+/// The unsupported-version error: both versions named.
+pub fn check_supported(flavor: Flavor, v: Version) -> Result<()> {
+    let (oldest, newest) = version::supported(flavor);
+    if v < oldest {
+        return Err(Error::new(
+            crate::error::Status::Protocol,
+            format!(
+                "{name} {v} is not supported: omprpc supports {name} {oldest} to {newest} (older {name} lacks what the \
+                 library relies on, e.g. pi before 0.35 has no --extension); upgrade {name}",
+                name = flavor.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl Options {
+    /// The options as given, with the version pinned by `agent_version` if any; when the
+    /// version is left to a probe, `version_probe` says what to run.
     pub fn from_map(map: &Map<String, Value>) -> Result<Options> {
+        Options::from_map_at(map, None)
+    }
+
+    /// The options for an agent whose `--version` said `probed`: its flavour (unless the
+    /// `flavor` option pins one) and the argv for its version. Fails for an unsupported one.
+    pub fn from_map_at(map: &Map<String, Value>, probed: Option<Probed>) -> Result<Options> {
         if let Some(k) = map.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(Error::invalid(format!("unknown option \"{k}\"")));
         }
         let o = Opts::new(map);
-        let flavor = argv::flavor(&o)?;
+        let pinned_flavor = matches!(o.str("flavor")?, Some("omp") | Some("pi"));
+        let flavor = match probed {
+            // omp prints `omp/X.Y.Z`, pi a bare version.
+            Some(p) if !pinned_flavor => p.flavor.unwrap_or(Flavor::Pi),
+            _ => argv::flavor(&o)?,
+        };
+        let (agent_version, probe_due) = match o.str("agent_version")? {
+            None | Some("auto") => (probed.map(|p| p.version), probed.is_none()),
+            Some(text) => match Version::parse(text) {
+                Some(v) => (Some(v), false),
+                None => return Err(wrong("agent_version", "\"auto\" or a version \"X.Y.Z\"")),
+            },
+        };
+        if let Some(v) = agent_version {
+            check_supported(flavor, v)?;
+        }
         let host_tools = match o.get("host_tools") {
             None => None,
             Some(v @ Value::Array(_)) => Some(v.clone()),
@@ -292,7 +337,7 @@ impl Options {
             None
         };
         let names = bridge.as_ref().map(Plan::tool_names).unwrap_or_default();
-        let argv = argv::build(&o, flavor, bridge.is_some().then_some(names.as_slice()))?;
+        let argv = argv::build(&o, flavor, bridge.is_some().then_some(names.as_slice()), agent_version)?;
         let explicit: Vec<(String, String)> = match o.get("env") {
             None => Vec::new(),
             Some(Value::Object(m)) => m
@@ -340,13 +385,15 @@ impl Options {
             Some(v @ Value::Array(_)) => Some(v.clone()),
             Some(_) => return Err(wrong("host_uri_schemes", "an array")),
         };
+        let spawn = SpawnSpec { argv, cwd: o.str("cwd")?.map(PathBuf::from), env, inherit_env: inherit_all };
+        let version_probe = probe_due
+            .then(|| version::launcher(&spawn.argv))
+            .flatten()
+            .map(|launcher| SpawnSpec { argv: launcher.to_vec(), ..spawn.clone() });
         Ok(Options {
-            spawn: SpawnSpec {
-                argv,
-                cwd: o.str("cwd")?.map(PathBuf::from),
-                env,
-                inherit_env: inherit_all,
-            },
+            agent_version,
+            version_probe,
+            spawn,
             flavor,
             handshake,
             startup_timeout: o.millis("startup_timeout_ms", Some(Duration::from_secs(30)))?,

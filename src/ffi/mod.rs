@@ -229,11 +229,13 @@ pub unsafe extern "C" fn omprpc_build_argv(options_json: *const c_char, out_argv
     })
 }
 
-/// Spawns the agent described by `options_json` (docs/c-api.md lists the keys), waits for its
-/// handshake, negotiates protocol v2 when offered and registers configured host tools and URI
-/// schemes. On failure nothing is left running. Statuses: INVALID_ARGUMENT, INVALID_JSON,
-/// IO (spawn), TIMEOUT, PROCESS_EXITED (with exit code and stderr tail), PROTOCOL,
-/// COMMAND_FAILED. Free the client with `omprpc_client_free`.
+/// Probes the agent's version (`--version`, once per executable), spawns the agent described by
+/// `options_json` (docs/c-api.md lists the keys), waits for its handshake and, with host tools
+/// bridged or a tool policy, for the bridge extension's hello; negotiates protocol v2 when
+/// offered and registers configured host tools and URI schemes. On failure nothing is left
+/// running. Statuses: INVALID_ARGUMENT, INVALID_JSON, IO (spawn), TIMEOUT, PROCESS_EXITED
+/// (with exit code and stderr tail), PROTOCOL (also: an unsupported agent version, or no hello
+/// from the bridge extension), COMMAND_FAILED. Free the client with `omprpc_client_free`.
 /// Ownership: `*out_client` is the caller's until `omprpc_client_free`. Threads: any thread;
 /// the new handle may then be shared between threads. Statuses: OK and those listed above,
 /// INVALID_UTF8, PANIC.

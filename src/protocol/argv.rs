@@ -3,6 +3,7 @@
 
 use crate::client::options::Opts;
 use crate::error::{Error, Result};
+use crate::protocol::version::{self, Version};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flavor {
@@ -60,10 +61,11 @@ pub fn flavor(o: &Opts) -> Result<Flavor> {
     })
 }
 
-/// The argv to spawn. `bridged`: the tool names a bridge extension registers (Some when a
-/// bridge is used); they join the `--tools` allow-list, and `--extension` is added with
-/// `EXTENSION_PLACEHOLDER` as its path.
-pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>) -> Result<Vec<String>> {
+/// The argv to spawn, for the agent's version when known (else the newest). `bridged`: the
+/// tool names a bridge extension registers (Some when a bridge is used); `--extension` is added
+/// with `EXTENSION_PLACEHOLDER` as its path, and where the agent's `--tools` filters extension
+/// tools too (pi from 0.68, omp) they join the allow-list.
+pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>, version: Option<Version>) -> Result<Vec<String>> {
     if let Some(mut command) = o.str_list("command")? {
         if command.is_empty() {
             return Err(Error::invalid("option \"command\" must not be empty"));
@@ -95,15 +97,24 @@ pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>) -> Result<Vec
     }
     flag("--provider-session-id", provider_session);
     if let Some(mut tools) = o.str_list("tools")? {
-        // An allow-list must name the bridged tools too, or the agent hides them (and pi's
-        // --no-tools would turn off extension tools as well).
-        for name in bridged.unwrap_or_default() {
-            if !tools.contains(name) {
-                tools.push(name.clone());
+        // Where the allow-list covers extension tools it must name the bridged ones, or the
+        // agent hides them (and --no-tools would turn them off). Before pi 0.68 it names
+        // built-ins only: a bridged name there is an "Unknown tool" warning, and --no-tools
+        // leaves extension tools on.
+        if version::tools_filter_extensions(flavor, version) {
+            for name in bridged.unwrap_or_default() {
+                if !tools.contains(name) {
+                    tools.push(name.clone());
+                }
             }
         }
-        if tools.is_empty() {
+        if tools.is_empty() && version::has_no_tools_flag(flavor, version) {
             argv.push("--no-tools".into());
+        } else if tools.is_empty() {
+            // pi before 0.40 ignores --no-tools silently (every built-in would stay on); an
+            // allow-list naming nothing valid turns them off (pi warns `Unknown tool ""`).
+            argv.push("--tools".into());
+            argv.push(String::new());
         } else {
             argv.push("--tools".into());
             argv.push(tools.join(","));
@@ -123,6 +134,19 @@ pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>) -> Result<Vec
         argv.push("--no-title".into());
     } else if flavor == Flavor::Pi && o.bool("no_title")? == Some(true) {
         return Err(Error::invalid("option \"no_title\" is omp-only; pi has no such flag"));
+    }
+    // Tool approvals for headless runs: none is passed unless asked for, so the agent's own
+    // configuration decides (omp's setting tools.approvalMode; never --auto-approve from us).
+    // pi up to 0.73.1 has no approval or trust flag.
+    if let Some(mode) = o.str("approval_mode")? {
+        if flavor == Flavor::Pi {
+            return Err(Error::invalid("option \"approval_mode\" is omp-only; pi (through 0.73.1) has no approval flag"));
+        }
+        if !["always-ask", "write", "yolo"].contains(&mode) {
+            return Err(Error::invalid("option \"approval_mode\" must be \"always-ask\", \"write\" or \"yolo\""));
+        }
+        argv.push("--approval-mode".into());
+        argv.push(mode.into());
     }
     let mut extensions = o.str_list("extensions")?.unwrap_or_default();
     if bridged.is_some() {
@@ -187,7 +211,7 @@ mod tests {
         let map = v.as_object().unwrap().clone();
         let o = Opts::new(&map);
         let f = flavor(&o)?;
-        Ok((build(&o, f, None)?, f))
+        Ok((build(&o, f, None, None)?, f))
     }
 
     #[test]
@@ -228,6 +252,10 @@ mod tests {
         assert_eq!(argv(json!({"command": ["python3", "-c", "x"]})).unwrap().1, Flavor::Omp);
         assert!(argv(json!({"flavor": "pi", "no_rules": true})).unwrap_err().message.contains("omp-only"));
         assert!(argv(json!({"flavor": "vim"})).is_err());
+        assert!(argv(json!({"flavor": "pi", "approval_mode": "yolo"})).unwrap_err().message.contains("omp-only"));
+        assert!(argv(json!({"approval_mode": "sometimes"})).is_err());
+        let (a, _) = argv(json!({"approval_mode": "always-ask", "rpc_defaults": false})).unwrap();
+        assert_eq!(a, ["omp", "--mode", "rpc", "--approval-mode", "always-ask"]);
         assert!(argv(json!({"command": []})).is_err());
         assert!(argv(json!({"tools": "read"})).unwrap_err().message.contains("tools"));
     }
@@ -236,10 +264,20 @@ mod tests {
     fn bridged_tools_join_the_allow_list() {
         let map = json!({"flavor": "pi", "tools": [], "extra_args": ["--x"]}).as_object().unwrap().clone();
         let o = Opts::new(&map);
-        let a = build(&o, Flavor::Pi, Some(&["echo".to_string()])).unwrap();
+        let a = build(&o, Flavor::Pi, Some(&["echo".to_string()]), None).unwrap();
         assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "echo", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
+        let a = build(&o, Flavor::Pi, Some(&["echo".to_string()]), Some(Version::new(0, 68, 1))).unwrap();
+        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "echo", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
+        // Before pi 0.68: --tools names built-ins only, and --no-tools leaves extension tools on.
+        let a = build(&o, Flavor::Pi, Some(&["echo".to_string()]), Some(Version::new(0, 67, 6))).unwrap();
+        assert_eq!(a, ["pi", "--mode", "rpc", "--no-tools", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
+        let a = build(&o, Flavor::Pi, Some(&["echo".to_string()]), Some(Version::new(0, 37, 2))).unwrap();
+        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
+        let map2 = json!({"flavor": "pi", "tools": ["read"]}).as_object().unwrap().clone();
+        let a = build(&Opts::new(&map2), Flavor::Pi, Some(&["echo".to_string()]), Some(Version::new(0, 50, 7))).unwrap();
+        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "read", "--extension", EXTENSION_PLACEHOLDER]);
         let map = json!({"command": ["pi", "--mode", "rpc"]}).as_object().unwrap().clone();
-        let a = build(&Opts::new(&map), Flavor::Pi, Some(&[])).unwrap();
+        let a = build(&Opts::new(&map), Flavor::Pi, Some(&[]), None).unwrap();
         assert_eq!(a, ["pi", "--mode", "rpc", "--extension", EXTENSION_PLACEHOLDER]);
     }
 

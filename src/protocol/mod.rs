@@ -1,4 +1,5 @@
 //! Protocol: reading frames without a full JSON tree, and the agent's command line.
 
 pub mod argv;
+pub mod version;
 pub mod scan;

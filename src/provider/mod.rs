@@ -42,11 +42,20 @@ pub fn write(opts: &Value) -> Result<Value> {
         }
         let models = p.get("models").and_then(Value::as_array).filter(|m| !m.is_empty())
             .ok_or_else(|| Error::invalid(format!("provider {name:?} needs a non-empty \"models\" array")))?;
+        let mut with_cost = Vec::with_capacity(models.len());
         for m in models {
             let id = m.get("id").and_then(Value::as_str).ok_or_else(|| Error::invalid(format!("provider {name:?}: every model needs a string \"id\"")))?;
             first_model.get_or_insert_with(|| format!("{name}/{id}"));
+            // pi before 0.51 rejects a model without a cost object; zero prices are what a
+            // newer pi assumes when it is absent.
+            let mut m = m.clone();
+            if let Value::Object(fields) = &mut m {
+                fields.entry("cost").or_insert_with(|| json!({"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}));
+            }
+            with_cost.push(m);
         }
         let mut entry = p.clone();
+        entry.insert("models".into(), Value::Array(with_cost));
         match (entry.remove("apiKeyEnv"), entry.get("apiKey")) {
             (Some(Value::String(var)), None) => {
                 if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -90,7 +99,7 @@ mod tests {
     #[test]
     fn writes_a_private_config_with_env_named_keys() {
         let r = write(&json!({"providers": {"fake": {"baseUrl": "http://127.0.0.1:1/v1", "api": "openai-completions",
-            "apiKeyEnv": "FAKE_KEY", "models": [{"id": "fake-model", "contextWindow": 128000}]}}})).unwrap();
+            "apiKeyEnv": "FAKE_KEY", "models": [{"id": "fake-model", "contextWindow": 128000}, {"id": "priced", "cost": {"input": 3}}]}}})).unwrap();
         assert_eq!(r["model"], "fake/fake-model");
         assert_eq!(r["envPassthrough"], json!(["FAKE_KEY"]));
         let dir = r["dir"].as_str().unwrap();
@@ -100,6 +109,9 @@ mod tests {
         assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o600);
         let written: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
         assert_eq!(written["providers"]["fake"]["apiKey"], "FAKE_KEY");
+        // Every model gets a cost object (pi before 0.51 needs one); a given one is kept.
+        assert_eq!(written["providers"]["fake"]["models"][0]["cost"], json!({"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}));
+        assert_eq!(written["providers"]["fake"]["models"][1]["cost"], json!({"input": 3}));
         assert!(written["providers"]["fake"].get("apiKeyEnv").is_none());
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -76,9 +76,10 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
-pub fn spawn(spec: &SpawnSpec) -> io::Result<(Process, Pipes)> {
+/// The file `spec` would run: argv[0] looked up on the child's PATH, as execvp in the child
+/// would (the PATH given in `env`, else ours).
+pub fn program_path(spec: &SpawnSpec) -> io::Result<PathBuf> {
     let program = spec.argv.first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "argv is empty"))?;
-    // The child's PATH decides where the program is looked up, as execvp in the child would.
     let child_path = spec
         .env
         .iter()
@@ -86,7 +87,12 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<(Process, Pipes)> {
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| OsString::from(v))
         .or_else(|| std::env::var_os("PATH"));
-    let exe = resolve_executable(program, child_path)?;
+    resolve_executable(program, child_path)
+}
+
+pub fn spawn(spec: &SpawnSpec) -> io::Result<(Process, Pipes)> {
+    let program = spec.argv.first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "argv is empty"))?;
+    let exe = program_path(spec)?;
     let mut cmd = Command::new(&exe);
     cmd.arg0(program).args(&spec.argv[1..]);
     if !spec.inherit_env {
@@ -116,6 +122,51 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<(Process, Pipes)> {
     unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
     let process = Process { pid, pidfd: pidfd_open(pid), exit: Mutex::new(None), reaped: Mutex::new(false) };
     Ok((process, Pipes { stdin, stdout, stderr }))
+}
+
+/// What a short-lived command wrote and how it ended (`run_to_end`).
+pub struct Output {
+    pub exit: Exit,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Runs `spec` to its end with stdin at EOF, keeping up to `max` bytes of each output stream,
+/// for at most `timeout`; past it the whole process group is killed and TimedOut returned.
+/// Used for `--version`, which must never hang a start.
+pub fn run_to_end(spec: &SpawnSpec, timeout: Duration, max: usize) -> io::Result<Output> {
+    let deadline = Instant::now() + timeout;
+    let (process, pipes) = spawn(spec)?;
+    drop(pipes.stdin);
+    let mut streams = [(pipes.stdout, Vec::new(), true), (pipes.stderr, Vec::new(), true)];
+    let mut buf = [0u8; 8192];
+    while streams.iter().any(|s| s.2) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            process.terminate(Duration::ZERO, Duration::from_millis(200));
+            return Err(io::Error::new(io::ErrorKind::TimedOut, format!("no end within {} ms", timeout.as_millis())));
+        }
+        let mut fds: Vec<libc::pollfd> =
+            streams.iter().filter(|s| s.2).map(|s| libc::pollfd { fd: s.0.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+        // SAFETY: a valid array of pollfds of the given length.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, left.as_millis().min(i32::MAX as u128) as i32) };
+        if r < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            process.terminate(Duration::ZERO, Duration::from_millis(200));
+            return Err(io::Error::last_os_error());
+        }
+        for (file, kept, open) in streams.iter_mut().filter(|s| s.2) {
+            match io::Read::read(file, &mut buf) {
+                Ok(0) => *open = false,
+                Ok(n) => kept.extend_from_slice(&buf[..n.min(max.saturating_sub(kept.len()))]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => *open = false,
+            }
+        }
+    }
+    // Both pipes closed: the leader is exiting (or left children holding nothing of ours).
+    let exit = process.terminate(deadline.saturating_duration_since(Instant::now()), Duration::from_millis(200));
+    let [(_, stdout, _), (_, stderr, _)] = streams;
+    Ok(Output { exit, stdout, stderr })
 }
 
 fn set_nonblocking(fd: RawFd) -> io::Result<()> {

@@ -7,7 +7,8 @@
 //!   runtime are ~1.5 GB, too much for `make test`.
 //! * With it, omp is installed once with `npm install --ignore-scripts --no-audit --no-fund`
 //!   into a cache directory outside the repository: `$OMPRPC_OMP_CACHE`, else
-//!   `$HOME/.cache/omprpc/omp-18.2.3`. The same install brings Bun from npm
+//!   `$HOME/.cache/omprpc/omp-<version>` (18.2.3, or `OMPRPC_OMP_VERSION`, e.g. 17.3.5:
+//!   OMP-NOTES.md "Versions"). The same install brings Bun from npm
 //!   (`@oven/bun-linux-x64`, or `-baseline` on x86-64 CPUs without AVX2, or
 //!   `@oven/bun-linux-aarch64`), pinned to `BUN_VERSION`. The install happens in a sibling
 //!   temporary directory that is renamed into place, so parallel test threads (one
@@ -32,7 +33,13 @@ use serde_json::{json, Value};
 use crate::pi::Workspace;
 
 pub const OMP_PACKAGE: &str = "@oh-my-pi/pi-coding-agent";
+/// The omp the suite runs on by default: the newest supported (src/protocol/version.rs).
 pub const OMP_VERSION: &str = "18.2.3";
+
+/// The omp version under test: `OMPRPC_OMP_VERSION` (e.g. 17.3.5), else `OMP_VERSION`.
+pub fn omp_version() -> String {
+    env_nonempty("OMPRPC_OMP_VERSION").unwrap_or_else(|| OMP_VERSION.to_string())
+}
 /// omp 18.2.3 needs Bun >= 1.3.14; this is the version the suite was verified with.
 pub const BUN_VERSION: &str = "1.4.5";
 /// How long `npm install` may take before the tests give up on it (~1 min here).
@@ -84,11 +91,12 @@ pub fn bun_package() -> Result<&'static str, String> {
 
 /// The cache directory omp is installed into.
 pub fn cache_dir() -> PathBuf {
+    let omp_v = omp_version();
     if let Some(d) = env_nonempty("OMPRPC_OMP_CACHE") {
         return PathBuf::from(d);
     }
     let home = env_nonempty("HOME").unwrap_or_else(|| "/tmp".into());
-    PathBuf::from(home).join(".cache").join("omprpc").join(format!("omp-{OMP_VERSION}"))
+    PathBuf::from(home).join(".cache").join("omprpc").join(format!("omp-{omp_v}"))
 }
 
 fn cli_in(dir: &Path) -> PathBuf {
@@ -106,7 +114,7 @@ fn package_version(dir: &Path, package: &str) -> Option<String> {
 
 /// Installed and complete: the marker is written last, before the rename.
 fn installed(dir: &Path, bun: &str) -> bool {
-    package_version(dir, OMP_PACKAGE).as_deref() == Some(OMP_VERSION)
+    package_version(dir, OMP_PACKAGE).as_deref() == Some(omp_version().as_str())
         && package_version(dir, bun).as_deref() == Some(BUN_VERSION)
         && dir.join(".omprpc-installed").is_file()
         && cli_in(dir).is_file()
@@ -114,6 +122,7 @@ fn installed(dir: &Path, bun: &str) -> bool {
 }
 
 fn run_npm_install(npm: &Path, dir: &Path, bun: &str) -> Result<(), String> {
+    let omp_v = omp_version();
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     std::fs::write(dir.join("package.json"), r#"{"name":"omprpc-omp-cache","version":"0.0.0","private":true}"#)
         .map_err(|e| format!("writing package.json: {e}"))?;
@@ -121,7 +130,7 @@ fn run_npm_install(npm: &Path, dir: &Path, bun: &str) -> Result<(), String> {
     let log = std::fs::File::create(&log_path).map_err(|e| format!("creating {}: {e}", log_path.display()))?;
     let mut child = Command::new(npm)
         .args(["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"])
-        .arg(format!("{OMP_PACKAGE}@{OMP_VERSION}"))
+        .arg(format!("{OMP_PACKAGE}@{omp_v}"))
         .arg(format!("{bun}@{BUN_VERSION}"))
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -144,7 +153,7 @@ fn run_npm_install(npm: &Path, dir: &Path, bun: &str) -> Result<(), String> {
     if !status.success() {
         let log = std::fs::read_to_string(&log_path).unwrap_or_default();
         let tail: String = log.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
-        return Err(format!("npm install {OMP_PACKAGE}@{OMP_VERSION} {bun}@{BUN_VERSION} failed ({status}):\n{tail}"));
+        return Err(format!("npm install {OMP_PACKAGE}@{omp_v} {bun}@{BUN_VERSION} failed ({status}):\n{tail}"));
     }
     for p in [cli_in(dir), bun_in(dir, bun)] {
         if !p.is_file() {
@@ -152,7 +161,7 @@ fn run_npm_install(npm: &Path, dir: &Path, bun: &str) -> Result<(), String> {
         }
     }
     check_bun(&bun_in(dir, bun))?;
-    std::fs::write(dir.join(".omprpc-installed"), format!("{OMP_PACKAGE}@{OMP_VERSION} {bun}@{BUN_VERSION}\n")).map_err(|e| e.to_string())
+    std::fs::write(dir.join(".omprpc-installed"), format!("{OMP_PACKAGE}@{omp_v} {bun}@{BUN_VERSION}\n")).map_err(|e| e.to_string())
 }
 
 /// The Bun binary runs here (an AVX2 build on a CPU without it dies with SIGILL).
@@ -165,6 +174,7 @@ fn check_bun(bun: &Path) -> Result<(), String> {
 }
 
 fn install() -> Result<OmpInstall, String> {
+    let omp_v = omp_version();
     let bun_pkg = bun_package()?;
     let (cli_override, bun_override) = (env_nonempty("OMPRPC_OMP_CLI").map(PathBuf::from), env_nonempty("OMPRPC_BUN").map(PathBuf::from));
     for p in cli_override.iter().chain(bun_override.iter()) {
@@ -198,7 +208,7 @@ fn install() -> Result<OmpInstall, String> {
     }
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let staging = parent.join(format!("{prefix}{}-{nanos}", std::process::id()));
-    eprintln!("real omp: installing {OMP_PACKAGE}@{OMP_VERSION} and {bun_pkg}@{BUN_VERSION} into {} (once, ~1.5 GB) …", dir.display());
+    eprintln!("real omp: installing {OMP_PACKAGE}@{omp_v} and {bun_pkg}@{BUN_VERSION} into {} (once, ~1.5 GB) …", dir.display());
     let started = Instant::now();
     if let Err(e) = run_npm_install(&npm, &staging, bun_pkg) {
         let _ = std::fs::remove_dir_all(&staging);
@@ -222,6 +232,7 @@ fn install() -> Result<OmpInstall, String> {
 /// omp, installed once per process. `None` (after printing why) unless `OMPRPC_REAL_OMP=1`;
 /// with it, a missing omp panics with the reason.
 pub fn omp(test: &str) -> Option<OmpInstall> {
+    let omp_v = omp_version();
     static INSTALL: OnceLock<Result<OmpInstall, String>> = OnceLock::new();
     if !requested() {
         eprintln!("{test}: set OMPRPC_REAL_OMP=1 (make test-omp)");
@@ -231,7 +242,7 @@ pub fn omp(test: &str) -> Option<OmpInstall> {
     match INSTALL.get_or_init(install) {
         Ok(i) => Some(i.clone()),
         Err(e) => panic!(
-            "{test}: the real omp {OMP_VERSION} is not available: {e}\n\
+            "{test}: the real omp {omp_v} is not available: {e}\n\
              (these tests need npm with access to the npm registry, which also serves Bun)"
         ),
     }

@@ -1,8 +1,12 @@
-//! Test support for running the real pi (`@mariozechner/pi-coding-agent` 0.73.1) offline
-//! against `omprpc-fake-llm`. Used by `tests/real_pi.rs` through `#[path]`.
+//! Test support for running the real pi (`@mariozechner/pi-coding-agent`, 0.73.1 unless
+//! `OMPRPC_PI_VERSION` names another) offline against `omprpc-fake-llm`. Used by
+//! `tests/real_pi.rs` through `#[path]`.
 //!
 //! * pi is installed once with `npm install --ignore-scripts --no-audit --no-fund` into a cache
-//!   directory outside the repository: `$OMPRPC_PI_CACHE`, else `$HOME/.cache/omprpc/pi-0.73.1`.
+//!   directory outside the repository: `$OMPRPC_PI_CACHE`, else
+//!   `$HOME/.cache/omprpc/pi-<version>`. `make test-pi-oldest` runs the suite on the oldest
+//!   supported pi this way (`OMPRPC_PI_VERSION=oldest`; the range: src/protocol/version.rs,
+//!   what was measured: PI-NOTES.md).
 //!   The install happens in a sibling temporary directory that is renamed into place, so
 //!   parallel test threads (one `OnceLock`) and parallel processes (the rename) never see a
 //!   half-installed tree.
@@ -27,7 +31,23 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 
 pub const PI_PACKAGE: &str = "@mariozechner/pi-coding-agent";
-pub const PI_VERSION: &str = "0.73.1";
+/// The pi version under test: `OMPRPC_PI_VERSION` (`X.Y.Z`, or `oldest` / `newest` of the
+/// supported range in src/protocol/version.rs), else the newest supported.
+pub fn pi_version() -> String {
+    use omprpc::protocol::version::{PI_NEWEST, PI_OLDEST};
+    match env_nonempty("OMPRPC_PI_VERSION").as_deref() {
+        None | Some("newest") => PI_NEWEST.to_string(),
+        Some("oldest") => PI_OLDEST.to_string(),
+        Some(v) => v.to_string(),
+    }
+}
+/// Whether the pi under test is `v` or newer (`X.Y.Z`): the suite checks pi's own wire details
+/// only on the versions that have them (measured: tests/support/PI-NOTES.md).
+pub fn pi_at_least(v: &str) -> bool {
+    let parse = |s: &str| s.split('.').map(|p| p.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>();
+    parse(&pi_version()) >= parse(v)
+}
+
 /// How long `npm install` may take before the tests give up on it.
 const NPM_TIMEOUT: Duration = Duration::from_secs(900);
 const FAKE_LLM: &str = env!("CARGO_BIN_EXE_omprpc-fake-llm");
@@ -68,7 +88,7 @@ fn find_node() -> Result<PathBuf, String> {
     let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
     let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     if (major, minor) < (20, 6) {
-        return Err(format!("pi {PI_VERSION} needs Node >= 20.6; {} is {v:?}", node.display()));
+        return Err(format!("pi {} needs Node >= 20.6; {} is {v:?}", pi_version(), node.display()));
     }
     Ok(node)
 }
@@ -79,7 +99,7 @@ pub fn cache_dir() -> PathBuf {
         return PathBuf::from(d);
     }
     let home = env_nonempty("HOME").unwrap_or_else(|| "/tmp".into());
-    PathBuf::from(home).join(".cache").join("omprpc").join(format!("pi-{PI_VERSION}"))
+    PathBuf::from(home).join(".cache").join("omprpc").join(format!("pi-{}", pi_version()))
 }
 
 fn cli_in(dir: &Path) -> PathBuf {
@@ -92,7 +112,7 @@ fn installed(dir: &Path) -> bool {
     let version_ok = std::fs::read_to_string(pkg)
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .is_some_and(|v| v["version"] == PI_VERSION);
+        .is_some_and(|v| v["version"] == pi_version().as_str());
     version_ok && dir.join(".omprpc-installed").is_file() && cli_in(dir).is_file()
 }
 
@@ -104,7 +124,7 @@ fn run_npm_install(npm: &Path, dir: &Path) -> Result<(), String> {
     let log = std::fs::File::create(&log_path).map_err(|e| format!("creating {}: {e}", log_path.display()))?;
     let mut child = Command::new(npm)
         .args(["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"])
-        .arg(format!("{PI_PACKAGE}@{PI_VERSION}"))
+        .arg(format!("{PI_PACKAGE}@{}", pi_version()))
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(log.try_clone().map_err(|e| e.to_string())?)
@@ -126,12 +146,12 @@ fn run_npm_install(npm: &Path, dir: &Path) -> Result<(), String> {
     if !status.success() {
         let log = std::fs::read_to_string(&log_path).unwrap_or_default();
         let tail: String = log.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
-        return Err(format!("npm install {PI_PACKAGE}@{PI_VERSION} failed ({status}):\n{tail}"));
+        return Err(format!("npm install {PI_PACKAGE}@{} failed ({status}):\n{tail}", pi_version()));
     }
     if !cli_in(dir).is_file() {
         return Err(format!("npm install succeeded but {} is missing", cli_in(dir).display()));
     }
-    std::fs::write(dir.join(".omprpc-installed"), format!("{PI_PACKAGE}@{PI_VERSION}\n")).map_err(|e| e.to_string())
+    std::fs::write(dir.join(".omprpc-installed"), format!("{PI_PACKAGE}@{}\n", pi_version())).map_err(|e| e.to_string())
 }
 
 fn install() -> Result<PiInstall, String> {
@@ -158,7 +178,7 @@ fn install() -> Result<PiInstall, String> {
     }
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let staging = parent.join(format!("{prefix}{}-{nanos}", std::process::id()));
-    eprintln!("real pi: installing {PI_PACKAGE}@{PI_VERSION} into {} (once) …", dir.display());
+    eprintln!("real pi: installing {PI_PACKAGE}@{} into {} (once) …", pi_version(), dir.display());
     let started = Instant::now();
     let outcome = run_npm_install(&npm, &staging);
     if let Err(e) = outcome {
@@ -192,9 +212,10 @@ pub fn pi(test: &str) -> Option<PiInstall> {
     match INSTALL.get_or_init(install) {
         Ok(i) => Some(i.clone()),
         Err(e) => panic!(
-            "{test}: the real pi {PI_VERSION} is not available: {e}\n\
+            "{test}: the real pi {} is not available: {e}\n\
              (these tests need node >= 20.6 and npm with access to the npm registry; \
-             set OMPRPC_SKIP_REAL_AGENTS=1 to skip them)"
+             set OMPRPC_SKIP_REAL_AGENTS=1 to skip them)",
+            pi_version()
         ),
     }
 }
@@ -333,7 +354,9 @@ pub fn models_json(port: u16) -> Value {
         "baseUrl": format!("http://127.0.0.1:{port}/v1"), "api": "openai-completions", "apiKey": "fake-key",
         "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
         "models": [{"id": "fake-model", "name": "Fake Model", "reasoning": false, "input": ["text"],
-                    "contextWindow": 128000, "maxTokens": 4096}]}}})
+                    "contextWindow": 128000, "maxTokens": 4096,
+                    // pi before 0.51 rejects a model without one (src/provider writes it too).
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}]}}})
 }
 
 impl PiEnv {

@@ -24,6 +24,8 @@
 //! * `OMPRPC_FAKE_V2_FAIL=1` (with `--v2`): advertise v2 but refuse
 //!   `negotiate_protocol` (`success:false`, "Unsupported protocol version").
 //! * `OMPRPC_FAKE_GRANDCHILD=path`: the path of scenario `grandchild`.
+//! * `--version`, `--extension PATH`, env `OMPRPC_FAKE_VERSION` and
+//!   `OMPRPC_FAKE_DROP_EXTENSION=1`: see `extension.rs` (the bridge hello).
 //! * `--replay FILE [--replay-speed X]`: instead of all of the below, play back a session
 //!   recorded with the client's `record_path` option (see `replay.rs`): the recorded agent
 //!   frames in order, each recorded client frame checked against the live one (a mismatch →
@@ -204,6 +206,7 @@
 
 mod agent;
 mod command;
+mod extension;
 mod json;
 mod out;
 mod replay;
@@ -226,7 +229,16 @@ fn main() {
         std::process::exit(scenarios::grandchild_loop(&path));
     }
 
+    if let Some(code) = extension::answer_version(&args) {
+        std::process::exit(code);
+    }
+
     dump_argv_and_env(&args);
+
+    if let Err((message, code)) = extension::load(&args) {
+        eprintln!("{message}");
+        std::process::exit(code);
+    }
 
     if let Some(code) = replay::from_args(&args) {
         std::process::exit(code);

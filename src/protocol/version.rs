@@ -1,0 +1,217 @@
+//! The agent's version: parsed from `--version` output, checked against the supported range,
+//! and the facts about each version that the argv depends on. The measured range and what was
+//! tried live in tests/support/PI-NOTES.md; the constants below are the one place the range is
+//! written in code.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use once_cell::sync::Lazy;
+
+use crate::protocol::argv::Flavor;
+use crate::transport::process::{self, SpawnSpec};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+}
+
+impl Version {
+    pub const fn new(major: u32, minor: u32, patch: u32) -> Version {
+        Version { major, minor, patch }
+    }
+
+    /// `X.Y.Z` (a leading `v` and a pre-release or build suffix are accepted and dropped).
+    pub fn parse(text: &str) -> Option<Version> {
+        let t = text.trim();
+        let t = t.strip_prefix('v').unwrap_or(t);
+        let core = t.split(['-', '+']).next()?;
+        let mut parts = core.split('.');
+        let mut num = || -> Option<u32> {
+            let p = parts.next()?;
+            if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) || p.len() > 9 {
+                return None;
+            }
+            p.parse().ok()
+        };
+        let v = Version::new(num()?, num()?, num()?);
+        parts.next().is_none().then_some(v)
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// The oldest pi the real-pi suite passes on (older pi has no `--extension`: 0.32.3 has
+/// `--hook` instead and drops the flag silently; 0.35–0.37.1 are not on the registry here).
+pub const PI_OLDEST: Version = Version::new(0, 37, 2);
+/// The newest pi the suite ran on. Newer pi is started (with a log warning), untested.
+pub const PI_NEWEST: Version = Version::new(0, 73, 1);
+/// omp: 17.x and 18.x share the RPC surface the library uses (17.3.5 was read, 18.2.3 run).
+pub const OMP_OLDEST: Version = Version::new(17, 0, 0);
+pub const OMP_NEWEST: Version = Version::new(18, 2, 3);
+
+/// The supported range of `flavor`, inclusive (the newest is the newest measured).
+pub fn supported(flavor: Flavor) -> (Version, Version) {
+    match flavor {
+        Flavor::Pi => (PI_OLDEST, PI_NEWEST),
+        Flavor::Omp => (OMP_OLDEST, OMP_NEWEST),
+    }
+}
+
+/// What `--version` printed, read: omp prints `omp/X.Y.Z`, pi a bare `X.Y.Z`. The first line
+/// that holds a version counts (stdout first; some launchers print to stderr).
+pub fn read_output(stdout: &str, stderr: &str) -> Option<(Option<Flavor>, Version)> {
+    for line in stdout.lines().chain(stderr.lines()) {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("omp/") {
+            if let Some(v) = Version::parse(rest.split_whitespace().next().unwrap_or("")) {
+                return Some((Some(Flavor::Omp), v));
+            }
+        }
+        if let Some(v) = Version::parse(line) {
+            return Some((None, v));
+        }
+    }
+    None
+}
+
+/// What a probe learnt: the version, and the flavour when the output names it (omp).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probed {
+    pub flavor: Option<Flavor>,
+    pub version: Version,
+}
+
+/// The words of the agent's argv that start it: everything before `--mode`. None when there
+/// is no `--mode` (a wrapper script or a test double, which is not asked `--version`).
+pub fn launcher(argv: &[String]) -> Option<&[String]> {
+    let i = argv.iter().position(|a| a == "--mode" || a.starts_with("--mode="))?;
+    (i > 0).then(|| &argv[..i])
+}
+
+/// Everything the answer of `--version` depends on: the launcher's words, and the files it
+/// names (the program found on PATH, a `cli.js`) with their modification times, so an
+/// upgrade in place is probed again; and the environment it runs with.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    argv: Vec<String>,
+    files: Vec<Option<(std::path::PathBuf, SystemTime)>>,
+    env: u64,
+}
+
+fn key(spec: &SpawnSpec) -> Key {
+    let stamp = |p: std::path::PathBuf| {
+        let p = p.canonicalize().unwrap_or(p);
+        std::fs::metadata(&p).and_then(|m| m.modified()).ok().map(|t| (p, t))
+    };
+    let mut files = vec![process::program_path(spec).ok().and_then(stamp)];
+    files.extend(spec.argv.iter().skip(1).map(|a| {
+        let p = std::path::PathBuf::from(a);
+        if p.is_file() {
+            stamp(p)
+        } else {
+            None
+        }
+    }));
+    let mut env: Vec<&(String, String)> = spec.env.iter().collect();
+    env.sort();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (env, spec.inherit_env, &spec.cwd).hash(&mut h);
+    Key { argv: spec.argv.clone(), files, env: h.finish() }
+}
+
+/// Probed versions of this process, by `Key`: an agent executable is asked once.
+static CACHE: Lazy<Mutex<HashMap<Key, Probed>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+
+/// Runs `<launcher> --version` (`spec.argv` is the launcher) with the agent's environment and
+/// working directory, at most `timeout`. Ok(None): it answered, but with no version in it.
+/// Answers are cached per process; failures are not (a slow machine may do better next time).
+pub fn probe(spec: &SpawnSpec, timeout: Duration) -> Result<Option<Probed>, String> {
+    let k = key(spec);
+    if let Some(p) = CACHE.lock().unwrap().get(&k) {
+        return Ok(Some(*p));
+    }
+    let mut run = spec.clone();
+    run.argv.push("--version".into());
+    let out = process::run_to_end(&run, timeout, 64 * 1024).map_err(|e| e.to_string())?;
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if out.exit != process::Exit::Code(0) {
+        let first = stderr.lines().chain(stdout.lines()).next().unwrap_or("");
+        return Err(format!("it {}: {first}", out.exit));
+    }
+    let probed = read_output(&stdout, &stderr).map(|(flavor, version)| Probed { flavor, version });
+    if let Some(p) = probed {
+        CACHE.lock().unwrap().insert(k, p);
+    }
+    Ok(probed)
+}
+
+/// pi from 0.68 applies `--tools` / `--no-tools` to extension tools too; before it they name
+/// built-in tools only (an unknown name warns on stderr: `Warning: Unknown tool "x"`), and
+/// extension tools are always on.
+pub const PI_TOOLS_FILTER_EXTENSIONS: Version = Version::new(0, 68, 0);
+
+/// pi has `--no-tools` from 0.38–0.40.1 (absent in 0.37.8, present in 0.40.1); older pi ignores
+/// it silently, leaving every built-in on.
+pub const PI_NO_TOOLS_FLAG: Version = Version::new(0, 40, 1);
+
+/// Whether the agent knows `--no-tools`. Unknown version: the newest behaviour.
+pub fn has_no_tools_flag(flavor: Flavor, version: Option<Version>) -> bool {
+    match (flavor, version) {
+        (Flavor::Pi, Some(v)) => v >= PI_NO_TOOLS_FLAG,
+        _ => true,
+    }
+}
+
+/// Whether `--tools` / `--no-tools` also filter extension tools (the bridge's) for this agent.
+/// Unknown version: the newest behaviour.
+pub fn tools_filter_extensions(flavor: Flavor, version: Option<Version>) -> bool {
+    match (flavor, version) {
+        (Flavor::Pi, Some(v)) => v >= PI_TOOLS_FILTER_EXTENSIONS,
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_what_the_agents_print() {
+        assert_eq!(read_output("0.73.1\n", ""), Some((None, Version::new(0, 73, 1))));
+        assert_eq!(read_output("omp/18.2.3\n", ""), Some((Some(Flavor::Omp), Version::new(18, 2, 3))));
+        assert_eq!(read_output("omp/18.2.3-canary.1\n", ""), Some((Some(Flavor::Omp), Version::new(18, 2, 3))));
+        assert_eq!(read_output("", "v1.2.3"), Some((None, Version::new(1, 2, 3))));
+        assert_eq!(read_output("true (GNU coreutils) 8.32\n", ""), None);
+        assert_eq!(read_output("1.2\n1.2.3.4\nx.1.2\n", ""), None);
+        assert!(Version::new(0, 37, 2) < Version::new(0, 68, 0) && Version::new(0, 68, 0) < Version::new(18, 0, 0));
+    }
+
+    #[test]
+    fn the_launcher_is_what_comes_before_mode() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(launcher(&v(&["pi", "--mode", "rpc"])), Some(&v(&["pi"])[..]));
+        assert_eq!(launcher(&v(&["node", "/x/cli.js", "--mode=rpc"])), Some(&v(&["node", "/x/cli.js"])[..]));
+        assert_eq!(launcher(&v(&["sh", "-c", "sleep 9"])), None);
+        assert_eq!(launcher(&v(&["--mode", "rpc"])), None);
+    }
+
+    #[test]
+    fn tools_semantics_change_at_pi_0_68() {
+        assert!(!tools_filter_extensions(Flavor::Pi, Some(Version::new(0, 67, 6))));
+        assert!(tools_filter_extensions(Flavor::Pi, Some(Version::new(0, 68, 0))));
+        assert!(tools_filter_extensions(Flavor::Pi, None));
+        assert!(tools_filter_extensions(Flavor::Omp, Some(Version::new(18, 2, 3))));
+        assert!(!has_no_tools_flag(Flavor::Pi, Some(Version::new(0, 37, 8))));
+        assert!(has_no_tools_flag(Flavor::Pi, Some(Version::new(0, 40, 1))));
+    }
+}
