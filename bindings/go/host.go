@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 )
 
@@ -26,7 +27,8 @@ type HostTool struct {
 	Hidden     bool   `json:"hidden,omitempty"`
 	LoadMode   string `json:"loadMode,omitempty"`
 	// Handler serves the tool's calls. Without one, calls arrive as host_tool_call events
-	// for the program to answer with HostToolUpdate / HostToolResult.
+	// for the program to answer with HostToolUpdate / HostToolResult; a call that arrives
+	// while nothing subscribes to the events (Events, All) is answered at once with an error.
 	Handler HostToolHandler `json:"-"`
 }
 
@@ -71,6 +73,29 @@ func (r ToolResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(wire(r))
 }
 
+// HostURIHandler serves one host URI request (HostURIScheme.Handler), on its own goroutine:
+// a read returns the resource (HostURIContent), a write stores req.Content (the returned
+// value is ignored). ctx is cancelled when the agent cancels the request (host_uri_cancel)
+// or the client closes. A returned error becomes the reply's error; a panic too.
+type HostURIHandler func(ctx context.Context, req HostURIRequest) (HostURIContent, error)
+
+// HostURIRequest is a host_uri_request event.
+type HostURIRequest struct {
+	ID        string          `json:"id"`        // answer with it (HostURIResult)
+	Operation string          `json:"operation"` // "read" or "write"
+	URL       string          `json:"url"`       // "scheme://…"
+	Content   string          `json:"content"`   // what a write stores
+	Raw       json.RawMessage `json:"-"`
+}
+
+// HostURIContent is what a read of a host URI returns.
+type HostURIContent struct {
+	Content     string   `json:"content"`
+	ContentType string   `json:"contentType,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
+	Immutable   bool     `json:"immutable,omitempty"`
+}
+
 type hostCall struct{ cancel context.CancelFunc }
 
 type hostTools struct {
@@ -78,8 +103,41 @@ type hostTools struct {
 	mu       sync.Mutex
 	tools    []HostTool
 	handlers map[string]HostToolHandler
-	calls    map[string]*hostCall
+	schemes  []HostURIScheme
+	uris     map[string]HostURIHandler // by lowercased scheme
+	calls    map[string]*hostCall      // host tool calls and URI requests, by id
 	sem      chan struct{}
+}
+
+// schemeKey is a scheme as the agent and the library see it (trimmed, lowercased).
+func schemeKey(scheme string) string { return strings.ToLower(strings.TrimSpace(scheme)) }
+
+// installURIs makes schemes the registered set.
+func (t *hostTools) installURIs(schemes []HostURIScheme) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.schemes = append([]HostURIScheme(nil), schemes...)
+	t.uris = map[string]HostURIHandler{}
+	for _, s := range schemes {
+		if s.Handler != nil {
+			t.uris[schemeKey(s.Scheme)] = s.Handler
+		}
+	}
+}
+
+func (t *hostTools) currentURIs() []HostURIScheme {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]HostURIScheme(nil), t.schemes...)
+}
+
+// demand reports whether the pump must read for the host: a registered tool or scheme (its
+// calls are served, delivered, or answered at once) or a policy handler.
+func (h *core) hostDemand() bool {
+	t := &h.host
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.tools) > 0 || len(t.schemes) > 0 || h.policy != nil
 }
 
 func (t *hostTools) init(concurrency int) {
@@ -88,6 +146,7 @@ func (t *hostTools) init(concurrency int) {
 	}
 	t.sem = make(chan struct{}, concurrency)
 	t.handlers = map[string]HostToolHandler{}
+	t.uris = map[string]HostURIHandler{}
 	t.calls = map[string]*hostCall{}
 }
 
@@ -152,23 +211,52 @@ func (h *core) setHostTools(ctx context.Context, tools []HostTool) (json.RawMess
 	defer freeC(cj)
 	// Handlers first: a call may follow the agent's answer at once.
 	previous := h.host.current()
-	h.ev.setHostDemand(h, h.host.install(tools) || h.policy != nil)
+	h.host.install(tools)
+	h.ev.setHostDemand(h, h.hostDemand())
 	var out *C.char
 	err = h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_set_host_tools(p, cj, t, &out, perr)
 	})
 	if err != nil {
-		h.ev.setHostDemand(h, h.host.install(previous) || h.policy != nil)
+		h.host.install(previous)
+		h.ev.setHostDemand(h, h.hostDemand())
 		return nil, err
 	}
 	return takeBytes(out), nil
 }
 
 // SetHostURISchemes registers host URI schemes, replacing the set, and returns the agent's
-// answer ({"schemes":[…]}). Requests arrive as host_uri_request events; answer them with
-// HostURIResult.
+// answer ({"schemes":[…]}). Schemes with a Handler are served by this package; requests for
+// the others arrive as host_uri_request events to answer with HostURIResult (while nothing
+// subscribes to the events, they are answered at once with an error).
 func (c *Client) SetHostURISchemes(ctx context.Context, schemes []HostURIScheme) (json.RawMessage, error) {
 	defer runtime.KeepAlive(c)
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	return c.h.setHostURISchemes(ctx, schemes)
+}
+
+// RegisterHostURIScheme adds scheme to the registered set (replacing one of the same name)
+// and registers the set with the agent.
+func (c *Client) RegisterHostURIScheme(ctx context.Context, scheme HostURIScheme) error {
+	defer runtime.KeepAlive(c)
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	schemes := c.h.host.currentURIs()
+	replaced := false
+	for i := range schemes {
+		if schemeKey(schemes[i].Scheme) == schemeKey(scheme.Scheme) {
+			schemes[i], replaced = scheme, true
+		}
+	}
+	if !replaced {
+		schemes = append(schemes, scheme)
+	}
+	_, err := c.h.setHostURISchemes(ctx, schemes)
+	return err
+}
+
+func (h *core) setHostURISchemes(ctx context.Context, schemes []HostURIScheme) (json.RawMessage, error) {
 	const op = "set_host_uri_schemes"
 	if schemes == nil {
 		schemes = []HostURIScheme{}
@@ -178,11 +266,17 @@ func (c *Client) SetHostURISchemes(ctx context.Context, schemes []HostURIScheme)
 		return nil, err
 	}
 	defer freeC(cj)
+	// Handlers first: a request may follow the agent's answer at once.
+	previous := h.host.currentURIs()
+	h.host.installURIs(schemes)
+	h.ev.setHostDemand(h, h.hostDemand())
 	var out *C.char
-	err = c.h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+	err = h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_set_host_uri_schemes(p, cj, t, &out, perr)
 	})
 	if err != nil {
+		h.host.installURIs(previous)
+		h.ev.setHostDemand(h, h.hostDemand())
 		return nil, err
 	}
 	return takeBytes(out), nil
@@ -254,6 +348,10 @@ func (h *core) hostToolResult(callID string, result any, isError bool) error {
 // value that marshals to it).
 func (c *Client) HostURIResult(requestID string, result any) error {
 	defer runtime.KeepAlive(c)
+	return c.h.hostURIResult(requestID, result)
+}
+
+func (h *core) hostURIResult(requestID string, result any) error {
 	const op = "host_uri_result"
 	cid, err := cstring(op, "request id", requestID)
 	if err != nil {
@@ -268,23 +366,27 @@ func (c *Client) HostURIResult(requestID string, result any) error {
 		return err
 	}
 	defer freeC(cr)
-	return c.h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+	return h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_host_uri_result(p, cid, cr, perr)
 	})
 }
 
 // --- dispatch (on the pump goroutine) ------------------------------------------------------
 
-func (h *core) dispatchHost(batch []Event) {
+// dispatchHost starts the handlers of the batch's host calls; subscribed says whether a
+// subscriber will see the batch (and may answer the calls that have no handler).
+func (h *core) dispatchHost(batch []Event, subscribed bool) {
 	for _, ev := range batch {
 		switch ev.Type {
 		case "host_tool_call":
-			h.startHostCall(ev)
+			h.startHostCall(ev, subscribed)
+		case "host_uri_request":
+			h.startURIRequest(ev, subscribed)
 		case "policy_eval":
 			if h.policy != nil {
 				h.startPolicyEval(ev)
 			}
-		case "host_tool_cancel":
+		case "host_tool_cancel", "host_uri_cancel":
 			var c struct {
 				TargetID string `json:"targetId"`
 			}
@@ -299,7 +401,7 @@ func (h *core) dispatchHost(batch []Event) {
 	}
 }
 
-func (h *core) startHostCall(ev Event) {
+func (h *core) startHostCall(ev Event, subscribed bool) {
 	call := HostToolCall{Raw: ev.Raw}
 	if ev.Decode(&call) != nil || call.ID == "" {
 		return // the library answers malformed calls itself
@@ -309,7 +411,12 @@ func (h *core) startHostCall(ev Event) {
 	handler := t.handlers[call.ToolName]
 	if handler == nil {
 		t.mu.Unlock()
-		return // no handler: the program answers it from the event
+		if !subscribed {
+			// Nobody can answer it: say so now rather than let the agent wait for its deadline.
+			_ = h.hostToolResult(call.ID, TextResult(fmt.Sprintf(
+				"host tool %s has no handler and nothing subscribes to the client's events", call.ToolName)), true)
+		}
+		return // the program answers it from the event
 	}
 	ctx, cancel := context.WithCancel(h.base)
 	hc := &hostCall{cancel: cancel}
@@ -367,6 +474,72 @@ func (h *core) sendHostResult(call HostToolCall, res ToolResult, isError bool) {
 	if errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrInvalidJSON) {
 		_ = h.hostToolResult(call.ID, TextResult(fmt.Sprintf("host tool %s returned an invalid result: %v", call.ToolName, err)), true)
 	}
+}
+
+func (h *core) startURIRequest(ev Event, subscribed bool) {
+	req := HostURIRequest{Raw: ev.Raw}
+	if ev.Decode(&req) != nil || req.ID == "" {
+		return // the library answers malformed requests itself
+	}
+	scheme, _, _ := strings.Cut(req.URL, ":")
+	t := &h.host
+	t.mu.Lock()
+	handler := t.uris[schemeKey(scheme)]
+	if handler == nil {
+		t.mu.Unlock()
+		if !subscribed {
+			_ = h.hostURIResult(req.ID, map[string]string{"error": fmt.Sprintf(
+				"host URI scheme %q has no handler and nothing subscribes to the client's events", schemeKey(scheme))})
+		}
+		return // the program answers it from the event
+	}
+	ctx, cancel := context.WithCancel(h.base)
+	hc := &hostCall{cancel: cancel}
+	if old := t.calls[req.ID]; old != nil {
+		old.cancel()
+	}
+	t.calls[req.ID] = hc
+	t.mu.Unlock()
+	go h.runURIRequest(ctx, hc, handler, req)
+}
+
+func (h *core) runURIRequest(ctx context.Context, hc *hostCall, handler HostURIHandler, req HostURIRequest) {
+	t := &h.host
+	defer func() {
+		hc.cancel()
+		t.mu.Lock()
+		if t.calls[req.ID] == hc {
+			delete(t.calls, req.ID)
+		}
+		t.mu.Unlock()
+	}()
+	select {
+	case t.sem <- struct{}{}:
+	case <-ctx.Done():
+		_ = h.hostURIResult(req.ID, map[string]string{"error": "host URI request cancelled"})
+		return
+	}
+	res, err := callURIHandler(ctx, handler, req)
+	<-t.sem
+	var reply any = map[string]any{}
+	switch {
+	case err != nil:
+		reply = map[string]string{"error": err.Error()}
+	case req.Operation != "write":
+		reply = res
+	}
+	if e := h.hostURIResult(req.ID, reply); errors.Is(e, ErrInvalidArgument) || errors.Is(e, ErrInvalidJSON) {
+		_ = h.hostURIResult(req.ID, map[string]string{"error": fmt.Sprintf("host URI %s: invalid result: %v", req.URL, e)})
+	}
+}
+
+func callURIHandler(ctx context.Context, handler HostURIHandler, req HostURIRequest) (res HostURIContent, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("host URI handler for %s panicked: %v", req.URL, p)
+		}
+	}()
+	return handler(ctx, req)
 }
 
 // PolicyEval is a policy_eval event: the agent asks whether one of its own tools may run.
