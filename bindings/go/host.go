@@ -185,44 +185,56 @@ func (c *Client) RegisterHostTool(ctx context.Context, tool HostTool) error {
 	defer runtime.KeepAlive(c)
 	c.h.host.reg.Lock()
 	defer c.h.host.reg.Unlock()
-	tools := c.h.host.current()
-	replaced := false
-	for i := range tools {
-		if tools[i].Name == tool.Name {
-			tools[i], replaced = tool, true
-		}
-	}
-	if !replaced {
-		tools = append(tools, tool)
-	}
+	tools := replaceOrAppend(c.h.host.current(), tool, func(t HostTool) string { return t.Name })
 	_, err := c.h.setHostTools(ctx, tools)
 	return err
 }
 
-func (h *core) setHostTools(ctx context.Context, tools []HostTool) (json.RawMessage, error) {
-	const op = "set_host_tools"
-	if tools == nil {
-		tools = []HostTool{}
+// replaceOrAppend replaces the item of list whose key is item's, or appends item.
+func replaceOrAppend[T any](list []T, item T, key func(T) string) []T {
+	for i := range list {
+		if key(list[i]) == key(item) {
+			list[i] = item
+			return list
+		}
 	}
-	cj, err := rawJSON(op, "tools", tools)
+	return append(list, item)
+}
+
+type registerFn func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status
+
+// registerHost sends a host registration (value as JSON). Its handlers are installed first,
+// since a call may follow the agent's answer at once, and put back (restore) if it fails.
+func (h *core) registerHost(ctx context.Context, op, what string, value any, install, restore func(), call registerFn) (json.RawMessage, error) {
+	cj, err := rawJSON(op, what, value)
 	if err != nil {
 		return nil, err
 	}
 	defer freeC(cj)
-	// Handlers first: a call may follow the agent's answer at once.
-	previous := h.host.current()
-	h.host.install(tools)
+	install()
 	h.ev.setHostDemand(h, h.hostDemand())
 	var out *C.char
 	err = h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_set_host_tools(p, cj, t, &out, perr)
+		return call(p, cj, t, &out, perr)
 	})
 	if err != nil {
-		h.host.install(previous)
+		restore()
 		h.ev.setHostDemand(h, h.hostDemand())
 		return nil, err
 	}
 	return takeBytes(out), nil
+}
+
+func (h *core) setHostTools(ctx context.Context, tools []HostTool) (json.RawMessage, error) {
+	if tools == nil {
+		tools = []HostTool{}
+	}
+	previous := h.host.current()
+	return h.registerHost(ctx, "set_host_tools", "tools", tools,
+		func() { h.host.install(tools) }, func() { h.host.install(previous) },
+		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_set_host_tools(p, js, t, out, perr)
+		})
 }
 
 // SetHostURISchemes registers host URI schemes, replacing the set, and returns the agent's
@@ -242,44 +254,21 @@ func (c *Client) RegisterHostURIScheme(ctx context.Context, scheme HostURIScheme
 	defer runtime.KeepAlive(c)
 	c.h.host.reg.Lock()
 	defer c.h.host.reg.Unlock()
-	schemes := c.h.host.currentURIs()
-	replaced := false
-	for i := range schemes {
-		if schemeKey(schemes[i].Scheme) == schemeKey(scheme.Scheme) {
-			schemes[i], replaced = scheme, true
-		}
-	}
-	if !replaced {
-		schemes = append(schemes, scheme)
-	}
+	schemes := replaceOrAppend(c.h.host.currentURIs(), scheme, func(s HostURIScheme) string { return schemeKey(s.Scheme) })
 	_, err := c.h.setHostURISchemes(ctx, schemes)
 	return err
 }
 
 func (h *core) setHostURISchemes(ctx context.Context, schemes []HostURIScheme) (json.RawMessage, error) {
-	const op = "set_host_uri_schemes"
 	if schemes == nil {
 		schemes = []HostURIScheme{}
 	}
-	cj, err := rawJSON(op, "schemes", schemes)
-	if err != nil {
-		return nil, err
-	}
-	defer freeC(cj)
-	// Handlers first: a request may follow the agent's answer at once.
 	previous := h.host.currentURIs()
-	h.host.installURIs(schemes)
-	h.ev.setHostDemand(h, h.hostDemand())
-	var out *C.char
-	err = h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_set_host_uri_schemes(p, cj, t, &out, perr)
-	})
-	if err != nil {
-		h.host.installURIs(previous)
-		h.ev.setHostDemand(h, h.hostDemand())
-		return nil, err
-	}
-	return takeBytes(out), nil
+	return h.registerHost(ctx, "set_host_uri_schemes", "schemes", schemes,
+		func() { h.host.installURIs(schemes) }, func() { h.host.installURIs(previous) },
+		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_set_host_uri_schemes(p, js, t, out, perr)
+		})
 }
 
 // resultJSON encodes a tool result: a Go string is a text result, json.RawMessage is sent
@@ -406,11 +395,10 @@ func (h *core) startHostCall(ev Event, subscribed bool) {
 	if ev.Decode(&call) != nil || call.ID == "" {
 		return // the library answers malformed calls itself
 	}
-	t := &h.host
-	t.mu.Lock()
-	handler := t.handlers[call.ToolName]
+	h.host.mu.Lock()
+	handler := h.host.handlers[call.ToolName]
+	h.host.mu.Unlock()
 	if handler == nil {
-		t.mu.Unlock()
 		if !subscribed {
 			// Nobody can answer it: say so now rather than let the agent wait for its deadline.
 			_ = h.hostToolResult(call.ID, TextResult(fmt.Sprintf(
@@ -418,43 +406,53 @@ func (h *core) startHostCall(ev Event, subscribed bool) {
 		}
 		return // the program answers it from the event
 	}
-	ctx, cancel := context.WithCancel(h.base)
-	hc := &hostCall{cancel: cancel}
-	if old := t.calls[call.ID]; old != nil {
-		old.cancel()
-	}
-	t.calls[call.ID] = hc
-	t.mu.Unlock()
-	go h.runHostCall(ctx, hc, handler, call)
-}
-
-func (h *core) runHostCall(ctx context.Context, hc *hostCall, handler HostToolHandler, call HostToolCall) {
-	t := &h.host
-	defer func() {
-		hc.cancel()
-		t.mu.Lock()
-		if t.calls[call.ID] == hc {
-			delete(t.calls, call.ID)
+	h.serveHost(call.ID, func(ctx context.Context) {
+		res, err := callHandler(ctx, handler, call, func(partial any) error {
+			return h.hostToolUpdate(call.ID, partial)
+		})
+		if err != nil {
+			h.sendHostResult(call, TextResult(err.Error()), true)
+			return
 		}
-		t.mu.Unlock()
-	}()
-	select {
-	case t.sem <- struct{}{}:
-	case <-ctx.Done():
+		h.sendHostResult(call, res, false)
+	}, func() {
 		// Cancelled (or closing) before it started: the reply only settles the library's
 		// record of the call (it answers CANCELLED).
 		h.sendHostResult(call, TextResult("host tool call cancelled"), true)
-		return
-	}
-	res, err := callHandler(ctx, handler, call, func(partial any) error {
-		return h.hostToolUpdate(call.ID, partial)
 	})
-	<-t.sem
-	if err != nil {
-		h.sendHostResult(call, TextResult(err.Error()), true)
-		return
+}
+
+// serveHost runs work for host call (or URI request) id on its own goroutine, at most
+// HostToolConcurrency at once; its ctx ends on the agent's cancel for id or on Close. When
+// ctx ends before a slot is free, cancelled runs instead.
+func (h *core) serveHost(id string, work func(ctx context.Context), cancelled func()) {
+	t := &h.host
+	ctx, cancel := context.WithCancel(h.base)
+	hc := &hostCall{cancel: cancel}
+	t.mu.Lock()
+	if old := t.calls[id]; old != nil {
+		old.cancel()
 	}
-	h.sendHostResult(call, res, false)
+	t.calls[id] = hc
+	t.mu.Unlock()
+	go func() {
+		defer func() {
+			hc.cancel()
+			t.mu.Lock()
+			if t.calls[id] == hc {
+				delete(t.calls, id)
+			}
+			t.mu.Unlock()
+		}()
+		select {
+		case t.sem <- struct{}{}:
+		case <-ctx.Done():
+			cancelled()
+			return
+		}
+		defer func() { <-t.sem }()
+		work(ctx)
+	}()
 }
 
 func callHandler(ctx context.Context, handler HostToolHandler, call HostToolCall, update func(any) error) (res ToolResult, err error) {
@@ -482,55 +480,32 @@ func (h *core) startURIRequest(ev Event, subscribed bool) {
 		return // the library answers malformed requests itself
 	}
 	scheme, _, _ := strings.Cut(req.URL, ":")
-	t := &h.host
-	t.mu.Lock()
-	handler := t.uris[schemeKey(scheme)]
+	h.host.mu.Lock()
+	handler := h.host.uris[schemeKey(scheme)]
+	h.host.mu.Unlock()
 	if handler == nil {
-		t.mu.Unlock()
 		if !subscribed {
 			_ = h.hostURIResult(req.ID, map[string]string{"error": fmt.Sprintf(
 				"host URI scheme %q has no handler and nothing subscribes to the client's events", schemeKey(scheme))})
 		}
 		return // the program answers it from the event
 	}
-	ctx, cancel := context.WithCancel(h.base)
-	hc := &hostCall{cancel: cancel}
-	if old := t.calls[req.ID]; old != nil {
-		old.cancel()
-	}
-	t.calls[req.ID] = hc
-	t.mu.Unlock()
-	go h.runURIRequest(ctx, hc, handler, req)
-}
-
-func (h *core) runURIRequest(ctx context.Context, hc *hostCall, handler HostURIHandler, req HostURIRequest) {
-	t := &h.host
-	defer func() {
-		hc.cancel()
-		t.mu.Lock()
-		if t.calls[req.ID] == hc {
-			delete(t.calls, req.ID)
+	h.serveHost(req.ID, func(ctx context.Context) {
+		res, err := callURIHandler(ctx, handler, req)
+		var reply any = map[string]any{}
+		switch {
+		case err != nil:
+			reply = map[string]string{"error": err.Error()}
+		case req.Operation != "write":
+			reply = res
 		}
-		t.mu.Unlock()
-	}()
-	select {
-	case t.sem <- struct{}{}:
-	case <-ctx.Done():
+		// A result the library refuses is replaced by an error, so the agent is never left waiting.
+		if e := h.hostURIResult(req.ID, reply); errors.Is(e, ErrInvalidArgument) || errors.Is(e, ErrInvalidJSON) {
+			_ = h.hostURIResult(req.ID, map[string]string{"error": fmt.Sprintf("host URI %s: invalid result: %v", req.URL, e)})
+		}
+	}, func() {
 		_ = h.hostURIResult(req.ID, map[string]string{"error": "host URI request cancelled"})
-		return
-	}
-	res, err := callURIHandler(ctx, handler, req)
-	<-t.sem
-	var reply any = map[string]any{}
-	switch {
-	case err != nil:
-		reply = map[string]string{"error": err.Error()}
-	case req.Operation != "write":
-		reply = res
-	}
-	if e := h.hostURIResult(req.ID, reply); errors.Is(e, ErrInvalidArgument) || errors.Is(e, ErrInvalidJSON) {
-		_ = h.hostURIResult(req.ID, map[string]string{"error": fmt.Sprintf("host URI %s: invalid result: %v", req.URL, e)})
-	}
+	})
 }
 
 func callURIHandler(ctx context.Context, handler HostURIHandler, req HostURIRequest) (res HostURIContent, err error) {

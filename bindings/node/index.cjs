@@ -1409,14 +1409,21 @@ class Client extends EventEmitter {
     if (!Array.isArray(tools)) throw new TypeError('tools must be an array');
     const handlers = new Map();
     const specs = tools.map((t) => splitHandler(t, 'name', handlers));
-    // Handlers first: a call may follow the agent's answer at once.
-    const previous = this._tools;
-    this._tools = handlers;
+    return this._register('_tools', handlers, () => this._async('setHostTools', [JSON.stringify(specs), timeoutArg(opts.timeoutMs)], true));
+  }
+
+  /**
+   * A host registration whose handlers (`field`: '_tools' or '_schemes') are installed before
+   * the call — a host call may follow the agent's answer at once — and put back if it fails.
+   */
+  async _register(field, handlers, call) {
+    const previous = this[field];
+    this[field] = handlers;
     this._updatePump();
     try {
-      return JSON.parse(await this._async('setHostTools', [JSON.stringify(specs), timeoutArg(opts.timeoutMs)], true));
+      return JSON.parse(await call());
     } catch (e) {
-      this._tools = previous;
+      this[field] = previous;
       this._updatePump();
       throw e;
     }
@@ -1443,16 +1450,8 @@ class Client extends EventEmitter {
     if (!Array.isArray(schemes)) throw new TypeError('schemes must be an array');
     const handlers = new Map();
     const specs = schemes.map((s) => splitHandler(s, 'scheme', handlers));
-    const previous = this._schemes;
-    this._schemes = new Map([...handlers].map(([k, v]) => [String(k).trim().toLowerCase(), v]));
-    this._updatePump();
-    try {
-      return JSON.parse(await this._async('setHostUriSchemes', [JSON.stringify(specs), timeoutArg(opts.timeoutMs)], true));
-    } catch (e) {
-      this._schemes = previous;
-      this._updatePump();
-      throw e;
-    }
+    const keyed = new Map([...handlers].map(([k, v]) => [String(k).trim().toLowerCase(), v]));
+    return this._register('_schemes', keyed, () => this._async('setHostUriSchemes', [JSON.stringify(specs), timeoutArg(opts.timeoutMs)], true));
   }
 
   /** Adds (or replaces) one host URI scheme with its async handler. */
