@@ -1101,6 +1101,7 @@ class Client extends EventEmitter {
     this._orphans = [];
     this._orphansDropped = 0;
     this._orphanCapacity = ORPHAN_CAPACITY;
+    this._pulls = false; // nextEvent() was used
     this._bindingDropped = 0; // events this binding dropped (kept events past _orphanCapacity), total
     this._tools = new Map(); // name -> {spec, handler}
     this._schemes = new Map(); // scheme -> {spec, handler}
@@ -1313,6 +1314,7 @@ class Client extends EventEmitter {
    * takes an event first gets it.
    */
   async nextEvent(opts = {}) {
+    this._pulls = true; // from now on the pull queue has a consumer (see _seenBy)
     if (this._orphans.length || this._orphansDropped) return this._takeOrphans(1)[0];
     const t = timeoutArg(opts.timeoutMs === undefined ? TIMEOUT_INFINITE : opts.timeoutMs);
     const signal = opts.signal;
@@ -1329,7 +1331,7 @@ class Client extends EventEmitter {
       const r = callOutRaw(native().nextEvents, [this._st.h, EVENT_BATCH, 0]);
       if (r.st === Status.OK) {
         take(r.err);
-        this._keepOrphans(this._dispatchHost(JSON.parse(take(r.out))));
+        this._keepOrphans(this._dispatchHost(JSON.parse(take(r.out)), true));
         this._uiLane.serve();
         return this._takeOrphans(1)[0];
       }
@@ -1513,26 +1515,27 @@ class Client extends EventEmitter {
     this._syncNoOut('hostUriResult', [text(requestId, 'requestId'), JSON.stringify(result)]);
   }
 
-  /** Whether an event of this type reaches a consumer that could answer it. */
-  _seenBy(type) {
-    if (this._eventWaiters.length > 0 || this.listenerCount('event') > 0 || this.listenerCount(type) > 0) return true;
+  /** Whether an event of this type reaches a consumer that could answer it (a client that
+   * ever called nextEvent() pulls its events, between calls too). */
+  _seenBy(type, pulled) {
+    if (pulled || this._pulls || this._eventWaiters.length > 0 || this.listenerCount('event') > 0 || this.listenerCount(type) > 0) return true;
     for (const it of this._iterators) if (it._accepts(type)) return true;
     return false;
   }
 
   /** A registered host call without a handler: the program answers it from its events; when
    * none of its consumers will see it, nobody can, and it is answered with an error now. */
-  _unanswerable(ev) {
-    if (this._seenBy(ev.type)) return false;
+  _unanswerable(ev, pulled) {
+    if (this._seenBy(ev.type, pulled)) return false;
     const what = ev.type === 'host_tool_call' ? `host tool ${ev.toolName}` : `host URI ${ev.url}`;
     return `${what} has no handler and no listener or iterator receives ${ev.type} events`;
   }
 
-  _onHostToolCall(ev) {
+  _onHostToolCall(ev, pulled) {
     const entry = this._tools.get(ev.toolName);
     if (!entry || typeof ev.id !== 'string') return; // the core answers unregistered tools
     if (!entry.handler) {
-      const why = this._unanswerable(ev);
+      const why = this._unanswerable(ev, pulled);
       if (why) this._hostSend(() => this.hostToolResult(ev.id, why, { isError: true }));
       return;
     }
@@ -1557,13 +1560,13 @@ class Client extends EventEmitter {
       .finally(() => this._hostCalls.delete(id));
   }
 
-  _onHostUriRequest(ev) {
+  _onHostUriRequest(ev, pulled) {
     const url = typeof ev.url === 'string' ? ev.url : '';
     const i = url.indexOf('://');
     const entry = i > 0 ? this._schemes.get(url.slice(0, i).toLowerCase()) : undefined;
     if (!entry || typeof ev.id !== 'string') return; // the core answers unregistered schemes
     if (!entry.handler) {
-      const why = this._unanswerable(ev);
+      const why = this._unanswerable(ev, pulled);
       if (why) this._hostSend(() => this.hostUriResult(ev.id, { error: why }));
       return;
     }
@@ -1854,15 +1857,15 @@ class Client extends EventEmitter {
   }
 
   /** Starts handlers for host calls / cancels; returns the events. */
-  _dispatchHost(evs) {
+  _dispatchHost(evs, pulled) {
     for (let i = 0; i < evs.length; i++) {
       const ev = evs[i];
       switch (ev.type) {
         case 'host_tool_call':
-          this._onHostToolCall(ev);
+          this._onHostToolCall(ev, pulled);
           break;
         case 'host_uri_request':
-          this._onHostUriRequest(ev);
+          this._onHostUriRequest(ev, pulled);
           break;
         case 'host_tool_cancel':
         case 'host_uri_cancel':

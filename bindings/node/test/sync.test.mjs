@@ -4,7 +4,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, CommandError, ProcessExitedError } from '../index.mjs';
-import { WAIT_MS, start, fakeOptions } from './helpers.mjs';
+import { WAIT_MS, start, fakeOptions, nextEventOfType } from './helpers.mjs';
 
 const TURN = ['agent_start', 'turn_start', 'message_start', 'message_update', 'message_end', 'turn_end', 'agent_end'];
 
@@ -96,6 +96,13 @@ test('a consumer that receives host calls answers them itself', async (t) => {
   const turn = await c.promptAndWait('needs host uri');
   const seen = turn.events.find((e) => e.type === 'host_uri_result_seen');
   assert.equal(seen.frame.content, 'from the listener');
+  // and one that pulls the events with nextEvent()
+  const d = await start(t, [], { hostUriSchemes: [{ scheme: 'memo' }] });
+  const pending = d.promptAndWait('needs host uri');
+  const req = await nextEventOfType(d, 'host_uri_request');
+  d.hostUriResult(req.id, { content: 'pulled' });
+  const pulled = (await pending).events.find((e) => e.type === 'host_uri_result_seen');
+  assert.equal(pulled.frame.content, 'pulled');
 });
 
 test('events read for host handlers while nobody listens are kept, and drops counted', async (t) => {
