@@ -710,6 +710,12 @@ class _Session:
                         data = _ffi.take_raw(ptr)
                         if data:
                             self._dispatch_batch(data)
+                    elif ptr and self.listeners.count > 0:
+                        # A listener came while the batch was taken (events queued after it
+                        # was added may be in it): the whole batch goes to the listeners.
+                        data = _ffi.take_raw(ptr)
+                        if data:
+                            self._dispatch_batch(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
                     elif ptr:
                         self._dispatch_lines(ptr)
                     continue
