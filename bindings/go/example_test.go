@@ -152,6 +152,7 @@ func ExampleHostTool() {
 }
 
 // Answer the agent's UI requests: by hand, or headlessly with a policy.
+// Serve a host URI scheme: the handler runs on its own goroutine for every read or write.
 func ExampleHostURIScheme() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
