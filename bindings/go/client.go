@@ -82,6 +82,9 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	}
 	h := &core{ptr: ptr, closing: make(chan struct{})}
 	h.base, h.baseCancel = context.WithCancel(context.Background())
+	if opts.EventQueueCapacity != nil {
+		h.ev.capacity = *opts.EventQueueCapacity // < 0 (Unlimited): no bound
+	}
 	h.ev.init()
 	h.host.init(opts.HostToolConcurrency)
 	c := &Client{h: h}
@@ -89,7 +92,9 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	if opts.ToolPolicy != nil {
 		h.policy = opts.ToolPolicy.Handler
 	}
-	if h.host.install(opts.HostTools) || h.policy != nil {
+	h.host.install(opts.HostTools)
+	h.host.installURIs(opts.HostURISchemes)
+	if h.hostDemand() {
 		h.ev.setHostDemand(h, true)
 	}
 	return c, nil
@@ -262,6 +267,7 @@ func (h *core) request(ctx context.Context, op string, fn tfn) error {
 	err := h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
 		return fn(p, C.int64_t(t), perr)
 	})
+	h.syncEvents()
 	return pastDeadline(err, d, hasDeadline)
 }
 
@@ -283,6 +289,7 @@ func (h *core) wait(ctx context.Context, op string, fn tfn) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	defer h.syncEvents()
 	if ctx.Done() == nil {
 		return h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
 			return fn(p, C.int64_t(timeoutInfinite), perr)
@@ -750,6 +757,8 @@ func (c *Client) Counters() (*Counters, error) {
 	if err := unmarshal("counters", js, k); err != nil {
 		return nil, err
 	}
+	k.BindingEventsDropped = c.h.ev.dropped.Load()
+	k.EventsDropped += k.BindingEventsDropped
 	return k, nil
 }
 

@@ -21,11 +21,19 @@
 // # Events
 //
 // One goroutine per client (the pump) reads the library's event queue in batches while
-// something wants events: an iteration of All, an Events channel, or a host tool handler.
-// Each subscriber gets every event read while it is subscribed. With no subscriber and no
-// handler nothing is read, so events wait in the library's bounded queue for the next
-// subscriber; while handlers are registered the pump keeps reading, and events nobody
-// subscribes to are dropped.
+// something wants events: an iteration of All, an Events channel, or registered host tools,
+// host URI schemes or a policy handler. Each subscriber gets every event read while it is
+// subscribed, through a backlog of its own. With nothing wanting events nothing is read, so
+// events wait in the library's bounded queue for the next subscriber; what the pump reads
+// while nobody subscribes is kept for the next subscriber. Every drop (past
+// event_queue_capacity) is reported by an event_overflow event and counted in
+// Counters.EventsDropped.
+//
+// Every call that waits on the agent returns, with its result or its error, only once every
+// event queued before that outcome has reached every subscriber (on its Events channel, or
+// taken by its All loop; a subscriber busy in its loop body or with a full channel is not
+// waited for). A host call that no handler and no subscriber can answer is answered at once
+// with an error.
 //
 // # Lifetime
 //

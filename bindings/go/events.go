@@ -11,7 +11,9 @@ import (
 	"encoding/json"
 	"iter"
 	"runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // Event is one event from the agent (or a synthetic one from the library, marked
@@ -28,36 +30,66 @@ func (e Event) Decode(v any) error { return json.Unmarshal(e.Raw, v) }
 // maxBatch is how many queued events one omprpc_client_next_events call takes.
 const maxBatch = 1024
 
+// defaultBacklog bounds a subscriber's backlog (and the events kept while nobody subscribes)
+// when the event_queue_capacity option is not set: the library's default capacity.
+const defaultBacklog = 65536
+
 // pump is the single reader of the library's event queue for a client. It runs while
-// something wants events: a subscriber (Events, All) or a host tool handler. It dispatches
-// host tool calls, then hands each batch to every subscriber.
+// something wants events: a subscriber (Events, All), or registered host tools, host URI
+// schemes or a policy handler. It dispatches host calls, then appends each batch to every
+// subscriber's backlog; it never waits for a subscriber, so a slow one delays nobody.
 //
-// With no subscriber and no handler it does not read, so events stay in the library's queue
-// (bounded by event_queue_capacity, overflow reported) for the next subscriber. While
-// handlers are registered it keeps reading, and events nobody subscribes to are dropped.
+// With nothing wanting events it does not read, so events stay in the library's queue
+// (bounded by event_queue_capacity, overflow reported) for the next subscriber. What it
+// reads while nobody subscribes is kept (the carry) for the next subscriber. Backlogs and
+// the carry are bounded like the library's queue: past the bound the oldest events are
+// dropped, counted (Counters.BindingEventsDropped) and reported to that subscriber by an
+// event_overflow event in their place — never silently.
 type pump struct {
-	mu         sync.Mutex
-	subs       []*subscription
-	hostDemand bool
-	carry      []Event // read while demand vanished: the next subscriber gets them first
-	started    bool
-	ended      bool
-	endErr     error
-	wake       chan struct{}
-	done       chan struct{}
+	mu   sync.Mutex
+	cond sync.Cond // on mu: broadcast on progress while syncWaiters > 0
+	subs []*subscription
+	// hostDemand: host tools / URI schemes / a policy handler are registered.
+	hostDemand  bool
+	carry       []Event // read while nobody subscribed: the next subscriber gets them first
+	carryLost   uint64  // dropped from carry since a subscriber last took it
+	capacity    int     // bound of each backlog and of carry; <= 0: none
+	accounted   uint64  // the library's events taken (or reported dropped) and handed on
+	syncWaiters int
+	dropped     atomic.Uint64 // binding-side drops, total
+	started     bool
+	ended       bool
+	endErr      error
+	wake        chan struct{}
+	done        chan struct{}
 }
 
+// subscription is one subscriber's backlog; every field but stop and signal is guarded by
+// the pump's mu.
 type subscription struct {
-	ch   chan []Event // closed by the pump when the client's events end (err says why)
-	stop chan struct{}
-	once sync.Once
-	err  error
-	p    *pump
+	p      *pump
+	q      []Event
+	lost   uint64 // dropped from q since the consumer last took it
+	pushed uint64 // events appended to q (lost ones included)
+	handed uint64 // events the consumer took (Events: sent on its channel)
+	// parked: the consumer is busy outside the backlog (All: in the loop body; Events: its
+	// channel is full): it will take the rest without waiting for the agent.
+	parked bool
+	ended  bool // no more events: err says why
+	err    error
+	gone   bool
+	signal chan struct{} // capacity 1: something was appended, or the events ended
+	stop   chan struct{}
+	once   sync.Once
 }
 
 func (p *pump) init() {
+	p.cond.L = &p.mu
 	p.wake = make(chan struct{}, 1)
 	p.done = make(chan struct{})
+	if p.capacity == 0 {
+		p.capacity = defaultBacklog
+	}
 }
 
 // kick starts the pump goroutine, or wakes it. Call with p.mu held.
@@ -73,7 +105,8 @@ func (p *pump) kickLocked(h *core) {
 	}
 }
 
-// setHostDemand records whether host tool handlers need the pump to read.
+// setHostDemand records whether host tools, URI schemes or a policy handler need the pump to
+// read (and answer the host calls nobody can answer at once).
 func (p *pump) setHostDemand(h *core, on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -93,21 +126,67 @@ func (p *pump) wait() {
 	}
 }
 
+func (p *pump) progressLocked() {
+	if p.syncWaiters > 0 {
+		p.cond.Broadcast()
+	}
+}
+
+// appendBounded appends batch to q, dropping the oldest past p.capacity; returns q and how
+// many were dropped (counted in p.dropped).
+func (p *pump) appendBounded(q, batch []Event) ([]Event, uint64) {
+	if len(q) == 0 {
+		q = batch[:len(batch):len(batch)] // shared with the other subscribers: append copies
+	} else {
+		q = append(q, batch...)
+	}
+	over := len(q) - p.capacity
+	if p.capacity <= 0 || over <= 0 {
+		return q, 0
+	}
+	// A dropped event_overflow of the library's carries its count into ours.
+	var mine, lost uint64
+	for _, ev := range q[:over] {
+		if n, ok := libraryOverflow(ev); ok {
+			lost += n
+		} else {
+			mine++
+		}
+	}
+	p.dropped.Add(mine)
+	return q[over:], lost + mine
+}
+
+// libraryOverflow reports the count of an event_overflow event of the library's.
+func libraryOverflow(ev Event) (uint64, bool) {
+	if ev.Type != "event_overflow" {
+		return 0, false
+	}
+	var o struct {
+		Omprpc  bool   `json:"omprpc"`
+		Dropped uint64 `json:"dropped"`
+	}
+	if ev.Decode(&o) != nil || !o.Omprpc {
+		return 0, false
+	}
+	return o.Dropped, true
+}
+
 func (h *core) subscribe() *subscription {
 	p := &h.ev
-	s := &subscription{ch: make(chan []Event, 16), stop: make(chan struct{}), p: p}
+	s := &subscription{signal: make(chan struct{}, 1), stop: make(chan struct{}), p: p}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.carry) > 0 {
-		s.ch <- p.carry
-		p.carry = nil
-	}
-	if p.ended {
-		s.err = p.endErr
-		close(s.ch)
-		return s
+	if len(p.carry) > 0 || p.carryLost > 0 {
+		s.q, s.lost = p.carry, p.carryLost
+		s.pushed = uint64(len(p.carry)) + p.carryLost
+		p.carry, p.carryLost = nil, 0
 	}
 	p.subs = append(p.subs, s)
+	if p.ended {
+		s.ended, s.err = true, p.endErr
+		return s
+	}
 	p.kickLocked(h)
 	return s
 }
@@ -118,13 +197,70 @@ func (s *subscription) cancel() {
 		p := s.p
 		p.mu.Lock()
 		defer p.mu.Unlock()
+		s.gone = true
 		for i, x := range p.subs {
 			if x == s {
 				p.subs = append(p.subs[:i], p.subs[i+1:]...)
 				break
 			}
 		}
+		p.progressLocked()
 	})
+}
+
+// overflowEvent is what a subscriber gets in place of the events its backlog dropped (the
+// library's own event_overflow, same shape).
+func overflowEvent(n uint64) Event {
+	return Event{Type: "event_overflow", Raw: json.RawMessage(`{"type":"event_overflow","omprpc":true,"dropped":` + strconv.FormatUint(n, 10) + `}`)}
+}
+
+// next waits for the backlog: its events, led by an event_overflow when some were dropped
+// (lost > 0), or the end (done: err is ctx's error or why the events ended, nil for a
+// cancelled subscription). park marks the consumer busy with what it took (All).
+func (s *subscription) next(ctx context.Context, park bool) (evs []Event, lost uint64, err error, done bool) {
+	p := s.p
+	for {
+		p.mu.Lock()
+		s.parked = false
+		if len(s.q) > 0 || s.lost > 0 {
+			evs, lost = s.q, s.lost
+			if lost > 0 {
+				evs = append([]Event{overflowEvent(lost)}, evs...)
+			}
+			s.q, s.lost = nil, 0
+			s.handed += lost
+			if park {
+				s.handed, s.parked = s.pushed, true
+			}
+			p.progressLocked()
+			p.mu.Unlock()
+			return evs, lost, nil, false
+		}
+		ended, endErr := s.ended, s.err
+		p.progressLocked()
+		p.mu.Unlock()
+		if ended {
+			return nil, 0, endErr, true
+		}
+		select {
+		case <-s.signal:
+		case <-s.stop:
+			return nil, 0, nil, true
+		case <-ctx.Done():
+			return nil, 0, ctx.Err(), true
+		}
+	}
+}
+
+// sent records that the consumer sent n events on its channel, or (park) that it waits on
+// a full channel.
+func (s *subscription) sent(n uint64, park bool) {
+	p := s.p
+	p.mu.Lock()
+	s.handed += n
+	s.parked = park
+	p.progressLocked()
+	p.mu.Unlock()
 }
 
 func (h *core) runPump() {
@@ -148,7 +284,10 @@ func (h *core) runPump() {
 			h.endEvents(err)
 			return
 		}
-		h.dispatchHost(batch)
+		p.mu.Lock()
+		subscribed := len(p.subs) > 0
+		p.mu.Unlock()
+		h.dispatchHost(batch, subscribed)
 		h.deliver(batch)
 	}
 }
@@ -167,50 +306,118 @@ func (h *core) nextEvents() ([]Event, error) {
 	return parseEventLines("next_events", takeBytes(out))
 }
 
+// libraryEvents is how many of the library's queued events batch accounts for: its events,
+// and for the library's event_overflow the events it dropped.
+func libraryEvents(batch []Event) uint64 {
+	n := uint64(len(batch))
+	for _, ev := range batch {
+		if d, ok := libraryOverflow(ev); ok {
+			n += d - 1
+		}
+	}
+	return n
+}
+
+// deliver appends batch to every subscriber's backlog (or to carry when nobody subscribes);
+// it never waits.
 func (h *core) deliver(batch []Event) {
+	n := libraryEvents(batch)
 	p := &h.ev
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if len(p.subs) == 0 {
-		if !p.hostDemand {
-			p.carry = append(p.carry, batch...)
-		}
-		p.mu.Unlock()
-		return
+		var lost uint64
+		p.carry, lost = p.appendBounded(p.carry, batch)
+		p.carryLost += lost
 	}
-	subs := append([]*subscription(nil), p.subs...)
-	p.mu.Unlock()
-	for _, s := range subs {
+	for _, s := range p.subs {
+		var lost uint64
+		s.q, lost = p.appendBounded(s.q, batch)
+		s.lost += lost
+		s.pushed += uint64(len(batch))
 		select {
-		case s.ch <- batch:
-			continue
+		case s.signal <- struct{}{}:
 		default:
 		}
-		select {
-		case s.ch <- batch:
-		case <-s.stop:
-		case <-h.closing: // after Close, a subscriber that does not read loses the rest
-		}
 	}
+	p.accounted += n
+	p.progressLocked()
 }
 
 func (h *core) endEvents(err error) {
 	p := &h.ev
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.ended, p.endErr = true, err
-	subs := p.subs
-	p.subs = nil
-	p.mu.Unlock()
-	for _, s := range subs {
-		s.err = err
-		close(s.ch)
+	for _, s := range p.subs {
+		s.ended, s.err = true, err
+		select {
+		case s.signal <- struct{}{}:
+		default:
+		}
 	}
+	p.progressLocked()
+}
+
+// syncEvents returns once every event the library queued before it was called has reached
+// every subscriber: it is in the subscriber's backlog and the subscriber has taken it (All:
+// the iteration has it; Events: it is on the channel), or the subscriber is busy (All: in its
+// loop body; Events: its channel is full) and takes the rest without waiting for the agent.
+// Every call that waits on the agent runs it before it returns, whatever its outcome.
+func (h *core) syncEvents() {
+	p := &h.ev
+	p.mu.Lock()
+	subscribed := len(p.subs) > 0
+	p.mu.Unlock()
+	if !subscribed {
+		return
+	}
+	queued, ok := h.eventsQueued()
+	if !ok {
+		return // closed and freed: the subscriptions have ended
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.syncWaiters++
+	defer func() { p.syncWaiters-- }()
+	for !p.ended && p.accounted < queued && len(p.subs) > 0 {
+		p.cond.Wait()
+	}
+	subs := append([]*subscription(nil), p.subs...)
+	targets := make([]uint64, len(subs))
+	for i, s := range subs {
+		targets[i] = s.pushed
+	}
+	for i, s := range subs {
+		for s.handed < targets[i] && !s.parked && !s.gone {
+			p.cond.Wait()
+		}
+	}
+}
+
+// eventsQueued is the library's count of events queued since start (its counters).
+func (h *core) eventsQueued() (uint64, bool) {
+	var out *C.char
+	if h.do("counters", func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_counters(p, &out, perr)
+	}) != nil {
+		return 0, false
+	}
+	var k struct {
+		EventsQueued uint64 `json:"events_queued"`
+	}
+	if json.Unmarshal(takeBytes(out), &k) != nil {
+		return 0, false
+	}
+	return k.EventsQueued, true
 }
 
 // All iterates over the client's events: each one with a nil error, and last, if the
 // events end, the reason with a zero Event — ctx's error, or ErrClosed (with the close
 // reason) once the client is closed and every queued event was delivered. Breaking out of
 // the loop ends the subscription. Several iterations (and Events channels) may run at once:
-// each sees every event read while it runs.
+// each sees every event read while it runs. Events the iteration has not taken yet wait in
+// its own backlog (bounded like the library's queue; an event_overflow says what it lost).
 func (c *Client) All(ctx context.Context) iter.Seq2[Event, error] {
 	h := c.h
 	runtime.KeepAlive(c)
@@ -221,30 +428,26 @@ func (c *Client) All(ctx context.Context) iter.Seq2[Event, error] {
 		s := h.subscribe()
 		defer s.cancel()
 		for {
-			select {
-			case batch, ok := <-s.ch:
-				if !ok {
-					if s.err != nil {
-						yield(Event{}, s.err)
-					}
+			batch, _, err, done := s.next(ctx, true)
+			if done {
+				if err != nil {
+					yield(Event{}, err)
+				}
+				return
+			}
+			for _, ev := range batch {
+				if !yield(ev, nil) {
 					return
 				}
-				for _, ev := range batch {
-					if !yield(ev, nil) {
-						return
-					}
-				}
-			case <-ctx.Done():
-				yield(Event{}, ctx.Err())
-				return
 			}
 		}
 	}
 }
 
 // Events returns a channel of the client's events (see All), closed when ctx ends or the
-// client's events end. Read it promptly, or cancel ctx: a full channel holds up delivery
-// to every subscriber and the dispatch of host tool calls.
+// client's events end. Events not yet on the channel wait in the subscription's own backlog
+// (bounded like the library's queue; an event_overflow says what it lost), so a slow reader
+// delays nobody.
 func (c *Client) Events(ctx context.Context) <-chan Event {
 	h := c.h
 	runtime.KeepAlive(c)
@@ -257,21 +460,35 @@ func (c *Client) Events(ctx context.Context) <-chan Event {
 		defer close(out)
 		defer s.cancel()
 		for {
-			select {
-			case batch, ok := <-s.ch:
-				if !ok {
-					return
-				}
-				for _, ev := range batch {
-					select {
-					case out <- ev:
-					case <-ctx.Done():
-						return
-					}
-				}
-			case <-ctx.Done():
+			batch, lost, _, done := s.next(ctx, false)
+			if done {
 				return
 			}
+			// the leading event_overflow (lost > 0) was accounted when taken
+			var sent uint64
+			for i, ev := range batch {
+				count := uint64(1)
+				if i == 0 && lost > 0 {
+					count = 0
+				}
+				select {
+				case out <- ev:
+					sent += count
+					continue
+				default:
+				}
+				s.sent(sent, true)
+				sent = 0
+				select {
+				case out <- ev:
+					sent += count
+				case <-s.stop:
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
+			s.sent(sent, false)
 		}
 	}()
 	return out

@@ -152,6 +152,49 @@ func ExampleHostTool() {
 }
 
 // Answer the agent's UI requests: by hand, or headlessly with a policy.
+// Serve a host URI scheme: the handler runs on its own goroutine for every read or write.
+func ExampleHostURIScheme() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	notes := map[string]string{"memo://notes/today": "buy milk"}
+	memo := omprpc.HostURIScheme{
+		Scheme:      "memo",
+		Description: "The host's notes",
+		Handler: func(ctx context.Context, req omprpc.HostURIRequest) (omprpc.HostURIContent, error) {
+			text, ok := notes[req.URL]
+			if !ok {
+				return omprpc.HostURIContent{}, fmt.Errorf("no note at %s", req.URL) // sent as the error
+			}
+			return omprpc.HostURIContent{Content: text, ContentType: "text/plain"}, nil
+		},
+	}
+	c, err := omprpc.Start(ctx, omprpc.Options{Command: []string{fakeAgent()}, HostURISchemes: []omprpc.HostURIScheme{memo}})
+	if err != nil {
+		fmt.Println("start:", err)
+		return
+	}
+	defer c.Close()
+
+	turn, err := c.PromptAndWait(ctx, "needs host uri", nil) // the fake agent reads memo://notes/today
+	if err != nil {
+		fmt.Println("prompt:", err)
+		return
+	}
+	for _, ev := range turn.TypedEvents() {
+		if ev.Type == "host_uri_result_seen" { // the fake agent's echo of the reply
+			var seen struct {
+				Frame struct {
+					Content string `json:"content"`
+				} `json:"frame"`
+			}
+			_ = ev.Decode(&seen)
+			fmt.Println("the agent read:", seen.Frame.Content)
+		}
+	}
+	// Output:
+	// the agent read: buy milk
+}
+
 func ExampleClient_NextUIRequest() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

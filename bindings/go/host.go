@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 )
 
@@ -26,7 +27,8 @@ type HostTool struct {
 	Hidden     bool   `json:"hidden,omitempty"`
 	LoadMode   string `json:"loadMode,omitempty"`
 	// Handler serves the tool's calls. Without one, calls arrive as host_tool_call events
-	// for the program to answer with HostToolUpdate / HostToolResult.
+	// for the program to answer with HostToolUpdate / HostToolResult; a call that arrives
+	// while nothing subscribes to the events (Events, All) is answered at once with an error.
 	Handler HostToolHandler `json:"-"`
 }
 
@@ -71,6 +73,29 @@ func (r ToolResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(wire(r))
 }
 
+// HostURIHandler serves one host URI request (HostURIScheme.Handler), on its own goroutine:
+// a read returns the resource (HostURIContent), a write stores req.Content (the returned
+// value is ignored). ctx is cancelled when the agent cancels the request (host_uri_cancel)
+// or the client closes. A returned error becomes the reply's error; a panic too.
+type HostURIHandler func(ctx context.Context, req HostURIRequest) (HostURIContent, error)
+
+// HostURIRequest is a host_uri_request event.
+type HostURIRequest struct {
+	ID        string          `json:"id"`        // answer with it (HostURIResult)
+	Operation string          `json:"operation"` // "read" or "write"
+	URL       string          `json:"url"`       // "scheme://…"
+	Content   string          `json:"content"`   // what a write stores
+	Raw       json.RawMessage `json:"-"`
+}
+
+// HostURIContent is what a read of a host URI returns.
+type HostURIContent struct {
+	Content     string   `json:"content"`
+	ContentType string   `json:"contentType,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
+	Immutable   bool     `json:"immutable,omitempty"`
+}
+
 type hostCall struct{ cancel context.CancelFunc }
 
 type hostTools struct {
@@ -78,8 +103,41 @@ type hostTools struct {
 	mu       sync.Mutex
 	tools    []HostTool
 	handlers map[string]HostToolHandler
-	calls    map[string]*hostCall
+	schemes  []HostURIScheme
+	uris     map[string]HostURIHandler // by lowercased scheme
+	calls    map[string]*hostCall      // host tool calls and URI requests, by id
 	sem      chan struct{}
+}
+
+// schemeKey is a scheme as the agent and the library see it (trimmed, lowercased).
+func schemeKey(scheme string) string { return strings.ToLower(strings.TrimSpace(scheme)) }
+
+// installURIs makes schemes the registered set.
+func (t *hostTools) installURIs(schemes []HostURIScheme) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.schemes = append([]HostURIScheme(nil), schemes...)
+	t.uris = map[string]HostURIHandler{}
+	for _, s := range schemes {
+		if s.Handler != nil {
+			t.uris[schemeKey(s.Scheme)] = s.Handler
+		}
+	}
+}
+
+func (t *hostTools) currentURIs() []HostURIScheme {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]HostURIScheme(nil), t.schemes...)
+}
+
+// demand reports whether the pump must read for the host: a registered tool or scheme (its
+// calls are served, delivered, or answered at once) or a policy handler.
+func (h *core) hostDemand() bool {
+	t := &h.host
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.tools) > 0 || len(t.schemes) > 0 || h.policy != nil
 }
 
 func (t *hostTools) init(concurrency int) {
@@ -88,6 +146,7 @@ func (t *hostTools) init(concurrency int) {
 	}
 	t.sem = make(chan struct{}, concurrency)
 	t.handlers = map[string]HostToolHandler{}
+	t.uris = map[string]HostURIHandler{}
 	t.calls = map[string]*hostCall{}
 }
 
@@ -126,66 +185,90 @@ func (c *Client) RegisterHostTool(ctx context.Context, tool HostTool) error {
 	defer runtime.KeepAlive(c)
 	c.h.host.reg.Lock()
 	defer c.h.host.reg.Unlock()
-	tools := c.h.host.current()
-	replaced := false
-	for i := range tools {
-		if tools[i].Name == tool.Name {
-			tools[i], replaced = tool, true
-		}
-	}
-	if !replaced {
-		tools = append(tools, tool)
-	}
+	tools := replaceOrAppend(c.h.host.current(), tool, func(t HostTool) string { return t.Name })
 	_, err := c.h.setHostTools(ctx, tools)
 	return err
 }
 
-func (h *core) setHostTools(ctx context.Context, tools []HostTool) (json.RawMessage, error) {
-	const op = "set_host_tools"
-	if tools == nil {
-		tools = []HostTool{}
+// replaceOrAppend replaces the item of list whose key is item's, or appends item.
+func replaceOrAppend[T any](list []T, item T, key func(T) string) []T {
+	for i := range list {
+		if key(list[i]) == key(item) {
+			list[i] = item
+			return list
+		}
 	}
-	cj, err := rawJSON(op, "tools", tools)
+	return append(list, item)
+}
+
+type registerFn func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status
+
+// registerHost sends a host registration (value as JSON). Its handlers are installed first,
+// since a call may follow the agent's answer at once, and put back (restore) if it fails.
+func (h *core) registerHost(ctx context.Context, op, what string, value any, install, restore func(), call registerFn) (json.RawMessage, error) {
+	cj, err := rawJSON(op, what, value)
 	if err != nil {
 		return nil, err
 	}
 	defer freeC(cj)
-	// Handlers first: a call may follow the agent's answer at once.
-	previous := h.host.current()
-	h.ev.setHostDemand(h, h.host.install(tools) || h.policy != nil)
+	install()
+	h.ev.setHostDemand(h, h.hostDemand())
 	var out *C.char
 	err = h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_set_host_tools(p, cj, t, &out, perr)
+		return call(p, cj, t, &out, perr)
 	})
 	if err != nil {
-		h.ev.setHostDemand(h, h.host.install(previous) || h.policy != nil)
+		restore()
+		h.ev.setHostDemand(h, h.hostDemand())
 		return nil, err
 	}
 	return takeBytes(out), nil
 }
 
+func (h *core) setHostTools(ctx context.Context, tools []HostTool) (json.RawMessage, error) {
+	if tools == nil {
+		tools = []HostTool{}
+	}
+	previous := h.host.current()
+	return h.registerHost(ctx, "set_host_tools", "tools", tools,
+		func() { h.host.install(tools) }, func() { h.host.install(previous) },
+		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_set_host_tools(p, js, t, out, perr)
+		})
+}
+
 // SetHostURISchemes registers host URI schemes, replacing the set, and returns the agent's
-// answer ({"schemes":[…]}). Requests arrive as host_uri_request events; answer them with
-// HostURIResult.
+// answer ({"schemes":[…]}). Schemes with a Handler are served by this package; requests for
+// the others arrive as host_uri_request events to answer with HostURIResult (while nothing
+// subscribes to the events, they are answered at once with an error).
 func (c *Client) SetHostURISchemes(ctx context.Context, schemes []HostURIScheme) (json.RawMessage, error) {
 	defer runtime.KeepAlive(c)
-	const op = "set_host_uri_schemes"
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	return c.h.setHostURISchemes(ctx, schemes)
+}
+
+// RegisterHostURIScheme adds scheme to the registered set (replacing one of the same name)
+// and registers the set with the agent.
+func (c *Client) RegisterHostURIScheme(ctx context.Context, scheme HostURIScheme) error {
+	defer runtime.KeepAlive(c)
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	schemes := replaceOrAppend(c.h.host.currentURIs(), scheme, func(s HostURIScheme) string { return schemeKey(s.Scheme) })
+	_, err := c.h.setHostURISchemes(ctx, schemes)
+	return err
+}
+
+func (h *core) setHostURISchemes(ctx context.Context, schemes []HostURIScheme) (json.RawMessage, error) {
 	if schemes == nil {
 		schemes = []HostURIScheme{}
 	}
-	cj, err := rawJSON(op, "schemes", schemes)
-	if err != nil {
-		return nil, err
-	}
-	defer freeC(cj)
-	var out *C.char
-	err = c.h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_set_host_uri_schemes(p, cj, t, &out, perr)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return takeBytes(out), nil
+	previous := h.host.currentURIs()
+	return h.registerHost(ctx, "set_host_uri_schemes", "schemes", schemes,
+		func() { h.host.installURIs(schemes) }, func() { h.host.installURIs(previous) },
+		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_set_host_uri_schemes(p, js, t, out, perr)
+		})
 }
 
 // resultJSON encodes a tool result: a Go string is a text result, json.RawMessage is sent
@@ -254,6 +337,10 @@ func (h *core) hostToolResult(callID string, result any, isError bool) error {
 // value that marshals to it).
 func (c *Client) HostURIResult(requestID string, result any) error {
 	defer runtime.KeepAlive(c)
+	return c.h.hostURIResult(requestID, result)
+}
+
+func (h *core) hostURIResult(requestID string, result any) error {
 	const op = "host_uri_result"
 	cid, err := cstring(op, "request id", requestID)
 	if err != nil {
@@ -268,23 +355,27 @@ func (c *Client) HostURIResult(requestID string, result any) error {
 		return err
 	}
 	defer freeC(cr)
-	return c.h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+	return h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_host_uri_result(p, cid, cr, perr)
 	})
 }
 
 // --- dispatch (on the pump goroutine) ------------------------------------------------------
 
-func (h *core) dispatchHost(batch []Event) {
+// dispatchHost starts the handlers of the batch's host calls; subscribed says whether a
+// subscriber will see the batch (and may answer the calls that have no handler).
+func (h *core) dispatchHost(batch []Event, subscribed bool) {
 	for _, ev := range batch {
 		switch ev.Type {
 		case "host_tool_call":
-			h.startHostCall(ev)
+			h.startHostCall(ev, subscribed)
+		case "host_uri_request":
+			h.startURIRequest(ev, subscribed)
 		case "policy_eval":
 			if h.policy != nil {
 				h.startPolicyEval(ev)
 			}
-		case "host_tool_cancel":
+		case "host_tool_cancel", "host_uri_cancel":
 			var c struct {
 				TargetID string `json:"targetId"`
 			}
@@ -299,55 +390,69 @@ func (h *core) dispatchHost(batch []Event) {
 	}
 }
 
-func (h *core) startHostCall(ev Event) {
+func (h *core) startHostCall(ev Event, subscribed bool) {
 	call := HostToolCall{Raw: ev.Raw}
 	if ev.Decode(&call) != nil || call.ID == "" {
 		return // the library answers malformed calls itself
 	}
-	t := &h.host
-	t.mu.Lock()
-	handler := t.handlers[call.ToolName]
+	h.host.mu.Lock()
+	handler := h.host.handlers[call.ToolName]
+	h.host.mu.Unlock()
 	if handler == nil {
-		t.mu.Unlock()
-		return // no handler: the program answers it from the event
-	}
-	ctx, cancel := context.WithCancel(h.base)
-	hc := &hostCall{cancel: cancel}
-	if old := t.calls[call.ID]; old != nil {
-		old.cancel()
-	}
-	t.calls[call.ID] = hc
-	t.mu.Unlock()
-	go h.runHostCall(ctx, hc, handler, call)
-}
-
-func (h *core) runHostCall(ctx context.Context, hc *hostCall, handler HostToolHandler, call HostToolCall) {
-	t := &h.host
-	defer func() {
-		hc.cancel()
-		t.mu.Lock()
-		if t.calls[call.ID] == hc {
-			delete(t.calls, call.ID)
+		if !subscribed {
+			// Nobody can answer it: say so now rather than let the agent wait for its deadline.
+			_ = h.hostToolResult(call.ID, TextResult(fmt.Sprintf(
+				"host tool %s has no handler and nothing subscribes to the client's events", call.ToolName)), true)
 		}
-		t.mu.Unlock()
-	}()
-	select {
-	case t.sem <- struct{}{}:
-	case <-ctx.Done():
+		return // the program answers it from the event
+	}
+	h.serveHost(call.ID, func(ctx context.Context) {
+		res, err := callHandler(ctx, handler, call, func(partial any) error {
+			return h.hostToolUpdate(call.ID, partial)
+		})
+		if err != nil {
+			h.sendHostResult(call, TextResult(err.Error()), true)
+			return
+		}
+		h.sendHostResult(call, res, false)
+	}, func() {
 		// Cancelled (or closing) before it started: the reply only settles the library's
 		// record of the call (it answers CANCELLED).
 		h.sendHostResult(call, TextResult("host tool call cancelled"), true)
-		return
-	}
-	res, err := callHandler(ctx, handler, call, func(partial any) error {
-		return h.hostToolUpdate(call.ID, partial)
 	})
-	<-t.sem
-	if err != nil {
-		h.sendHostResult(call, TextResult(err.Error()), true)
-		return
+}
+
+// serveHost runs work for host call (or URI request) id on its own goroutine, at most
+// HostToolConcurrency at once; its ctx ends on the agent's cancel for id or on Close. When
+// ctx ends before a slot is free, cancelled runs instead.
+func (h *core) serveHost(id string, work func(ctx context.Context), cancelled func()) {
+	t := &h.host
+	ctx, cancel := context.WithCancel(h.base)
+	hc := &hostCall{cancel: cancel}
+	t.mu.Lock()
+	if old := t.calls[id]; old != nil {
+		old.cancel()
 	}
-	h.sendHostResult(call, res, false)
+	t.calls[id] = hc
+	t.mu.Unlock()
+	go func() {
+		defer func() {
+			hc.cancel()
+			t.mu.Lock()
+			if t.calls[id] == hc {
+				delete(t.calls, id)
+			}
+			t.mu.Unlock()
+		}()
+		select {
+		case t.sem <- struct{}{}:
+		case <-ctx.Done():
+			cancelled()
+			return
+		}
+		defer func() { <-t.sem }()
+		work(ctx)
+	}()
 }
 
 func callHandler(ctx context.Context, handler HostToolHandler, call HostToolCall, update func(any) error) (res ToolResult, err error) {
@@ -367,6 +472,49 @@ func (h *core) sendHostResult(call HostToolCall, res ToolResult, isError bool) {
 	if errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrInvalidJSON) {
 		_ = h.hostToolResult(call.ID, TextResult(fmt.Sprintf("host tool %s returned an invalid result: %v", call.ToolName, err)), true)
 	}
+}
+
+func (h *core) startURIRequest(ev Event, subscribed bool) {
+	req := HostURIRequest{Raw: ev.Raw}
+	if ev.Decode(&req) != nil || req.ID == "" {
+		return // the library answers malformed requests itself
+	}
+	scheme, _, _ := strings.Cut(req.URL, ":")
+	h.host.mu.Lock()
+	handler := h.host.uris[schemeKey(scheme)]
+	h.host.mu.Unlock()
+	if handler == nil {
+		if !subscribed {
+			_ = h.hostURIResult(req.ID, map[string]string{"error": fmt.Sprintf(
+				"host URI scheme %q has no handler and nothing subscribes to the client's events", schemeKey(scheme))})
+		}
+		return // the program answers it from the event
+	}
+	h.serveHost(req.ID, func(ctx context.Context) {
+		res, err := callURIHandler(ctx, handler, req)
+		var reply any = map[string]any{}
+		switch {
+		case err != nil:
+			reply = map[string]string{"error": err.Error()}
+		case req.Operation != "write":
+			reply = res
+		}
+		// A result the library refuses is replaced by an error, so the agent is never left waiting.
+		if e := h.hostURIResult(req.ID, reply); errors.Is(e, ErrInvalidArgument) || errors.Is(e, ErrInvalidJSON) {
+			_ = h.hostURIResult(req.ID, map[string]string{"error": fmt.Sprintf("host URI %s: invalid result: %v", req.URL, e)})
+		}
+	}, func() {
+		_ = h.hostURIResult(req.ID, map[string]string{"error": "host URI request cancelled"})
+	})
+}
+
+func callURIHandler(ctx context.Context, handler HostURIHandler, req HostURIRequest) (res HostURIContent, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("host URI handler for %s panicked: %v", req.URL, p)
+		}
+	}()
+	return handler(ctx, req)
 }
 
 // PolicyEval is a policy_eval event: the agent asks whether one of its own tools may run.

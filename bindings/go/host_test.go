@@ -242,7 +242,7 @@ func TestHostToolConcurrencyIsBounded(t *testing.T) {
 	// a call to a tool without a handler is left to the program
 	batch = append(batch, Event{Type: "host_tool_call", Raw: json.RawMessage(`{"type":"host_tool_call","id":"z","toolCallId":"t","toolName":"other","arguments":{}}`)})
 	done := make(chan struct{})
-	go func() { h.dispatchHost(batch); close(done) }()
+	go func() { h.dispatchHost(batch, true); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(waitFor):
@@ -263,7 +263,7 @@ func TestHostToolConcurrencyIsBounded(t *testing.T) {
 			waiting = id
 		}
 	}
-	h.dispatchHost([]Event{{Type: "host_tool_cancel", Raw: json.RawMessage(`{"type":"host_tool_cancel","id":"x","targetId":"` + waiting + `"}`)}})
+	h.dispatchHost([]Event{{Type: "host_tool_cancel", Raw: json.RawMessage(`{"type":"host_tool_cancel","id":"x","targetId":"` + waiting + `"}`)}}, true)
 	close(release)
 	for time.Now().Before(deadline) {
 		h.host.mu.Lock()

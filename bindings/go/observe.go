@@ -22,9 +22,15 @@ type Counters struct {
 	UIRequests      uint64 `json:"ui_requests"`
 	EventsQueued    uint64 `json:"events_queued"`
 	EventsDelivered uint64 `json:"events_delivered"`
-	EventsDropped   uint64 `json:"events_dropped"`
-	EventsHeld      uint64 `json:"events_held"`
-	EventsHeldBytes uint64 `json:"events_held_bytes"`
+	// EventsDropped counts every event dropped, by the library's queue or by this package
+	// (BindingEventsDropped); each drop was reported by an event_overflow event.
+	EventsDropped uint64 `json:"events_dropped"`
+	// BindingEventsDropped counts the events this package dropped: a subscriber's backlog, or
+	// the events kept while nobody subscribed, past their bound (event_queue_capacity).
+	// Not in Raw.
+	BindingEventsDropped uint64 `json:"-"`
+	EventsHeld           uint64 `json:"events_held"`
+	EventsHeldBytes      uint64 `json:"events_held_bytes"`
 	// TimeToFirstEventMs is from start to the first event queued; nil until there is one.
 	TimeToFirstEventMs *float64 `json:"time_to_first_event_ms"`
 	// LastPromptFirstEventMs is from the last prompt's send to its first session event.

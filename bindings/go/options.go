@@ -270,10 +270,14 @@ type UIPolicy struct {
 	Editor  *string `json:"editor"`
 }
 
-// HostURIScheme is a host URI scheme registration.
+// HostURIScheme is a host URI scheme registration. With a Handler, this package serves its
+// requests; without one, they arrive as host_uri_request events for the program to answer
+// with HostURIResult (a request that arrives while nothing subscribes to the events is
+// answered at once with an error).
 type HostURIScheme struct {
-	Scheme      string `json:"scheme"`
-	Description string `json:"description,omitempty"`
-	Writable    bool   `json:"writable,omitempty"`
-	Immutable   bool   `json:"immutable,omitempty"`
+	Scheme      string         `json:"scheme"`
+	Description string         `json:"description,omitempty"`
+	Writable    bool           `json:"writable,omitempty"`
+	Immutable   bool           `json:"immutable,omitempty"`
+	Handler     HostURIHandler `json:"-"`
 }

@@ -20,7 +20,8 @@ const TIMEOUT_DEFAULT = -2;
 const POLL_SLICE_MS = 250;
 /** Events taken from the core per poll. */
 const EVENT_BATCH = 1024;
-/** Events kept for later consumers while nobody listens (oldest dropped, reported). */
+/** Events kept for later consumers while nobody listens (oldest dropped, reported), unless
+ * the `event_queue_capacity` option says otherwise (the core's default). */
 const ORPHAN_CAPACITY = 65536;
 /** Default per-iterator buffer before event delivery pauses (backpressure). */
 const DEFAULT_HIGH_WATER_MARK = 65536;
@@ -523,6 +524,11 @@ class EventIterator {
 
   get blocked() {
     return !this._done && this._size >= this._hwm;
+  }
+
+  /** Whether events of this type reach this iterator. */
+  _accepts(type) {
+    return !this._done && (this._types === null || this._types.has(type));
   }
 
   next() {
@@ -1072,6 +1078,9 @@ class Client extends EventEmitter {
       throw e;
     }
     client._turnTimeoutMs = typeof core.turn_timeout_ms === 'number' && core.turn_timeout_ms >= 0 ? core.turn_timeout_ms : TIMEOUT_INFINITE;
+    const cap = core.event_queue_capacity;
+    if (cap === null || (typeof cap === 'number' && cap < 0)) client._orphanCapacity = Infinity;
+    else if (typeof cap === 'number' && cap > 0) client._orphanCapacity = cap;
     client._tools = tools;
     client._schemes = schemes;
     client._policyHandler = policyHandler;
@@ -1091,6 +1100,9 @@ class Client extends EventEmitter {
     this._iterators = new Set();
     this._orphans = [];
     this._orphansDropped = 0;
+    this._orphanCapacity = ORPHAN_CAPACITY;
+    this._pulls = false; // nextEvent() was used
+    this._bindingDropped = 0; // events this binding dropped (kept events past _orphanCapacity), total
     this._tools = new Map(); // name -> {spec, handler}
     this._schemes = new Map(); // scheme -> {spec, handler}
     this._hostCalls = new Map(); // call id -> AbortController
@@ -1150,7 +1162,9 @@ class Client extends EventEmitter {
   async _async(name, args, hasOut) {
     const n = native();
     this._handle();
-    return settle(await this._asyncRaw(n[name], args, hasOut));
+    const r = await this._asyncRaw(n[name], args, hasOut);
+    this._catchUp();
+    return settle(r);
   }
 
   _syncOut(name, args) {
@@ -1200,6 +1214,7 @@ class Client extends EventEmitter {
         take(r.err);
         continue;
       }
+      this._catchUp();
       return settle(r);
     }
   }
@@ -1236,23 +1251,24 @@ class Client extends EventEmitter {
     const n = native();
     this._handle();
     const r = await this._asyncRaw(n.promptAndWait, [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], true);
+    this._catchUp();
     if (r.st !== 0) return settle(r);
     take(r.err);
-    const turn = takeTurn(r.out);
-    this._catchUp();
-    return turn;
+    return takeTurn(r.out);
   }
 
   /**
-   * Before a turn call resolves: delivers what the core has queued to listeners and iterators
-   * (non-blocking batches), so they have seen the turn's events by then — the core queues
-   * them before the call returns. Not for the pull queue alone (nextEvent() takes its own).
+   * Before any call that waited on the agent resolves or rejects: delivers what the core has
+   * queued to listeners and iterators (non-blocking batches, on this thread), so they have
+   * seen every event that preceded the call's outcome — the core queues them before the call
+   * returns. An iterator past its highWaterMark takes these anyway (they are bounded by the
+   * core's queue). Not for the pull queue alone (nextEvent() takes its own).
    */
   _catchUp() {
     if (this._st.freed || this._pumpEnded) return;
     if (this._iterators.size === 0 && !this._hasListeners()) return;
-    while (this._drainOnce() > 0) {
-      // each batch is delivered in order; a blocked iterator or a closed client stops it
+    while (this._drainOnce(true) > 0) {
+      // each batch is delivered in order; a closed client stops it
     }
   }
 
@@ -1278,9 +1294,7 @@ class Client extends EventEmitter {
 
   /** Events from now through the next terminal `agent_end` (holds a pool thread meanwhile). */
   async collectEvents(opts = {}) {
-    const events = JSON.parse(await this._async('collectEvents', [timeoutArg(opts.timeoutMs)], true));
-    this._catchUp();
-    return events;
+    return JSON.parse(await this._async('collectEvents', [timeoutArg(opts.timeoutMs)], true));
   }
 
   /**
@@ -1292,7 +1306,6 @@ class Client extends EventEmitter {
     // The C default is turn_timeout_ms; slicing needs the deadline here.
     if (t === undefined || t === TIMEOUT_DEFAULT) t = this._turnTimeoutMs;
     await this._sliced('waitForIdle', [], false, t, opts.signal);
-    this._catchUp();
   }
 
   /**
@@ -1301,6 +1314,7 @@ class Client extends EventEmitter {
    * takes an event first gets it.
    */
   async nextEvent(opts = {}) {
+    this._pulls = true; // from now on the pull queue has a consumer (see _seenBy)
     if (this._orphans.length || this._orphansDropped) return this._takeOrphans(1)[0];
     const t = timeoutArg(opts.timeoutMs === undefined ? TIMEOUT_INFINITE : opts.timeoutMs);
     const signal = opts.signal;
@@ -1317,7 +1331,7 @@ class Client extends EventEmitter {
       const r = callOutRaw(native().nextEvents, [this._st.h, EVENT_BATCH, 0]);
       if (r.st === Status.OK) {
         take(r.err);
-        this._keepOrphans(this._dispatchHost(JSON.parse(take(r.out))));
+        this._keepOrphans(this._dispatchHost(JSON.parse(take(r.out)), true));
         this._uiLane.serve();
         return this._takeOrphans(1)[0];
       }
@@ -1397,10 +1411,24 @@ class Client extends EventEmitter {
     if (!Array.isArray(tools)) throw new TypeError('tools must be an array');
     const handlers = new Map();
     const specs = tools.map((t) => splitHandler(t, 'name', handlers));
-    const data = JSON.parse(await this._async('setHostTools', [JSON.stringify(specs), timeoutArg(opts.timeoutMs)], true));
-    this._tools = handlers;
+    return this._register('_tools', handlers, () => this._async('setHostTools', [JSON.stringify(specs), timeoutArg(opts.timeoutMs)], true));
+  }
+
+  /**
+   * A host registration whose handlers (`field`: '_tools' or '_schemes') are installed before
+   * the call — a host call may follow the agent's answer at once — and put back if it fails.
+   */
+  async _register(field, handlers, call) {
+    const previous = this[field];
+    this[field] = handlers;
     this._updatePump();
-    return data;
+    try {
+      return JSON.parse(await call());
+    } catch (e) {
+      this[field] = previous;
+      this._updatePump();
+      throw e;
+    }
   }
 
   /** Adds (or replaces, by name) one host tool with its async handler. */
@@ -1424,10 +1452,8 @@ class Client extends EventEmitter {
     if (!Array.isArray(schemes)) throw new TypeError('schemes must be an array');
     const handlers = new Map();
     const specs = schemes.map((s) => splitHandler(s, 'scheme', handlers));
-    const data = JSON.parse(await this._async('setHostUriSchemes', [JSON.stringify(specs), timeoutArg(opts.timeoutMs)], true));
-    this._schemes = new Map([...handlers].map(([k, v]) => [String(k).trim().toLowerCase(), v]));
-    this._updatePump();
-    return data;
+    const keyed = new Map([...handlers].map(([k, v]) => [String(k).trim().toLowerCase(), v]));
+    return this._register('_schemes', keyed, () => this._async('setHostUriSchemes', [JSON.stringify(specs), timeoutArg(opts.timeoutMs)], true));
   }
 
   /** Adds (or replaces) one host URI scheme with its async handler. */
@@ -1489,9 +1515,30 @@ class Client extends EventEmitter {
     this._syncNoOut('hostUriResult', [text(requestId, 'requestId'), JSON.stringify(result)]);
   }
 
-  _onHostToolCall(ev) {
+  /** Whether an event of this type reaches a consumer that could answer it (a client that
+   * ever called nextEvent() pulls its events, between calls too). */
+  _seenBy(type, pulled) {
+    if (pulled || this._pulls || this._eventWaiters.length > 0 || this.listenerCount('event') > 0 || this.listenerCount(type) > 0) return true;
+    for (const it of this._iterators) if (it._accepts(type)) return true;
+    return false;
+  }
+
+  /** A registered host call without a handler: the program answers it from its events; when
+   * none of its consumers will see it, nobody can, and it is answered with an error now. */
+  _unanswerable(ev, pulled) {
+    if (this._seenBy(ev.type, pulled)) return false;
+    const what = ev.type === 'host_tool_call' ? `host tool ${ev.toolName}` : `host URI ${ev.url}`;
+    return `${what} has no handler and no listener or iterator receives ${ev.type} events`;
+  }
+
+  _onHostToolCall(ev, pulled) {
     const entry = this._tools.get(ev.toolName);
-    if (!entry || !entry.handler || typeof ev.id !== 'string') return;
+    if (!entry || typeof ev.id !== 'string') return; // the core answers unregistered tools
+    if (!entry.handler) {
+      const why = this._unanswerable(ev, pulled);
+      if (why) this._hostSend(() => this.hostToolResult(ev.id, why, { isError: true }));
+      return;
+    }
     const ac = new AbortController();
     this._hostCalls.set(ev.id, ac);
     const id = ev.id;
@@ -1513,11 +1560,16 @@ class Client extends EventEmitter {
       .finally(() => this._hostCalls.delete(id));
   }
 
-  _onHostUriRequest(ev) {
+  _onHostUriRequest(ev, pulled) {
     const url = typeof ev.url === 'string' ? ev.url : '';
     const i = url.indexOf('://');
     const entry = i > 0 ? this._schemes.get(url.slice(0, i).toLowerCase()) : undefined;
-    if (!entry || !entry.handler || typeof ev.id !== 'string') return;
+    if (!entry || typeof ev.id !== 'string') return; // the core answers unregistered schemes
+    if (!entry.handler) {
+      const why = this._unanswerable(ev, pulled);
+      if (why) this._hostSend(() => this.hostUriResult(ev.id, { error: why }));
+      return;
+    }
     const ac = new AbortController();
     this._hostCalls.set(ev.id, ac);
     const id = ev.id;
@@ -1570,11 +1622,15 @@ class Client extends EventEmitter {
   /**
    * The library's per-client counters: `{frames_in, bytes_in, frames_out, bytes_out,
    * requests_sent, responses, requests_pending, events_queued, events_delivered,
-   * events_dropped, time_to_first_event_ms, uptime_ms, …}` (after close: the last values).
+   * events_dropped, time_to_first_event_ms, uptime_ms, …}` (after close: the last values),
+   * plus `binding_events_dropped`: the events this binding dropped (kept for a later consumer
+   * past 65 536), also counted in `events_dropped`.
    */
   counters() {
-    if (this._final) return this._final.counters;
-    return JSON.parse(callOut(native().counters, [this._liveHandle()]));
+    const k = this._final ? { ...this._final.counters } : JSON.parse(callOut(native().counters, [this._liveHandle()]));
+    k.binding_events_dropped = this._bindingDropped;
+    if (typeof k.events_dropped === 'number') k.events_dropped += this._bindingDropped;
+    return k;
   }
 
   /**
@@ -1664,11 +1720,9 @@ class Client extends EventEmitter {
     return this._iterators.size > 0 || this._eventWaiters.length > 0 || this._hasListeners();
   }
 
+  /** Host registrations need the pump: their calls are served, delivered, or answered at once. */
   _hasHandlers() {
-    if (this._policyHandler) return true;
-    for (const e of this._tools.values()) if (e.handler) return true;
-    for (const e of this._schemes.values()) if (e.handler) return true;
-    return false;
+    return this._policyHandler !== null || this._tools.size > 0 || this._schemes.size > 0;
   }
 
   _pumpMode() {
@@ -1728,10 +1782,10 @@ class Client extends EventEmitter {
     }
   }
 
-  /** One non-blocking batch: >0 events delivered, 0 none queued, -1 stop. */
-  _drainOnce() {
+  /** One non-blocking batch: >0 events delivered, 0 none queued, -1 stop. `force`: past blocked iterators. */
+  _drainOnce(force) {
     if (this._st.freed || this._pumpEnded) return -1;
-    if (this._closePromise === null && (this._pumpMode() === 'off' || this._blockedIterator())) return -1;
+    if (this._closePromise === null && (this._pumpMode() === 'off' || (!force && this._blockedIterator()))) return -1;
     const r = callOutRaw(native().nextEvents, [this._st.h, EVENT_BATCH, 0]);
     if (r.st === Status.OK) {
       take(r.err);
@@ -1803,15 +1857,15 @@ class Client extends EventEmitter {
   }
 
   /** Starts handlers for host calls / cancels; returns the events. */
-  _dispatchHost(evs) {
+  _dispatchHost(evs, pulled) {
     for (let i = 0; i < evs.length; i++) {
       const ev = evs[i];
       switch (ev.type) {
         case 'host_tool_call':
-          this._onHostToolCall(ev);
+          this._onHostToolCall(ev, pulled);
           break;
         case 'host_uri_request':
-          this._onHostUriRequest(ev);
+          this._onHostUriRequest(ev, pulled);
           break;
         case 'host_tool_cancel':
         case 'host_uri_cancel':
@@ -1857,11 +1911,18 @@ class Client extends EventEmitter {
 
   _keepOrphans(evs) {
     for (const ev of evs) this._orphans.push(ev);
-    const over = this._orphans.length - ORPHAN_CAPACITY;
+    const over = this._orphans.length - this._orphanCapacity;
     if (over > 0) {
-      // Oldest dropped, and said so (like the core's own queue) when they are handed out.
-      this._orphans.splice(0, over);
-      this._orphansDropped += over;
+      // Oldest dropped, and said so (like the core's own queue) when they are handed out; a
+      // dropped event_overflow of the core's carries its count into ours.
+      for (const ev of this._orphans.splice(0, over)) {
+        if (ev && ev.type === 'event_overflow' && ev.omprpc === true && typeof ev.dropped === 'number') {
+          this._orphansDropped += ev.dropped;
+        } else {
+          this._orphansDropped++;
+          this._bindingDropped++;
+        }
+      }
     }
   }
 

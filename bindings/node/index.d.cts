@@ -578,7 +578,10 @@ export interface Counters {
   ui_requests: number;
   events_queued: number;
   events_delivered: number;
+  /** Every event dropped, by the library's queue or by this binding (each reported by an `event_overflow` event). */
   events_dropped: number;
+  /** The events this binding dropped (kept for a later consumer past its bound). */
+  binding_events_dropped: number;
   events_held: number;
   events_held_bytes: number;
   time_to_first_event_ms: number | null;

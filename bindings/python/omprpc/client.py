@@ -147,6 +147,7 @@ ToolBlockedListener = Callable[[ToolBlockedEvent], None]
 PolicyVerdictValue = Union[bool, tuple[bool, Optional[str]]]
 PolicyHandler = Callable[[PolicyEvalEvent], PolicyVerdictValue]
 TListener = TypeVar("TListener", bound=Callable[..., None])
+_T = TypeVar("_T")
 
 TodoSeed = str | TodoItem | Mapping[str, object]
 TodoPhaseSeed = TodoPhase | Mapping[str, object]
@@ -709,6 +710,12 @@ class _Session:
                         data = _ffi.take_raw(ptr)
                         if data:
                             self._dispatch_batch(data)
+                    elif ptr and self.listeners.count > 0:
+                        # A listener came while the batch was taken (events queued after it
+                        # was added may be in it): the whole batch goes to the listeners.
+                        data = _ffi.take_raw(ptr)
+                        if data:
+                            self._dispatch_batch(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
                     elif ptr:
                         self._dispatch_lines(ptr)
                     continue
@@ -1498,6 +1505,20 @@ class RpcClient:
             raise RpcError("RPC client is not started")
         return session
 
+    @staticmethod
+    def _synced(session: _Session, call: Callable[[], _T], terminal: Callable[[_T], bool] | None = None) -> _T:
+        """Runs a call that waits on the agent, then (returned or raised an RpcError) waits for
+        the dispatcher to have run the listeners for every event queued before its outcome;
+        with ``terminal(result)``, also for the ``agent_end`` that ended it."""
+        mark = session.sync_mark()
+        try:
+            result = call()
+        except RpcError:
+            session.settle(mark, expect_terminal=False)
+            raise
+        session.settle(mark, expect_terminal=terminal(result) if terminal is not None else False)
+        return result
+
     # -- read-only state --
 
     @property
@@ -1760,7 +1781,8 @@ class RpcClient:
         (RpcProcessExitError)."""
         session = self._require()
         ms = _ms(timeout)
-        data = _loads(_interruptible(lambda: session.handle.call_out(lib.omprpc_client_next_ui_request, ms)))
+        data = _loads(self._synced(session, lambda: _interruptible(
+            lambda: session.handle.call_out(lib.omprpc_client_next_ui_request, ms))))
         return parse_extension_ui_request(data if isinstance(data, dict) else {})
 
     def send_ui_value(self, request_id: str, value: str) -> None:
@@ -1804,12 +1826,10 @@ class RpcClient:
     def _request_data(self, command_type: str, payload: Mapping[str, Any] | None = None) -> Any:
         session = self._require()
         params = {k: v for k, v in (payload or {}).items() if v is not None}
-        data = session.handle.call_out(
-            lib.omprpc_client_request,
-            _ffi.encode(command_type, "command type"),
-            _ffi.dumps(params) if params else None,
-            _ffi.TIMEOUT_DEFAULT,
-        )
+        ctype = _ffi.encode(command_type, "command type")
+        encoded = _ffi.dumps(params) if params else None
+        data = self._synced(session, lambda: session.handle.call_out(lib.omprpc_client_request, ctype, encoded,
+                                                                     _ffi.TIMEOUT_DEFAULT))
         return _loads(data)
 
     def _request(self, command_type: str, **payload: Any) -> JsonObject:
@@ -1974,9 +1994,9 @@ class RpcClient:
         if session is None:
             return tuple(tool.name for tool in self._custom_tools)
         session.tools = {t.name: t for t in self._custom_tools}
-        data = _loads(session.handle.call_out(
-            lib.omprpc_client_set_host_tools, _ffi.dumps([t.to_wire() for t in self._custom_tools]),
-            _ffi.TIMEOUT_DEFAULT))
+        wire = _ffi.dumps([t.to_wire() for t in self._custom_tools])
+        data = _loads(self._synced(session, lambda: session.handle.call_out(
+            lib.omprpc_client_set_host_tools, wire, _ffi.TIMEOUT_DEFAULT)))
         names = data.get("toolNames") if isinstance(data, dict) else None
         if names is None:
             names = []
@@ -1991,9 +2011,9 @@ class RpcClient:
         if session is None:
             return tuple(uri.scheme for uri in self._host_uris)
         session.uris = {u.scheme: u for u in self._host_uris}
-        data = _loads(session.handle.call_out(
-            lib.omprpc_client_set_host_uri_schemes, _ffi.dumps([u.to_wire() for u in self._host_uris]),
-            _ffi.TIMEOUT_DEFAULT))
+        wire = _ffi.dumps([u.to_wire() for u in self._host_uris])
+        data = _loads(self._synced(session, lambda: session.handle.call_out(
+            lib.omprpc_client_set_host_uri_schemes, wire, _ffi.TIMEOUT_DEFAULT)))
         schemes = data.get("schemes") if isinstance(data, dict) else None
         if schemes is None:
             schemes = []
@@ -2030,16 +2050,19 @@ class RpcClient:
         ``content``: blocks appended to the message (text, images, text files; see
         :func:`omprpc.prompt_from_content`)."""
         session = self._require()
-        rid = session.handle.call_out(lib.omprpc_client_prompt, _ffi.encode(message, "message"),
-                                      self._prompt_options(images, streaming_behavior, content),
-                                      _ffi.TIMEOUT_DEFAULT)
+        encoded = _ffi.encode(message, "message")
+        options = self._prompt_options(images, streaming_behavior, content)
+        rid = self._synced(session, lambda: session.handle.call_out(lib.omprpc_client_prompt, encoded, options,
+                                                                    _ffi.TIMEOUT_DEFAULT))
         return (rid or b"").decode()
 
     def abort_and_prompt(self, message: str = "", *, images: Sequence[ImageContent] | None = None,
                          content: Sequence[Mapping[str, Any]] | None = None) -> str:
         session = self._require()
-        rid = session.handle.call_out(lib.omprpc_client_abort_and_prompt, _ffi.encode(message, "message"),
-                                      self._prompt_options(images, None, content), _ffi.TIMEOUT_DEFAULT)
+        encoded = _ffi.encode(message, "message")
+        options = self._prompt_options(images, None, content)
+        rid = self._synced(session, lambda: session.handle.call_out(lib.omprpc_client_abort_and_prompt, encoded,
+                                                                    options, _ffi.TIMEOUT_DEFAULT))
         return (rid or b"").decode()
 
     @staticmethod
@@ -2088,7 +2111,6 @@ class RpcClient:
         a ``prompt_result``, or ``agentInvoked:false``). ``timeout=None`` means the
         ``turn_timeout`` option, which defaults to no deadline. ``content`` as for prompt()."""
         session = self._require()
-        mark = session.sync_mark()
         encoded = _ffi.encode(message, "message")
         options = self._prompt_options(images, streaming_behavior, content)
         ms = self._turn_ms(timeout)
@@ -2101,31 +2123,27 @@ class RpcClient:
                 raise RpcError("the library returned no turn")
             return _ffi.OwnedString(ptr)  # freed with the turn (or at once if nobody takes it)
 
-        turn = _parse_turn(_interruptible(call))
-        session.settle(mark, expect_terminal=turn.agent_invoked and turn.prompt_result is None)
-        return turn
+        return self._synced(session, lambda: _parse_turn(_interruptible(call)),
+                            lambda turn: turn.agent_invoked and turn.prompt_result is None)
 
     def collect_events(self, timeout: float | None = None) -> tuple[RpcNotification, ...]:
         """Events from now through the next terminal ``agent_end`` (typed)."""
         session = self._require()
-        mark = session.sync_mark()
         ms = self._turn_ms(timeout)
-        raw = _interruptible(lambda: session.handle.call_out(lib.omprpc_client_collect_events, ms))
+        raw = self._synced(session, lambda: _interruptible(lambda: session.handle.call_out(
+            lib.omprpc_client_collect_events, ms)), lambda _raw: True)
         events = _lazy.lazy_events(raw, 0, len(raw)) if raw and raw[:1] == b"[" else None
         if events is None:
             data = _loads_bulk(raw) if raw is not None else None
             events = _typed_bulk(data if isinstance(data, list) else ())
-        session.settle(mark, expect_terminal=True)
         return events
 
     def wait_for_idle(self, timeout: float | None = None) -> None:
         """Waits until every accepted prompt has completed; raises the first late prompt
         failure recorded since the last prompt."""
         session = self._require()
-        mark = session.sync_mark()
         ms = self._turn_ms(timeout)
-        _interruptible(lambda: session.handle.call(lib.omprpc_client_wait_for_idle, ms))
-        session.settle(mark, expect_terminal=False)
+        self._synced(session, lambda: _interruptible(lambda: session.handle.call(lib.omprpc_client_wait_for_idle, ms)))
 
     @staticmethod
     def _validate_history_limit(name: str, limit: int | None) -> int | None:

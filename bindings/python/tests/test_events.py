@@ -13,6 +13,7 @@ from omprpc import (
     ExtensionUiRequest,
     HostToolContext,
     ReadyEvent,
+    RpcError,
     RpcProcessExitError,
     RpcTimeoutError,
     ToolExecutionEndEvent,
@@ -96,6 +97,51 @@ def test_listeners_have_seen_the_turn_when_prompt_and_wait_returns(make_client) 
     client.prompt("say hello")
     client.wait_for_idle(timeout=10)
     assert ends[-1] == "agent_end"
+
+
+def test_listeners_have_seen_everything_before_a_crash_when_the_call_raises(make_client) -> None:
+    # A crashing agent: agent_start, one message_update, exit. prompt_and_wait raises, and by
+    # then every listener has run for both events — every time, not most times. (The listeners
+    # are added just after start: also a race with the dispatcher's first batch.)
+    for i in range(100):
+        client = make_client()
+        typed: list[str] = []
+        raw: list[str] = []
+
+        def busy(event: Any) -> None:
+            sum(range(2000))  # a listener that takes a little time
+            typed.append(event.type)
+
+        client.on_event(busy)  # (the ready frame may still be queued: it is not an agent event)
+        client.on_event_payload(lambda p: p.get("type") != "ready" and raw.append(p.get("type")))
+        with pytest.raises(RpcProcessExitError, match="crashed"):
+            client.prompt_and_wait("crash", timeout=10)
+        assert typed == ["agent_start", "message_update"], f"iteration {i}: {typed}"
+        assert raw == ["agent_start", "message_update"], f"iteration {i}: {raw}"
+        client.stop()
+
+
+def test_listeners_have_seen_everything_before_a_request_returns_or_raises(make_client) -> None:
+    # prompt() returns at the agent's response; the turn follows it on stdout, before the
+    # answers to the later requests: when those return (or raise), the listeners saw the turn.
+    client = make_client()
+    seen: list[str] = []
+
+    def slow(event: Any) -> None:
+        sum(range(20000))
+        seen.append(event.type)
+
+    client.on_event(slow)
+    for i in range(20):
+        del seen[:]
+        client.prompt("say hello")
+        client.get_state()
+        assert seen[-1:] == ["agent_end"] and len(seen) == 7, f"iteration {i}: {seen}"
+        del seen[:]
+        client.prompt("say hello")
+        with pytest.raises(RpcError):
+            client.request_raw("no_such_command")
+        assert seen[-1:] == ["agent_end"] and len(seen) == 7, f"iteration {i}: {seen}"
 
 
 def test_unsubscribe_is_idempotent_and_exact(make_client) -> None:
