@@ -700,7 +700,7 @@ impl Client {
     /// with no host tools and no policy gate: start fails instead of failing open.
     fn wait_bridge_hello(&self, deadline: Deadline) -> Result<()> {
         let s = &self.shared;
-        let waited = s.wait_state_since(deadline, "", true, None, &mut |st| st.bridge_hello.as_ref().map(|_| ()));
+        let waited = s.wait_state_since(deadline, "", Wait { began_before: true, ..Wait::default() }, &mut |st| st.bridge_hello.as_ref().map(|_| ()));
         match waited {
             Err(e) if e.status == Status::Timeout => {
                 let gate = s.opts.bridge.as_ref().is_some_and(|p| p.gate.is_some());
