@@ -271,6 +271,7 @@ impl Router<'_> {
                 let len = |k: &str| v.get(k).and_then(Value::as_array).map_or(0, Vec::len) as u64;
                 self.shared.state().life.queue_reported(len("steering") + len("followUp"));
                 self.session_event(line, Mark::Other);
+                self.shared.cond.notify_all();
             }
             b"agent_start" => self.session_event(line, Mark::AgentStart),
             b"agent_end" => {
@@ -298,8 +299,9 @@ impl Router<'_> {
     /// An event of the session's stream: retained for the active collector, then queued.
     fn session_event(&mut self, line: &[u8], mark: Mark) {
         self.shared.counters.session_event();
-        if matches!(mark, Mark::AgentEnd { terminal: true }) {
-            // This may complete a turn: its events are in the queue before any waiter wakes.
+        if matches!(mark, Mark::AgentEnd { .. }) {
+            // This may complete a turn (or, not terminal, make a waiter's activity probe due):
+            // its events are in the queue before any waiter wakes.
             self.emit_line(line);
             self.flush();
             self.shared.state().life.event(line, mark);

@@ -19,7 +19,7 @@
 
 use crate::json::{arr, obj, J};
 
-use super::{message_update, Agent, Flavor};
+use super::{message_update, sleep_ms, Agent, Flavor};
 use crate::command::Cmd;
 
 /// The live run of "stream until abort".
@@ -118,7 +118,10 @@ impl Agent {
         match self.flavor {
             // omp delivers a queued steer at once, in a run no prompt started.
             Flavor::Omp if !live.steering.is_empty() => {
+                // A breath between the abort's response and the new run (omp's came in the
+                // same millisecond): a client that trusts only its own prompts sees "idle" here.
                 self.out.flush();
+                sleep_ms(100);
                 self.event(obj! {"type": "agent_start"});
                 for text in &live.steering {
                     self.user_turn_start(text, true);
