@@ -64,7 +64,7 @@ help:
 	@sed -n '3,21p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
-	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent
+	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent --bin omprpc-fake-llm
 
 release:
 	$(CARGO) build $(LOCKED) --release --lib --bin omprpc-fake-agent
@@ -122,7 +122,7 @@ define run_c_tests
 	@failed=""; \
 	for t in $(C_TEST_NAMES); do \
 	  echo "=== $$t ($(1))"; \
-	  if ! env OMPRPC_FAKE_AGENT=$(FAKE_AGENT) $(2) $(C_TEST_TIMEOUT) $(3)/$$t; then failed="$$failed $$t"; fi; \
+	  if ! env OMPRPC_FAKE_AGENT=$(FAKE_AGENT) $(REAL_AGENT_ENV) $(2) $(C_TEST_TIMEOUT) $(3)/$$t; then failed="$$failed $$t"; fi; \
 	done; \
 	if [ -n "$$failed" ]; then echo "C tests failed ($(1)):$$failed" >&2; exit 1; fi; \
 	echo "C tests passed ($(1))"
@@ -169,7 +169,7 @@ PYTHON ?= python3
 # imports changed from omp_rpc to omprpc: the drop-in promise, checked on every run.
 SEED_DIR := $(TARGET_DIR)/python-seed
 python-tests: build
-	OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so \
+	OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(REAL_AGENT_ENV) \
 	  $(PYTHON) -X dev -W error -m pytest -q -p no:cacheprovider bindings/python/tests
 	@mkdir -p $(SEED_DIR)
 	sed 's/from omp_rpc import/from omprpc import/' tests/seed/test_omp_rpc_client.py > $(SEED_DIR)/test_omp_rpc_client.py
@@ -181,7 +181,7 @@ python-tests: build
 GO ?= go
 go-tests: build
 	cd bindings/go && $(GO) vet ./... && test -z "$$(gofmt -l .)" \
-	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) $(GO) test -race -count=1 ./... \
+	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) $(REAL_AGENT_ENV) $(GO) test -race -count=1 ./... \
 	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) GOGC=1 $(GO) test -count=1 ./...
 
 # The Node binding (koffi from npm, pinned by package-lock.json): ESM, CommonJS and the
@@ -189,10 +189,10 @@ go-tests: build
 NPM ?= npm
 node-tests: build
 	cd bindings/node && $(NPM) ci --no-audit --no-fund --loglevel=error \
-	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(NPM) test
+	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(REAL_AGENT_ENV) $(NPM) test
 
 # Sequential on purpose: cargo-test rebuilds what the C programs link against.
-test: cargo-test test-pi-oldest check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke
+test: cargo-test test-pi-oldest test-omp check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke
 
 # --- demo -----------------------------------------------------------------------------
 # OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`
@@ -287,14 +287,25 @@ clean:
 test-pi-oldest:
 	OMPRPC_PI_VERSION=oldest $(CARGO) test $(LOCKED) --test real_pi
 
-# --- real omp (opt-in) ----------------------------------------------------------------
+# --- real omp ---------------------------------------------------------------------------
 # The Rust client against the real omp 18.2.3 (Bun from npm), offline, with omprpc-fake-llm
-# (tests/real_omp.rs, facts in tests/support/OMP-NOTES.md). Not part of `make test`: the
-# first run installs ~1.5 GB into $HOME/.cache/omprpc/omp-18.2.3 (OMPRPC_OMP_CACHE overrides;
-# ~45 s), then the suite takes ~35 s. Without OMPRPC_REAL_OMP=1 the tests only print a hint.
+# (tests/real_omp.rs, facts in tests/support/OMP-NOTES.md). Part of `make test`: the first
+# run installs ~1.5 GB into $HOME/.cache/omprpc/omp-18.2.3 (OMPRPC_OMP_CACHE overrides; ~45 s),
+# then the suite takes ~90 s. `cargo test` alone skips it (without OMPRPC_REAL_OMP=1 the tests
+# only print a hint).
 .PHONY: test-omp
 test-omp:
 	OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test real_omp
+
+# The real agents for the C, Python, Go and Node suites: the installs cargo-test (pi) and
+# test-omp (omp) made, at the cache paths tests/support/pi.rs and omp.rs use, and the fake
+# LLM. A binding's real-agent tests read these; when one is unset they say so and skip (a
+# suite run by hand), under `make test` they are always set.
+AGENT_CACHE    ?= $(HOME)/.cache/omprpc
+REAL_AGENT_ENV  = OMPRPC_FAKE_LLM=$(DEBUG_DIR)/omprpc-fake-llm \
+  OMPRPC_PI_CLI=$(AGENT_CACHE)/pi-0.73.1/node_modules/@mariozechner/pi-coding-agent/dist/cli.js \
+  OMPRPC_OMP_CLI=$(AGENT_CACHE)/omp-18.2.3/node_modules/@oh-my-pi/pi-coding-agent/dist/cli.js \
+  OMPRPC_BUN=$(firstword $(wildcard $(AGENT_CACHE)/omp-18.2.3/node_modules/@oven/bun-linux-*/bin/bun))
 
 # --- fault table, ThreadSanitizer (issue 7) -------------------------------------------
 # tests/c/fault_table.c runs every fault scenario through the C API, checks each one's
