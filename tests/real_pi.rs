@@ -145,6 +145,7 @@ export default function (pi) {
       pi.sendMessage({ customType: "omprpc-ask", content: `answer: ${name}`, display: true });
     },
   });
+  pi.registerCommand("quiet", { description: "Does nothing", handler: async () => {} });
 }
 "#;
 
@@ -194,6 +195,11 @@ fn extension_ui_round_trip() {
         }
         assert_eq!(c.next_ui_request(deadline_after(Some(Duration::ZERO))).unwrap_err().status, Status::Timeout);
     }
+    // A command that needs no answer: the acknowledgement with no run after it completes
+    // prompt_and_wait (pi runs no agent loop for it and sends nothing else).
+    let turn: Value = serde_json::from_str(&c.prompt_and_wait("/quiet", None, secs(60)).unwrap_or_else(|e| panic!("/quiet: {e}"))).unwrap();
+    assert_eq!(turn["agentInvoked"], false, "{turn}");
+    c.wait_for_idle(secs(60)).unwrap();
     // A command runs no agent loop and never reaches the model.
     assert!(env.llm_requests().is_empty());
     c.close().unwrap();
@@ -232,6 +238,8 @@ fn steer_then_abort_a_hanging_turn() {
     let state: Value = serde_json::from_str(&c.request("get_state", None, secs(60)).unwrap()).unwrap();
     assert_eq!(state["isStreaming"], false);
     assert_eq!(state["pendingMessageCount"], 1);
+    // Parked, not running: the agent is idle by its own account (two probes agree).
+    c.wait_for_idle(secs(60)).unwrap_or_else(|e| panic!("pi is idle with a parked steer: {e}"));
     // …and delivers it right after the next prompt's message, so the model answers the steer.
     let t = turn(&c, "say hi");
     assert_eq!(t["assistantText"], "steered ok");
@@ -281,6 +289,27 @@ fn usage_reaches_message_end_and_the_summary() {
 }
 
 // (f) A host tool bridged into pi through the library's generated extension.
+// A host tool that works silently for longer than turn_idle_timeout_ms: the idle clock stands
+// still while the agent waits on the host, so the turn does not fail.
+#[test]
+fn a_silent_bridged_host_tool_outlasts_the_idle_timeout() {
+    let script = json!([{"match": "add numbers", "replies": [
+        {"tool_call": {"name": "host_add", "arguments": {"a": 2, "b": 3}}},
+        {"text": "sum is {{last_tool_result}}"}]}]);
+    let Some(env) = PiEnv::new("silent_tool", script) else { return };
+    let tools = json!([{"name": "host_add", "description": "Add two numbers", "parameters": {"type": "object"}}]);
+    let c = start(&env, &[], json!({"host_tools": tools, "turn_idle_timeout_ms": 1000}));
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("add numbers", None, secs(120)));
+        let call = wait_event(&c, "host_tool_call", |e| e["type"] == "host_tool_call");
+        std::thread::sleep(Duration::from_millis(2500));
+        c.host_tool_result(call["id"].as_str().unwrap(), json!("5"), false).unwrap();
+        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("the open call should stop the idle clock: {e}"))).unwrap();
+        assert_eq!(turn["assistantText"], "sum is 5");
+    });
+    c.close().unwrap();
+}
+
 #[test]
 fn bridged_host_tool() {
     let script = json!([{"match": "add numbers", "replies": [
