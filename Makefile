@@ -5,6 +5,7 @@
 #   make header         regenerate include/omprpc.h (cbindgen, via tests/header.rs)
 #   make check-header   the header compiles alone as C99 and as C++11, warnings as errors
 #   make c-tests        the C test programs against the shared library
+#   make c-real-agents  the real pi and omp through the C API (tests/c/real_agents.c)
 #   make c-tests-asan   the same programs with ASan + UBSan, against the static library
 #   make c-tests-valgrind / c-tests-tsan   the same under valgrind memcheck / ThreadSanitizer
 #   make fault-table    every injected fault: status, time to error, processes left
@@ -61,7 +62,7 @@ C_TEST_TIMEOUT := timeout --kill-after=10 600
         install clean help
 
 help:
-	@sed -n '3,21p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,22p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
 	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent --bin omprpc-fake-llm
@@ -192,7 +193,7 @@ node-tests: build
 	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(REAL_AGENT_ENV) $(NPM) test
 
 # Sequential on purpose: cargo-test rebuilds what the C programs link against.
-test: cargo-test test-pi-oldest test-omp check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke
+test: cargo-test test-pi-oldest test-omp check-header c-tests c-real-agents c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke
 
 # --- demo -----------------------------------------------------------------------------
 # OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`
@@ -307,6 +308,14 @@ REAL_AGENT_ENV  = OMPRPC_FAKE_LLM=$(DEBUG_DIR)/omprpc-fake-llm \
   OMPRPC_OMP_CLI=$(AGENT_CACHE)/omp-18.2.3/node_modules/@oh-my-pi/pi-coding-agent/dist/cli.js \
   OMPRPC_BUN=$(firstword $(wildcard $(AGENT_CACHE)/omp-18.2.3/node_modules/@oven/bun-linux-*/bin/bun))
 
+# The real pi and omp through the C API (tests/c/real_agents.c: start, a text turn, a host
+# tool answered from the C event loop, close leaving no process). Not a test_*.c program: it
+# runs once, against the shared library, not in the ASan / valgrind / TSan modes.
+.PHONY: c-real-agents
+c-real-agents: $(C_TEST_DIR)/real_agents
+	@echo "=== real_agents (shared)"
+	env OMPRPC_FAKE_AGENT=$(FAKE_AGENT) $(REAL_AGENT_ENV) $(C_TEST_TIMEOUT) $(C_TEST_DIR)/real_agents
+
 # --- fault table, ThreadSanitizer (issue 7) -------------------------------------------
 # tests/c/fault_table.c runs every fault scenario through the C API, checks each one's
 # status, time to error and the process table afterwards, and writes the table to
@@ -371,7 +380,7 @@ c-tests-tsan: build
 FUZZ_TOOLCHAIN     ?= nightly
 FUZZ_TARGETS       ?= framing chunks classify_correlate export_json bridge_frame
 FUZZ_SECONDS       ?= 300
-FUZZ_SMOKE_RUNS    ?= 100000
+FUZZ_SMOKE_RUNS    ?= 50000
 FUZZ_SMOKE_SEED    ?= 1
 FUZZ_BUILD         := $(TARGET_DIR)/fuzz
 FUZZ_WORK          := $(TARGET_DIR)/fuzz-work

@@ -523,3 +523,51 @@ fn compaction_handoff_ends_the_turn() {
     c.close().unwrap();
 }
 
+
+// (j) Host URIs: omp reaches a registered scheme through its own `read` tool; the host answers
+// the host_uri_request and the model gets the content as the tool's result.
+#[test]
+fn host_uri_read_through_omps_read_tool() {
+    let script = json!([{"match": "read my notes", "replies": [
+        {"tool_call": {"name": "read", "arguments": {"path": "memo://notes/today"}}},
+        {"text": "notes say {{last_tool_result}}"}]}]);
+    let Some(env) = OmpEnv::new("host_uri", script) else { return };
+    let c = start(&env, &[], json!({"host_uri_schemes": [{"scheme": "memo"}]}));
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("read my notes", None, secs(120)));
+        let req = wait_event(&c, "host_uri_request", |e| e["type"] == "host_uri_request");
+        assert_eq!(req["url"], "memo://notes/today", "{req}");
+        c.host_uri_result(req["id"].as_str().unwrap(), json!({"content": "buy milk", "contentType": "text/plain"})).unwrap();
+        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("host URI turn: {e}\nstderr: {}", c.stderr()))).unwrap();
+        let end = one(&turn, "tool_execution_end");
+        assert_eq!(end["toolName"], "read");
+        assert!(result_text(&end["result"]).contains("buy milk"), "{end}");
+    });
+    c.close().unwrap();
+}
+
+// (k) A host tool registered without loadMode is "discoverable": omp does not offer it to the
+// model, lists it as an xd:// device, and runs it when the model writes JSON to xd://<name>.
+#[test]
+fn discoverable_host_tool_through_xd_write() {
+    let script = json!([{"match": "add numbers", "replies": [
+        {"tool_call": {"name": "write", "arguments": {"path": "xd://host_add", "content": "{\"a\":2,\"b\":3}"}}},
+        {"text": "sum is {{last_tool_result}}"}]}]);
+    let Some(env) = OmpEnv::new("xd_tool", script) else { return };
+    let tools = json!([{"name": "host_add", "description": "Add two numbers", "parameters": {
+        "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}]);
+    let c = start(&env, &[], json!({"host_tools": tools}));
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("add numbers", None, secs(120)));
+        let call = wait_event(&c, "host_tool_call", |e| e["type"] == "host_tool_call");
+        assert_eq!(call["toolName"], "host_add");
+        assert_eq!(call["arguments"], json!({"a": 2, "b": 3}));
+        c.host_tool_result(call["id"].as_str().unwrap(), json!("5"), false).unwrap();
+        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("xd turn: {e}\nstderr: {}", c.stderr()))).unwrap();
+        assert!(result_text(&one(&turn, "tool_execution_end")["result"]).contains('5'), "{:#}", turn["events"]);
+    });
+    let reqs = env.llm_requests();
+    assert!(!tool_names(&reqs[0]).contains(&"host_add".to_string()), "a discoverable tool is not offered: {:?}", tool_names(&reqs[0]));
+    assert!(system_prompt(&reqs[0]).contains("xd://host_add"), "the system prompt lists the device");
+    c.close().unwrap();
+}
