@@ -25,7 +25,8 @@
 //! quiet; queued messages (`queuedMessageCount` omp, `pendingMessageCount` pi) with nothing
 //! streaming → busy once (omp starts their run right away), and if two answers in a row say
 //! so with no run started between them, the messages are parked (pi keeps a steer that outlived
-//! an abort until the next prompt) and the agent is idle. An idle answer ends what it was due
+//! an abort until the next prompt) and the agent is idle; "idle" for a prompt acknowledged
+//! without a run stands only when a second answer agrees too. An idle answer ends what it was due
 //! for: the non-terminal `agent_end` stands as the run's end, an acknowledged prompt without a
 //! run completes with `agentInvoked:false`.
 
@@ -128,7 +129,7 @@ pub struct Lifecycle {
     asked_to_queue: bool,
     /// Probes in a row that found the agent busy (the quiet before the next one doubles).
     busy_probes: u32,
-    /// The previous probe found queued messages and nothing running: `agent_starts` then.
+    /// The previous probe's answer needs a second one to stand (see `probed`): `agent_starts` then.
     queued_at: Option<u64>,
     active: Option<&'static str>,
     collector: Option<Collector>,
@@ -276,15 +277,22 @@ impl Lifecycle {
             self.queued_at = None;
             return;
         }
-        let idle = match probe {
-            Probe::Idle => true,
+        // Answers that stand only when the next one, with no run between, says the same:
+        // queued messages with nothing running (parked, or about to run), and "idle" for a
+        // prompt acknowledged without a run (its run may be a moment late under load).
+        let silent_prompt = self.open_end.is_none() && self.prompts.iter().any(|p| p.acknowledged && !p.streaming && p.starts_at_send == self.agent_starts);
+        let needs_confirmation = match probe {
             Probe::Running => false,
-            // Queued with nothing running twice in a row, no run between: parked (pi).
-            Probe::Queued(_) => self.queued_at == Some(self.agent_starts),
+            Probe::Queued(_) => true,
+            Probe::Idle => silent_prompt,
         };
-        self.queued_at = matches!(probe, Probe::Queued(_)).then_some(self.agent_starts);
+        let confirmed = self.queued_at == Some(self.agent_starts);
+        let idle = probe != Probe::Running && (!needs_confirmation || confirmed);
+        self.queued_at = (needs_confirmation && !idle).then_some(self.agent_starts);
         if !idle {
-            self.busy_probes += 1;
+            if probe == Probe::Running {
+                self.busy_probes += 1;
+            }
             // Measure the next quiet from now, not from the last frame.
             self.last_event = std::time::Instant::now();
             return;
@@ -578,7 +586,7 @@ mod tests {
         l.probed(Probe::Queued(1), starts);
         assert!(!l.is_idle());
         let later = l.probe_due(Q).unwrap();
-        assert!(later >= l.last_event + Q * 2, "the quiet doubles after a busy answer");
+        assert!(later >= l.last_event + Q, "the next answer after another quiet period");
         l.probed(Probe::Queued(1), starts);
         assert!(l.is_idle(), "parked: the agent will not run them by itself");
         l.queue_reported(0);
@@ -646,6 +654,8 @@ mod tests {
         l.acknowledged("req_1");
         let s = l.starts_seen();
         l.probe_due(Q).expect("acknowledged, no run: a probe is due");
+        l.probed(Probe::Idle, s);
+        assert!(!l.collector_done(), "one idle answer could precede a run that starts late");
         l.probed(Probe::Idle, s);
         let c = l.take_collector().unwrap();
         let o = c.outcome.unwrap().ok().unwrap();
