@@ -1,0 +1,345 @@
+// The Node binding against the REAL pi 0.73.1 and omp 18.2.3, offline, with the project's
+// fake LLM (the scenarios of tests/real_pi.rs and tests/real_omp.rs, issue 11 §3). Workspaces
+// and the environment contract: real_agents_support.mjs. One client per suite where the
+// scenarios do not interfere (each start costs seconds); tests in a suite run in order.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { CancelledError } from '../index.mjs';
+import { GUARD, Workspace, Recorder, piSkip, ompSkip, groupGone, textOf, ofType, toolNames } from './real_agents_support.mjs';
+import { sleep } from './helpers.mjs';
+
+const ADD_SCHEMA = { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] };
+
+const ASK_EXTENSION = `
+export default function (pi) {
+  pi.registerCommand("ask", {
+    description: "Ask for a name",
+    handler: async (args, ctx) => {
+      const name = await ctx.ui.input("Your name?", "type it");
+      ctx.ui.notify(\`hello \${name}\`, "info");
+    },
+  });
+  pi.registerCommand("quiet", { description: "Does nothing", handler: async () => {} });
+}
+`;
+
+const HANG = { match: 'hang', replies: [{ text: 'thinking about it', hang: true }] };
+const STEER = { match: 'steer me', replies: [{ text: 'steered ok' }] };
+const SAY_HELLO = { match: 'say hello', replies: [{ text: 'Hello from the fake model' }] };
+const ADD = {
+  match: 'add numbers',
+  replies: [{ tool_call: { name: 'host_add', arguments: { a: 2, b: 3 } } }, { text: 'sum is {{last_tool_result}}' }],
+};
+
+const isTextDelta = (e) => e.type === 'message_update' && e.assistantMessageEvent?.type === 'text_delta';
+
+function one(turn, type) {
+  const found = ofType(turn.events, type);
+  assert.equal(found.length, 1, `expected one ${type}, got ${found.length}: ${turn.events.map((e) => e.type)}`);
+  return found[0];
+}
+
+async function assertClosesCleanly(client) {
+  const { pid } = client.info();
+  assert.ok(Number.isInteger(pid) && pid > 0, `pid ${pid}`);
+  assert.equal(groupGone(pid), false, 'the agent is not running before close');
+  await client.close();
+  assert.equal(groupGone(pid), true, `the agent (pid ${pid}) or its process group outlived close()`);
+}
+
+/** The host tools' handlers and what they saw. */
+function hostCalls() {
+  const calls = { addArgs: [], waitStarted: null, waitCancelled: null };
+  let started;
+  calls.waitStarted = new Promise((r) => (started = r));
+  calls.add = async (args, ctx) => {
+    calls.addArgs.push(args);
+    ctx.update('adding…');
+    return String(args.a + args.b);
+  };
+  calls.wait = async (_args, ctx) => {
+    started();
+    // Waits until the agent cancels the call (or the hang guard passes).
+    calls.waitCancelled = await new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(null), GUARD);
+      ctx.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve(ctx.signal.reason);
+      }, { once: true });
+    });
+    return 'too late';
+  };
+  return calls;
+}
+
+// --- pi with the policy gate (rules mode): its bash is blocked ----------------------------
+
+describe('pi, gated', { skip: piSkip() }, () => {
+  let ws;
+  let client;
+  let rec;
+  before(async () => {
+    ws = await Workspace.create('pi', [
+      {
+        match: 'run forbidden',
+        replies: [
+          { tool_call: { name: 'bash', arguments: { command: 'touch ran-forbidden' } } },
+          { text: 'after: {{last_tool_result}}' },
+        ],
+      },
+      HANG,
+    ]);
+    client = await ws.start([], { toolPolicy: { mode: 'rules', block: { bash: 'no shell for you' }, default: 'allow' } });
+    rec = new Recorder(client);
+  });
+  after(async () => {
+    await client?.close();
+    await ws?.close();
+  });
+
+  it('the policy gate blocks pi\'s bash', async () => {
+    assert.equal(client.info().bridgeLoaded, true);
+    const turn = await client.promptAndWait('run forbidden', { timeoutMs: GUARD });
+    const end = one(turn, 'tool_execution_end');
+    assert.deepEqual([end.toolName, end.isError, textOf(end.result)], ['bash', true, 'no shell for you']);
+    assert.equal(turn.assistantText, 'after: no shell for you');
+    assert.equal(fs.existsSync(path.join(ws.work, 'ran-forbidden')), false, 'the blocked command ran');
+    const blocked = await rec.wait('tool_blocked', (e) => e.type === 'tool_blocked');
+    assert.deepEqual([blocked.toolName, blocked.reason], ['bash', 'no shell for you']);
+  });
+
+  it('steer then abort during a hanging stream: pi parks the steer, waitForIdle returns', async () => {
+    const mark = rec.mark();
+    await client.prompt('hang please');
+    await rec.wait('the first text delta', isTextDelta, mark);
+    await client.steer('steer me now');
+    const q = await rec.wait('queue_update', (e) => e.type === 'queue_update', mark);
+    assert.deepEqual(q.steering, ['steer me now']);
+    await client.abort();
+    await client.waitForIdle({ timeoutMs: GUARD });
+    const ends = ofType(rec.since(mark), 'agent_end');
+    assert.equal(ends.length, 1, 'the aborted run\'s agent_end only');
+    assert.equal(ends[0].messages.at(-1).stopReason, 'aborted');
+    const state = await client.getState();
+    assert.equal(state.isStreaming, false);
+    assert.equal(state.pendingMessageCount, 1);
+    assert.ok(!ws.llmRequests().some((r) => r.messages.slice(1).some((m) => textOf(m).includes('steer me'))));
+  });
+
+  it('close leaves no process', async () => {
+    await assertClosesCleanly(client);
+  });
+});
+
+// --- pi with bridged host tools and an extension, shared by the scenarios below -----------
+
+describe('pi', { skip: piSkip() }, () => {
+  let ws;
+  let client;
+  let rec;
+  let calls;
+  before(async () => {
+    ws = await Workspace.create('pi', [
+      SAY_HELLO,
+      {
+        match: 'run bash',
+        replies: [
+          { text: 'Running it. ', tool_call: { name: 'bash', arguments: { command: 'echo hi-from-bash' } } },
+          { text: 'done: {{last_tool_result}}' },
+        ],
+      },
+      ADD,
+      { match: 'wait for the host', replies: [{ tool_call: { name: 'host_wait', arguments: {} } }, { text: 'no' }] },
+      {
+        match: 'big output',
+        replies: [
+          { tool_call: { name: 'bash', arguments: { command: "head -c 3000000 /dev/zero | tr '\\0' x" } } },
+          { text: 'big done' },
+        ],
+      },
+    ]);
+    const ext = ws.writeFile('ask.mjs', ASK_EXTENSION);
+    calls = hostCalls();
+    client = await ws.start(['--extension', ext], {
+      hostTools: [
+        { name: 'host_add', description: 'Add two numbers', parameters: ADD_SCHEMA, handler: calls.add },
+        { name: 'host_wait', description: 'Waits until cancelled', parameters: { type: 'object', properties: {} }, handler: calls.wait },
+      ],
+    });
+    rec = new Recorder(client);
+  });
+  after(async () => {
+    await client?.close();
+    await ws?.close();
+  });
+
+  it('a text turn', async () => {
+    const before = ws.llmRequests().length;
+    const turn = await client.promptAndWait('say hello', { timeoutMs: GUARD });
+    assert.equal(turn.assistantText, 'Hello from the fake model');
+    assert.equal(turn.agentInvoked, true);
+    assert.equal(turn.assistantMessage.stopReason, 'stop');
+    const deltas = turn.events.filter(isTextDelta).map((e) => e.assistantMessageEvent.delta);
+    assert.deepEqual(deltas, ['Hello ', 'from ', 'the ', 'fake ', 'model']);
+    assert.deepEqual([turn.events[0].type, turn.events.at(-1).type], ['agent_start', 'agent_end']);
+    const reqs = ws.llmRequests();
+    assert.equal(reqs.length, before + 1);
+    assert.deepEqual(reqs.at(-1).messages.at(-1), { role: 'user', content: [{ type: 'text', text: 'say hello' }] });
+    // pi offers the bridged host tools next to its own.
+    const names = toolNames(reqs.at(-1));
+    for (const n of ['bash', 'host_add', 'host_wait']) assert.ok(names.includes(n), `${names}`);
+  });
+
+  it('a native tool call (pi\'s bash)', async () => {
+    const turn = await client.promptAndWait('please run bash', { timeoutMs: GUARD });
+    const start = one(turn, 'tool_execution_start');
+    assert.deepEqual([start.toolName, start.args], ['bash', { command: 'echo hi-from-bash' }]);
+    const end = one(turn, 'tool_execution_end');
+    assert.equal(end.toolCallId, start.toolCallId);
+    assert.deepEqual([end.isError, textOf(end.result)], [false, 'hi-from-bash\n']);
+    assert.equal(turn.assistantText, 'done: hi-from-bash\n');
+    assert.deepEqual(turn.messages.map((m) => m.role), ['user', 'assistant', 'toolResult', 'assistant']);
+  });
+
+  it('a host tool through the bridge', async () => {
+    const turn = await client.promptAndWait('add numbers', { timeoutMs: GUARD });
+    assert.deepEqual(calls.addArgs, [{ a: 2, b: 3 }]);
+    assert.equal(textOf(one(turn, 'tool_execution_update').partialResult), 'adding…');
+    const end = one(turn, 'tool_execution_end');
+    assert.deepEqual([end.toolName, end.isError, textOf(end.result)], ['host_add', false, '5']);
+    assert.equal(turn.assistantText, 'sum is 5');
+  });
+
+  it('an extension command\'s UI round trip', async () => {
+    const before = ws.llmRequests().length;
+    const mark = rec.mark();
+    // pi answers the /ask prompt only once the command's UI request is answered.
+    let settled = false;
+    const prompt = client.prompt('/ask', { timeoutMs: GUARD });
+    prompt.then(() => (settled = true), () => (settled = true));
+    const req = await client.nextUiRequest({ timeoutMs: GUARD });
+    assert.deepEqual([req.method, req.title, req.placeholder], ['input', 'Your name?', 'type it']);
+    await sleep(300);
+    assert.equal(settled, false, 'pi acknowledged /ask before its UI request was answered');
+    client.uiSendValue(req.id, 'Alice');
+    await prompt;
+    const note = await rec.wait('notify', (e) => e.type === 'extension_ui_request' && e.method === 'notify', mark);
+    assert.deepEqual([note.message, note.notifyType], ['hello Alice', 'info']);
+    await client.waitForIdle({ timeoutMs: GUARD });
+    assert.equal(ws.llmRequests().length, before, 'a command never reaches the model');
+  });
+
+  it('a command that needs no answer completes promptAndWait', async () => {
+    const turn = await client.promptAndWait('/quiet', { timeoutMs: GUARD });
+    assert.equal(turn.agentInvoked, false);
+    assert.equal(turn.assistantMessage ?? null, null);
+    await client.waitForIdle({ timeoutMs: GUARD });
+  });
+
+  it('abort during a host tool: the handler is cancelled, the turn ends', async () => {
+    const before = ws.llmRequests().length;
+    const mark = rec.mark();
+    const turnP = client.promptAndWait('wait for the host', { timeoutMs: GUARD });
+    await calls.waitStarted;
+    await client.abort();
+    const turn = await turnP;
+    const call = await rec.wait('host_tool_call', (e) => e.type === 'host_tool_call', mark);
+    const cancel = await rec.wait('host_tool_cancel', (e) => e.type === 'host_tool_cancel', mark);
+    assert.equal(cancel.targetId, call.id);
+    await rec.wait('the handler\'s cancellation', () => calls.waitCancelled !== null, mark);
+    assert.ok(calls.waitCancelled instanceof CancelledError, `${calls.waitCancelled}`);
+    const end = one(turn, 'tool_execution_end');
+    assert.deepEqual([end.toolName, end.isError, textOf(end.result)], ['host_wait', true, 'cancelled']);
+    assert.equal(turn.assistantMessage.stopReason, 'aborted');
+    assert.equal(ws.llmRequests().length, before + 1, 'the aborted run made no second LLM call');
+    await client.waitForIdle({ timeoutMs: GUARD });
+  });
+
+  it('3 MB of tool output', async () => {
+    const turn = await client.promptAndWait('big output please', { timeoutMs: GUARD });
+    const end = one(turn, 'tool_execution_end');
+    assert.deepEqual([end.toolName, end.isError], ['bash', false]);
+    // pi cuts what it sends to 50 KiB and keeps the whole output in a file.
+    const text = textOf(end.result);
+    assert.ok(/^x+$/.test(text.split('\n')[0]) && text.length > 50_000, text.slice(0, 200));
+    const { truncation, fullOutputPath } = end.result.details;
+    assert.deepEqual([truncation.truncated, truncation.totalBytes], [true, 3_000_000]);
+    assert.ok(fullOutputPath.startsWith(ws.tmp + path.sep), fullOutputPath);
+    assert.equal(fs.statSync(fullOutputPath).size, 3_000_000);
+    assert.equal(turn.assistantText, 'big done');
+    assert.deepEqual(client.protocolErrors(), []);
+  });
+
+  it('close leaves no process', async () => {
+    await assertClosesCleanly(client);
+  });
+});
+
+// --- omp: one client for the set ---------------------------------------------------------
+
+describe('omp', { skip: ompSkip() }, () => {
+  let ws;
+  let client;
+  let rec;
+  let calls;
+  before(async () => {
+    ws = await Workspace.create('omp', [SAY_HELLO, ADD, HANG, STEER]);
+    calls = hostCalls();
+    // loadMode "essential": omp offers the host tool to the model directly.
+    client = await ws.start([], {
+      hostTools: [{ name: 'host_add', description: 'Add two numbers', parameters: ADD_SCHEMA, loadMode: 'essential', handler: calls.add }],
+    });
+    rec = new Recorder(client);
+  });
+  after(async () => {
+    await client?.close();
+    await ws?.close();
+  });
+
+  it('a text turn', async () => {
+    const info = client.info();
+    assert.deepEqual([info.flavor, info.agentVersion], ['omp', '18.2.3']);
+    const turn = await client.promptAndWait('say hello', { timeoutMs: GUARD });
+    assert.equal(turn.assistantText, 'Hello from the fake model');
+    assert.equal(turn.agentInvoked, true);
+    assert.deepEqual([turn.events[0].type, turn.events.at(-1).type], ['agent_start', 'agent_end']);
+    assert.equal(ws.llmRequests().length, 1);
+  });
+
+  it('a native host tool', async () => {
+    assert.ok(!client.info().argv.includes('--extension'), 'no bridge on omp');
+    const mark = rec.mark();
+    const turn = await client.promptAndWait('add numbers', { timeoutMs: GUARD });
+    assert.deepEqual(calls.addArgs, [{ a: 2, b: 3 }]);
+    const call = await rec.wait('host_tool_call', (e) => e.type === 'host_tool_call', mark);
+    assert.equal(call.bridged, undefined);
+    const end = one(turn, 'tool_execution_end');
+    assert.deepEqual([end.toolName, end.isError, textOf(end.result)], ['host_add', false, '5']);
+    assert.equal(turn.assistantText, 'sum is 5');
+    assert.ok(toolNames(ws.llmRequests().at(-2)).includes('host_add'));
+  });
+
+  it('steer then abort: waitForIdle waits for the run omp starts for the steer', async () => {
+    const mark = rec.mark();
+    await client.prompt('hang please');
+    await rec.wait('the first text delta', isTextDelta, mark);
+    await client.steer('steer me now');
+    await client.abort();
+    await client.waitForIdle({ timeoutMs: GUARD });
+    const seen = rec.since(mark);
+    const ends = ofType(seen, 'agent_end');
+    assert.equal(ends.length, 2, `${seen.map((e) => e.type)}`);
+    assert.equal(ends[0].messages.at(-1).stopReason, 'aborted');
+    assert.equal(textOf(ends[1].messages.at(-1)), 'steered ok');
+    const steer = ofType(seen, 'message_end').filter((e) => e.message.steering === true);
+    assert.equal(steer.length, 1);
+    assert.equal(textOf(steer[0].message), 'steer me now');
+    assert.equal((await client.getState()).isStreaming, false);
+  });
+
+  it('close leaves no process', async () => {
+    await assertClosesCleanly(client);
+  });
+});

@@ -1,0 +1,410 @@
+"""The Python binding against the REAL pi 0.73.1 and omp 18.2.3, offline, with the project's
+fake LLM (the scenarios of tests/real_pi.rs and tests/real_omp.rs, issue 11 §3). Workspaces
+and the environment contract: real_agents_support.py. Clients are shared per module where
+the scenarios do not interfere (each start costs seconds); the tests run in file order."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from omprpc import HostToolContext, RpcClient, host_tool
+from real_agents_support import GUARD, Workspace, group_gone, message_text, result_text
+
+ADD_SCHEMA = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+ASK_EXTENSION = """
+export default function (pi) {
+  pi.registerCommand("ask", {
+    description: "Ask for a name",
+    handler: async (args, ctx) => {
+      const name = await ctx.ui.input("Your name?", "type it");
+      ctx.ui.notify(`hello ${name}`, "info");
+    },
+  });
+  pi.registerCommand("quiet", { description: "Does nothing", handler: async () => {} });
+}
+"""
+
+HANG = {"match": "hang", "replies": [{"text": "thinking about it", "hang": True}]}
+STEER = {"match": "steer me", "replies": [{"text": "steered ok"}]}
+ADD = {"match": "add numbers", "replies": [
+    {"tool_call": {"name": "host_add", "arguments": {"a": 2, "b": 3}}},
+    {"text": "sum is {{last_tool_result}}"}]}
+SAY_HELLO = {"match": "say hello", "replies": [{"text": "Hello from the fake model"}]}
+
+
+class Recorder:
+    """Every event payload the client's listeners see, with waits on them."""
+
+    def __init__(self, client: RpcClient):
+        self.items: list[dict[str, Any]] = []
+        self.cond = threading.Condition()
+        client.on_event_payload(self._add)
+
+    def _add(self, payload: dict[str, Any]) -> None:
+        with self.cond:
+            self.items.append(payload)
+            self.cond.notify_all()
+
+    def mark(self) -> int:
+        with self.cond:
+            return len(self.items)
+
+    def since(self, mark: int) -> list[dict[str, Any]]:
+        with self.cond:
+            return self.items[mark:]
+
+    def wait(self, what: str, pred: Callable[[dict[str, Any]], bool], since: int = 0) -> dict[str, Any]:
+        deadline = time.monotonic() + GUARD
+        with self.cond:
+            while True:
+                for p in self.items[since:]:
+                    if pred(p):
+                        return p
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"no {what} within {GUARD} s")
+                self.cond.wait(left)
+
+
+class Background:
+    """Runs ``fn`` on a thread; ``result()`` joins it (hang guard) and re-raises."""
+
+    def __init__(self, fn: Callable[[], Any]):
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self.thread.start()
+
+    def _run(self, fn: Callable[[], Any]) -> None:
+        try:
+            self.value = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in result()
+            self.error = exc
+
+    def result(self) -> Any:
+        self.thread.join(GUARD)
+        assert not self.thread.is_alive(), f"still running after {GUARD} s"
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+def of_type(turn_or_payloads: Any, ty: str) -> list[dict[str, Any]]:
+    payloads = getattr(turn_or_payloads, "event_payloads", turn_or_payloads)
+    return [p for p in payloads if p.get("type") == ty]
+
+
+def one(turn: Any, ty: str) -> dict[str, Any]:
+    found = of_type(turn, ty)
+    assert len(found) == 1, f"expected one {ty}, got {len(found)}: {[p.get('type') for p in turn.event_payloads]}"
+    return found[0]
+
+
+def tool_names(request: dict[str, Any]) -> list[str]:
+    return [t["function"]["name"] for t in request.get("tools") or ()]
+
+
+def start(ws: Workspace, **kwargs: Any) -> RpcClient:
+    client = RpcClient(**ws.client_kwargs(**kwargs))
+    t0 = time.monotonic()
+    try:
+        client.start()
+    except BaseException:
+        ws.close()
+        raise
+    print(f"{ws.agent} ready after {time.monotonic() - t0:.1f} s")
+    return client
+
+
+def assert_closes_cleanly(client: RpcClient) -> None:
+    pid = client.info()["pid"]
+    assert isinstance(pid, int) and pid > 0
+    assert not group_gone(pid), "the agent is not running before close"
+    client.stop()
+    assert group_gone(pid), f"the agent (pid {pid}) or its process group outlived stop()"
+    assert not client.is_running
+
+
+# --- pi with the policy gate (rules mode): its bash is blocked -----------------------------
+
+
+@pytest.fixture(scope="module")
+def pi_gated() -> Iterator[tuple[Workspace, RpcClient, Recorder]]:
+    ws = Workspace("pi", [
+        {"match": "run forbidden", "replies": [
+            {"tool_call": {"name": "bash", "arguments": {"command": "touch ran-forbidden"}}},
+            {"text": "after: {{last_tool_result}}"}]},
+        HANG])
+    client = start(ws, tool_policy={"mode": "rules", "block": {"bash": "no shell for you"}, "default": "allow"})
+    yield ws, client, Recorder(client)
+    client.stop()
+    ws.close()
+
+
+def test_pi_policy_gate_blocks_bash(pi_gated: tuple[Workspace, RpcClient, Recorder]) -> None:
+    ws, client, rec = pi_gated
+    assert client.info()["bridgeLoaded"] is True
+    turn = client.prompt_and_wait("run forbidden", timeout=GUARD)
+    end = one(turn, "tool_execution_end")
+    assert (end["toolName"], end["isError"], result_text(end["result"])) == ("bash", True, "no shell for you")
+    assert turn.assistant_text == "after: no shell for you"
+    assert not (ws.work / "ran-forbidden").exists(), "the blocked command ran"
+    blocked = rec.wait("tool_blocked", lambda p: p.get("type") == "tool_blocked")
+    assert (blocked["toolName"], blocked["reason"]) == ("bash", "no shell for you")
+
+
+def test_pi_steer_then_abort_parks_the_steer(pi_gated: tuple[Workspace, RpcClient, Recorder]) -> None:
+    ws, client, rec = pi_gated
+    mark = rec.mark()
+    client.prompt("hang please")
+    rec.wait("the first text delta", lambda p: p.get("type") == "message_update"
+             and p["assistantMessageEvent"].get("type") == "text_delta", mark)
+    client.steer("steer me now")
+    q = rec.wait("queue_update", lambda p: p.get("type") == "queue_update", mark)
+    assert q["steering"] == ["steer me now"]
+    client.abort()
+    t0 = time.monotonic()
+    client.wait_for_idle(timeout=GUARD)  # pi parks the steer: idle, not running it
+    assert time.monotonic() - t0 < GUARD
+    ends = of_type(rec.since(mark), "agent_end")
+    assert len(ends) == 1, ends  # the aborted run's only
+    assert ends[0]["messages"][-1]["stopReason"] == "aborted"
+    state = client.get_state()
+    assert state.is_streaming is False
+    assert state.raw.get("pendingMessageCount") == 1
+    assert not any("steer me" in message_text(m) for r in ws.llm_requests() for m in r["messages"][1:])
+
+
+def test_pi_close_leaves_no_process(pi_gated: tuple[Workspace, RpcClient, Recorder]) -> None:
+    _, client, _ = pi_gated
+    assert_closes_cleanly(client)
+
+
+# --- pi with bridged host tools and an extension, shared by the scenarios below ------------
+
+
+class HostCalls:
+    def __init__(self) -> None:
+        self.add_args: list[dict[str, Any]] = []
+        self.wait_started = threading.Event()
+        self.wait_cancelled = threading.Event()
+
+    def add(self, args: dict[str, Any], ctx: HostToolContext[Any]) -> str:
+        self.add_args.append(dict(args))
+        ctx.send_update("adding…")
+        return str(int(args["a"] + args["b"]))
+
+    def wait(self, _args: dict[str, Any], ctx: HostToolContext[Any]) -> str:
+        self.wait_started.set()
+        if ctx.wait_cancelled(GUARD):
+            self.wait_cancelled.set()
+        return "too late"
+
+
+@pytest.fixture(scope="module")
+def pi_main() -> Iterator[tuple[Workspace, RpcClient, Recorder, HostCalls]]:
+    ws = Workspace("pi", [
+        SAY_HELLO,
+        {"match": "run bash", "replies": [
+            {"text": "Running it. ", "tool_call": {"name": "bash", "arguments": {"command": "echo hi-from-bash"}}},
+            {"text": "done: {{last_tool_result}}"}]},
+        ADD,
+        {"match": "wait for the host", "replies": [{"tool_call": {"name": "host_wait", "arguments": {}}}, {"text": "no"}]},
+        {"match": "big output", "replies": [
+            {"tool_call": {"name": "bash", "arguments": {"command": "head -c 3000000 /dev/zero | tr '\\0' x"}}},
+            {"text": "big done"}]},
+    ])
+    ext = ws.write_file("ask.mjs", ASK_EXTENSION)
+    calls = HostCalls()
+    tools = [
+        host_tool(name="host_add", description="Add two numbers", parameters=ADD_SCHEMA, execute=calls.add),
+        host_tool(name="host_wait", description="Waits until cancelled", parameters=EMPTY_SCHEMA, execute=calls.wait),
+    ]
+    client = start(ws, extra_args=("--extension", str(ext)), custom_tools=tools)
+    yield ws, client, Recorder(client), calls
+    client.stop()
+    ws.close()
+
+
+def test_pi_text_turn(pi_main: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    ws, client, _, _ = pi_main
+    before = len(ws.llm_requests())
+    turn = client.prompt_and_wait("say hello", timeout=GUARD)
+    assert turn.assistant_text == "Hello from the fake model"
+    assert turn.agent_invoked is True
+    assert turn.assistant_message is not None and turn.assistant_message["stopReason"] == "stop"
+    deltas = [p["assistantMessageEvent"]["delta"] for p in of_type(turn, "message_update")
+              if p["assistantMessageEvent"].get("type") == "text_delta"]
+    assert deltas == ["Hello ", "from ", "the ", "fake ", "model"]
+    types = [p["type"] for p in turn.event_payloads]
+    assert (types[0], types[-1]) == ("agent_start", "agent_end")
+    reqs = ws.llm_requests()
+    assert len(reqs) == before + 1
+    assert reqs[-1]["messages"][-1] == {"role": "user", "content": [{"type": "text", "text": "say hello"}]}
+    # pi offers the bridged host tools next to its own.
+    assert {"bash", "host_add", "host_wait"} <= set(tool_names(reqs[-1])), tool_names(reqs[-1])
+
+
+def test_pi_native_bash_tool(pi_main: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    _, client, _, _ = pi_main
+    turn = client.prompt_and_wait("please run bash", timeout=GUARD)
+    start_ev = one(turn, "tool_execution_start")
+    assert (start_ev["toolName"], start_ev["args"]) == ("bash", {"command": "echo hi-from-bash"})
+    end = one(turn, "tool_execution_end")
+    assert end["toolCallId"] == start_ev["toolCallId"]
+    assert (end["isError"], result_text(end["result"])) == (False, "hi-from-bash\n")
+    assert turn.assistant_text == "done: hi-from-bash\n"
+    assert [m["role"] for m in turn.messages] == ["user", "assistant", "toolResult", "assistant"]
+
+
+def test_pi_bridged_host_tool(pi_main: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    _, client, _, calls = pi_main
+    turn = client.prompt_and_wait("add numbers", timeout=GUARD)
+    assert calls.add_args == [{"a": 2, "b": 3}]
+    update = one(turn, "tool_execution_update")
+    assert result_text(update["partialResult"]) == "adding…"
+    end = one(turn, "tool_execution_end")
+    assert (end["toolName"], end["isError"], result_text(end["result"])) == ("host_add", False, "5")
+    assert turn.assistant_text == "sum is 5"
+
+
+def test_pi_extension_ui_round_trip(pi_main: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    ws, client, rec, _ = pi_main
+    before = len(ws.llm_requests())
+    mark = rec.mark()
+    # pi answers the /ask prompt only once the command's UI request is answered.
+    prompt = Background(lambda: client.prompt("/ask"))
+    req = client.next_ui_request(timeout=GUARD)
+    assert (req.method, req.title, req.placeholder) == ("input", "Your name?", "type it")
+    time.sleep(0.3)
+    assert prompt.thread.is_alive(), "pi acknowledged /ask before its UI request was answered"
+    client.send_ui_value(req.id, "Alice")
+    prompt.result()
+    note = rec.wait("notify", lambda p: p.get("type") == "extension_ui_request" and p.get("method") == "notify", mark)
+    assert (note["message"], note["notifyType"]) == ("hello Alice", "info")
+    client.wait_for_idle(timeout=GUARD)
+    assert len(ws.llm_requests()) == before, "a command never reaches the model"
+
+
+def test_pi_command_without_answer_completes(pi_main: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    _, client, _, _ = pi_main
+    t0 = time.monotonic()
+    turn = client.prompt_and_wait("/quiet", timeout=GUARD)
+    assert turn.agent_invoked is False
+    assert turn.assistant_message is None
+    client.wait_for_idle(timeout=GUARD)
+    assert time.monotonic() - t0 < GUARD
+
+
+def test_pi_abort_during_host_tool(pi_main: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    ws, client, rec, calls = pi_main
+    before = len(ws.llm_requests())
+    mark = rec.mark()
+    turn_call = Background(lambda: client.prompt_and_wait("wait for the host", timeout=GUARD))
+    assert calls.wait_started.wait(GUARD), "host_wait was never called"
+    client.abort()
+    assert calls.wait_cancelled.wait(GUARD), "the host tool never saw the cancellation"
+    turn = turn_call.result()
+    cancel = rec.wait("host_tool_cancel", lambda p: p.get("type") == "host_tool_cancel", mark)
+    call = rec.wait("host_tool_call", lambda p: p.get("type") == "host_tool_call", mark)
+    assert cancel["targetId"] == call["id"]
+    end = one(turn, "tool_execution_end")
+    assert (end["toolName"], end["isError"], result_text(end["result"])) == ("host_wait", True, "cancelled")
+    assert turn.assistant_message is not None and turn.assistant_message["stopReason"] == "aborted"
+    assert len(ws.llm_requests()) == before + 1, "the aborted run made no second LLM call"
+    client.wait_for_idle(timeout=GUARD)
+
+
+def test_pi_three_megabytes_of_tool_output(pi_main: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    ws, client, _, _ = pi_main
+    turn = client.prompt_and_wait("big output please", timeout=GUARD)
+    end = one(turn, "tool_execution_end")
+    assert (end["toolName"], end["isError"]) == ("bash", False)
+    # pi cuts what it sends to 50 KiB and keeps the whole output in a file.
+    text = result_text(end["result"])
+    assert set(text.split("\n")[0]) == {"x"} and len(text) > 50_000, text[:200]
+    truncation = end["result"]["details"]["truncation"]
+    assert (truncation["truncated"], truncation["totalBytes"]) == (True, 3_000_000), truncation
+    full = Path(end["result"]["details"]["fullOutputPath"])
+    assert full.is_relative_to(ws.tmp) and full.stat().st_size == 3_000_000
+    assert turn.assistant_text == "big done"
+    assert client.protocol_errors == ()
+
+
+def test_pi_main_close_leaves_no_process(pi_main: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    _, client, _, _ = pi_main
+    assert_closes_cleanly(client)
+
+
+# --- omp: one client for the set ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def omp() -> Iterator[tuple[Workspace, RpcClient, Recorder, HostCalls]]:
+    ws = Workspace("omp", [SAY_HELLO, ADD, HANG, STEER])
+    calls = HostCalls()
+    # loadMode "essential": omp offers the host tool to the model directly.
+    tool = host_tool(name="host_add", description="Add two numbers", parameters=ADD_SCHEMA, execute=calls.add,
+                     load_mode="essential")
+    client = start(ws, custom_tools=[tool])
+    yield ws, client, Recorder(client), calls
+    client.stop()
+    ws.close()
+
+
+def test_omp_text_turn(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    ws, client, _, _ = omp
+    info = client.info()
+    assert (info["flavor"], info["agentVersion"]) == ("omp", "18.2.3")
+    turn = client.prompt_and_wait("say hello", timeout=GUARD)
+    assert turn.assistant_text == "Hello from the fake model"
+    assert turn.agent_invoked is True
+    types = [p["type"] for p in turn.event_payloads]
+    assert (types[0], types[-1]) == ("agent_start", "agent_end")
+    assert len(ws.llm_requests()) == 1
+
+
+def test_omp_native_host_tool(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    ws, client, rec, calls = omp
+    assert "--extension" not in client.info()["argv"], "no bridge on omp"
+    mark = rec.mark()
+    turn = client.prompt_and_wait("add numbers", timeout=GUARD)
+    assert calls.add_args == [{"a": 2, "b": 3}]
+    call = rec.wait("host_tool_call", lambda p: p.get("type") == "host_tool_call", mark)
+    assert "bridged" not in call
+    end = one(turn, "tool_execution_end")
+    assert (end["toolName"], end["isError"], result_text(end["result"])) == ("host_add", False, "5")
+    assert turn.assistant_text == "sum is 5"
+    assert "host_add" in tool_names(ws.llm_requests()[-2])
+
+
+def test_omp_steer_then_abort_waits_for_the_steer_run(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    _, client, rec, _ = omp
+    mark = rec.mark()
+    client.prompt("hang please")
+    rec.wait("the first text delta", lambda p: p.get("type") == "message_update"
+             and p["assistantMessageEvent"].get("type") == "text_delta", mark)
+    client.steer("steer me now")
+    client.abort()
+    # omp runs the steer by itself after the abort: idle only once that run has ended.
+    client.wait_for_idle(timeout=GUARD)
+    seen = rec.since(mark)
+    ends = of_type(seen, "agent_end")
+    assert len(ends) == 2, [p.get("type") for p in seen]
+    assert ends[0]["messages"][-1]["stopReason"] == "aborted"
+    assert message_text(ends[1]["messages"][-1]) == "steered ok"
+    steer = [p for p in of_type(seen, "message_end") if p["message"].get("steering") is True]
+    assert len(steer) == 1 and message_text(steer[0]["message"]) == "steer me now"
+    assert client.get_state().is_streaming is False
+
+
+def test_omp_close_leaves_no_process(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    _, client, _, _ = omp
+    assert_closes_cleanly(client)
