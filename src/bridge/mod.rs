@@ -438,7 +438,7 @@ pub fn decide(line: &[u8], auth: &Auth) -> Decision {
     }
     match frame.get("kind").and_then(Value::as_str) {
         Some("tool") => Decision::Tool(frame),
-        Some("hello") => Decision::Hello { reply: json!({"id": id, "hello": {"ok": true}}).to_string().into_bytes(), frame },
+        Some("hello") => Decision::Hello { reply: format!("{{\"id\":{id},\"hello\":{{\"ok\":true}}}}").into_bytes(), frame },
         Some("cancel") => Decision::Cancel(frame.get("target").and_then(Value::as_str).map(str::to_string)),
         Some("policy_eval") => match &auth.rules {
             Some(rules) => {
@@ -532,7 +532,9 @@ mod tests {
         // another number. Refusals, unauthorized replies and verdicts echo the raw bytes.
         let auth = Auth { token: "tok".into(), client_id: "cli".into(), rules: Some(Rules::default()) };
         let reply = |line: &str| match decide(line.as_bytes(), &auth) {
-            Decision::Refuse(r) | Decision::Unauthorized(r) | Decision::Verdict { reply: r, .. } => String::from_utf8(r).unwrap(),
+            Decision::Refuse(r) | Decision::Unauthorized(r) | Decision::Verdict { reply: r, .. } | Decision::Hello { reply: r, .. } => {
+                String::from_utf8(r).unwrap()
+            }
             d => panic!("no reply for {line}: {d:?}"),
         };
         let big = "5255555555555555555555555555555555555222";
@@ -547,6 +549,9 @@ mod tests {
         );
         assert_eq!(reply(r#"{"id":"é","token":"tok","client":"cli","kind":"nope"}"#), r#"{"id":"é","error":"unknown bridge request kind Some(\"nope\")"}"#);
         assert_eq!(reply("[1]"), r#"{"id":null,"error":"bridge request is not a JSON object"}"#);
+        // The hello's acknowledgement (the id was once encoded twice, and the extension waited
+        // 10 s for an answer it could not match).
+        assert_eq!(reply(r#"{"id":"c-1","token":"tok","client":"cli","kind":"hello"}"#), r#"{"id":"c-1","hello":{"ok":true}}"#);
     }
 
     #[test]
