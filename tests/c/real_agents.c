@@ -1,0 +1,387 @@
+/*
+ * The real pi 0.73.1 and omp 18.2.3 through the C API, offline, with omprpc-fake-llm as the
+ * model (the scenarios of tests/real_pi.rs and tests/real_omp.rs, short): start, a text turn,
+ * a host tool answered from this program's event loop (pi: through the tool bridge; omp: its
+ * own host tools, loadMode "essential"), close leaving no process.
+ *
+ * Not a test_*.c program (those run in shared, ASan, valgrind and TSan modes): `make
+ * c-real-agents` runs it once. Environment (the Makefile's REAL_AGENT_ENV): OMPRPC_FAKE_LLM,
+ * OMPRPC_PI_CLI (run by `node`), OMPRPC_OMP_CLI + OMPRPC_BUN. Unset: that agent is skipped
+ * with a message; set but unusable: the test fails.
+ */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "proc.h"
+
+/* Every wait on a real agent: generous, a loaded 2-core machine is slow. */
+#define REAL_WAIT_MS 120000
+
+/* --- the workspace ------------------------------------------------------------------- */
+
+/* One test's throw-away directories (HOME, the agent directory with the provider file, the
+ * working directory) and its fake LLM. */
+typedef struct {
+    const char *agent; /* "pi" or "omp" */
+    char root[256], home[300], agent_dir[300], work[300], llm_log[300];
+    pid_t llm_pid;
+    int llm_stdin, llm_stdout;
+    int port;
+} workspace;
+
+static int write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    fputs(text, f);
+    return fclose(f) == 0;
+}
+
+static int cloexec_pipe(int fds[2]) {
+    if (pipe(fds) != 0) return 0;
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    return 1;
+}
+
+/* Starts omprpc-fake-llm (stdin held open: --exit-on-eof) and reads its port. */
+static int start_fake_llm(workspace *w, const char *llm, const char *script_path) {
+    int in[2], out[2];
+    char line[128];
+    size_t got = 0;
+    int64_t deadline = h_now_ms() + 30000;
+    if (!cloexec_pipe(in) || !cloexec_pipe(out)) return 0;
+    w->llm_pid = fork();
+    if (w->llm_pid < 0) return 0;
+    if (w->llm_pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        execl(llm, llm, "--script", script_path, "--log", w->llm_log, "--exit-on-eof", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    w->llm_stdin = in[1];
+    w->llm_stdout = out[0];
+    while (got < sizeof line - 1 && !memchr(line, '\n', got)) {
+        struct pollfd p;
+        ssize_t n;
+        p.fd = w->llm_stdout;
+        p.events = POLLIN;
+        if (poll(&p, 1, (int)(deadline - h_now_ms() > 0 ? deadline - h_now_ms() : 0)) <= 0) break;
+        n = read(w->llm_stdout, line + got, sizeof line - 1 - got);
+        if (n <= 0) break;
+        got += (size_t)n;
+        line[got] = '\0';
+    }
+    line[got] = '\0';
+    if (sscanf(line, "LISTENING %d", &w->port) != 1 || w->port <= 0) {
+        h_fail(__FILE__, __LINE__, "the fake LLM %s said \"%s\" instead of LISTENING <port>", llm, line);
+        return 0;
+    }
+    return 1;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void ws_free(workspace *w) {
+    if (w->llm_pid > 0) {
+        int status;
+        close(w->llm_stdin);
+        close(w->llm_stdout);
+        kill(w->llm_pid, SIGTERM);
+        waitpid(w->llm_pid, &status, 0);
+        w->llm_pid = 0;
+    }
+    if (w->root[0] && !(getenv("OMPRPC_KEEP_TMP") && !strcmp(getenv("OMPRPC_KEEP_TMP"), "1")))
+        nftw(w->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    w->root[0] = '\0';
+}
+
+/* The workspace for `agent`: directories, the fake LLM with `script` (its rules: see
+ * src/bin/omprpc-fake-llm/main.rs), the provider file written by omprpc_provider_config. */
+static int ws_new(workspace *w, const char *agent, const char *llm, const char *script) {
+    char path[400], opts[1200], *result = NULL, *err = NULL;
+    jval *r;
+    int ok;
+    memset(w, 0, sizeof *w);
+    w->agent = agent;
+    snprintf(w->root, sizeof w->root, "/tmp/omprpc-c-real-%s-XXXXXX", agent);
+    if (!mkdtemp(w->root)) {
+        h_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
+        w->root[0] = '\0';
+        return 0;
+    }
+    snprintf(w->home, sizeof w->home, "%s/home", w->root);
+    snprintf(w->agent_dir, sizeof w->agent_dir, "%s/agent", w->root);
+    snprintf(w->work, sizeof w->work, "%s/work", w->root);
+    snprintf(w->llm_log, sizeof w->llm_log, "%s/llm-requests.jsonl", w->root);
+    snprintf(path, sizeof path, "%s/llm-script.json", w->root);
+    if (mkdir(w->home, 0700) || mkdir(w->agent_dir, 0700) || mkdir(w->work, 0700) || !write_text(path, script)) {
+        h_fail(__FILE__, __LINE__, "creating the workspace %s: %s", w->root, strerror(errno));
+        return 0;
+    }
+    if (!start_fake_llm(w, llm, path)) return 0;
+    snprintf(opts, sizeof opts,
+             "{\"flavor\":\"%s\",\"dir\":\"%s\",\"providers\":{\"fake\":{"
+             "\"baseUrl\":\"http://127.0.0.1:%d/v1\",\"api\":\"openai-completions\",\"apiKey\":\"fake-key\","
+             "\"compat\":{\"supportsDeveloperRole\":false,\"supportsReasoningEffort\":false},"
+             "\"models\":[{\"id\":\"fake-model\",\"name\":\"Fake Model\",\"reasoning\":false,\"input\":[\"text\"],"
+             "\"contextWindow\":128000,\"maxTokens\":4096}]}}}",
+             agent, w->agent_dir, w->port);
+    if (!CHECK_OK(omprpc_provider_config(opts, &result, &err), err)) return 0;
+    r = PARSE(result);
+    snprintf(path, sizeof path, "%s/%s", w->agent_dir, strcmp(agent, "pi") ? "models.yml" : "models.json");
+    ok = CHECK_STR(jpath_str(r, "file"), path) && CHECK_STR(jpath_str(r, "model"), "fake/fake-model") &&
+         CHECK_STR(jpath_str(r, "env.PI_CODING_AGENT_DIR"), w->agent_dir);
+    json_free(r);
+    h_strfree(&result);
+    return ok;
+}
+
+/* Start options: pi `node <cli> --mode rpc --no-session --offline --model fake/fake-model`,
+ * omp `<bun> <cli> --mode rpc --no-session --no-title --model fake/fake-model`; the workspace's
+ * environment (HOME, PI_CODING_AGENT_DIR, PATH, and PI_OFFLINE=1 for pi) and working
+ * directory; `extra`: more members (or NULL). Free with free(). */
+static char *ws_options(const workspace *w, const char *launcher0, const char *cli, const char *extra) {
+    const char *path = getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin";
+    int pi = !strcmp(w->agent, "pi");
+    char *q_l0 = json_quote(launcher0), *q_cli = json_quote(cli), *q_home = json_quote(w->home),
+         *q_dir = json_quote(w->agent_dir), *q_path = json_quote(path), *q_work = json_quote(w->work);
+    size_t n = strlen(q_l0) + strlen(q_cli) + strlen(q_home) + strlen(q_dir) + strlen(q_path) + strlen(q_work) +
+               (extra ? strlen(extra) : 0) + 512;
+    char *out = (char *)malloc(n);
+    snprintf(out, n,
+             "{\"command\":[%s,%s,\"--mode\",\"rpc\",\"--no-session\",\"%s\",\"--model\",\"fake/fake-model\"],"
+             "\"flavor\":\"%s\",\"cwd\":%s,\"env\":{\"HOME\":%s,\"PI_CODING_AGENT_DIR\":%s,\"PATH\":%s%s},"
+             "\"startup_timeout_ms\":%d,\"request_timeout_ms\":60000,\"stop_grace_ms\":5000%s%s}",
+             q_l0, q_cli, pi ? "--offline" : "--no-title", w->agent, q_work, q_home, q_dir, q_path,
+             pi ? ",\"PI_OFFLINE\":\"1\"" : "", REAL_WAIT_MS, extra ? "," : "", extra ? extra : "");
+    free(q_l0);
+    free(q_cli);
+    free(q_home);
+    free(q_dir);
+    free(q_path);
+    free(q_work);
+    return out;
+}
+
+/* --- the scenarios -------------------------------------------------------------------- */
+
+#define SCRIPT                                                                                          \
+    "[{\"match\":\"say hello\",\"replies\":[{\"text\":\"Hello from the fake model\"}]},"                \
+    "{\"match\":\"add numbers\",\"replies\":[{\"tool_call\":{\"name\":\"host_add\",\"arguments\":{\"a\":2,\"b\":3}}}," \
+    "{\"text\":\"sum is {{last_tool_result}}\"}]}]"
+
+#define HOST_ADD(load_mode)                                                                             \
+    "\"host_tools\":[{\"name\":\"host_add\",\"description\":\"Add two numbers\"" load_mode ",\"parameters\":" \
+    "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},\"b\":{\"type\":\"number\"}},"       \
+    "\"required\":[\"a\",\"b\"]}}]"
+
+/* The text parts of `content` joined into buf. */
+static const char *content_text(const jval *content, char *buf, size_t cap) {
+    size_t i;
+    buf[0] = '\0';
+    for (i = 0; i < jlen(content); i++) {
+        const char *s = jpath_str(jat(content, i), "text");
+        if (s && strlen(buf) + strlen(s) < cap) strcat(buf, s);
+    }
+    return buf;
+}
+
+/* Takes every event queued now (the turns before leave theirs in the queue). */
+static void drain_events(omprpc_client *c) {
+    char *ev = NULL, *err = NULL;
+    while (omprpc_client_next_event(c, 0, &ev, &err) == OMPRPC_STATUS_OK) h_strfree(&ev);
+    h_strfree(&err);
+}
+
+static void text_turn(omprpc_client *c) {
+    char *turn = NULL, *err = NULL;
+    int64_t t0 = h_now_ms();
+    jval *t;
+    if (!CHECK_OK(omprpc_client_prompt_and_wait(c, "say hello", NULL, REAL_WAIT_MS, &turn, &err), err)) return;
+    t = PARSE(turn);
+    CHECK_STR(jpath_str(t, "assistantText"), "Hello from the fake model");
+    CHECK(jbool(jget(t, "agentInvoked")) == 1);
+    CHECK_STR(jpath_str(t, "assistantMessage.stopReason"), "stop");
+    CHECK_STR(jpath_str(jat(jget(t, "events"), 0), "type"), "agent_start");
+    CHECK_STR(jpath_str(jat(jget(t, "events"), jlen(jget(t, "events")) - 1), "type"), "agent_end");
+    printf("  text turn: %lld ms\n", (long long)(h_now_ms() - t0));
+    json_free(t);
+    h_strfree(&turn);
+}
+
+/* prompt, then this program's event loop: the host_tool_call answered with "5", the tool's
+ * end, the run's terminal agent_end with the model's "sum is 5". */
+static void host_tool_turn(omprpc_client *c, int bridged) {
+    char *id = NULL, *err = NULL, buf[256];
+    int64_t t0 = h_now_ms(), deadline = t0 + REAL_WAIT_MS;
+    int got_call = 0, got_end = 0, done = 0;
+    drain_events(c);
+    if (!CHECK_OK(omprpc_client_prompt(c, "add numbers", NULL, REAL_WAIT_MS, &id, &err), err)) return;
+    while (!done) {
+        char *ev = NULL;
+        jval *v;
+        const char *type;
+        int64_t left = deadline - h_now_ms();
+        omprpc_status st = omprpc_client_next_event(c, left > 0 ? left : 0, &ev, &err);
+        if (st != OMPRPC_STATUS_OK) {
+            h_fail(__FILE__, __LINE__, "waiting for the host tool turn's events: %s %s (call %d, end %d)", h_name(st),
+                   err ? err : "", got_call, got_end);
+            h_strfree(&err);
+            break;
+        }
+        v = PARSE(ev);
+        type = jpath_str(v, "type");
+        if (type && !strcmp(type, "host_tool_call")) {
+            got_call++;
+            CHECK_STR(jpath_str(v, "toolName"), "host_add");
+            CHECK(jnum(jpath(v, "arguments.a"), NULL) == 2 && jnum(jpath(v, "arguments.b"), NULL) == 3);
+            CHECKF(jbool(jget(v, "bridged")) == (bridged ? 1 : -1), "bridged: %s", ev);
+            CHECK_OK(omprpc_client_host_tool_result(c, jpath_str(v, "id"), "\"5\"", false, &err), err);
+        } else if (type && !strcmp(type, "tool_execution_end") && got_call) {
+            got_end++;
+            CHECK_STR(jpath_str(v, "toolName"), "host_add");
+            CHECK(jbool(jget(v, "isError")) == 0);
+            CHECK_STR(content_text(jpath(v, "result.content"), buf, sizeof buf), "5");
+        } else if (type && !strcmp(type, "agent_end") && got_end) {
+            const jval *msgs = jget(v, "messages");
+            CHECK_STR(content_text(jpath(jat(msgs, jlen(msgs) - 1), "content"), buf, sizeof buf), "sum is 5");
+            done = 1;
+        }
+        json_free(v);
+        h_strfree(&ev);
+    }
+    CHECKF(got_call == 1 && got_end == 1, "host_tool_call x%d, tool_execution_end x%d", got_call, got_end);
+    printf("  host tool turn (%s): %lld ms\n", bridged ? "bridged" : "native", (long long)(h_now_ms() - t0));
+    h_strfree(&id);
+}
+
+/* Close, then neither the agent nor anything of its process group is left. */
+static void close_leaves_no_process(omprpc_client *c) {
+    char *err = NULL, *info = NULL, desc[256];
+    long pid = proc_client_pid(c);
+    int64_t t0 = h_now_ms();
+    CHECKF(pid > 0 && proc_pid_left(pid), "the agent (pid %ld) is not running before close", pid);
+    CHECK_OK(omprpc_client_close(c, &err), err);
+    CHECKF(!proc_pid_left(pid), "the agent (pid %ld) is still there after close", pid);
+    CHECKF(proc_group_left(pid, desc, sizeof desc) == 0, "process group %ld after close: %s", pid, desc);
+    if (CHECK_OK(omprpc_client_info(c, &info, &err), err)) {
+        jval *v = PARSE(info);
+        CHECK(jbool(jget(v, "closed")) == 1);
+        json_free(v);
+        h_strfree(&info);
+    }
+    printf("  close: %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
+static omprpc_client *start_real(const char *opts, const char *agent) {
+    omprpc_client *c = NULL;
+    char *err = NULL;
+    int64_t t0 = h_now_ms();
+    if (!CHECK_OK(omprpc_client_start(opts, &c, &err), err)) return NULL;
+    printf("  %s was ready after %lld ms\n", agent, (long long)(h_now_ms() - t0));
+    return c;
+}
+
+static const char *env_file(const char *name, int *missing) {
+    const char *v = getenv(name);
+    struct stat st;
+    if (!v || !*v) {
+        *missing = 1;
+        return NULL;
+    }
+    if (stat(v, &st) != 0 || !S_ISREG(st.st_mode)) {
+        h_fail(__FILE__, __LINE__, "%s=%s is not a file", name, v);
+        return NULL;
+    }
+    return v;
+}
+
+static void test_real_pi(void) {
+    int missing = 0;
+    const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_PI_CLI", &missing);
+    workspace w;
+    omprpc_client *c;
+    char *opts, *info = NULL, *err = NULL;
+    if (missing) {
+        printf("  skipped: OMPRPC_FAKE_LLM or OMPRPC_PI_CLI is unset (make c-real-agents sets them)\n");
+        return;
+    }
+    if (!llm || !cli) return;
+    if (ws_new(&w, "pi", llm, SCRIPT)) {
+        opts = ws_options(&w, "node", cli, HOST_ADD(""));
+        c = start_real(opts, "pi");
+        free(opts);
+        if (c) {
+            if (CHECK_OK(omprpc_client_info(c, &info, &err), err)) {
+                jval *v = PARSE(info);
+                CHECK_STR(jpath_str(v, "flavor"), "pi");
+                CHECK_STR(jpath_str(v, "agentVersion"), "0.73.1");
+                CHECK(jbool(jget(v, "bridgeLoaded")) == 1);
+                json_free(v);
+                h_strfree(&info);
+            }
+            text_turn(c);
+            host_tool_turn(c, 1);
+            close_leaves_no_process(c);
+            omprpc_client_free(c);
+        }
+    }
+    ws_free(&w);
+}
+
+static void test_real_omp(void) {
+    int missing = 0;
+    const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_OMP_CLI", &missing),
+               *bun = env_file("OMPRPC_BUN", &missing);
+    workspace w;
+    omprpc_client *c;
+    char *opts, *info = NULL, *err = NULL;
+    if (missing) {
+        printf("  skipped: OMPRPC_FAKE_LLM, OMPRPC_OMP_CLI or OMPRPC_BUN is unset (make c-real-agents sets them)\n");
+        return;
+    }
+    if (!llm || !cli || !bun) return;
+    if (ws_new(&w, "omp", llm, SCRIPT)) {
+        /* loadMode "essential": omp offers the host tool to the model directly. */
+        opts = ws_options(&w, bun, cli, HOST_ADD(",\"loadMode\":\"essential\""));
+        c = start_real(opts, "omp");
+        free(opts);
+        if (c) {
+            if (CHECK_OK(omprpc_client_info(c, &info, &err), err)) {
+                jval *v = PARSE(info);
+                CHECK_STR(jpath_str(v, "flavor"), "omp");
+                CHECK_STR(jpath_str(v, "agentVersion"), "18.2.3");
+                CHECKF(!strstr(info, "--extension"), "no bridge on omp: %s", info);
+                json_free(v);
+                h_strfree(&info);
+            }
+            text_turn(c);
+            host_tool_turn(c, 0);
+            close_leaves_no_process(c);
+            omprpc_client_free(c);
+        }
+    }
+    ws_free(&w);
+}
+
+int main(void) {
+    /* h_init wants the fake agent, which this program does not use. */
+    setenv("OMPRPC_FAKE_AGENT", "(unused)", 0);
+    h_init();
+    RUN(test_real_pi);
+    RUN(test_real_omp);
+    return h_summary();
+}
