@@ -81,6 +81,15 @@ func realCloseLeavesNoProcess(t testing.TB, c *Client) {
 	}
 }
 
+// realHelloAcknowledged: the bridge extension's hello got its answer (pi awaits it before
+// it answers its first command; unanswered, start took 10 s more).
+func realHelloAcknowledged(t testing.TB, c *Client) {
+	t.Helper()
+	if stderr, _ := c.Stderr(); strings.Contains(stderr, "hello not acknowledged") {
+		t.Errorf("the bridge's hello went unanswered: %s", stderr)
+	}
+}
+
 // textDelta matches the assistant's streamed text deltas.
 func textDelta(t testing.TB) func(Event) bool {
 	return func(ev Event) bool {
@@ -158,6 +167,7 @@ func TestRealPi(t *testing.T) {
 	}
 	c := w.start(t, opts)
 	log := recordEvents(t, c)
+	realHelloAcknowledged(t, c)
 	info, err := c.Info()
 	if err != nil || info.Flavor != "pi" || jget(t, info.Raw, "bridgeLoaded") != true || jstr(t, info.Raw, "agentVersion") != "0.73.1" {
 		t.Fatalf("Info: %s, %v", info.Raw, err)
@@ -428,6 +438,7 @@ func TestRealPiPolicyGate(t *testing.T) {
 	opts := w.options()
 	opts.ToolPolicy = &ToolPolicy{Mode: "rules", Block: map[string]string{"bash": "no shell for you"}, Default: "allow"}
 	c := w.start(t, opts)
+	realHelloAcknowledged(t, c)
 	tr := realTurn(t, c, "run forbidden")
 	end := realOne(t, tr, "tool_execution_end")
 	if jstr(t, end, "toolName") != "bash" || jget(t, end, "isError") != true || realContentText(t, end, "result.content") != "no shell for you" {
