@@ -139,3 +139,23 @@ fn probes_can_be_turned_off() {
     let counters: Value = serde_json::from_str(&c.counters()).unwrap();
     assert_eq!(counters["activity_probes"], 0);
 }
+
+#[test]
+fn waits_in_short_slices_lose_no_probe_answer() {
+    // Node's waitForIdle waits in slices: a slice may end while its probe is in flight. The
+    // answer is kept for the next slice; nothing is reported as a late response.
+    let c = agent("pi", json!({"activity_probe_ms": 0}));
+    steer_then_abort(&c);
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut slices = 0;
+    loop {
+        slices += 1;
+        match c.wait_for_idle(Some(Instant::now())) {
+            Ok(()) => break,
+            Err(e) if e.status == Status::Timeout && Instant::now() < until => continue,
+            Err(e) => panic!("after {slices} slices: {e}"),
+        }
+    }
+    assert!(slices > 1, "a zero-length slice cannot have waited for a probe's answer");
+    assert_eq!(c.protocol_errors(), "[]");
+}

@@ -131,6 +131,9 @@ pub struct Lifecycle {
     busy_probes: u32,
     /// The previous probe's answer needs a second one to stand (see `probed`): `agent_starts` then.
     queued_at: Option<u64>,
+    /// When the last answer that did not settle it came: the next quiet is measured from the
+    /// later of this and the last event (answers do not move the idle clock, `last_event`).
+    answered_at: Option<std::time::Instant>,
     active: Option<&'static str>,
     collector: Option<Collector>,
     /// The first late failure since the last prompt was sent (wait_for_idle raises it).
@@ -152,6 +155,7 @@ impl Lifecycle {
             asked_to_queue: false,
             busy_probes: 0,
             queued_at: None,
+            answered_at: None,
             active: None,
             collector: None,
             sticky: None,
@@ -261,7 +265,8 @@ impl Lifecycle {
             return None;
         }
         let backoff = quiet.saturating_mul(1 << self.busy_probes.min(16)).min(PROBE_BACKOFF_MAX.max(quiet));
-        Some(self.last_event + backoff)
+        let from = self.answered_at.map_or(self.last_event, |a| a.max(self.last_event));
+        Some(from + backoff)
     }
 
     /// `agent_start` frames seen so far (a probe notes it when it is sent).
@@ -294,7 +299,7 @@ impl Lifecycle {
                 self.busy_probes += 1;
             }
             // Measure the next quiet from now, not from the last frame.
-            self.last_event = std::time::Instant::now();
+            self.answered_at = Some(std::time::Instant::now());
             return;
         }
         self.busy_probes = 0;
@@ -602,8 +607,21 @@ mod tests {
             l.probed(Probe::Running, s);
         }
         let wait = l.probe_due(Q).unwrap().saturating_duration_since(l.last_event);
-        assert_eq!(wait, PROBE_BACKOFF_MAX);
+        assert!(wait >= PROBE_BACKOFF_MAX && wait < PROBE_BACKOFF_MAX + std::time::Duration::from_secs(1), "{wait:?}");
         assert!(!l.is_idle());
+    }
+
+    #[test]
+    fn probe_answers_do_not_move_the_idle_clock() {
+        // A hung agent that says it streams must still meet turn_idle_timeout_ms.
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        l.asked_to_queue();
+        let before = l.last_event;
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let s = l.starts_seen();
+        l.probed(Probe::Running, s);
+        assert_eq!(l.last_event, before);
+        assert!(l.probe_due(Q).unwrap() >= before + Q * 2 + std::time::Duration::from_millis(5));
     }
 
     #[test]

@@ -64,6 +64,18 @@ struct State {
     policy: std::collections::HashMap<String, (Arc<Conn>, String, String)>,
     /// The bridge extension's hello (its authenticated frame): the agent loaded it.
     bridge_hello: Option<Map<String, Value>>,
+    /// The activity probe in flight: it outlives the wait that sent it (a waiter whose
+    /// deadline passes leaves the answer to the next), so no answer is ever cut off.
+    probe: Option<InflightProbe>,
+}
+
+/// A `get_state` sent to learn whether the agent is idle (client::lifecycle).
+struct InflightProbe {
+    id: String,
+    slot: Arc<ReplySlot>,
+    /// `agent_start` frames seen when it was sent.
+    starts: u64,
+    sent: Instant,
 }
 
 pub(crate) struct Shared {
@@ -303,7 +315,6 @@ impl Shared {
         self.events.push(events::event_bytes(&bytes));
     }
 
-    /// A frame the library sends by itself, from the writer thread.
     /// The host answers an open call: the answer restarts the turn's idle clock, which stood
     /// still while the call was open.
     fn host_answer<T>(&self, answer: impl FnOnce(&mut HostRegistry) -> Result<T>) -> Result<T> {
@@ -319,6 +330,7 @@ impl Shared {
         st.host.open_calls() > 0 || !st.policy.is_empty() || self.ui.open_requests() > 0
     }
 
+    /// A frame the library sends by itself, from the writer thread.
     fn send_internal(&self, frame: Vec<u8>) {
         let mut line = frame;
         line.push(b'\n');
@@ -418,6 +430,31 @@ impl Shared {
             let idle_deadline = how.idle.filter(|_| !self.awaiting_host(&st)).map(|i| st.life.last_event + i);
             let probe_at = if how.probe { self.opts.activity_probe.and_then(|q| st.life.probe_due(q)) } else { None };
             let now = Instant::now();
+            // Before any timeout: an answer that came is used, and a probe that is due goes out
+            // (a wait whose deadline has passed leaves its answer to the next).
+            if how.probe {
+                if let Some(p) = &st.probe {
+                    if let Some(reply) = p.slot.wait(Some(now)) {
+                        let (starts, id) = (p.starts, p.id.clone());
+                        st.probe = None;
+                        let answer = self.probe_answer(&reply);
+                        self.log.log(Level::Debug, "activity", "the agent said whether it is idle", json!({"id": id, "answer": format!("{answer:?}")}));
+                        st.life.probed(answer, starts);
+                        continue;
+                    }
+                    if now >= p.sent + self.probe_patience() {
+                        // No answer for a request's whole timeout: count it as busy, ask again later.
+                        let (starts, id) = (p.starts, p.id.clone());
+                        st.probe = None;
+                        self.pending.lock().unwrap().abandon(&id);
+                        st.life.probed(lifecycle::Probe::Running, starts);
+                        continue;
+                    }
+                } else if probe_at.is_some_and(|p| now >= p) {
+                    st = self.send_probe(st);
+                    continue;
+                }
+            }
             if let (Some(d), Some(i)) = (idle_deadline, how.idle) {
                 if now >= d {
                     drop(st);
@@ -433,14 +470,9 @@ impl Shared {
                     return Err(Error::new(Status::Timeout, format!("{timeout_message}{}", self.stderr_suffix())));
                 }
             }
-            if probe_at.is_some_and(|p| now >= p) {
-                let starts = st.life.starts_seen();
-                drop(st);
-                let probe = self.probe_activity(deadline);
-                st = self.state();
-                st.life.probed(probe, starts);
-                continue;
-            }
+            // A probe in flight: its answer wakes this wait (the reader notifies), else its patience ends.
+            let probe_wake = st.probe.as_ref().map(|p| p.sent + self.probe_patience());
+            let probe_at = if st.probe.is_some() { probe_wake } else { probe_at };
             st = match [deadline, idle_deadline, probe_at].into_iter().flatten().min() {
                 None => self.cond.wait(st).unwrap(),
                 Some(d) => self.cond.wait_timeout(st, d.saturating_duration_since(now)).unwrap().0,
@@ -453,19 +485,41 @@ impl Shared {
         Wait { began_before: false, idle: self.opts.turn_idle_timeout, probe: true }
     }
 
-    /// Asks the agent, with `get_state`, whether it runs or holds queued messages. A failed
-    /// probe counts as "running" (the waiter looks again later, or its deadline ends it).
-    fn probe_activity(&self, deadline: Deadline) -> lifecycle::Probe {
-        let bound = deadline_after(Some(self.opts.request_timeout.unwrap_or(Duration::from_secs(30))));
-        let deadline = [deadline, bound].into_iter().flatten().min();
-        let answer = self.request("get_state", None, deadline);
-        let probe = match &answer {
+    /// How long a probe may wait for its answer before it counts as "busy".
+    fn probe_patience(&self) -> Duration {
+        self.opts.request_timeout.unwrap_or(Duration::from_secs(30))
+    }
+
+    /// Sends a `get_state` to ask whether the agent runs or holds queued messages, without
+    /// waiting for it (the lock is released for the write, as for every write).
+    fn send_probe<'a>(&'a self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        let starts = st.life.starts_seen();
+        let id = self.next_request_id();
+        let slot = ReplySlot::new();
+        // The slot is in place before the request can be answered.
+        st.probe = Some(InflightProbe { id: id.clone(), slot: slot.clone(), starts, sent: Instant::now() });
+        drop(st);
+        let sent = request_line(&id, "get_state", None).and_then(|line| {
+            self.pending.lock().unwrap().insert(id.clone(), "get_state", slot)?;
+            self.write(&line, deadline_after(Some(self.probe_patience()))).inspect_err(|_| self.pending.lock().unwrap().remove(&id))
+        });
+        self.counters.activity_probes.fetch_add(1, Ordering::Relaxed);
+        self.log.log(Level::Debug, "activity", "asked the agent whether it is idle", json!({"id": id, "ok": sent.is_ok()}));
+        let mut st = self.state();
+        if sent.is_err() {
+            // Not sent (closing, or the pipe is stuck): busy for now; a close ends the wait.
+            st.probe = None;
+            st.life.probed(lifecycle::Probe::Running, starts);
+        }
+        st
+    }
+
+    /// What a probe's reply says; a failure counts as "running" (asked again later).
+    fn probe_answer(&self, reply: &Reply) -> lifecycle::Probe {
+        match reply {
             Ok(Some(data)) => serde_json::from_slice::<Value>(data).map(|v| lifecycle::Probe::from_state(&v)).unwrap_or(lifecycle::Probe::Running),
             _ => lifecycle::Probe::Running,
-        };
-        self.counters.activity_probes.fetch_add(1, Ordering::Relaxed);
-        self.log.log(Level::Debug, "activity", "asked the agent whether it is idle", json!({"answer": format!("{probe:?}"), "ok": answer.is_ok()}));
-        probe
+        }
     }
 }
 
@@ -603,6 +657,7 @@ impl Client {
                 close_reason: None,
                 policy: Default::default(),
                 bridge_hello: None,
+                probe: None,
             }),
             cond: Condvar::new(),
             events: EventQueue::new(opts.event_queue_capacity, opts.event_queue_max_bytes).map_err(io)?,

@@ -326,6 +326,12 @@ impl Router<'_> {
             }
             Correlation::IdlessSuccess => return,
             Correlation::Resolved { target, sent, rejected, agent_not_invoked } => {
+                if sent == "get_state" {
+                    // It may be an activity probe a waiter sleeps on: wake it, under the state
+                    // lock so the wakeup cannot fall between its check and its wait.
+                    let _st = s.state();
+                    s.cond.notify_all();
+                }
                 if is_prompt_command(&sent) {
                     let mut st = s.state();
                     if let Some(e) = &rejected {
