@@ -159,3 +159,19 @@ fn waits_in_short_slices_lose_no_probe_answer() {
     assert!(slices > 1, "a zero-length slice cannot have waited for a probe's answer");
     assert_eq!(c.protocol_errors(), "[]");
 }
+
+#[test]
+fn a_queued_follow_up_runs_before_the_agent_is_idle() {
+    for flavor in ["omp", "pi"] {
+        let c = agent(flavor, json!({}));
+        c.prompt("prompt", "stream until abort", None, secs(10)).unwrap();
+        wait_for(&c, |e| e["type"] == "message_update" && e["assistantMessageEvent"]["type"] == "text_delta");
+        let p = parse_params(Some(r#"{"message":"follow me"}"#)).unwrap();
+        c.request("follow_up", p.as_ref(), secs(10)).unwrap();
+        c.wait_for_idle(secs(10)).unwrap();
+        let evs = drain(&c);
+        let end = evs.iter().rev().find(|e| e["type"] == "agent_end").unwrap_or_else(|| panic!("{flavor}: no agent_end before idle"));
+        assert_eq!(end["messages"][1]["content"][0]["text"], "followed ok", "{flavor}");
+        assert!(evs.iter().any(|e| e["type"] == "message_end" && e["message"]["content"][0]["text"] == "follow me"), "{flavor}");
+    }
+}

@@ -160,7 +160,7 @@
 //! | duplicate response | the success response twice, then the normal turn |
 //! | queued | response only (for prompts sent with streamingBehavior) |
 //! | hang | (above) — `get_state` then says `isStreaming:true` |
-//! | stream until abort | a live run streaming "thinking " until `abort`; steer/follow_up queue (see `agent/activity.rs`: omp runs a queued steer by itself after the abort, pi parks it) |
+//! | stream until abort | a live run streaming "thinking " until `abort`; steer/follow_up queue (see `agent/activity.rs`: omp runs a queued steer by itself after the abort, pi parks it; a follow_up finishes the answer and runs in the same run) |
 //! | handoff | omp's compaction handoff: compaction events, a run ending `agent_end {isTerminal:false}`, then nothing |
 //! | /noop | an extension command: no run (omp adds `prompt_result {agentInvoked:false}`) |
 //! | anything else | the normal turn |

@@ -11,7 +11,9 @@
 //!   `abort` response, then **a run of its own for a queued steer** (user message with
 //!   `steering:true`, answer "steered ok"); pi — `text_end`, aborted `message_end` ("Request was
 //!   aborted"), `turn_end`, `agent_end`, the response, and the steer stays parked
-//!   (`pendingMessageCount`) until the next prompt.
+//!   (`pendingMessageCount`) until the next prompt. A `follow_up` makes the model finish its
+//!   answer (100 ms later) and the run go on with the follow-up in the same run, as both agents
+//!   do: `turn_end`, `turn_start`, the user message, "followed ok", one terminal `agent_end`.
 //! * "handoff" (omp's compaction handoff): compaction events, a run whose `agent_end` has
 //!   `isTerminal:false`, and nothing after it; `get_state` says idle.
 //! * "/noop" (an extension command): pi answers the prompt once the handler is done and starts
@@ -72,6 +74,9 @@ impl Agent {
                     self.event(update);
                 }
                 self.ok(id, ty, obj! {});
+                if ty == "follow_up" {
+                    self.finish_with_follow_ups();
+                }
             }
             "prompt" if cmd.str("streamingBehavior").is_ok() => {
                 let message = cmd.str("message").unwrap_or_default();
@@ -89,6 +94,31 @@ impl Agent {
             _ => return false,
         }
         true
+    }
+
+    /// The model finishes its answer, then the run goes on with the queued follow-ups (and
+    /// steers) in the same run, as both agents do: the answer's `turn_end`, then `turn_start`,
+    /// the user message, the answer "followed ok", `turn_end`, one terminal `agent_end`.
+    fn finish_with_follow_ups(&mut self) {
+        self.out.flush();
+        sleep_ms(100); // the rest of the model's stream
+        let live = self.live.take().unwrap_or_default();
+        let first = self.assistant_message("thinking done");
+        self.event(message_update(&first, "text_delta", 0, "done"));
+        self.event(obj! {"type": "message_end", "message": first.clone()});
+        self.event(obj! {"type": "turn_end", "message": first.clone(), "toolResults": arr![]});
+        if self.flavor == Flavor::Pi {
+            self.event(obj! {"type": "queue_update", "steering": arr![], "followUp": arr![]});
+        }
+        for text in live.steering.iter().chain(&live.follow_up) {
+            self.user_turn_start(text, false);
+        }
+        let answer = self.assistant_message("followed ok");
+        self.event(obj! {"type": "message_start", "message": answer.clone()});
+        self.event(message_update(&answer, "text_delta", 0, "followed ok"));
+        self.event(obj! {"type": "message_end", "message": answer.clone()});
+        self.event(obj! {"type": "turn_end", "message": answer.clone(), "toolResults": arr![]});
+        self.event(obj! {"type": "agent_end", "messages": arr![first, answer], "isTerminal": true});
     }
 
     fn queue_update(&self) -> J {
