@@ -220,3 +220,56 @@ func TestActivityIdleTimeoutStillFailsAHang(t *testing.T) {
 		t.Fatalf("the idle timeout did not fire: the test's own deadline ended the wait (%v)", err)
 	}
 }
+
+// A follow_up queued while the model streams runs in the same run, after the answer: the
+// agent is busy until that run's terminal agent_end, and WaitForIdle waits for it.
+func TestActivityQueuedFollowUpRunsBeforeIdle(t *testing.T) {
+	for _, flavor := range []string{"omp", "pi"} {
+		t.Run(flavor, func(t *testing.T) {
+			var c *Client
+			if flavor == "pi" {
+				c = startPi(t)
+			} else {
+				c = startFake(t)
+			}
+			sub, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			events := c.Events(sub)
+			ctx := ctxFor(t)
+			if _, err := c.Prompt(ctx, "stream until abort", nil); err != nil {
+				t.Fatalf("Prompt: %v", err)
+			}
+			for delta := false; !delta; {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						t.Fatal("the events ended before a text_delta")
+					}
+					delta = ev.Type == "message_update" && jstr(t, ev.Raw, "assistantMessageEvent.type") == "text_delta"
+				case <-ctx.Done():
+					t.Fatal("no text_delta from the streaming run")
+				}
+			}
+			if err := c.FollowUp(ctx, "follow me"); err != nil {
+				t.Fatalf("FollowUp: %v", err)
+			}
+			if err := c.WaitForIdle(ctxFor(t)); err != nil {
+				t.Fatalf("WaitForIdle: %v", err)
+			}
+			// every event queued before WaitForIdle returned is on the channel by now
+			var ends []Event
+			for _, ev := range queued(events) {
+				if ev.Type == "agent_end" {
+					ends = append(ends, ev)
+				}
+			}
+			if len(ends) != 1 {
+				t.Fatalf("%d agent_end events before WaitForIdle returned, want 1", len(ends))
+			}
+			msgs, _ := jget(t, ends[0].Raw, "messages").([]any)
+			if len(msgs) < 2 || !messageHasText(msgs[1], "followed ok") {
+				t.Fatalf("the agent_end before idle: %s", ends[0].Raw)
+			}
+		})
+	}
+}

@@ -2,8 +2,8 @@
  * The activity model through the C API, against the fake agent's reproductions of what real
  * agents send: a steer that outlives an abort (omp runs it as a run nobody prompted, pi parks
  * it), omp's compaction handoff (a run ending with a non-terminal agent_end and nothing after
- * it), an extension /command that starts no run, and turn_idle_timeout_ms standing still
- * while a host tool call is open.
+ * it), an extension /command that starts no run, turn_idle_timeout_ms standing still
+ * while a host tool call is open, and a queued follow_up that runs before the agent is idle.
  */
 #include "harness.h"
 
@@ -228,6 +228,55 @@ static void test_idle_timeout_still_fails_a_hang(void) {
     omprpc_client_free(c);
 }
 
+/* A follow_up queued while the model streams runs in the same run, after the answer: the
+ * agent is busy until that run's terminal agent_end, and wait_for_idle waits for it. */
+static void queued_follow_up(const char *args, const char *extra) {
+    omprpc_client *c = START(args, extra);
+    char *id = NULL, *err = NULL;
+    int delta = 0, ends = 0, followed = 0;
+    int64_t deadline;
+    if (!c) return;
+    if (!CHECK_OK(omprpc_client_prompt(c, "stream until abort", NULL, WAIT_MS, &id, &err), err)) goto out;
+    deadline = h_now_ms() + WAIT_MS;
+    while (!delta && h_now_ms() < deadline) {
+        jval *v = h_wait_event(c, "message_update", deadline - h_now_ms());
+        if (!v) break;
+        delta = jpath_str(v, "assistantMessageEvent.type") && !strcmp(jpath_str(v, "assistantMessageEvent.type"), "text_delta");
+        json_free(v);
+    }
+    if (!delta) {
+        h_fail(__FILE__, __LINE__, "no text_delta from the streaming run");
+        goto out;
+    }
+    if (!CHECK_OK(omprpc_client_follow_up(c, "follow me", NULL, WAIT_MS, &err), err)) goto out;
+    CHECK_OK(omprpc_client_wait_for_idle(c, WAIT_MS, &err), err);
+    /* every event queued before wait_for_idle returned: the last agent_end is the run's */
+    for (;;) {
+        char *ev = NULL;
+        jval *v;
+        const char *type;
+        omprpc_status st = omprpc_client_next_event(c, 0, &ev, &err);
+        h_strfree(&err);
+        if (st != OMPRPC_STATUS_OK) break;
+        v = PARSE(ev);
+        h_strfree(&ev);
+        type = jstr(jget(v, "type"));
+        if (type && !strcmp(type, "agent_end")) {
+            ends++;
+            followed = message_has_text(jat(jget(v, "messages"), 1), "followed ok");
+        }
+        json_free(v);
+    }
+    CHECKF(ends == 1, "%d agent_end events queued when wait_for_idle returned, expected 1", ends);
+    CHECKF(followed, "the agent_end before idle does not have \"followed ok\" as its second message");
+out:
+    h_strfree(&id);
+    omprpc_client_free(c);
+}
+
+static void test_omp_queued_follow_up_runs_before_idle(void) { queued_follow_up(NULL, NULL); }
+static void test_pi_queued_follow_up_runs_before_idle(void) { queued_follow_up(PI_ARGS, PI_OPTS); }
+
 int main(void) {
     h_init();
     RUN(test_omp_steer_after_abort_runs_before_idle);
@@ -237,5 +286,7 @@ int main(void) {
     RUN(test_pi_noop_command);
     RUN(test_idle_timeout_stands_still_for_host_call);
     RUN(test_idle_timeout_still_fails_a_hang);
+    RUN(test_omp_queued_follow_up_runs_before_idle);
+    RUN(test_pi_queued_follow_up_runs_before_idle);
     return h_summary();
 }
