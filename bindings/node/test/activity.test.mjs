@@ -1,13 +1,17 @@
 // The activity model (mirrors tests/c/test_activity.c) against the fake agent's reproductions
-// of real agents: a steer that outlives an abort (omp runs it by itself, pi parks it), omp's
-// compaction handoff, an extension /command that starts no run, and turnIdleTimeoutMs
-// standing still while a host tool runs.
+// of real agents: a steer that outlives an abort (omp runs it by itself, pi parks it), a
+// follow_up queued during a stream (run in the same run), omp's compaction handoff, an
+// extension /command that starts no run, and turnIdleTimeoutMs standing still while a host
+// tool runs.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { TimeoutError } from '../index.mjs';
 import { WAIT_MS, start, count, find, sleep } from './helpers.mjs';
 
 const PI = [['--flavor', 'pi'], { flavor: 'pi' }];
+
+/** A generous hang guard (the machine may be loaded). */
+const LONG_MS = 60_000;
 
 const ECHO_SPEC = {
   name: 'echo_host',
@@ -73,6 +77,27 @@ test('pi: a steer parked by an abort leaves the agent idle', async (t) => {
   assert.equal(state.isStreaming, false);
   assert.deepEqual(agentEnds(await queued(c)), { n: 1, steered: false });
 });
+
+for (const [flavor, args] of [['omp', [[], {}]], ['pi', PI]]) {
+  test(`${flavor}: a queued follow_up runs before the agent is idle`, async (t) => {
+    // Both agents finish the answer, then run the follow-up in the same run: busy until its
+    // terminal agent_end, which waitForIdle waits for.
+    const c = await start(t, ...args);
+    await c.prompt('stream until abort', { timeoutMs: LONG_MS });
+    const deadline = Date.now() + LONG_MS;
+    for (;;) {
+      const ev = await c.nextEvent({ timeoutMs: Math.max(0, deadline - Date.now()) });
+      if (ev.type === 'message_update' && ev.assistantMessageEvent?.type === 'text_delta') break;
+    }
+    await c.followUp('follow me', { timeoutMs: LONG_MS });
+    await c.waitForIdle({ timeoutMs: LONG_MS });
+    const events = await queued(c);
+    const ends = events.filter((e) => e.type === 'agent_end');
+    assert.ok(ends.length > 0, `no agent_end before waitForIdle returned: ${events.map((e) => e.type)}`);
+    assert.deepEqual(texts(ends.at(-1).messages[1]), ['followed ok']);
+    assert.ok(events.some((e) => e.type === 'message_end' && texts(e.message).includes('follow me')));
+  });
+}
 
 test('omp: the compaction handoff (a non-terminal agent_end, then nothing) completes the turn', async (t) => {
   const c = await start(t);

@@ -33,12 +33,66 @@ const ADD = {
   replies: [{ tool_call: { name: 'host_add', arguments: { a: 2, b: 3 } } }, { text: 'sum is {{last_tool_result}}' }],
 };
 
+// A slow stream (four chunks 250 ms apart), then the answer to a follow-up queued during it.
+const SLOW = { match: 'slow', replies: [{ text: 'one two three four', chunk_delay_ms: 250 }] };
+const FOLLOW = { match: 'follow me', replies: [{ text: 'followed ok' }] };
+const SILENT = {
+  match: 'work silently',
+  replies: [{ tool_call: { name: 'host_silent', arguments: { a: 2, b: 3 } } }, { text: 'silent sum is {{last_tool_result}}' }],
+};
+/** How long the silent host tool works: longer than the clients' turnIdleTimeoutMs. */
+const SILENT_WORK_MS = 2500;
+const IDLE_TIMEOUT_MS = 1000;
+
 const isTextDelta = (e) => e.type === 'message_update' && e.assistantMessageEvent?.type === 'text_delta';
 
 function one(turn, type) {
   const found = ofType(turn.events, type);
   assert.equal(found.length, 1, `expected one ${type}, got ${found.length}: ${turn.events.map((e) => e.type)}`);
   return found[0];
+}
+
+/** host_silent: works for SILENT_WORK_MS without a word (no update), then adds. */
+function silentHostTool(calls, extra = {}) {
+  return {
+    name: 'host_silent',
+    description: 'Add two numbers, slowly',
+    parameters: ADD_SCHEMA,
+    ...extra,
+    handler: async (args) => {
+      const t0 = Date.now();
+      await sleep(SILENT_WORK_MS); // the scenario: the host's deliberate silent work
+      calls.push(Date.now() - t0);
+      return String(args.a + args.b);
+    },
+  };
+}
+
+/** A follow_up queued while the model streams runs in the same run, after the answer:
+ * waitForIdle returns only after that run's agent_end. */
+async function assertFollowUpRunsBeforeIdle(ws, client, rec) {
+  const before = ws.llmRequests().length;
+  const mark = rec.mark();
+  await client.prompt('slow please');
+  await rec.wait('the first text delta', isTextDelta, mark);
+  await client.followUp('follow me');
+  await client.waitForIdle({ timeoutMs: GUARD });
+  const seen = rec.since(mark);
+  const ends = ofType(seen, 'agent_end');
+  assert.ok(ends.length > 0, `${seen.map((e) => e.type)}`);
+  assert.equal(textOf(ends.at(-1).messages.at(-1)), 'followed ok', JSON.stringify(ends.at(-1)).slice(0, 2000));
+  assert.equal(ws.llmRequests().length, before + 2, 'the answer, then the follow-up');
+  assert.equal((await client.getState()).isStreaming, false);
+}
+
+/** The idle clock stands still while a host call is open: the turn succeeds. */
+async function assertSilentHostToolOutlastsTheIdleTimeout(client, calls) {
+  const turn = await client.promptAndWait('work silently', { timeoutMs: GUARD });
+  assert.equal(calls.length, 1);
+  assert.ok(calls[0] >= SILENT_WORK_MS - 5 && SILENT_WORK_MS > IDLE_TIMEOUT_MS, `${calls}`);
+  const end = one(turn, 'tool_execution_end');
+  assert.deepEqual([end.toolName, end.isError, textOf(end.result)], ['host_silent', false, '5']);
+  assert.equal(turn.assistantText, 'silent sum is 5');
 }
 
 async function assertClosesCleanly(client) {
@@ -75,11 +129,14 @@ function hostCalls() {
 }
 
 // --- pi with the policy gate (rules mode): its bash is blocked ----------------------------
+// The same client has turnIdleTimeoutMs (1 s) and a bridged host tool that works silently for
+// longer; its other turns are never that quiet.
 
 describe('pi, gated', { skip: piSkip() }, () => {
   let ws;
   let client;
   let rec;
+  const silentCalls = [];
   before(async () => {
     ws = await Workspace.create('pi', [
       {
@@ -90,8 +147,15 @@ describe('pi, gated', { skip: piSkip() }, () => {
         ],
       },
       HANG,
+      SLOW,
+      FOLLOW,
+      SILENT,
     ]);
-    client = await ws.start([], { toolPolicy: { mode: 'rules', block: { bash: 'no shell for you' }, default: 'allow' } });
+    client = await ws.start([], {
+      toolPolicy: { mode: 'rules', block: { bash: 'no shell for you' }, default: 'allow' },
+      hostTools: [silentHostTool(silentCalls)],
+      turnIdleTimeoutMs: IDLE_TIMEOUT_MS,
+    });
     rec = new Recorder(client);
   });
   after(async () => {
@@ -108,6 +172,15 @@ describe('pi, gated', { skip: piSkip() }, () => {
     assert.equal(fs.existsSync(path.join(ws.work, 'ran-forbidden')), false, 'the blocked command ran');
     const blocked = await rec.wait('tool_blocked', (e) => e.type === 'tool_blocked');
     assert.deepEqual([blocked.toolName, blocked.reason], ['bash', 'no shell for you']);
+  });
+
+  // Before the steer test: the steer it parks would reach the next prompt.
+  it('a follow_up queued during a slow stream runs before waitForIdle returns', async () => {
+    await assertFollowUpRunsBeforeIdle(ws, client, rec);
+  });
+
+  it('a bridged host tool working silently outlasts turnIdleTimeoutMs', async () => {
+    await assertSilentHostToolOutlastsTheIdleTimeout(client, silentCalls);
   });
 
   it('steer then abort during a hanging stream: pi parks the steer, waitForIdle returns', async () => {
@@ -277,19 +350,24 @@ describe('pi', { skip: piSkip() }, () => {
   });
 });
 
-// --- omp: one client for the set ---------------------------------------------------------
+// --- omp: one client for the set (with turnIdleTimeoutMs, 1 s) ---------------------------
 
 describe('omp', { skip: ompSkip() }, () => {
   let ws;
   let client;
   let rec;
   let calls;
+  const silentCalls = [];
   before(async () => {
-    ws = await Workspace.create('omp', [SAY_HELLO, ADD, HANG, STEER]);
+    ws = await Workspace.create('omp', [SAY_HELLO, ADD, HANG, STEER, SLOW, FOLLOW, SILENT]);
     calls = hostCalls();
-    // loadMode "essential": omp offers the host tool to the model directly.
+    // loadMode "essential": omp offers the host tools to the model directly.
     client = await ws.start([], {
-      hostTools: [{ name: 'host_add', description: 'Add two numbers', parameters: ADD_SCHEMA, loadMode: 'essential', handler: calls.add }],
+      hostTools: [
+        { name: 'host_add', description: 'Add two numbers', parameters: ADD_SCHEMA, loadMode: 'essential', handler: calls.add },
+        silentHostTool(silentCalls, { loadMode: 'essential' }),
+      ],
+      turnIdleTimeoutMs: IDLE_TIMEOUT_MS,
     });
     rec = new Recorder(client);
   });
@@ -339,7 +417,45 @@ describe('omp', { skip: ompSkip() }, () => {
     assert.equal((await client.getState()).isStreaming, false);
   });
 
+  it('a follow_up queued during a slow stream runs before waitForIdle returns', async () => {
+    await assertFollowUpRunsBeforeIdle(ws, client, rec);
+  });
+
+  it('a native host tool working silently outlasts turnIdleTimeoutMs', async () => {
+    const mark = rec.mark();
+    await assertSilentHostToolOutlastsTheIdleTimeout(client, silentCalls);
+    const call = await rec.wait('host_tool_call', (e) => e.type === 'host_tool_call', mark);
+    assert.deepEqual([call.toolName, call.bridged], ['host_silent', undefined]);
+  });
+
   it('close leaves no process', async () => {
     await assertClosesCleanly(client);
+  });
+});
+
+// --- omp: the compaction handoff (a client of its own: compaction changes the session) ---
+
+describe('omp, compaction handoff', { skip: ompSkip() }, () => {
+  let ws;
+  let client;
+  before(async () => {
+    ws = await Workspace.create('omp', [{ match: 'big', replies: [{ text: 'got it' }] }]);
+    client = await ws.start();
+  });
+  after(async () => {
+    await client?.close();
+    await ws?.close();
+  });
+
+  it('a prompt over the compaction threshold: the non-terminal agent_end ends the turn', async () => {
+    // ~150k tokens by omp's estimate > the 128k window: omp schedules a "handoff" compaction,
+    // the run ends with agent_end {isTerminal:false} and nothing follows.
+    const turn = await client.promptAndWait(`big ${'x'.repeat(600 * 1024)}`, { timeoutMs: GUARD });
+    const types = turn.events.map((e) => e.type);
+    assert.ok(types.includes('auto_compaction_start'), `${types}`);
+    assert.equal(types.at(-1), 'agent_end', `${types}`);
+    assert.equal(turn.events.at(-1).isTerminal, false);
+    assert.equal(turn.assistantText, 'got it');
+    await client.waitForIdle({ timeoutMs: GUARD });
   });
 });

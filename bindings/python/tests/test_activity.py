@@ -1,6 +1,7 @@
 """The activity model against the fake agent's reproductions of real agents: a steer that
-outlives an abort (omp runs it by itself, pi parks it), omp's compaction handoff, an extension
-/command that starts no run, and turn_idle_timeout standing still while a host tool runs."""
+outlives an abort (omp runs it by itself, pi parks it), a follow_up queued during a stream (run
+in the same run), omp's compaction handoff, an extension /command that starts no run, and
+turn_idle_timeout standing still while a host tool runs."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ ECHO_SCHEMA = {
 
 #: A hang guard for waits that must return on their own.
 GUARD = 10.0
+#: A generous hang guard (the machine may be loaded).
+LONG_GUARD = 60.0
 
 
 def _texts(message: Any) -> list[str]:
@@ -40,6 +43,30 @@ def _recorded(client) -> list[dict]:
 
     client.on_event_payload(record)
     return payloads
+
+
+class _Waitable:
+    """Every event payload, with a wait for the first one a predicate accepts."""
+
+    def __init__(self, client) -> None:
+        self.items: list[dict] = []
+        self.cond = threading.Condition()
+        client.on_event_payload(self._add)
+
+    def _add(self, p: dict) -> None:
+        with self.cond:
+            self.items.append(p)
+            self.cond.notify_all()
+
+    def wait(self, what: str, pred) -> dict:
+        with self.cond:
+            found = self.cond.wait_for(lambda: next((p for p in self.items if pred(p)), None), LONG_GUARD)
+        assert found is not None, f"no {what} within {LONG_GUARD} s"
+        return found
+
+    def snapshot(self) -> list[dict]:
+        with self.cond:
+            return list(self.items)
 
 
 def _steer_then_abort(client) -> None:
@@ -76,6 +103,24 @@ def test_pi_parked_steer_is_idle(make_client) -> None:
     ends = [p for p in list(payloads) if p.get("type") == "agent_end"]
     assert len(ends) == 1  # the abort's only: pi keeps the steer for the next prompt
     assert not any("steered ok" in t for e in ends for m in e.get("messages", ()) for t in _texts(m))
+
+
+@pytest.mark.parametrize("flavor", ["omp", "pi"])
+def test_queued_follow_up_runs_before_idle(make_client, flavor: str) -> None:
+    # Both agents finish the answer, then run the follow-up in the same run: busy until its
+    # terminal agent_end, which wait_for_idle waits for.
+    client = make_client(flavor=flavor)
+    seen = _Waitable(client)
+    client.prompt("stream until abort")
+    seen.wait("the first text delta", lambda p: p.get("type") == "message_update"
+              and p["assistantMessageEvent"].get("type") == "text_delta")
+    client.follow_up("follow me")
+    client.wait_for_idle(timeout=LONG_GUARD)
+    payloads = seen.snapshot()
+    ends = [p for p in payloads if p.get("type") == "agent_end"]
+    assert ends, f"{flavor}: no agent_end before wait_for_idle returned"
+    assert _texts(ends[-1]["messages"][1]) == ["followed ok"], ends[-1]
+    assert any(p.get("type") == "message_end" and _texts(p["message"]) == ["follow me"] for p in payloads)
 
 
 def test_omp_handoff_completes(make_client) -> None:

@@ -37,6 +37,15 @@ ADD = {"match": "add numbers", "replies": [
     {"tool_call": {"name": "host_add", "arguments": {"a": 2, "b": 3}}},
     {"text": "sum is {{last_tool_result}}"}]}
 SAY_HELLO = {"match": "say hello", "replies": [{"text": "Hello from the fake model"}]}
+# A slow stream (four chunks 250 ms apart), then the answer to a follow-up queued during it.
+SLOW = {"match": "slow", "replies": [{"text": "one two three four", "chunk_delay_ms": 250}]}
+FOLLOW = {"match": "follow me", "replies": [{"text": "followed ok"}]}
+SILENT = {"match": "work silently", "replies": [
+    {"tool_call": {"name": "host_silent", "arguments": {"a": 2, "b": 3}}},
+    {"text": "silent sum is {{last_tool_result}}"}]}
+#: How long the silent host tool works, longer than the clients' turn_idle_timeout (1 s).
+SILENT_WORK = 2.5
+IDLE_TIMEOUT = 1.0
 
 
 class Recorder:
@@ -123,6 +132,47 @@ def start(ws: Workspace, **kwargs: Any) -> RpcClient:
     return client
 
 
+def silent_host_tool(calls: list[float], load_mode: str | None = None) -> Any:
+    """host_silent: works for SILENT_WORK seconds without a word (no update), then adds."""
+
+    def work(args: dict[str, Any], _ctx: HostToolContext[Any]) -> str:
+        t0 = time.monotonic()
+        time.sleep(SILENT_WORK)  # the scenario: the host's deliberate silent work
+        calls.append(time.monotonic() - t0)
+        return str(int(args["a"] + args["b"]))
+
+    extra = {} if load_mode is None else {"load_mode": load_mode}
+    return host_tool(name="host_silent", description="Add two numbers, slowly", parameters=ADD_SCHEMA,
+                     execute=work, **extra)
+
+
+def assert_follow_up_runs_before_idle(ws: Workspace, client: RpcClient, rec: Recorder) -> None:
+    """A follow_up queued while the model streams runs in the same run, after the answer:
+    wait_for_idle returns only after that run's agent_end."""
+    before = len(ws.llm_requests())
+    mark = rec.mark()
+    client.prompt("slow please")
+    rec.wait("the first text delta", lambda p: p.get("type") == "message_update"
+             and p["assistantMessageEvent"].get("type") == "text_delta", mark)
+    client.follow_up("follow me")
+    client.wait_for_idle(timeout=GUARD)
+    seen = rec.since(mark)
+    ends = of_type(seen, "agent_end")
+    assert ends, [p.get("type") for p in seen]
+    assert message_text(ends[-1]["messages"][-1]) == "followed ok", ends[-1]
+    assert len(ws.llm_requests()) == before + 2, "the answer, then the follow-up"
+    assert client.get_state().is_streaming is False
+
+
+def assert_silent_host_tool_outlasts_the_idle_timeout(client: RpcClient, calls: list[float]) -> None:
+    """The idle clock stands still while a host call is open: the turn succeeds."""
+    turn = client.prompt_and_wait("work silently", timeout=GUARD)
+    assert len(calls) == 1 and calls[0] >= SILENT_WORK > IDLE_TIMEOUT, calls
+    end = one(turn, "tool_execution_end")
+    assert (end["toolName"], end["isError"], result_text(end["result"])) == ("host_silent", False, "5")
+    assert turn.assistant_text == "silent sum is 5"
+
+
 def assert_closes_cleanly(client: RpcClient) -> None:
     pid = client.info()["pid"]
     assert isinstance(pid, int) and pid > 0
@@ -133,6 +183,10 @@ def assert_closes_cleanly(client: RpcClient) -> None:
 
 
 # --- pi with the policy gate (rules mode): its bash is blocked -----------------------------
+# The same client has turn_idle_timeout (1 s) and a bridged host tool that works silently for
+# longer; its other turns are never that quiet.
+
+SILENT_CALLS: list[float] = []
 
 
 @pytest.fixture(scope="module")
@@ -141,8 +195,10 @@ def pi_gated() -> Iterator[tuple[Workspace, RpcClient, Recorder]]:
         {"match": "run forbidden", "replies": [
             {"tool_call": {"name": "bash", "arguments": {"command": "touch ran-forbidden"}}},
             {"text": "after: {{last_tool_result}}"}]},
-        HANG])
-    client = start(ws, tool_policy={"mode": "rules", "block": {"bash": "no shell for you"}, "default": "allow"})
+        HANG, SLOW, FOLLOW, SILENT])
+    SILENT_CALLS.clear()
+    client = start(ws, tool_policy={"mode": "rules", "block": {"bash": "no shell for you"}, "default": "allow"},
+                   custom_tools=[silent_host_tool(SILENT_CALLS)], turn_idle_timeout=IDLE_TIMEOUT)
     yield ws, client, Recorder(client)
     client.stop()
     ws.close()
@@ -158,6 +214,16 @@ def test_pi_policy_gate_blocks_bash(pi_gated: tuple[Workspace, RpcClient, Record
     assert not (ws.work / "ran-forbidden").exists(), "the blocked command ran"
     blocked = rec.wait("tool_blocked", lambda p: p.get("type") == "tool_blocked")
     assert (blocked["toolName"], blocked["reason"]) == ("bash", "no shell for you")
+
+
+# Before the steer test: the steer it parks would reach the next prompt.
+def test_pi_queued_follow_up_runs_before_idle(pi_gated: tuple[Workspace, RpcClient, Recorder]) -> None:
+    assert_follow_up_runs_before_idle(*pi_gated)
+
+
+def test_pi_silent_bridged_host_tool_outlasts_the_idle_timeout(pi_gated: tuple[Workspace, RpcClient, Recorder]) -> None:
+    _, client, _ = pi_gated
+    assert_silent_host_tool_outlasts_the_idle_timeout(client, SILENT_CALLS)
 
 
 def test_pi_steer_then_abort_parks_the_steer(pi_gated: tuple[Workspace, RpcClient, Recorder]) -> None:
@@ -343,17 +409,21 @@ def test_pi_main_close_leaves_no_process(pi_main: tuple[Workspace, RpcClient, Re
     assert_closes_cleanly(client)
 
 
-# --- omp: one client for the set ----------------------------------------------------------
+# --- omp: one client for the set (with turn_idle_timeout, 1 s) -----------------------------
+
+OMP_SILENT_CALLS: list[float] = []
 
 
 @pytest.fixture(scope="module")
 def omp() -> Iterator[tuple[Workspace, RpcClient, Recorder, HostCalls]]:
-    ws = Workspace("omp", [SAY_HELLO, ADD, HANG, STEER])
+    ws = Workspace("omp", [SAY_HELLO, ADD, HANG, STEER, SLOW, FOLLOW, SILENT])
     calls = HostCalls()
-    # loadMode "essential": omp offers the host tool to the model directly.
+    # loadMode "essential": omp offers the host tools to the model directly.
     tool = host_tool(name="host_add", description="Add two numbers", parameters=ADD_SCHEMA, execute=calls.add,
                      load_mode="essential")
-    client = start(ws, custom_tools=[tool])
+    OMP_SILENT_CALLS.clear()
+    client = start(ws, custom_tools=[tool, silent_host_tool(OMP_SILENT_CALLS, "essential")],
+                   turn_idle_timeout=IDLE_TIMEOUT)
     yield ws, client, Recorder(client), calls
     client.stop()
     ws.close()
@@ -405,6 +475,43 @@ def test_omp_steer_then_abort_waits_for_the_steer_run(omp: tuple[Workspace, RpcC
     assert client.get_state().is_streaming is False
 
 
+def test_omp_queued_follow_up_runs_before_idle(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    ws, client, rec, _ = omp
+    assert_follow_up_runs_before_idle(ws, client, rec)
+
+
+def test_omp_silent_native_host_tool_outlasts_the_idle_timeout(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    ws, client, rec, _ = omp
+    mark = rec.mark()
+    assert_silent_host_tool_outlasts_the_idle_timeout(client, OMP_SILENT_CALLS)
+    call = rec.wait("host_tool_call", lambda p: p.get("type") == "host_tool_call", mark)
+    assert call["toolName"] == "host_silent" and "bridged" not in call, call
+
+
 def test_omp_close_leaves_no_process(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
     _, client, _, _ = omp
     assert_closes_cleanly(client)
+
+
+# --- omp: the compaction handoff (a client of its own: compaction changes the session) ----
+
+
+def test_omp_compaction_handoff_ends_the_turn() -> None:
+    # A prompt over the compaction threshold (~150k tokens by omp's estimate > the 128k
+    # window): omp schedules a "handoff" compaction, the run ends with agent_end
+    # {isTerminal:false} and nothing follows; the turn still completes.
+    ws = Workspace("omp", [{"match": "big", "replies": [{"text": "got it"}]}])
+    try:
+        client = start(ws)
+        try:
+            turn = client.prompt_and_wait("big " + "x" * (600 * 1024), timeout=GUARD)
+            types = [p.get("type") for p in turn.event_payloads]
+            assert "auto_compaction_start" in types, types
+            ends = of_type(turn, "agent_end")
+            assert types[-1] == "agent_end" and ends[-1]["isTerminal"] is False, types
+            assert turn.assistant_text == "got it"
+            client.wait_for_idle(timeout=GUARD)
+        finally:
+            client.stop()
+    finally:
+        ws.close()
