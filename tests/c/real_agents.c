@@ -2,7 +2,11 @@
  * The real pi 0.73.1 and omp 18.2.3 through the C API, offline, with omprpc-fake-llm as the
  * model (the scenarios of tests/real_pi.rs and tests/real_omp.rs, short): start, a text turn,
  * a host tool answered from this program's event loop (pi: through the tool bridge; omp: its
- * own host tools, loadMode "essential"), close leaving no process.
+ * own host tools, loadMode "essential"), close leaving no process. And the activity model
+ * (src/client/lifecycle.rs): a queued follow_up runs before the agent is idle; steer then
+ * abort a hanging stream (pi parks the steer, omp runs it by itself before it is idle); pi: an
+ * extension command with no work, and a bridged host tool silent for longer than
+ * turn_idle_timeout_ms.
  *
  * Not a test_*.c program (those run in shared, ASan, valgrind and TSan modes): `make
  * c-real-agents` runs it once. Environment (the Makefile's REAL_AGENT_ENV): OMPRPC_FAKE_LLM,
@@ -150,22 +154,24 @@ static int ws_new(workspace *w, const char *agent, const char *llm, const char *
 }
 
 /* Start options: pi `node <cli> --mode rpc --no-session --offline --model fake/fake-model`,
- * omp `<bun> <cli> --mode rpc --no-session --no-title --model fake/fake-model`; the workspace's
- * environment (HOME, PI_CODING_AGENT_DIR, PATH, and PI_OFFLINE=1 for pi) and working
- * directory; `extra`: more members (or NULL). Free with free(). */
-static char *ws_options(const workspace *w, const char *launcher0, const char *cli, const char *extra) {
+ * omp `<bun> <cli> --mode rpc --no-session --no-title --model fake/fake-model`, then `args`
+ * (JSON strings joined by commas, or NULL); the workspace's environment (HOME,
+ * PI_CODING_AGENT_DIR, PATH, and PI_OFFLINE=1 for pi) and working directory; `extra`: more
+ * members (or NULL). Free with free(). */
+static char *ws_options(const workspace *w, const char *launcher0, const char *cli, const char *args,
+                        const char *extra) {
     const char *path = getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin";
     int pi = !strcmp(w->agent, "pi");
     char *q_l0 = json_quote(launcher0), *q_cli = json_quote(cli), *q_home = json_quote(w->home),
          *q_dir = json_quote(w->agent_dir), *q_path = json_quote(path), *q_work = json_quote(w->work);
     size_t n = strlen(q_l0) + strlen(q_cli) + strlen(q_home) + strlen(q_dir) + strlen(q_path) + strlen(q_work) +
-               (extra ? strlen(extra) : 0) + 512;
+               (extra ? strlen(extra) : 0) + (args ? strlen(args) : 0) + 512;
     char *out = (char *)malloc(n);
     snprintf(out, n,
-             "{\"command\":[%s,%s,\"--mode\",\"rpc\",\"--no-session\",\"%s\",\"--model\",\"fake/fake-model\"],"
+             "{\"command\":[%s,%s,\"--mode\",\"rpc\",\"--no-session\",\"%s\",\"--model\",\"fake/fake-model\"%s%s],"
              "\"flavor\":\"%s\",\"cwd\":%s,\"env\":{\"HOME\":%s,\"PI_CODING_AGENT_DIR\":%s,\"PATH\":%s%s},"
              "\"startup_timeout_ms\":%d,\"request_timeout_ms\":60000,\"stop_grace_ms\":5000%s%s}",
-             q_l0, q_cli, pi ? "--offline" : "--no-title", w->agent, q_work, q_home, q_dir, q_path,
+             q_l0, q_cli, pi ? "--offline" : "--no-title", args ? "," : "", args ? args : "", w->agent, q_work, q_home, q_dir, q_path,
              pi ? ",\"PI_OFFLINE\":\"1\"" : "", REAL_WAIT_MS, extra ? "," : "", extra ? extra : "");
     free(q_l0);
     free(q_cli);
@@ -181,7 +187,17 @@ static char *ws_options(const workspace *w, const char *launcher0, const char *c
 #define SCRIPT                                                                                          \
     "[{\"match\":\"say hello\",\"replies\":[{\"text\":\"Hello from the fake model\"}]},"                \
     "{\"match\":\"add numbers\",\"replies\":[{\"tool_call\":{\"name\":\"host_add\",\"arguments\":{\"a\":2,\"b\":3}}}," \
-    "{\"text\":\"sum is {{last_tool_result}}\"}]}]"
+    "{\"text\":\"sum is {{last_tool_result}}\"}]},"                                                    \
+    "{\"match\":\"hang\",\"replies\":[{\"text\":\"thinking about it\",\"hang\":true}]},"                 \
+    "{\"match\":\"steer me\",\"replies\":[{\"text\":\"steered ok\"}]},"                                  \
+    "{\"match\":\"slow\",\"replies\":[{\"text\":\"one two three four\",\"chunk_delay_ms\":250}]},"       \
+    "{\"match\":\"follow me\",\"replies\":[{\"text\":\"followed ok\"}]}]"
+
+/* pi: an extension command that does nothing (no run, no model call). */
+#define QUIET_EXTENSION                                                                                 \
+    "export default function (pi) {\n"                                                                  \
+    "  pi.registerCommand(\"quiet\", { description: \"q\", handler: async () => {} });\n"               \
+    "}\n"
 
 #define HOST_ADD(load_mode)                                                                             \
     "\"host_tools\":[{\"name\":\"host_add\",\"description\":\"Add two numbers\"" load_mode ",\"parameters\":" \
@@ -286,6 +302,212 @@ static void close_leaves_no_process(omprpc_client *c) {
     printf("  close: %lld ms\n", (long long)(h_now_ms() - t0));
 }
 
+/* --- the activity model ---------------------------------------------------------------- */
+
+/* prompt_and_wait on a thread of its own (the test's thread steers, aborts, answers). */
+typedef struct {
+    omprpc_client *c;
+    const char *message;
+    omprpc_status st;
+    char *turn, *err;
+    pthread_t th;
+} waited_turn;
+
+static void *waited_turn_thread(void *arg) {
+    waited_turn *t = (waited_turn *)arg;
+    t->st = omprpc_client_prompt_and_wait(t->c, t->message, NULL, REAL_WAIT_MS, &t->turn, &t->err);
+    return NULL;
+}
+
+static void waited_turn_start(waited_turn *t, omprpc_client *c, const char *message) {
+    memset(t, 0, sizeof *t);
+    t->c = c;
+    t->message = message;
+    t->st = OMPRPC_STATUS_PANIC;
+    pthread_create(&t->th, NULL, waited_turn_thread, t);
+}
+
+/* Joins the thread; the turn parsed (NULL and a failure when prompt_and_wait failed). */
+static jval *waited_turn_join(waited_turn *t, omprpc_client *c) {
+    jval *v = NULL;
+    pthread_join(t->th, NULL);
+    if (t->st != OMPRPC_STATUS_OK) {
+        char *stderr_text = NULL, *err = NULL;
+        omprpc_client_stderr(c, &stderr_text, &err);
+        h_fail(__FILE__, __LINE__, "prompt_and_wait(%s): %s %s\nstderr: %s", t->message, h_name(t->st),
+               t->err ? t->err : "", stderr_text ? stderr_text : "");
+        h_strfree(&stderr_text);
+        h_strfree(&err);
+    } else {
+        v = PARSE(t->turn);
+    }
+    h_strfree(&t->turn);
+    h_strfree(&t->err);
+    return v;
+}
+
+/* Takes events until the assistant's first streamed text delta; 0 (and a failure) without one. */
+static int wait_text_delta(omprpc_client *c) {
+    int64_t deadline = h_now_ms() + REAL_WAIT_MS;
+    for (;;) {
+        int64_t left = deadline - h_now_ms();
+        jval *v = h_wait_event(c, "message_update", left > 0 ? left : 0);
+        int delta;
+        if (!v) {
+            h_fail(__FILE__, __LINE__, "no text_delta from the streaming run");
+            return 0;
+        }
+        delta = jpath_str(v, "assistantMessageEvent.type") && !strcmp(jpath_str(v, "assistantMessageEvent.type"), "text_delta");
+        json_free(v);
+        if (delta) return 1;
+    }
+}
+
+/* The text of the last message of the last agent_end queued now (every queued event is taken);
+ * buf[0] == '\0' when there was none. */
+static const char *last_agent_end_text(omprpc_client *c, char *buf, size_t cap, int *agent_ends) {
+    char *ev = NULL, *err = NULL;
+    buf[0] = '\0';
+    *agent_ends = 0;
+    while (omprpc_client_next_event(c, 0, &ev, &err) == OMPRPC_STATUS_OK) {
+        jval *v = PARSE(ev);
+        const char *type = jpath_str(v, "type");
+        if (type && !strcmp(type, "agent_end")) {
+            const jval *msgs = jget(v, "messages");
+            (*agent_ends)++;
+            content_text(jpath(jat(msgs, jlen(msgs) - 1), "content"), buf, cap);
+        }
+        json_free(v);
+        h_strfree(&ev);
+    }
+    h_strfree(&err);
+    return buf;
+}
+
+/* prompt "slow please" (a slow stream), follow_up during it: the follow-up runs in the same
+ * run, and wait_for_idle returns after the run's agent_end ending "followed ok". */
+static void queued_follow_up(omprpc_client *c) {
+    char *id = NULL, *err = NULL, buf[256];
+    int64_t t0 = h_now_ms();
+    int ends;
+    drain_events(c);
+    if (!CHECK_OK(omprpc_client_prompt(c, "slow please", NULL, REAL_WAIT_MS, &id, &err), err)) return;
+    h_strfree(&id);
+    if (!wait_text_delta(c)) return;
+    if (!CHECK_OK(omprpc_client_follow_up(c, "follow me", NULL, REAL_WAIT_MS, &err), err)) return;
+    if (!CHECK_OK(omprpc_client_wait_for_idle(c, REAL_WAIT_MS, &err), err)) return;
+    last_agent_end_text(c, buf, sizeof buf, &ends);
+    CHECKF(ends >= 1 && !strcmp(buf, "followed ok"),
+           "queued when wait_for_idle returned: %d agent_end, the last ending \"%s\"", ends, buf);
+    printf("  queued follow_up: %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
+/* prompt_and_wait "hang please" (one delta, then the model hangs), steer, abort: the turn is
+ * the aborted one. omp then runs the steer by itself, pi parks it. */
+static jval *steer_then_abort(omprpc_client *c) {
+    char *err = NULL;
+    waited_turn t;
+    jval *turn;
+    drain_events(c);
+    waited_turn_start(&t, c, "hang please");
+    if (wait_text_delta(c)) {
+        CHECK_OK(omprpc_client_steer(c, "steer me now", NULL, REAL_WAIT_MS, &err), err);
+        CHECK_OK(omprpc_client_abort(c, REAL_WAIT_MS, &err), err);
+    } else {
+        CHECK_OK(omprpc_client_abort(c, REAL_WAIT_MS, &err), err); /* ends the thread's wait */
+    }
+    turn = waited_turn_join(&t, c);
+    if (turn) {
+        const jval *evs = jget(turn, "events");
+        CHECK_STR(jpath_str(turn, "assistantMessage.stopReason"), "aborted");
+        CHECK_STR(jpath_str(jat(evs, jlen(evs) - 1), "type"), "agent_end");
+    }
+    return turn;
+}
+
+/* pi: the steer stays parked; the agent is idle, wait_for_idle returns OK. */
+static void pi_steer_then_abort(omprpc_client *c) {
+    char *err = NULL, *state = NULL;
+    int64_t t0 = h_now_ms();
+    jval *turn = steer_then_abort(c);
+    if (!turn) return;
+    CHECK_STR(jpath_str(turn, "assistantMessage.errorMessage"), "Request was aborted");
+    json_free(turn);
+    CHECK_OK(omprpc_client_wait_for_idle(c, REAL_WAIT_MS, &err), err);
+    if (CHECK_OK(omprpc_client_get_state(c, REAL_WAIT_MS, &state, &err), err)) {
+        jval *s = PARSE(state);
+        CHECKF(jbool(jget(s, "isStreaming")) == 0 && jnum(jget(s, "pendingMessageCount"), NULL) == 1, "state: %s", state);
+        json_free(s);
+        h_strfree(&state);
+    }
+    printf("  steer then abort (parked): %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
+/* omp: wait_for_idle returns only after the run omp started for the steer ended: its
+ * agent_end, ending with the steered reply, is already queued. */
+static void omp_steer_then_abort(omprpc_client *c) {
+    char *err = NULL, buf[256];
+    int64_t t0 = h_now_ms();
+    int ends;
+    jval *turn = steer_then_abort(c);
+    if (!turn) return;
+    CHECK_STR(jpath_str(turn, "assistantMessage.errorMessage"), "Interrupted by user");
+    json_free(turn);
+    if (!CHECK_OK(omprpc_client_wait_for_idle(c, REAL_WAIT_MS, &err), err)) return;
+    last_agent_end_text(c, buf, sizeof buf, &ends);
+    CHECKF(ends >= 1 && !strcmp(buf, "steered ok"),
+           "queued when wait_for_idle returned: %d agent_end, the last ending \"%s\"", ends, buf);
+    printf("  steer then abort (steer run): %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
+/* pi: an extension command with no work completes prompt_and_wait without a run. */
+static void pi_quiet_command(omprpc_client *c) {
+    char *turn = NULL, *err = NULL;
+    int64_t t0 = h_now_ms();
+    if (CHECK_OK(omprpc_client_prompt_and_wait(c, "/quiet", NULL, REAL_WAIT_MS, &turn, &err), err)) {
+        jval *t = PARSE(turn);
+        CHECKF(jbool(jget(t, "agentInvoked")) == 0, "/quiet turn: %s", turn);
+        CHECK(h_count_type(jget(t, "events"), "agent_start") == 0);
+        json_free(t);
+        h_strfree(&turn);
+    }
+    CHECK_OK(omprpc_client_wait_for_idle(c, REAL_WAIT_MS, &err), err);
+    printf("  /quiet: %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
+/* The host answers its bridged call after 2.5 s of silence, longer than turn_idle_timeout_ms
+ * (1000): the idle clock stands still while pi waits on the host, the turn succeeds. */
+static void *silent_host_thread(void *arg) {
+    omprpc_client *c = (omprpc_client *)arg;
+    char *err = NULL;
+    jval *call = h_wait_event(c, "host_tool_call", REAL_WAIT_MS);
+    if (!call) {
+        h_fail(__FILE__, __LINE__, "no host_tool_call");
+        return NULL;
+    }
+    h_sleep_ms(2500); /* the scenario: the host works silently */
+    CHECK_OK(omprpc_client_host_tool_result(c, jpath_str(call, "id"), "\"5\"", false, &err), err);
+    json_free(call);
+    return NULL;
+}
+
+static void pi_silent_host_tool(omprpc_client *c) {
+    pthread_t th;
+    waited_turn t;
+    jval *turn;
+    int64_t t0 = h_now_ms();
+    drain_events(c);
+    pthread_create(&th, NULL, silent_host_thread, c);
+    waited_turn_start(&t, c, "add numbers");
+    turn = waited_turn_join(&t, c);
+    pthread_join(th, NULL);
+    if (turn) {
+        CHECK_STR(jpath_str(turn, "assistantText"), "sum is 5");
+        json_free(turn);
+    }
+    printf("  silent bridged host tool (2.5 s, idle timeout 1 s): %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
 static omprpc_client *start_real(const char *opts, const char *agent) {
     omprpc_client *c = NULL;
     char *err = NULL;
@@ -321,7 +543,13 @@ static void test_real_pi(void) {
     }
     if (!llm || !cli) return;
     if (ws_new(&w, "pi", llm, SCRIPT)) {
-        opts = ws_options(&w, "node", cli, HOST_ADD(""));
+        char ext[400], args[600], *q_ext;
+        snprintf(ext, sizeof ext, "%s/quiet.mjs", w.root);
+        CHECK(write_text(ext, QUIET_EXTENSION));
+        q_ext = json_quote(ext);
+        snprintf(args, sizeof args, "\"--extension\",%s", q_ext);
+        free(q_ext);
+        opts = ws_options(&w, "node", cli, args, HOST_ADD(""));
         c = start_real(opts, "pi");
         free(opts);
         if (c) {
@@ -341,7 +569,19 @@ static void test_real_pi(void) {
             }
             text_turn(c);
             host_tool_turn(c, 1);
+            pi_quiet_command(c);
+            queued_follow_up(c);
+            pi_steer_then_abort(c); /* last: the parked steer would join the next prompt */
             close_leaves_no_process(c);
+            omprpc_client_free(c);
+        }
+        /* turn_idle_timeout_ms is a start option: a client of its own (same workspace). */
+        opts = ws_options(&w, "node", cli, NULL, "\"turn_idle_timeout_ms\":1000," HOST_ADD(""));
+        c = start_real(opts, "pi (turn_idle_timeout_ms 1000)");
+        free(opts);
+        if (c) {
+            pi_silent_host_tool(c);
+            CHECK_OK(omprpc_client_close(c, &err), err);
             omprpc_client_free(c);
         }
     }
@@ -362,7 +602,7 @@ static void test_real_omp(void) {
     if (!llm || !cli || !bun) return;
     if (ws_new(&w, "omp", llm, SCRIPT)) {
         /* loadMode "essential": omp offers the host tool to the model directly. */
-        opts = ws_options(&w, bun, cli, HOST_ADD(",\"loadMode\":\"essential\""));
+        opts = ws_options(&w, bun, cli, NULL, HOST_ADD(",\"loadMode\":\"essential\""));
         c = start_real(opts, "omp");
         free(opts);
         if (c) {
@@ -376,6 +616,8 @@ static void test_real_omp(void) {
             }
             text_turn(c);
             host_tool_turn(c, 0);
+            queued_follow_up(c);
+            omp_steer_then_abort(c);
             close_leaves_no_process(c);
             omprpc_client_free(c);
         }
