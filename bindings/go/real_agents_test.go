@@ -3,7 +3,9 @@ package omprpc
 // The real-agent scenarios of tests/real_pi.rs and tests/real_omp.rs through the Go binding:
 // the real pi 0.73.1 and omp 18.2.3, offline, with omprpc-fake-llm as the model (workspace:
 // real_workspace_test.go). One pi client serves every scenario that does not change its
-// options; the policy gate has its own; omp is one client (it is slow to start).
+// options; the policy gate and the idle timeout (start options) share their own; omp is one
+// client (it is slow to start), plus one for the idle timeout and one for the compaction
+// handoff (its huge prompt stays in the session).
 
 import (
 	"context"
@@ -128,9 +130,46 @@ func addHandler(calls chan<- HostToolCall) HostToolHandler {
 	}
 }
 
+// realQueuedFollowUp: a follow_up queued during a slow stream runs in the same run, after the
+// answer; WaitForIdle returns after that run's agent_end, which ends with "followed ok".
+func realQueuedFollowUp(t *testing.T, c *Client, log *eventLog) {
+	// A subscription of its own: what WaitForIdle guarantees is on it when it returns.
+	subCtx, cancelSub := context.WithCancel(context.Background())
+	defer cancelSub()
+	sub := c.Events(subCtx)
+	from := log.mark()
+	started := time.Now()
+	if _, err := c.Prompt(realCtx(t), "slow please", nil); err != nil {
+		t.Fatalf("Prompt: %v", err)
+	}
+	log.waitFor(t, from, "the first text delta", textDelta(t))
+	if err := c.FollowUp(realCtx(t), "follow me"); err != nil {
+		t.Fatalf("FollowUp: %v", err)
+	}
+	if err := c.WaitForIdle(realCtx(t)); err != nil {
+		stderr, _ := c.Stderr()
+		t.Fatalf("WaitForIdle: %v\nstderr: %s", err, stderr)
+	}
+	t.Logf("the follow-up run ended %.1fs after the prompt", time.Since(started).Seconds())
+	var lastEnd json.RawMessage
+	for _, ev := range queued(sub) {
+		if ev.Type == "agent_end" {
+			lastEnd = ev.Raw
+		}
+	}
+	if lastEnd == nil {
+		t.Fatal("no agent_end queued when WaitForIdle returned")
+	}
+	msgs, _ := jget(t, lastEnd, "messages").([]any)
+	last, _ := json.Marshal(msgs[len(msgs)-1])
+	if got := realContentText(t, last, "content"); got != "followed ok" {
+		t.Errorf("the last agent_end before WaitForIdle returned ends with %q, not the follow-up's reply", got)
+	}
+}
+
 // TestRealPi: the scenarios on one real pi client (bridged host tools, the /ask extension).
 func TestRealPi(t *testing.T) {
-	t.Parallel() // the agents mostly wait (start-up): the three overlap
+	t.Parallel() // the agents mostly wait (start-up): the tests overlap
 	script := []any{
 		map[string]any{"match": "say hello", "replies": []any{map[string]any{"text": "Hello from the fake model"}}},
 		map[string]any{"match": "run bash", "replies": []any{
@@ -147,6 +186,8 @@ func TestRealPi(t *testing.T) {
 			map[string]any{"text": "big done"}}},
 		map[string]any{"match": "hang", "replies": []any{map[string]any{"text": "thinking about it", "hang": true}}},
 		map[string]any{"match": "steer me", "replies": []any{map[string]any{"text": "steered ok"}}},
+		map[string]any{"match": "slow", "replies": []any{map[string]any{"text": "one two three four", "chunk_delay_ms": 250}}},
+		map[string]any{"match": "follow me", "replies": []any{map[string]any{"text": "followed ok"}}},
 	}
 	w := newRealWorkspace(t, "pi", script)
 	ext := w.writeFile(t, "ask.mjs", realAskExtension)
@@ -376,6 +417,10 @@ func TestRealPi(t *testing.T) {
 		t.Logf("3 MB of bash output: %d events, %d bytes, result %d bytes", len(tr.Events), size, len(realContentText(t, end, "result.content")))
 	})
 
+	t.Run("QueuedFollowUp", func(t *testing.T) {
+		realQueuedFollowUp(t, c, log)
+	})
+
 	t.Run("SteerAbortParked", func(t *testing.T) {
 		from := log.mark()
 		type result struct {
@@ -427,16 +472,20 @@ func TestRealPi(t *testing.T) {
 	})
 }
 
-// TestRealPiPolicyGate: tool_policy rules block pi's own bash tool (its own client: the gate
-// is a start option).
+// TestRealPiPolicyGate: tool_policy rules block pi's own bash tool; then a bridged host tool
+// answered after 2.5 s of silence outlasts TurnIdleTimeout 1 s (its own client: the gate and
+// the idle timeout are start options).
 func TestRealPiPolicyGate(t *testing.T) {
-	t.Parallel() // the agents mostly wait (start-up): the three overlap
+	t.Parallel() // the agents mostly wait (start-up): the tests overlap
 	script := []any{map[string]any{"match": "run forbidden", "replies": []any{
 		map[string]any{"tool_call": map[string]any{"name": "bash", "arguments": map[string]any{"command": "touch ran-forbidden"}}},
-		map[string]any{"text": "after: {{last_tool_result}}"}}}}
+		map[string]any{"text": "after: {{last_tool_result}}"}}}, silentAddScript}
 	w := newRealWorkspace(t, "pi", script)
+	calls := make(chan HostToolCall, 1)
 	opts := w.options()
 	opts.ToolPolicy = &ToolPolicy{Mode: "rules", Block: map[string]string{"bash": "no shell for you"}, Default: "allow"}
+	opts.TurnIdleTimeout = time.Second
+	opts.HostTools = []HostTool{{Name: "host_add", Description: "Add two numbers", Parameters: realAddParams, Handler: silentAddHandler(calls)}}
 	c := w.start(t, opts)
 	realHelloAcknowledged(t, c)
 	tr := realTurn(t, c, "run forbidden")
@@ -465,13 +514,16 @@ func TestRealPiPolicyGate(t *testing.T) {
 	if jstr(t, blocked, "toolName") != "bash" || jstr(t, blocked, "reason") != "no shell for you" {
 		t.Errorf("tool_blocked %s", blocked)
 	}
+	t.Run("SilentBridgedHostTool", func(t *testing.T) {
+		realSilentHostTool(t, c, calls, true)
+	})
 	realCloseLeavesNoProcess(t, c)
 }
 
 // TestRealOmp: omp in one client (it takes 3-5 s to start): a text turn, a native host tool
 // (loadMode essential, so the model is offered it), steer then abort, close.
 func TestRealOmp(t *testing.T) {
-	t.Parallel() // the agents mostly wait (start-up): the three overlap
+	t.Parallel() // the agents mostly wait (start-up): the tests overlap
 	script := []any{
 		map[string]any{"match": "say hello", "replies": []any{map[string]any{"text": "Hello from the fake model"}}},
 		map[string]any{"match": "add numbers", "replies": []any{
@@ -479,6 +531,8 @@ func TestRealOmp(t *testing.T) {
 			map[string]any{"text": "sum is {{last_tool_result}}"}}},
 		map[string]any{"match": "hang", "replies": []any{map[string]any{"text": "thinking about it", "hang": true}}},
 		map[string]any{"match": "steer me", "replies": []any{map[string]any{"text": "steered ok"}}},
+		map[string]any{"match": "slow", "replies": []any{map[string]any{"text": "one two three four", "chunk_delay_ms": 250}}},
+		map[string]any{"match": "follow me", "replies": []any{map[string]any{"text": "followed ok"}}},
 	}
 	w := newRealWorkspace(t, "omp", script)
 	addCalls := make(chan HostToolCall, 4)
@@ -532,6 +586,10 @@ func TestRealOmp(t *testing.T) {
 		if text(tr.AssistantText) != "sum is 5" {
 			t.Errorf("assistant text %q", text(tr.AssistantText))
 		}
+	})
+
+	t.Run("QueuedFollowUp", func(t *testing.T) {
+		realQueuedFollowUp(t, c, log)
 	})
 
 	t.Run("SteerAbortWaitsForSteerRun", func(t *testing.T) {
@@ -606,4 +664,80 @@ func TestRealOmp(t *testing.T) {
 	t.Run("CloseLeavesNoProcess", func(t *testing.T) {
 		realCloseLeavesNoProcess(t, c)
 	})
+}
+
+// silentAddHandler serves host_add after 2.5 s of silence (no update): longer than the
+// TurnIdleTimeout of the clients below.
+func silentAddHandler(calls chan<- HostToolCall) HostToolHandler {
+	return func(ctx context.Context, call HostToolCall, _ func(any) error) (ToolResult, error) {
+		calls <- call
+		select {
+		case <-time.After(2500 * time.Millisecond): // the scenario: the host works silently
+		case <-ctx.Done():
+			return ToolResult{}, ctx.Err()
+		}
+		return TextResult("5"), nil
+	}
+}
+
+// silentAddScript is the model's side of a host_add call.
+var silentAddScript = map[string]any{"match": "add numbers", "replies": []any{
+	map[string]any{"tool_call": map[string]any{"name": "host_add", "arguments": map[string]any{"a": 2, "b": 3}}},
+	map[string]any{"text": "sum is {{last_tool_result}}"}}}
+
+// realSilentHostTool: with TurnIdleTimeout 1 s, the turn outlasts the host's 2.5 s of silent
+// work, because the idle clock stands still while the agent waits on the host.
+func realSilentHostTool(t *testing.T, c *Client, calls <-chan HostToolCall, bridged bool) {
+	tr := realTurn(t, c, "add numbers")
+	select {
+	case call := <-calls:
+		if strings.HasPrefix(call.ID, "bridge") != bridged {
+			t.Errorf("call %+v (bridged: want %v)", call, bridged)
+		}
+	default:
+		t.Fatal("the host_add handler was not called")
+	}
+	end := realOne(t, tr, "tool_execution_end")
+	if jget(t, end, "isError") != false || realContentText(t, end, "result.content") != "5" {
+		t.Errorf("end %s", end)
+	}
+	if text(tr.AssistantText) != "sum is 5" {
+		t.Errorf("assistant text %q", text(tr.AssistantText))
+	}
+}
+
+// TestRealOmpSilentNativeHostTool: a host tool through omp's own host tools (loadMode
+// essential) answered after 2.5 s of silence, with TurnIdleTimeout 1 s.
+func TestRealOmpSilentNativeHostTool(t *testing.T) {
+	t.Parallel()
+	w := newRealWorkspace(t, "omp", []any{silentAddScript})
+	calls := make(chan HostToolCall, 1)
+	opts := w.options()
+	opts.TurnIdleTimeout = time.Second
+	opts.HostTools = []HostTool{{Name: "host_add", Description: "Add two numbers", Parameters: realAddParams, LoadMode: "essential", Handler: silentAddHandler(calls)}}
+	realSilentHostTool(t, w.start(t, opts), calls, false)
+}
+
+// TestRealOmpCompactionHandoff: a prompt over the compaction threshold makes omp schedule a
+// "handoff" compaction; the run ends with a non-terminal agent_end and nothing follows. The
+// library notices the silence, probes, and ends the turn there.
+func TestRealOmpCompactionHandoff(t *testing.T) {
+	t.Parallel()
+	w := newRealWorkspace(t, "omp", []any{map[string]any{"match": "big", "replies": []any{map[string]any{"text": "got it"}}}})
+	c := w.start(t, w.options())
+	big := "big " + strings.Repeat("x", 600*1024) // ~150k tokens by omp's estimate > the 128k window
+	tr := realTurn(t, c, big)
+	if countType(t, tr.Events, "auto_compaction_start") == 0 {
+		t.Errorf("no auto_compaction_start in the turn (%d events)", len(tr.Events))
+	}
+	evs := tr.TypedEvents()
+	if last := evs[len(evs)-1]; last.Type != "agent_end" || jget(t, last.Raw, "isTerminal") != false {
+		t.Errorf("the turn ends with %s %s, not the non-terminal agent_end", last.Type, last.Raw)
+	}
+	if text(tr.AssistantText) != "got it" {
+		t.Errorf("assistant text %q", text(tr.AssistantText))
+	}
+	if err := c.WaitForIdle(realCtx(t)); err != nil {
+		t.Errorf("WaitForIdle after the handoff: %v", err)
+	}
 }
