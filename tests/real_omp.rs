@@ -339,7 +339,7 @@ fn native_host_tool() {
         "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}]);
     // The idle clock stands still while omp waits on the host (the host works silently for
     // longer than the idle timeout below).
-    let c = start(&env, &[], json!({"host_tools": tools, "turn_idle_timeout_ms": 1500}));
+    let c = start(&env, &[], json!({"host_tools": tools, "turn_idle_timeout_ms": 4000}));
     let argv: Value = serde_json::from_str(&c.info()).unwrap();
     assert!(!argv["argv"].as_array().unwrap().iter().any(|a| a == "--extension"), "no bridge on omp: {argv:#}");
     std::thread::scope(|s| {
@@ -351,7 +351,7 @@ fn native_host_tool() {
         assert_eq!(call["arguments"], json!({"a": 2, "b": 3}));
         assert!(call.get("bridged").is_none(), "{call}");
         let id = call["id"].as_str().unwrap();
-        std::thread::sleep(Duration::from_millis(2500));
+        std::thread::sleep(Duration::from_millis(5000));
         c.host_tool_update(id, json!("adding…")).unwrap();
         let update = wait_event(&c, "tool_execution_update", |e| e["type"] == "tool_execution_update");
         assert_eq!(update["toolCallId"], call["toolCallId"]);

@@ -298,11 +298,11 @@ fn a_silent_bridged_host_tool_outlasts_the_idle_timeout() {
         {"text": "sum is {{last_tool_result}}"}]}]);
     let Some(env) = PiEnv::new("silent_tool", script) else { return };
     let tools = json!([{"name": "host_add", "description": "Add two numbers", "parameters": {"type": "object"}}]);
-    let c = start(&env, &[], json!({"host_tools": tools, "turn_idle_timeout_ms": 1000}));
+    let c = start(&env, &[], json!({"host_tools": tools, "turn_idle_timeout_ms": 4000}));
     std::thread::scope(|s| {
         let t = s.spawn(|| c.prompt_and_wait("add numbers", None, secs(120)));
         let call = wait_event(&c, "host_tool_call", |e| e["type"] == "host_tool_call");
-        std::thread::sleep(Duration::from_millis(2500));
+        std::thread::sleep(Duration::from_millis(5000));
         c.host_tool_result(call["id"].as_str().unwrap(), json!("5"), false).unwrap();
         let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("the open call should stop the idle clock: {e}"))).unwrap();
         assert_eq!(turn["assistantText"], "sum is 5");

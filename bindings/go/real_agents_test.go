@@ -473,7 +473,7 @@ func TestRealPi(t *testing.T) {
 }
 
 // TestRealPiPolicyGate: tool_policy rules block pi's own bash tool; then a bridged host tool
-// answered after 2.5 s of silence outlasts TurnIdleTimeout 1 s (its own client: the gate and
+// answered after 5 s of silence outlasts TurnIdleTimeout 4 s (its own client: the gate and
 // the idle timeout are start options).
 func TestRealPiPolicyGate(t *testing.T) {
 	t.Parallel() // the agents mostly wait (start-up): the tests overlap
@@ -484,7 +484,7 @@ func TestRealPiPolicyGate(t *testing.T) {
 	calls := make(chan HostToolCall, 1)
 	opts := w.options()
 	opts.ToolPolicy = &ToolPolicy{Mode: "rules", Block: map[string]string{"bash": "no shell for you"}, Default: "allow"}
-	opts.TurnIdleTimeout = time.Second
+	opts.TurnIdleTimeout = 4 * time.Second
 	opts.HostTools = []HostTool{{Name: "host_add", Description: "Add two numbers", Parameters: realAddParams, Handler: silentAddHandler(calls)}}
 	c := w.start(t, opts)
 	realHelloAcknowledged(t, c)
@@ -666,13 +666,13 @@ func TestRealOmp(t *testing.T) {
 	})
 }
 
-// silentAddHandler serves host_add after 2.5 s of silence (no update): longer than the
+// silentAddHandler serves host_add after 5 s of silence (no update): longer than the
 // TurnIdleTimeout of the clients below.
 func silentAddHandler(calls chan<- HostToolCall) HostToolHandler {
 	return func(ctx context.Context, call HostToolCall, _ func(any) error) (ToolResult, error) {
 		calls <- call
 		select {
-		case <-time.After(2500 * time.Millisecond): // the scenario: the host works silently
+		case <-time.After(5 * time.Second): // the scenario: the host works silently
 		case <-ctx.Done():
 			return ToolResult{}, ctx.Err()
 		}
@@ -685,7 +685,7 @@ var silentAddScript = map[string]any{"match": "add numbers", "replies": []any{
 	map[string]any{"tool_call": map[string]any{"name": "host_add", "arguments": map[string]any{"a": 2, "b": 3}}},
 	map[string]any{"text": "sum is {{last_tool_result}}"}}}
 
-// realSilentHostTool: with TurnIdleTimeout 1 s, the turn outlasts the host's 2.5 s of silent
+// realSilentHostTool: with TurnIdleTimeout 4 s, the turn outlasts the host's 5 s of silent
 // work, because the idle clock stands still while the agent waits on the host.
 func realSilentHostTool(t *testing.T, c *Client, calls <-chan HostToolCall, bridged bool) {
 	tr := realTurn(t, c, "add numbers")
@@ -707,13 +707,13 @@ func realSilentHostTool(t *testing.T, c *Client, calls <-chan HostToolCall, brid
 }
 
 // TestRealOmpSilentNativeHostTool: a host tool through omp's own host tools (loadMode
-// essential) answered after 2.5 s of silence, with TurnIdleTimeout 1 s.
+// essential) answered after 5 s of silence, with TurnIdleTimeout 4 s.
 func TestRealOmpSilentNativeHostTool(t *testing.T) {
 	t.Parallel()
 	w := newRealWorkspace(t, "omp", []any{silentAddScript})
 	calls := make(chan HostToolCall, 1)
 	opts := w.options()
-	opts.TurnIdleTimeout = time.Second
+	opts.TurnIdleTimeout = 4 * time.Second
 	opts.HostTools = []HostTool{{Name: "host_add", Description: "Add two numbers", Parameters: realAddParams, LoadMode: "essential", Handler: silentAddHandler(calls)}}
 	realSilentHostTool(t, w.start(t, opts), calls, false)
 }

@@ -475,8 +475,8 @@ static void pi_quiet_command(omprpc_client *c) {
     printf("  /quiet: %lld ms\n", (long long)(h_now_ms() - t0));
 }
 
-/* The host answers its bridged call after 2.5 s of silence, longer than turn_idle_timeout_ms
- * (1000): the idle clock stands still while pi waits on the host, the turn succeeds. */
+/* The host answers its bridged call after 5 s of silence, longer than turn_idle_timeout_ms
+ * (4000): the idle clock stands still while pi waits on the host, the turn succeeds. */
 static void *silent_host_thread(void *arg) {
     omprpc_client *c = (omprpc_client *)arg;
     char *err = NULL;
@@ -485,7 +485,7 @@ static void *silent_host_thread(void *arg) {
         h_fail(__FILE__, __LINE__, "no host_tool_call");
         return NULL;
     }
-    h_sleep_ms(2500); /* the scenario: the host works silently */
+    h_sleep_ms(5000); /* the scenario: the host works silently */
     CHECK_OK(omprpc_client_host_tool_result(c, jpath_str(call, "id"), "\"5\"", false, &err), err);
     json_free(call);
     return NULL;
@@ -576,8 +576,8 @@ static void test_real_pi(void) {
             omprpc_client_free(c);
         }
         /* turn_idle_timeout_ms is a start option: a client of its own (same workspace). */
-        opts = ws_options(&w, "node", cli, NULL, "\"turn_idle_timeout_ms\":1000," HOST_ADD(""));
-        c = start_real(opts, "pi (turn_idle_timeout_ms 1000)");
+        opts = ws_options(&w, "node", cli, NULL, "\"turn_idle_timeout_ms\":4000," HOST_ADD(""));
+        c = start_real(opts, "pi (turn_idle_timeout_ms 4000)");
         free(opts);
         if (c) {
             pi_silent_host_tool(c);

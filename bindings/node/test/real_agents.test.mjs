@@ -41,8 +41,8 @@ const SILENT = {
   replies: [{ tool_call: { name: 'host_silent', arguments: { a: 2, b: 3 } } }, { text: 'silent sum is {{last_tool_result}}' }],
 };
 /** How long the silent host tool works: longer than the clients' turnIdleTimeoutMs. */
-const SILENT_WORK_MS = 2500;
-const IDLE_TIMEOUT_MS = 1000;
+const SILENT_WORK_MS = 5000;
+const IDLE_TIMEOUT_MS = 4000;
 
 const isTextDelta = (e) => e.type === 'message_update' && e.assistantMessageEvent?.type === 'text_delta';
 
@@ -129,7 +129,7 @@ function hostCalls() {
 }
 
 // --- pi with the policy gate (rules mode): its bash is blocked ----------------------------
-// The same client has turnIdleTimeoutMs (1 s) and a bridged host tool that works silently for
+// The same client has turnIdleTimeoutMs (4 s) and a bridged host tool that works silently for
 // longer; its other turns are never that quiet.
 
 describe('pi, gated', { skip: piSkip() }, () => {

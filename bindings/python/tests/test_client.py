@@ -590,6 +590,9 @@ def test_ctrl_c_interrupts_a_waiting_main_thread(fake_agent: str) -> None:
     code = textwrap.dedent(f"""
         import os, signal, threading, time
         from omprpc import RpcClient
+        # Ctrl-C as a terminal delivers it: a runner that started us in the background (a
+        # non-interactive shell's `cmd &`) hands down SIGINT ignored, and Python keeps that.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         client = RpcClient(command=[{fake_agent!r}], startup_timeout=10)
         client.start()
         threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()

@@ -43,9 +43,9 @@ FOLLOW = {"match": "follow me", "replies": [{"text": "followed ok"}]}
 SILENT = {"match": "work silently", "replies": [
     {"tool_call": {"name": "host_silent", "arguments": {"a": 2, "b": 3}}},
     {"text": "silent sum is {{last_tool_result}}"}]}
-#: How long the silent host tool works, longer than the clients' turn_idle_timeout (1 s).
-SILENT_WORK = 2.5
-IDLE_TIMEOUT = 1.0
+#: How long the silent host tool works, longer than the clients' turn_idle_timeout (4 s).
+SILENT_WORK = 5.0
+IDLE_TIMEOUT = 4.0
 
 
 class Recorder:
@@ -183,7 +183,7 @@ def assert_closes_cleanly(client: RpcClient) -> None:
 
 
 # --- pi with the policy gate (rules mode): its bash is blocked -----------------------------
-# The same client has turn_idle_timeout (1 s) and a bridged host tool that works silently for
+# The same client has turn_idle_timeout (4 s) and a bridged host tool that works silently for
 # longer; its other turns are never that quiet.
 
 SILENT_CALLS: list[float] = []
