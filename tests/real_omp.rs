@@ -576,20 +576,9 @@ fn discoverable_host_tool_through_xd_write() {
 // agent is busy until that run's terminal agent_end, and wait_for_idle waits for it.
 #[test]
 fn a_queued_follow_up_runs_before_the_agent_is_idle() {
-    let script = json!([
-        {"match": "slow", "replies": [{"text": "one two three four", "chunk_delay_ms": 250}]},
-        {"match": "follow me", "replies": [{"text": "followed ok"}]}]);
-    let Some(env) = OmpEnv::new("follow_up", script) else { return };
+    let Some(env) = OmpEnv::new("follow_up", common::follow_up_script()) else { return };
     let c = start(&env, &[], json!({}));
-    c.prompt("prompt", "slow please", None, secs(60)).unwrap();
-    wait_event(&c, "first text delta", |e| e["type"] == "message_update" && e["assistantMessageEvent"]["type"] == "text_delta");
-    let p = parse_params(Some(r#"{"message":"follow me"}"#)).unwrap();
-    c.request("follow_up", p.as_ref(), secs(60)).unwrap();
-    c.wait_for_idle(secs(120)).unwrap_or_else(|e| panic!("wait_for_idle: {e}\nstderr: {}", c.stderr()));
-    let evs: Vec<Value> = c.next_events(4096, Some(Instant::now())).unwrap().iter().map(|e| parse(e)).collect();
-    let end = evs.iter().rev().find(|e| e["type"] == "agent_end").expect("the run's agent_end, queued before wait_for_idle returned");
-    let last = end["messages"].as_array().unwrap().last().unwrap();
-    assert_eq!(last["content"][0]["text"], "followed ok", "{end}");
+    common::queued_follow_up_runs_before_idle(&c);
     assert_eq!(env.llm_requests().len(), 2, "the answer, then the follow-up");
     c.close().unwrap();
 }

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use omprpc::client::deadline_after;
+use omprpc::client::{deadline_after, parse_params};
 use omprpc::Client;
 use serde_json::Value;
 
@@ -32,4 +32,32 @@ pub fn turn(c: &Client, message: &str) -> Value {
     let t = c.prompt_and_wait(message, None, secs(120)).unwrap_or_else(|e| panic!("{message}: {e}\nstderr: {}", c.stderr()));
     eprintln!("turn {:?} took {:.1}s", message.chars().take(40).collect::<String>(), started.elapsed().as_secs_f64());
     serde_json::from_str(&t).unwrap()
+}
+
+/// The fake LLM's script for `queued_follow_up_runs_before_idle`: a slow answer, then the
+/// follow-up's.
+pub fn follow_up_script() -> Value {
+    serde_json::json!([
+        {"match": "slow", "replies": [{"text": "one two three four", "chunk_delay_ms": 250}]},
+        {"match": "follow me", "replies": [{"text": "followed ok"}]}])
+}
+
+/// A follow_up queued while the model streams runs in the same run, after the answer: the
+/// agent is busy until that run's terminal agent_end, and wait_for_idle waits for it.
+pub fn queued_follow_up_runs_before_idle(c: &Client) {
+    c.prompt("prompt", "slow please", None, secs(60)).unwrap();
+    let deadline = secs(120);
+    loop {
+        let e = parse(&c.next_events(1, deadline).unwrap_or_else(|e| panic!("waiting for the first text delta: {e}"))[0]);
+        if e["type"] == "message_update" && e["assistantMessageEvent"]["type"] == "text_delta" {
+            break;
+        }
+    }
+    let p = parse_params(Some(r#"{"message":"follow me"}"#)).unwrap();
+    c.request("follow_up", p.as_ref(), secs(60)).unwrap();
+    c.wait_for_idle(secs(120)).unwrap_or_else(|e| panic!("wait_for_idle: {e}\nstderr: {}", c.stderr()));
+    let evs: Vec<Value> = c.next_events(4096, Some(Instant::now())).unwrap().iter().map(|e| parse(e)).collect();
+    let end = evs.iter().rev().find(|e| e["type"] == "agent_end").expect("the run's agent_end, queued before wait_for_idle returned");
+    let last = end["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["content"][0]["text"], "followed ok", "{end}");
 }
