@@ -191,7 +191,8 @@ static char *ws_options(const workspace *w, const char *launcher0, const char *c
     "{\"match\":\"hang\",\"replies\":[{\"text\":\"thinking about it\",\"hang\":true}]},"                 \
     "{\"match\":\"steer me\",\"replies\":[{\"text\":\"steered ok\"}]},"                                  \
     "{\"match\":\"slow\",\"replies\":[{\"text\":\"one two three four\",\"chunk_delay_ms\":250}]},"       \
-    "{\"match\":\"follow me\",\"replies\":[{\"text\":\"followed ok\"}]}]"
+    "{\"match\":\"follow me\",\"replies\":[{\"text\":\"followed ok\"}]},"                           \
+    "{\"match\":\"big\",\"replies\":[{\"text\":\"got it\"}]}]"
 
 /* pi: an extension command that does nothing (no run, no model call). */
 #define QUIET_EXTENSION                                                                                 \
@@ -505,7 +506,46 @@ static void pi_silent_host_tool(omprpc_client *c) {
         CHECK_STR(jpath_str(turn, "assistantText"), "sum is 5");
         json_free(turn);
     }
-    printf("  silent bridged host tool (2.5 s, idle timeout 1 s): %lld ms\n", (long long)(h_now_ms() - t0));
+    printf("  silent bridged host tool (5 s, idle timeout 4 s): %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
+/* omp's compaction handoff: a prompt over the compaction threshold (600 KiB of text against a
+ * 128k-token window) ends its run with agent_end {isTerminal:false} and nothing after it; the
+ * library asks get_state after the silence and the turn completes. Run last on its client:
+ * the compaction changes the session. */
+static void omp_compaction_handoff(omprpc_client *c) {
+    size_t n = 600 * 1024;
+    char *big = malloc(4 + n + 1), *turn = NULL, *err = NULL;
+    int64_t t0 = h_now_ms();
+    jval *t, *events, *last;
+    size_t i, count;
+    int compaction = 0;
+    if (!big) {
+        h_fail(__FILE__, __LINE__, "out of memory");
+        return;
+    }
+    memcpy(big, "big ", 4);
+    memset(big + 4, 'x', n);
+    big[4 + n] = '\0';
+    if (CHECK_OK(omprpc_client_prompt_and_wait(c, big, NULL, REAL_WAIT_MS, &turn, &err), err)) {
+        t = PARSE(turn);
+        events = jget(t, "events");
+        count = jlen(events);
+        for (i = 0; i < count; i++) {
+            const char *type = jpath_str(jat(events, i), "type");
+            if (type && !strcmp(type, "auto_compaction_start")) compaction = 1;
+        }
+        last = jat(events, count ? count - 1 : 0);
+        CHECKF(compaction, "the handoff turn has auto_compaction_start (%zu events)", count);
+        CHECK_STR(jpath_str(last, "type"), "agent_end");
+        CHECK(jbool(jget(last, "isTerminal")) == 0);
+        CHECK_STR(jpath_str(t, "assistantText"), "got it");
+        json_free(t);
+        h_strfree(&turn);
+        CHECK_OK(omprpc_client_wait_for_idle(c, REAL_WAIT_MS, &err), err);
+    }
+    free(big);
+    printf("  compaction handoff: %lld ms\n", (long long)(h_now_ms() - t0));
 }
 
 static omprpc_client *start_real(const char *opts, const char *agent) {
@@ -618,6 +658,7 @@ static void test_real_omp(void) {
             host_tool_turn(c, 0);
             queued_follow_up(c);
             omp_steer_then_abort(c);
+            omp_compaction_handoff(c);
             close_leaves_no_process(c);
             omprpc_client_free(c);
         }
