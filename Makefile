@@ -296,14 +296,17 @@ test-pi-oldest:
 # only print a hint).
 .PHONY: test-omp
 test-omp:
-	OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test real_omp
+	$(if $(SKIP_REAL),@echo "test-omp: skipped (OMPRPC_SKIP_REAL_AGENTS=1)",OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test real_omp)
 
 # The real agents for the C, Python, Go and Node suites: the installs cargo-test (pi) and
 # test-omp (omp) made, at the cache paths tests/support/pi.rs and omp.rs use, and the fake
 # LLM. A binding's real-agent tests read these; when one is unset they say so and skip (a
 # suite run by hand), under `make test` they are always set.
 AGENT_CACHE    ?= $(HOME)/.cache/omprpc
-REAL_AGENT_ENV  = OMPRPC_FAKE_LLM=$(DEBUG_DIR)/omprpc-fake-llm \
+# OMPRPC_SKIP_REAL_AGENTS=1 leaves them out (and skips test-omp), as tests/support does for pi.
+SKIP_REAL      := $(filter 1,$(OMPRPC_SKIP_REAL_AGENTS))
+REAL_AGENT_ENV  = $(if $(SKIP_REAL),,$(REAL_AGENT_PATHS))
+REAL_AGENT_PATHS = OMPRPC_FAKE_LLM=$(DEBUG_DIR)/omprpc-fake-llm \
   OMPRPC_PI_CLI=$(AGENT_CACHE)/pi-0.73.1/node_modules/@mariozechner/pi-coding-agent/dist/cli.js \
   OMPRPC_OMP_CLI=$(AGENT_CACHE)/omp-18.2.3/node_modules/@oh-my-pi/pi-coding-agent/dist/cli.js \
   OMPRPC_BUN=$(firstword $(wildcard $(AGENT_CACHE)/omp-18.2.3/node_modules/@oven/bun-linux-*/bin/bun))
