@@ -132,6 +132,30 @@ func addHandler(calls chan<- HostToolCall) HostToolHandler {
 
 // realQueuedFollowUp: a follow_up queued during a slow stream runs in the same run, after the
 // answer; WaitForIdle returns after that run's agent_end, which ends with "followed ok".
+// hangResult is what PromptAndWait returned for realHangThenSteer's prompt.
+type hangResult struct {
+	tr  *Turn
+	err error
+}
+
+// realHangThenSteer prompts "hang please" (the model streams one delta, then hangs) on a
+// goroutine, waits for that delta and steers: the caller aborts and reads the turn from done.
+// from is the event log's mark before the prompt.
+func realHangThenSteer(t *testing.T, c *Client, log *eventLog) (from int, done <-chan hangResult) {
+	t.Helper()
+	from = log.mark()
+	ch := make(chan hangResult, 1)
+	go func() {
+		tr, err := c.PromptAndWait(realCtx(t), "hang please", nil)
+		ch <- hangResult{tr, err}
+	}()
+	log.waitFor(t, from, "the first text delta", textDelta(t))
+	if err := c.Steer(realCtx(t), "steer me now"); err != nil {
+		t.Fatalf("Steer: %v", err)
+	}
+	return from, ch
+}
+
 func realQueuedFollowUp(t *testing.T, c *Client, log *eventLog) {
 	// A subscription of its own: what WaitForIdle guarantees is on it when it returns.
 	subCtx, cancelSub := context.WithCancel(context.Background())
@@ -422,20 +446,7 @@ func TestRealPi(t *testing.T) {
 	})
 
 	t.Run("SteerAbortParked", func(t *testing.T) {
-		from := log.mark()
-		type result struct {
-			tr  *Turn
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			tr, err := c.PromptAndWait(realCtx(t), "hang please", nil)
-			done <- result{tr, err}
-		}()
-		log.waitFor(t, from, "the first text delta", textDelta(t))
-		if err := c.Steer(realCtx(t), "steer me now"); err != nil {
-			t.Fatalf("Steer: %v", err)
-		}
+		from, done := realHangThenSteer(t, c, log)
 		_, q := log.waitFor(t, from, "queue_update", func(ev Event) bool { return ev.Type == "queue_update" })
 		if s, _ := jget(t, q.Raw, "steering").([]any); len(s) != 1 || s[0] != "steer me now" {
 			t.Errorf("queue_update %s", q.Raw)
@@ -597,20 +608,7 @@ func TestRealOmp(t *testing.T) {
 		subCtx, cancelSub := context.WithCancel(context.Background())
 		defer cancelSub()
 		sub := c.Events(subCtx)
-		from := log.mark()
-		type result struct {
-			tr  *Turn
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			tr, err := c.PromptAndWait(realCtx(t), "hang please", nil)
-			done <- result{tr, err}
-		}()
-		log.waitFor(t, from, "the first text delta", textDelta(t))
-		if err := c.Steer(realCtx(t), "steer me now"); err != nil {
-			t.Fatalf("Steer: %v", err)
-		}
+		_, done := realHangThenSteer(t, c, log)
 		if err := c.Abort(realCtx(t)); err != nil {
 			t.Fatalf("Abort: %v", err)
 		}
