@@ -582,3 +582,56 @@ fn a_queued_follow_up_runs_before_the_agent_is_idle() {
     assert_eq!(env.llm_requests().len(), 2, "the answer, then the follow-up");
     c.close().unwrap();
 }
+
+// (m) omp's own approval gate: `approval_mode: "always-ask"` passes `--approval-mode
+// always-ask`, and omp asks before every exec-tier tool call with a `select` UI request
+// ("Allow tool: bash" …, options Approve/Deny). Approve runs the command; Deny fails the call
+// with omp's message and the command never runs.
+#[test]
+fn approval_mode_always_ask_round_trip() {
+    let script = json!([
+        {"match": "approve me", "replies": [
+            {"tool_call": {"name": "bash", "arguments": {"command": "echo approved-ran"}}},
+            {"text": "after: {{last_tool_result}}"}]},
+        {"match": "deny me", "replies": [
+            {"tool_call": {"name": "bash", "arguments": {"command": "touch ran-denied"}}},
+            {"text": "after: {{last_tool_result}}"}]}]);
+    let Some(env) = OmpEnv::new("approval", script) else { return };
+    let c = start(&env, &["--tools", "bash"], json!({"approval_mode": "always-ask"}));
+    let info: Value = serde_json::from_str(&c.info()).unwrap();
+    let argv: Vec<&str> = info["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert!(argv.windows(2).any(|w| w == ["--approval-mode", "always-ask"]), "{argv:?}");
+    for (message, command, answer) in [("approve me", "echo approved-ran", "Approve"), ("deny me", "touch ran-denied", "Deny")] {
+        std::thread::scope(|s| {
+            let p = s.spawn(|| c.prompt_and_wait(message, None, secs(120)));
+            let req = parse(&c.next_ui_request(secs(120)).unwrap_or_else(|e| panic!("no approval request: {e}\nstderr: {}", c.stderr())));
+            assert_eq!(req["method"], "select");
+            assert_eq!(req["options"], json!(["Approve", "Deny"]));
+            assert_eq!(req["title"], format!("Allow tool: bash\nCommand: {command}"));
+            c.ui_send_value(req["id"].as_str().unwrap(), answer).unwrap();
+            let t: Value = serde_json::from_str(&p.join().unwrap().unwrap_or_else(|e| panic!("{message}: {e}\nstderr: {}", c.stderr()))).unwrap();
+            let end = one(&t, "tool_execution_end");
+            let text = result_text(&end["result"]);
+            if answer == "Approve" {
+                assert_eq!(end["isError"], false, "{end}");
+                assert!(text.starts_with("approved-ran\n"), "{text:?}");
+            } else {
+                assert_eq!(end["isError"], true, "{end}");
+                assert_eq!(text, "Tool call denied by user: bash");
+            }
+            assert_eq!(t["assistantText"], format!("after: {text}"));
+            // On the event stream omp asks after the model's tool call message and before the
+            // tool's execution starts.
+            let (skipped, ask) = wait_event_after(&c, "the select", |e| e["type"] == "extension_ui_request" && e["method"] == "select");
+            assert_eq!(ask["id"], req["id"]);
+            let types: Vec<&str> = skipped.iter().map(|e| e["type"].as_str().unwrap_or("")).collect();
+            assert_eq!(types.last(), Some(&"message_end"), "{types:?}");
+            assert!(!types.contains(&"tool_execution_start"), "{types:?}");
+            let started = wait_event(&c, "tool_execution_start", |e| e["type"] == "tool_execution_start");
+            assert_eq!(started["toolCallId"], end["toolCallId"]);
+            wait_event(&c, "agent_end", |e| e["type"] == "agent_end" && e["isTerminal"] != false);
+        });
+    }
+    assert!(!env.work.join("ran-denied").exists(), "the denied command ran");
+    c.close().unwrap();
+}

@@ -61,6 +61,21 @@ pub fn flavor(o: &Opts) -> Result<Flavor> {
     })
 }
 
+/// `--approval-mode <mode>` when the `approval_mode` option asks for one. Tool approvals for
+/// headless runs: none is passed unless asked for, so the agent's own configuration decides
+/// (omp's setting tools.approvalMode; never --auto-approve from us). pi up to 0.73.1 has no
+/// approval or trust flag.
+fn approval_flag(o: &Opts, flavor: Flavor) -> Result<Vec<String>> {
+    let Some(mode) = o.str("approval_mode")? else { return Ok(Vec::new()) };
+    if flavor == Flavor::Pi {
+        return Err(Error::invalid("option \"approval_mode\" is omp-only; pi (through 0.73.1) has no approval flag"));
+    }
+    if !["always-ask", "write", "yolo"].contains(&mode) {
+        return Err(Error::invalid("option \"approval_mode\" must be \"always-ask\", \"write\" or \"yolo\""));
+    }
+    Ok(vec!["--approval-mode".into(), mode.into()])
+}
+
 /// The argv to spawn, for the agent's version when known (else the newest). `bridged`: the
 /// tool names a bridge extension registers (Some when a bridge is used); `--extension` is added
 /// with `EXTENSION_PLACEHOLDER` as its path, and where the agent's `--tools` filters extension
@@ -70,6 +85,8 @@ pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>, version: Opti
         if command.is_empty() {
             return Err(Error::invalid("option \"command\" must not be empty"));
         }
+        // The approval mode is a safety setting: never dropped because argv was given whole.
+        command.extend(approval_flag(o, flavor)?);
         if bridged.is_some() {
             command.push("--extension".into());
             command.push(EXTENSION_PLACEHOLDER.into());
@@ -135,19 +152,7 @@ pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>, version: Opti
     } else if flavor == Flavor::Pi && o.bool("no_title")? == Some(true) {
         return Err(Error::invalid("option \"no_title\" is omp-only; pi has no such flag"));
     }
-    // Tool approvals for headless runs: none is passed unless asked for, so the agent's own
-    // configuration decides (omp's setting tools.approvalMode; never --auto-approve from us).
-    // pi up to 0.73.1 has no approval or trust flag.
-    if let Some(mode) = o.str("approval_mode")? {
-        if flavor == Flavor::Pi {
-            return Err(Error::invalid("option \"approval_mode\" is omp-only; pi (through 0.73.1) has no approval flag"));
-        }
-        if !["always-ask", "write", "yolo"].contains(&mode) {
-            return Err(Error::invalid("option \"approval_mode\" must be \"always-ask\", \"write\" or \"yolo\""));
-        }
-        argv.push("--approval-mode".into());
-        argv.push(mode.into());
-    }
+    argv.extend(approval_flag(o, flavor)?);
     let mut extensions = o.str_list("extensions")?.unwrap_or_default();
     if bridged.is_some() {
         extensions.push(EXTENSION_PLACEHOLDER.into());
@@ -256,6 +261,10 @@ mod tests {
         assert!(argv(json!({"approval_mode": "sometimes"})).is_err());
         let (a, _) = argv(json!({"approval_mode": "always-ask", "rpc_defaults": false})).unwrap();
         assert_eq!(a, ["omp", "--mode", "rpc", "--approval-mode", "always-ask"]);
+        // A whole argv keeps the approval mode (a safety setting) and still refuses it for pi.
+        let (a, _) = argv(json!({"command": ["bun", "cli.js", "--mode", "rpc"], "approval_mode": "write"})).unwrap();
+        assert_eq!(a, ["bun", "cli.js", "--mode", "rpc", "--approval-mode", "write"]);
+        assert!(argv(json!({"command": ["pi", "--mode", "rpc"], "approval_mode": "yolo"})).unwrap_err().message.contains("omp-only"));
         assert!(argv(json!({"command": []})).is_err());
         assert!(argv(json!({"tools": "read"})).unwrap_err().message.contains("tools"));
     }
