@@ -635,3 +635,36 @@ fn approval_mode_always_ask_round_trip() {
     assert!(!env.work.join("ran-denied").exists(), "the denied command ran");
     c.close().unwrap();
 }
+
+// (n) 3 MB of tool output (375,000 numbered lines): omp keeps the first 500 lines and the last
+// 500, elides the middle with a note, and streams updates bounded the same way, so neither the
+// host nor the model ever sees megabytes; nothing needs the v2 chunking.
+#[test]
+fn three_megabytes_of_tool_output() {
+    let script = json!([{"match": "big output", "replies": [
+        {"tool_call": {"name": "bash", "arguments": {"command": "seq 1000001 1375000"}}},
+        {"text": "big done"}]}]);
+    let Some(env) = OmpEnv::new("big_output", script) else { return };
+    let c = start(&env, &["--tools", "bash"], json!({}));
+    let t = turn(&c, "big output please");
+    let end = one(&t, "tool_execution_end");
+    assert_eq!(end["isError"], false, "{end}");
+    let text = result_text(&end["result"]);
+    assert!(text.starts_with("1000001\n1000002\n"), "{:?}", &text[..64]);
+    assert!(text.contains("1374999\n1375000\n\n\nWall time: "), "{:?}", &text[text.len() - 300..]);
+    assert!(text.contains(" middle lines (") && text.contains("elided. Read artifact://0 for full output]"), "{:?}", &text[text.len() - 300..]);
+    assert!(text.len() < 64 * 1024, "{} bytes", text.len());
+    let cut = &end["result"]["details"]["meta"]["truncation"];
+    assert_eq!((cut["direction"].as_str(), cut["truncatedBy"].as_str()), (Some("middle"), Some("middle")), "{cut}");
+    assert_eq!(cut["headRange"]["start"], 1, "{cut}");
+    for u in events(&t, "tool_execution_update") {
+        assert!(result_text(&u["partialResult"]).len() < 128 * 1024, "an update carried megabytes");
+    }
+    assert_eq!(t["assistantText"], "big done");
+    assert_eq!(c.protocol_errors(), "[]");
+    // The model got exactly the tool's result.
+    let reqs = env.llm_requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[1]["messages"].as_array().unwrap().last().unwrap()["content"], text.as_str());
+    c.close().unwrap();
+}

@@ -1,5 +1,6 @@
 """The Python binding against the REAL pi 0.73.1 and omp 18.2.3, offline, with the project's
-fake LLM (the scenarios of tests/real_pi.rs and tests/real_omp.rs, issue 11 §3). Workspaces
+fake LLM (the scenarios of tests/real_pi.rs and tests/real_omp.rs, issue 11 §3: the full
+set for both agents; C, Go and Node run omp's short set). Workspaces
 and the environment contract: real_agents_support.py. Clients are shared per module where
 the scenarios do not interfere (each start costs seconds); the tests run in file order."""
 
@@ -409,20 +410,38 @@ def test_pi_main_close_leaves_no_process(pi_main: tuple[Workspace, RpcClient, Re
     assert_closes_cleanly(client)
 
 
-# --- omp: one client for the set (with turn_idle_timeout, 1 s) -----------------------------
+# --- omp: one client for most of the set (with turn_idle_timeout, 4 s) --------------------
+# omp's full scenario set runs here (issue 11 §3: through one binding in full, the others
+# run start, text turn, host tool, close and the activity cases).
 
 OMP_SILENT_CALLS: list[float] = []
+# 375,000 numbered lines, 3,000,000 bytes.
+BIG_OUTPUT = {"match": "big output", "replies": [
+    {"tool_call": {"name": "bash", "arguments": {"command": "seq 1000001 1375000"}}},
+    {"text": "big done"}]}
+RUN_BASH = {"match": "run bash", "replies": [
+    {"text": "Running it. ", "tool_call": {"name": "bash", "arguments": {"command": "echo hi-from-bash"}}},
+    {"text": "done: {{last_tool_result}}"}]}
+RUN_FORBIDDEN = {"match": "run forbidden", "replies": [
+    {"tool_call": {"name": "bash", "arguments": {"command": "touch ran-forbidden"}}},
+    {"text": "after: {{last_tool_result}}"}]}
 
 
 @pytest.fixture(scope="module")
 def omp() -> Iterator[tuple[Workspace, RpcClient, Recorder, HostCalls]]:
-    ws = Workspace("omp", [SAY_HELLO, ADD, HANG, STEER, SLOW, FOLLOW, SILENT])
+    ws = Workspace("omp", [SAY_HELLO, ADD, HANG, STEER, SLOW, FOLLOW, SILENT, RUN_BASH, BIG_OUTPUT,
+                           {"match": "wait for the host", "replies": [
+                               {"tool_call": {"name": "host_wait", "arguments": {}}}, {"text": "no"}]}])
     calls = HostCalls()
     # loadMode "essential": omp offers the host tools to the model directly.
-    tool = host_tool(name="host_add", description="Add two numbers", parameters=ADD_SCHEMA, execute=calls.add,
-                     load_mode="essential")
+    tools = [
+        host_tool(name="host_add", description="Add two numbers", parameters=ADD_SCHEMA, execute=calls.add,
+                  load_mode="essential"),
+        host_tool(name="host_wait", description="Waits until cancelled", parameters=EMPTY_SCHEMA,
+                  execute=calls.wait, load_mode="essential"),
+    ]
     OMP_SILENT_CALLS.clear()
-    client = start(ws, custom_tools=[tool, silent_host_tool(OMP_SILENT_CALLS, "essential")],
+    client = start(ws, custom_tools=[*tools, silent_host_tool(OMP_SILENT_CALLS, "essential")],
                    turn_idle_timeout=IDLE_TIMEOUT)
     yield ws, client, Recorder(client), calls
     client.stop()
@@ -453,6 +472,60 @@ def test_omp_native_host_tool(omp: tuple[Workspace, RpcClient, Recorder, HostCal
     assert (end["toolName"], end["isError"], result_text(end["result"])) == ("host_add", False, "5")
     assert turn.assistant_text == "sum is 5"
     assert "host_add" in tool_names(ws.llm_requests()[-2])
+
+
+def test_omp_native_bash_tool(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    ws, client, _, _ = omp
+    turn = client.prompt_and_wait("please run bash", timeout=GUARD)
+    start_ev = one(turn, "tool_execution_start")
+    assert (start_ev["toolName"], start_ev["args"]) == ("bash", {"command": "echo hi-from-bash"})
+    end = one(turn, "tool_execution_end")
+    assert end["toolCallId"] == start_ev["toolCallId"]
+    # omp appends the wall time to bash output.
+    text = result_text(end["result"])
+    assert end["isError"] is False and text.startswith("hi-from-bash\n") and "Wall time: " in text, text
+    assert turn.assistant_text == f"done: {text}"
+    assert [m["role"] for m in turn.messages] == ["user", "assistant", "toolResult", "assistant"]
+    assert ws.llm_requests()[-1]["messages"][-1]["content"] == text
+
+
+def test_omp_abort_during_host_tool(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    ws, client, rec, calls = omp
+    before = len(ws.llm_requests())
+    mark = rec.mark()
+    turn_call = Background(lambda: client.prompt_and_wait("wait for the host", timeout=GUARD))
+    assert calls.wait_started.wait(GUARD), "host_wait was never called"
+    client.abort()
+    assert calls.wait_cancelled.wait(GUARD), "the host tool never saw the cancellation"
+    turn = turn_call.result()
+    cancel = rec.wait("host_tool_cancel", lambda p: p.get("type") == "host_tool_cancel", mark)
+    call = rec.wait("host_tool_call", lambda p: p.get("type") == "host_tool_call", mark)
+    assert cancel["targetId"] == call["id"]
+    end = one(turn, "tool_execution_end")
+    assert (end["toolName"], end["isError"], result_text(end["result"])) == (
+        "host_wait", True, 'Host tool "host_wait" was aborted')
+    assert turn.assistant_message is not None and turn.assistant_message["stopReason"] == "aborted"
+    assert len(ws.llm_requests()) == before + 1, "the aborted run made no second LLM call"
+    client.wait_for_idle(timeout=GUARD)
+
+
+def test_omp_three_megabytes_of_tool_output(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    ws, client, _, _ = omp
+    turn = client.prompt_and_wait("big output please", timeout=GUARD)
+    end = one(turn, "tool_execution_end")
+    assert (end["toolName"], end["isError"]) == ("bash", False)
+    # omp keeps the first 500 lines and the last 500 and elides the middle with a note.
+    text = result_text(end["result"])
+    assert text.startswith("1000001\n1000002\n"), text[:64]
+    assert "1374999\n1375000\n\n\nWall time: " in text, text[-300:]
+    assert "elided. Read artifact://0 for full output]" in text, text[-300:]
+    assert len(text) < 64 * 1024
+    truncation = end["result"]["details"]["meta"]["truncation"]
+    assert (truncation["direction"], truncation["headRange"]["start"]) == ("middle", 1), truncation
+    assert all(len(result_text(u["partialResult"])) < 128 * 1024 for u in of_type(turn, "tool_execution_update"))
+    assert turn.assistant_text == "big done"
+    assert ws.llm_requests()[-1]["messages"][-1]["content"] == text
+    assert client.protocol_errors == ()
 
 
 def test_omp_steer_then_abort_waits_for_the_steer_run(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
@@ -491,6 +564,70 @@ def test_omp_silent_native_host_tool_outlasts_the_idle_timeout(omp: tuple[Worksp
 def test_omp_close_leaves_no_process(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
     _, client, _, _ = omp
     assert_closes_cleanly(client)
+
+
+# --- omp with the policy gate (rules mode): its bash is blocked ----------------------------
+
+
+def test_omp_policy_gate_blocks_bash() -> None:
+    ws = Workspace("omp", [RUN_FORBIDDEN])
+    try:
+        client = start(ws, tool_policy={"mode": "rules", "block": {"bash": "no shell for you"}, "default": "allow"})
+        try:
+            rec = Recorder(client)
+            info = client.info()
+            assert info["bridgeLoaded"] is True, info  # the gate's extension said hello
+            turn = client.prompt_and_wait("run forbidden", timeout=GUARD)
+            end = one(turn, "tool_execution_end")
+            assert (end["toolName"], end["isError"], result_text(end["result"])) == ("bash", True, "no shell for you")
+            assert turn.assistant_text == "after: no shell for you"
+            assert not (ws.work / "ran-forbidden").exists(), "the blocked command ran"
+            blocked = rec.wait("tool_blocked", lambda p: p.get("type") == "tool_blocked")
+            assert (blocked["toolName"], blocked["reason"]) == ("bash", "no shell for you")
+            assert_closes_cleanly(client)
+        finally:
+            client.stop()
+    finally:
+        ws.close()
+
+
+# --- omp's own approval gate: the UI round trip (--approval-mode always-ask) ---------------
+
+
+def test_omp_approval_ui_round_trip() -> None:
+    ws = Workspace("omp", [
+        {"match": "approve me", "replies": [
+            {"tool_call": {"name": "bash", "arguments": {"command": "echo approved-ran"}}},
+            {"text": "after: {{last_tool_result}}"}]},
+        {"match": "deny me", "replies": [
+            {"tool_call": {"name": "bash", "arguments": {"command": "touch ran-denied"}}},
+            {"text": "after: {{last_tool_result}}"}]}])
+    try:
+        kwargs = ws.client_kwargs()
+        client = RpcClient(**{**kwargs, "core_options": {**kwargs["core_options"], "approval_mode": "always-ask"}})
+        client.start()
+        try:
+            assert client.info()["argv"][-2:] == ["--approval-mode", "always-ask"]
+            for message, command, answer in (("approve me", "echo approved-ran", "Approve"),
+                                             ("deny me", "touch ran-denied", "Deny")):
+                turn_call = Background(lambda m=message: client.prompt_and_wait(m, timeout=GUARD))
+                req = client.next_ui_request(timeout=GUARD)
+                assert (req.method, req.title, req.options) == (
+                    "select", f"Allow tool: bash\nCommand: {command}", ("Approve", "Deny"))
+                client.send_ui_value(req.id, answer)
+                turn = turn_call.result()
+                end = one(turn, "tool_execution_end")
+                text = result_text(end["result"])
+                if answer == "Approve":
+                    assert end["isError"] is False and text.startswith("approved-ran\n"), text
+                else:
+                    assert (end["isError"], text) == (True, "Tool call denied by user: bash")
+                assert turn.assistant_text == f"after: {text}"
+            assert not (ws.work / "ran-denied").exists(), "the denied command ran"
+        finally:
+            client.stop()
+    finally:
+        ws.close()
 
 
 # --- omp: the compaction handoff (a client of its own: compaction changes the session) ----
