@@ -633,6 +633,14 @@ fn approval_mode_always_ask_round_trip() {
         });
     }
     assert!(!env.work.join("ran-denied").exists(), "the denied command ran");
+    // Headless (a UI policy that cancels every select): every such tool is denied, no request
+    // reaches next_ui_request.
+    c.set_ui_policy(omprpc::client::options::UiPolicy::parse(&json!({"select": null})).unwrap());
+    let t = turn(&c, "deny me");
+    let end = one(&t, "tool_execution_end");
+    assert_eq!((end["isError"].as_bool(), result_text(&end["result"])), (Some(true), "Tool call denied by user: bash".to_string()));
+    assert_eq!(c.next_ui_request(deadline_after(Some(Duration::ZERO))).unwrap_err().status, Status::Timeout);
+    assert!(!env.work.join("ran-denied").exists(), "the denied command ran");
     c.close().unwrap();
 }
 
