@@ -192,6 +192,27 @@ func realQueuedFollowUp(t *testing.T, c *Client, log *eventLog) {
 }
 
 // TestRealPi: the scenarios on one real pi client (bridged host tools, the /ask extension).
+// realQuietCommand: an extension command with no work (pi: acknowledged after its handler,
+// no run; omp: acknowledged at once, ended by prompt_result) completes PromptAndWait with
+// AgentInvoked false, leaves the agent idle and never reaches the model.
+func realQuietCommand(t *testing.T, c *Client, w *realWorkspace) {
+	t.Helper()
+	before := len(w.llmRequests(t))
+	tr, err := c.PromptAndWait(realCtx(t), "/quiet", nil)
+	if err != nil {
+		t.Fatalf("PromptAndWait(/quiet): %v", err)
+	}
+	if tr.AgentInvoked || tr.AssistantText != nil || countType(t, tr.Events, "agent_start") != 0 {
+		t.Errorf("/quiet turn: agentInvoked=%v text=%q events=%d", tr.AgentInvoked, text(tr.AssistantText), len(tr.Events))
+	}
+	if err := c.WaitForIdle(realCtx(t)); err != nil {
+		t.Errorf("WaitForIdle after /quiet: %v", err)
+	}
+	if n := len(w.llmRequests(t)) - before; n != 0 {
+		t.Errorf("/quiet made %d LLM calls", n)
+	}
+}
+
 func TestRealPi(t *testing.T) {
 	t.Parallel() // the agents mostly wait (start-up): the tests overlap
 	script := []any{
@@ -358,20 +379,7 @@ func TestRealPi(t *testing.T) {
 	})
 
 	t.Run("QuietCommand", func(t *testing.T) {
-		before := len(w.llmRequests(t))
-		tr, err := c.PromptAndWait(realCtx(t), "/quiet", nil)
-		if err != nil {
-			t.Fatalf("PromptAndWait(/quiet): %v", err)
-		}
-		if tr.AgentInvoked || tr.AssistantText != nil || countType(t, tr.Events, "agent_start") != 0 {
-			t.Errorf("/quiet turn: agentInvoked=%v text=%q events=%d", tr.AgentInvoked, text(tr.AssistantText), len(tr.Events))
-		}
-		if err := c.WaitForIdle(realCtx(t)); err != nil {
-			t.Errorf("WaitForIdle after /quiet: %v", err)
-		}
-		if n := len(w.llmRequests(t)) - before; n != 0 {
-			t.Errorf("/quiet made %d LLM calls", n)
-		}
+		realQuietCommand(t, c, w)
 	})
 
 	t.Run("AbortDuringHostTool", func(t *testing.T) {
@@ -546,8 +554,9 @@ func TestRealOmp(t *testing.T) {
 		map[string]any{"match": "follow me", "replies": []any{map[string]any{"text": "followed ok"}}},
 	}
 	w := newRealWorkspace(t, "omp", script)
+	ext := w.writeFile(t, "ask.mjs", realAskExtension)
 	addCalls := make(chan HostToolCall, 4)
-	opts := w.options()
+	opts := w.options("--extension", ext)
 	opts.HostTools = []HostTool{{Name: "host_add", Description: "Add two numbers", Parameters: realAddParams, LoadMode: "essential", Handler: addHandler(addCalls)}}
 	c := w.start(t, opts)
 	log := recordEvents(t, c)
@@ -556,10 +565,9 @@ func TestRealOmp(t *testing.T) {
 		if err != nil || info.Flavor != "omp" || jstr(t, info.Raw, "agentVersion") != "18.2.3" || info.ProtocolVersion != 2 {
 			t.Fatalf("Info: %s, %v", info.Raw, err)
 		}
-		for _, a := range info.Argv {
-			if a == "--extension" {
-				t.Errorf("no bridge on omp: %v", info.Argv)
-			}
+		// Only this test's extension: host tools are native on omp, no bridge.
+		if n := strings.Count(strings.Join(info.Argv, " "), "--extension"); n != 1 || jget(t, info.Raw, "bridgeLoaded") != false {
+			t.Errorf("no bridge on omp: %v %s", info.Argv, info.Raw)
 		}
 	})
 
@@ -597,6 +605,11 @@ func TestRealOmp(t *testing.T) {
 		if text(tr.AssistantText) != "sum is 5" {
 			t.Errorf("assistant text %q", text(tr.AssistantText))
 		}
+	})
+
+	t.Run("QuietCommand", func(t *testing.T) {
+		// omp acknowledges a command at once and ends it with prompt_result {agentInvoked:false}.
+		realQuietCommand(t, c, w)
 	})
 
 	t.Run("QueuedFollowUp", func(t *testing.T) {

@@ -85,6 +85,19 @@ async function assertFollowUpRunsBeforeIdle(ws, client, rec) {
   assert.equal((await client.getState()).isStreaming, false);
 }
 
+/** An extension command with no work (pi: acknowledged after its handler, no run; omp:
+ * acknowledged at once, ended by prompt_result) completes promptAndWait with agentInvoked
+ * false, leaves the agent idle and never reaches the model. */
+async function assertQuietCommandCompletes(ws, client) {
+  const before = ws.llmRequests().length;
+  const turn = await client.promptAndWait('/quiet', { timeoutMs: GUARD });
+  assert.equal(turn.agentInvoked, false);
+  assert.equal(turn.assistantMessage ?? null, null);
+  assert.equal(ofType(turn.events, 'agent_start').length, 0);
+  await client.waitForIdle({ timeoutMs: GUARD });
+  assert.equal(ws.llmRequests().length, before, 'a command never reaches the model');
+}
+
 /** The idle clock stands still while a host call is open: the turn succeeds. */
 async function assertSilentHostToolOutlastsTheIdleTimeout(client, calls) {
   const turn = await client.promptAndWait('work silently', { timeoutMs: GUARD });
@@ -305,10 +318,7 @@ describe('pi', { skip: piSkip() }, () => {
   });
 
   it('a command that needs no answer completes promptAndWait', async () => {
-    const turn = await client.promptAndWait('/quiet', { timeoutMs: GUARD });
-    assert.equal(turn.agentInvoked, false);
-    assert.equal(turn.assistantMessage ?? null, null);
-    await client.waitForIdle({ timeoutMs: GUARD });
+    await assertQuietCommandCompletes(ws, client);
   });
 
   it('abort during a host tool: the handler is cancelled, the turn ends', async () => {
@@ -361,8 +371,9 @@ describe('omp', { skip: ompSkip() }, () => {
   before(async () => {
     ws = await Workspace.create('omp', [SAY_HELLO, ADD, HANG, STEER, SLOW, FOLLOW, SILENT]);
     calls = hostCalls();
+    const ext = ws.writeFile('ask.mjs', ASK_EXTENSION);
     // loadMode "essential": omp offers the host tools to the model directly.
-    client = await ws.start([], {
+    client = await ws.start(['--extension', ext], {
       hostTools: [
         { name: 'host_add', description: 'Add two numbers', parameters: ADD_SCHEMA, loadMode: 'essential', handler: calls.add },
         silentHostTool(silentCalls, { loadMode: 'essential' }),
@@ -387,7 +398,10 @@ describe('omp', { skip: ompSkip() }, () => {
   });
 
   it('a native host tool', async () => {
-    assert.ok(!client.info().argv.includes('--extension'), 'no bridge on omp');
+    // Only this test's extension: host tools are native on omp, no bridge.
+    const info = client.info();
+    assert.equal(info.argv.filter((a) => a === '--extension').length, 1, 'no bridge on omp');
+    assert.equal(info.bridgeLoaded, false);
     const mark = rec.mark();
     const turn = await client.promptAndWait('add numbers', { timeoutMs: GUARD });
     assert.deepEqual(calls.addArgs, [{ a: 2, b: 3 }]);
@@ -397,6 +411,10 @@ describe('omp', { skip: ompSkip() }, () => {
     assert.deepEqual([end.toolName, end.isError, textOf(end.result)], ['host_add', false, '5']);
     assert.equal(turn.assistantText, 'sum is 5');
     assert.ok(toolNames(ws.llmRequests().at(-2)).includes('host_add'));
+  });
+
+  it('a command that needs no answer completes promptAndWait (prompt_result)', async () => {
+    await assertQuietCommandCompletes(ws, client);
   });
 
   it('steer then abort: waitForIdle waits for the run omp starts for the steer', async () => {
