@@ -1,12 +1,18 @@
 /*
  * The real pi 0.73.1 and omp 18.2.3 through the C API, offline, with omprpc-fake-llm as the
- * model (the scenarios of tests/real_pi.rs and tests/real_omp.rs, short): start, a text turn,
- * a host tool answered from this program's event loop (pi: through the tool bridge; omp: its
- * own host tools, loadMode "essential"), close leaving no process. And the activity model
- * (src/client/lifecycle.rs): a queued follow_up runs before the agent is idle; steer then
- * abort a hanging stream (pi parks the steer, omp runs it by itself before it is idle); pi: an
- * extension command with no work, and a bridged host tool silent for longer than
- * turn_idle_timeout_ms.
+ * model (the scenarios of tests/real_pi.rs and tests/real_omp.rs: pi's full set, omp's short
+ * set — Python runs omp's full set). Both: start, a text turn, a host tool answered from this
+ * program's event loop (pi: through the tool bridge; omp: its own host tools, loadMode
+ * "essential"), close leaving no process. And the activity model (src/client/lifecycle.rs): a
+ * queued follow_up runs before the agent is idle; steer then abort a hanging stream (pi parks
+ * the steer, omp runs it by itself before it is idle); an extension command with no work
+ * completes without a run; a host tool silent for longer than turn_idle_timeout_ms.
+ * pi also: its native bash tool; an extension command asking the UI (input, then notify)
+ * answered from here; abort while this program holds a
+ * bridged host call (host_tool_cancel, a late result refused); 3 MB of bash output
+ * (truncated, the full output in a file); the policy gate blocking its bash, by the
+ * library's rules and by this program's verdict (policy_eval). omp also: the compaction
+ * handoff.
  *
  * Not a test_*.c program (those run in shared, ASan, valgrind and TSan modes): `make
  * c-real-agents` runs it once. Environment (the Makefile's REAL_AGENT_ENV): OMPRPC_FAKE_LLM,
@@ -30,10 +36,10 @@
 /* --- the workspace ------------------------------------------------------------------- */
 
 /* One test's throw-away directories (HOME, the agent directory with the provider file, the
- * working directory) and its fake LLM. */
+ * working directory, TMPDIR: pi keeps a long bash output there) and its fake LLM. */
 typedef struct {
     const char *agent; /* "pi" or "omp" */
-    char root[256], home[300], agent_dir[300], work[300], llm_log[300];
+    char root[256], home[300], agent_dir[300], work[300], tmp[300], llm_log[300];
     pid_t llm_pid;
     int llm_stdin, llm_stdout;
     int port;
@@ -129,9 +135,11 @@ static int ws_new(workspace *w, const char *agent, const char *llm, const char *
     snprintf(w->home, sizeof w->home, "%s/home", w->root);
     snprintf(w->agent_dir, sizeof w->agent_dir, "%s/agent", w->root);
     snprintf(w->work, sizeof w->work, "%s/work", w->root);
+    snprintf(w->tmp, sizeof w->tmp, "%s/tmp", w->root);
     snprintf(w->llm_log, sizeof w->llm_log, "%s/llm-requests.jsonl", w->root);
     snprintf(path, sizeof path, "%s/llm-script.json", w->root);
-    if (mkdir(w->home, 0700) || mkdir(w->agent_dir, 0700) || mkdir(w->work, 0700) || !write_text(path, script)) {
+    if (mkdir(w->home, 0700) || mkdir(w->agent_dir, 0700) || mkdir(w->work, 0700) || mkdir(w->tmp, 0700) ||
+        !write_text(path, script)) {
         h_fail(__FILE__, __LINE__, "creating the workspace %s: %s", w->root, strerror(errno));
         return 0;
     }
@@ -155,27 +163,34 @@ static int ws_new(workspace *w, const char *agent, const char *llm, const char *
 
 /* Start options: pi `node <cli> --mode rpc --no-session --offline --model fake/fake-model`,
  * omp `<bun> <cli> --mode rpc --no-session --no-title --model fake/fake-model`, then `args`
- * (JSON strings joined by commas, or NULL); the workspace's environment (HOME,
+ * (JSON strings joined by commas, or NULL); the workspace's environment (HOME, TMPDIR,
  * PI_CODING_AGENT_DIR, PATH, and PI_OFFLINE=1 for pi) and working directory; `extra`: more
- * members (or NULL). Free with free(). */
+ * members (or NULL). Free with free(); NULL (and a failure) when out of memory. */
 static char *ws_options(const workspace *w, const char *launcher0, const char *cli, const char *args,
                         const char *extra) {
     const char *path = getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin";
     int pi = !strcmp(w->agent, "pi");
     char *q_l0 = json_quote(launcher0), *q_cli = json_quote(cli), *q_home = json_quote(w->home),
-         *q_dir = json_quote(w->agent_dir), *q_path = json_quote(path), *q_work = json_quote(w->work);
-    size_t n = strlen(q_l0) + strlen(q_cli) + strlen(q_home) + strlen(q_dir) + strlen(q_path) + strlen(q_work) +
-               (extra ? strlen(extra) : 0) + (args ? strlen(args) : 0) + 512;
-    char *out = (char *)malloc(n);
-    snprintf(out, n,
-             "{\"command\":[%s,%s,\"--mode\",\"rpc\",\"--no-session\",\"%s\",\"--model\",\"fake/fake-model\"%s%s],"
-             "\"flavor\":\"%s\",\"cwd\":%s,\"env\":{\"HOME\":%s,\"PI_CODING_AGENT_DIR\":%s,\"PATH\":%s%s},"
-             "\"startup_timeout_ms\":%d,\"request_timeout_ms\":60000,\"stop_grace_ms\":5000%s%s}",
-             q_l0, q_cli, pi ? "--offline" : "--no-title", args ? "," : "", args ? args : "", w->agent, q_work, q_home, q_dir, q_path,
-             pi ? ",\"PI_OFFLINE\":\"1\"" : "", REAL_WAIT_MS, extra ? "," : "", extra ? extra : "");
+         *q_tmp = json_quote(w->tmp), *q_dir = json_quote(w->agent_dir), *q_path = json_quote(path),
+         *q_work = json_quote(w->work), *out = NULL;
+    if (q_l0 && q_cli && q_home && q_tmp && q_dir && q_path && q_work) {
+        size_t n = strlen(q_l0) + strlen(q_cli) + strlen(q_home) + strlen(q_tmp) + strlen(q_dir) + strlen(q_path) +
+                   strlen(q_work) + (extra ? strlen(extra) : 0) + (args ? strlen(args) : 0) + 512;
+        out = (char *)malloc(n);
+        if (out)
+            snprintf(out, n,
+                     "{\"command\":[%s,%s,\"--mode\",\"rpc\",\"--no-session\",\"%s\",\"--model\",\"fake/fake-model\"%s%s],"
+                     "\"flavor\":\"%s\",\"cwd\":%s,\"env\":{\"HOME\":%s,\"TMPDIR\":%s,\"PI_CODING_AGENT_DIR\":%s,"
+                     "\"PATH\":%s%s},\"startup_timeout_ms\":%d,\"request_timeout_ms\":60000,\"stop_grace_ms\":5000%s%s}",
+                     q_l0, q_cli, pi ? "--offline" : "--no-title", args ? "," : "", args ? args : "", w->agent, q_work,
+                     q_home, q_tmp, q_dir, q_path, pi ? ",\"PI_OFFLINE\":\"1\"" : "", REAL_WAIT_MS, extra ? "," : "",
+                     extra ? extra : "");
+    }
+    if (!out) h_fail(__FILE__, __LINE__, "out of memory");
     free(q_l0);
     free(q_cli);
     free(q_home);
+    free(q_tmp);
     free(q_dir);
     free(q_path);
     free(q_work);
@@ -184,26 +199,63 @@ static char *ws_options(const workspace *w, const char *launcher0, const char *c
 
 /* --- the scenarios -------------------------------------------------------------------- */
 
-#define SCRIPT                                                                                          \
-    "[{\"match\":\"say hello\",\"replies\":[{\"text\":\"Hello from the fake model\"}]},"                \
+/* The rules both agents' fake LLMs know (first match on the last user message wins). */
+#define COMMON_RULES                                                                                    \
+    "{\"match\":\"say hello\",\"replies\":[{\"text\":\"Hello from the fake model\"}]},"                \
     "{\"match\":\"add numbers\",\"replies\":[{\"tool_call\":{\"name\":\"host_add\",\"arguments\":{\"a\":2,\"b\":3}}}," \
     "{\"text\":\"sum is {{last_tool_result}}\"}]},"                                                    \
     "{\"match\":\"hang\",\"replies\":[{\"text\":\"thinking about it\",\"hang\":true}]},"                 \
     "{\"match\":\"steer me\",\"replies\":[{\"text\":\"steered ok\"}]},"                                  \
     "{\"match\":\"slow\",\"replies\":[{\"text\":\"one two three four\",\"chunk_delay_ms\":250}]},"       \
     "{\"match\":\"follow me\",\"replies\":[{\"text\":\"followed ok\"}]},"                           \
-    "{\"match\":\"big\",\"replies\":[{\"text\":\"got it\"}]}]"
+    "{\"match\":\"big\",\"replies\":[{\"text\":\"got it\"}]}"
 
-/* pi: an extension command that does nothing (no run, no model call). */
-#define QUIET_EXTENSION                                                                                 \
+#define SCRIPT "[" COMMON_RULES "]"
+
+/* pi's own scenarios: its bash tool (a short command, one the gate blocks, two calls for the
+ * host's verdicts, 3 MB of output) and the bridged host_wait. First, so that "big output"
+ * wins over the common "big". */
+#define PI_SCRIPT                                                                                       \
+    "[{\"match\":\"run bash\",\"replies\":[{\"text\":\"Running it. \",\"tool_call\":{\"name\":\"bash\","   \
+    "\"arguments\":{\"command\":\"echo hi-from-bash\"}}},{\"text\":\"done: {{last_tool_result}}\"}]},"    \
+    "{\"match\":\"run forbidden\",\"replies\":[{\"tool_call\":{\"name\":\"bash\",\"arguments\":"          \
+    "{\"command\":\"touch ran-forbidden\"}}},{\"text\":\"after: {{last_tool_result}}\"}]},"              \
+    "{\"match\":\"two calls\",\"replies\":[{\"tool_calls\":[{\"name\":\"bash\",\"arguments\":"            \
+    "{\"command\":\"touch ran-first\"}},{\"name\":\"bash\",\"arguments\":{\"command\":\"echo second-ran\"}}]}," \
+    "{\"text\":\"finished\"}]},"                                                                         \
+    "{\"match\":\"wait for the host\",\"replies\":[{\"tool_call\":{\"name\":\"host_wait\",\"arguments\":{}}}," \
+    "{\"text\":\"no\"}]},"                                                                               \
+    "{\"match\":\"big output\",\"replies\":[{\"tool_call\":{\"name\":\"bash\",\"arguments\":"             \
+    "{\"command\":\"head -c 3000000 /dev/zero | tr '\\\\0' x\"}}},{\"text\":\"big done\"}]},"             \
+    COMMON_RULES "]"
+
+/* Both agents load it: an extension command that asks the UI for a name, then notifies; and
+ * one that does nothing (no run, no model call). */
+#define ASK_EXTENSION                                                                                   \
     "export default function (pi) {\n"                                                                  \
+    "  pi.registerCommand(\"ask\", {\n"                                                                 \
+    "    description: \"Ask for a name\",\n"                                                            \
+    "    handler: async (args, ctx) => {\n"                                                             \
+    "      const name = await ctx.ui.input(\"Your name?\", \"type it\");\n"                            \
+    "      ctx.ui.notify(`hello ${name}`, \"info\");\n"                                                 \
+    "    },\n"                                                                                          \
+    "  });\n"                                                                                           \
     "  pi.registerCommand(\"quiet\", { description: \"q\", handler: async () => {} });\n"               \
     "}\n"
 
-#define HOST_ADD(load_mode)                                                                             \
-    "\"host_tools\":[{\"name\":\"host_add\",\"description\":\"Add two numbers\"" load_mode ",\"parameters\":" \
+#define HOST_ADD_TOOL(load_mode)                                                                        \
+    "{\"name\":\"host_add\",\"description\":\"Add two numbers\"" load_mode ",\"parameters\":"             \
     "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},\"b\":{\"type\":\"number\"}},"       \
-    "\"required\":[\"a\",\"b\"]}}]"
+    "\"required\":[\"a\",\"b\"]}}"
+#define HOST_ADD(load_mode) "\"host_tools\":[" HOST_ADD_TOOL(load_mode) "]"
+/* pi's main client: host_add, and host_wait, which this program never answers (abort). */
+#define HOST_ADD_AND_WAIT                                                                               \
+    "\"host_tools\":[" HOST_ADD_TOOL("") ",{\"name\":\"host_wait\",\"description\":\"Waits until cancelled\"," \
+    "\"parameters\":{\"type\":\"object\",\"properties\":{}}}]"
+
+/* The library decides: pi's bash is blocked with a reason, everything else allowed. */
+#define POLICY_RULES                                                                                    \
+    "\"tool_policy\":{\"mode\":\"rules\",\"block\":{\"bash\":\"no shell for you\"},\"default\":\"allow\"}"
 
 /* The text parts of `content` joined into buf. */
 static const char *content_text(const jval *content, char *buf, size_t cap) {
@@ -214,6 +266,33 @@ static const char *content_text(const jval *content, char *buf, size_t cap) {
         if (s && strlen(buf) + strlen(s) < cap) strcat(buf, s);
     }
     return buf;
+}
+
+/* The only event of `type` in the turn's events; NULL (and a failure) unless there is one. */
+static const jval *one_event(const jval *turn, const char *type) {
+    int n = h_count_type(jget(turn, "events"), type);
+    if (n != 1) {
+        h_fail(__FILE__, __LINE__, "expected one %s in the turn, got %d", type, n);
+        return NULL;
+    }
+    return h_find_type(jget(turn, "events"), type, 0);
+}
+
+/* How many requests the fake LLM logged (one JSON line each). */
+static int llm_requests(const workspace *w) {
+    FILE *f = fopen(w->llm_log, "r");
+    int ch, n = 0;
+    if (!f) return 0; /* nothing asked yet */
+    while ((ch = fgetc(f)) != EOF)
+        if (ch == '\n') n++;
+    fclose(f);
+    return n;
+}
+
+/* A file's size, -1 when it does not exist. */
+static long long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
 }
 
 /* Takes every event queued now (the turns before leave theirs in the queue). */
@@ -461,10 +540,13 @@ static void omp_steer_then_abort(omprpc_client *c) {
     printf("  steer then abort (steer run): %lld ms\n", (long long)(h_now_ms() - t0));
 }
 
-/* pi: an extension command with no work completes prompt_and_wait without a run. */
-static void pi_quiet_command(omprpc_client *c) {
+/* An extension command with no work completes prompt_and_wait without a run (pi acknowledges
+ * it after its handler; omp at once, then ends it with prompt_result) and never reaches the
+ * model. */
+static void quiet_command(omprpc_client *c, const workspace *w) {
     char *turn = NULL, *err = NULL;
     int64_t t0 = h_now_ms();
+    int before = llm_requests(w);
     if (CHECK_OK(omprpc_client_prompt_and_wait(c, "/quiet", NULL, REAL_WAIT_MS, &turn, &err), err)) {
         jval *t = PARSE(turn);
         CHECKF(jbool(jget(t, "agentInvoked")) == 0, "/quiet turn: %s", turn);
@@ -473,11 +555,13 @@ static void pi_quiet_command(omprpc_client *c) {
         h_strfree(&turn);
     }
     CHECK_OK(omprpc_client_wait_for_idle(c, REAL_WAIT_MS, &err), err);
+    CHECKF(llm_requests(w) == before, "/quiet made %d LLM requests", llm_requests(w) - before);
     printf("  /quiet: %lld ms\n", (long long)(h_now_ms() - t0));
 }
 
-/* The host answers its bridged call after 5 s of silence, longer than turn_idle_timeout_ms
- * (4000): the idle clock stands still while pi waits on the host, the turn succeeds. */
+/* The host answers its call (pi: bridged, omp: native) after 5 s of silence, longer than
+ * turn_idle_timeout_ms (4000): the idle clock stands still while the agent waits on the host,
+ * the turn succeeds. */
 static void *silent_host_thread(void *arg) {
     omprpc_client *c = (omprpc_client *)arg;
     char *err = NULL;
@@ -492,7 +576,7 @@ static void *silent_host_thread(void *arg) {
     return NULL;
 }
 
-static void pi_silent_host_tool(omprpc_client *c) {
+static void silent_host_tool(omprpc_client *c) {
     pthread_t th;
     waited_turn t;
     jval *turn;
@@ -506,7 +590,301 @@ static void pi_silent_host_tool(omprpc_client *c) {
         CHECK_STR(jpath_str(turn, "assistantText"), "sum is 5");
         json_free(turn);
     }
-    printf("  silent bridged host tool (5 s, idle timeout 4 s): %lld ms\n", (long long)(h_now_ms() - t0));
+    printf("  silent host tool (5 s, idle timeout 4 s): %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
+/* --- pi's own scenarios ----------------------------------------------------------------- */
+
+/* pi's native bash tool: one start and one end with the same call id, the command's output as
+ * the result, the model's reply quoting it. */
+static void pi_bash_tool(omprpc_client *c) {
+    static const char *const roles[] = {"user", "assistant", "toolResult", "assistant"};
+    char *turn = NULL, *err = NULL, buf[256];
+    int64_t t0 = h_now_ms();
+    const jval *start, *end, *msgs;
+    jval *t;
+    size_t i;
+    if (!CHECK_OK(omprpc_client_prompt_and_wait(c, "please run bash", NULL, REAL_WAIT_MS, &turn, &err), err)) return;
+    t = PARSE(turn);
+    start = one_event(t, "tool_execution_start");
+    end = one_event(t, "tool_execution_end");
+    if (start && end) {
+        CHECK_STR(jpath_str(start, "toolName"), "bash");
+        CHECK(jlen(jget(start, "args")) == 1);
+        CHECK_STR(jpath_str(start, "args.command"), "echo hi-from-bash");
+        CHECK(jpath_str(start, "toolCallId") != NULL);
+        CHECK_STR(jpath_str(end, "toolCallId"), jpath_str(start, "toolCallId"));
+        CHECK(jbool(jget(end, "isError")) == 0);
+        CHECK_STR(content_text(jpath(end, "result.content"), buf, sizeof buf), "hi-from-bash\n");
+    }
+    CHECK_STR(jpath_str(t, "assistantText"), "done: hi-from-bash\n");
+    msgs = jget(t, "messages");
+    CHECKF(jlen(msgs) == 4, "%zu messages in the bash turn", jlen(msgs));
+    for (i = 0; i < 4 && i < jlen(msgs); i++) CHECK_STR(jpath_str(jat(msgs, i), "role"), roles[i]);
+    json_free(t);
+    h_strfree(&turn);
+    printf("  native bash tool: %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
+/* prompt (only the acknowledgement) on a thread of its own: pi acknowledges "/ask" only once
+ * the command's handler is done, i.e. after this program answered its UI request. */
+typedef struct {
+    omprpc_client *c;
+    const char *message;
+    omprpc_status st;
+    char *id, *err;
+    int done;
+    pthread_mutex_t lock;
+    pthread_t th;
+} acked_prompt;
+
+static void *acked_prompt_thread(void *arg) {
+    acked_prompt *p = (acked_prompt *)arg;
+    omprpc_status st = omprpc_client_prompt(p->c, p->message, NULL, REAL_WAIT_MS, &p->id, &p->err);
+    pthread_mutex_lock(&p->lock);
+    p->st = st;
+    p->done = 1;
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+static void acked_prompt_start(acked_prompt *p, omprpc_client *c, const char *message) {
+    memset(p, 0, sizeof *p);
+    p->c = c;
+    p->message = message;
+    p->st = OMPRPC_STATUS_PANIC;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_create(&p->th, NULL, acked_prompt_thread, p);
+}
+
+static int acked_prompt_done(acked_prompt *p) {
+    int done;
+    pthread_mutex_lock(&p->lock);
+    done = p->done;
+    pthread_mutex_unlock(&p->lock);
+    return done;
+}
+
+/* Joins the thread; 1 when the prompt was acknowledged (a failure otherwise). */
+static int acked_prompt_join(acked_prompt *p) {
+    int ok;
+    pthread_join(p->th, NULL);
+    pthread_mutex_destroy(&p->lock);
+    ok = CHECK_OK(p->st, p->err);
+    h_strfree(&p->id);
+    return ok;
+}
+
+/* Takes events until the extension's fire-and-forget notify (an event, not a UI request to
+ * answer); NULL after REAL_WAIT_MS. */
+static jval *wait_notify(omprpc_client *c) {
+    int64_t deadline = h_now_ms() + REAL_WAIT_MS;
+    for (;;) {
+        int64_t left = deadline - h_now_ms();
+        jval *v = h_wait_event(c, "extension_ui_request", left > 0 ? left : 0);
+        if (!v || (jpath_str(v, "method") && !strcmp(jpath_str(v, "method"), "notify"))) return v;
+        json_free(v);
+    }
+}
+
+/* "/ask": the extension asks for a name (an input UI request this program answers), then
+ * notifies. A command runs no agent loop and never reaches the model. */
+static void pi_ui_dialog(omprpc_client *c, const workspace *w) {
+    char *req_text = NULL, *err = NULL;
+    int before = llm_requests(w);
+    int64_t t0 = h_now_ms();
+    acked_prompt p;
+    jval *req = NULL, *note;
+    drain_events(c);
+    acked_prompt_start(&p, c, "/ask");
+    if (CHECK_OK(omprpc_client_next_ui_request(c, REAL_WAIT_MS, &req_text, &err), err)) {
+        req = PARSE(req_text);
+        h_strfree(&req_text);
+    }
+    if (req) {
+        CHECK_STR(jpath_str(req, "method"), "input");
+        CHECK_STR(jpath_str(req, "title"), "Your name?");
+        CHECK_STR(jpath_str(req, "placeholder"), "type it");
+        h_sleep_ms(300); /* the scenario: pi must still be waiting for the answer */
+        CHECKF(!acked_prompt_done(&p), "pi acknowledged /ask before its UI request was answered");
+        CHECK_OK(omprpc_client_ui_send_value(c, jpath_str(req, "id"), "Alice", &err), err);
+        json_free(req);
+    }
+    if (!acked_prompt_join(&p)) return;
+    note = wait_notify(c);
+    CHECKF(note != NULL, "no notify from /ask");
+    if (note) {
+        CHECK_STR(jpath_str(note, "message"), "hello Alice");
+        CHECK_STR(jpath_str(note, "notifyType"), "info");
+        json_free(note);
+    }
+    /* The notify is not a request to answer: none is waiting. */
+    CHECK_STATUS(omprpc_client_next_ui_request(c, 0, &req_text, &err), OMPRPC_STATUS_TIMEOUT, err);
+    h_strfree(&req_text);
+    h_strfree(&err);
+    CHECK_OK(omprpc_client_wait_for_idle(c, REAL_WAIT_MS, &err), err);
+    CHECKF(llm_requests(w) == before, "/ask reached the model: %d requests, %d before", llm_requests(w), before);
+    printf("  UI dialog (/ask): %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
+/* The model calls host_wait; this program holds the call and aborts: pi's AbortSignal reaches
+ * it as host_tool_cancel, the tool ends "cancelled", the run ends aborted without asking the
+ * model again, and the late answer is refused (CANCELLED). */
+static void pi_abort_during_host_tool(omprpc_client *c, const workspace *w) {
+    char *err = NULL, buf[256];
+    int before = llm_requests(w);
+    int64_t t0 = h_now_ms();
+    waited_turn t;
+    jval *call, *cancel = NULL, *turn;
+    const char *call_id;
+    drain_events(c);
+    waited_turn_start(&t, c, "wait for the host");
+    call = h_wait_event(c, "host_tool_call", REAL_WAIT_MS);
+    call_id = jpath_str(call, "id");
+    CHECKF(call_id != NULL, "no host_tool_call for host_wait");
+    CHECK_STR(jpath_str(call, "toolName"), "host_wait");
+    CHECK_OK(omprpc_client_abort(c, REAL_WAIT_MS, &err), err); /* the call stays unanswered */
+    if (call_id) {
+        cancel = h_wait_event(c, "host_tool_cancel", REAL_WAIT_MS);
+        CHECKF(cancel != NULL, "no host_tool_cancel after the abort");
+        CHECK_STR(jpath_str(cancel, "targetId"), call_id);
+    }
+    turn = waited_turn_join(&t, c);
+    if (turn) {
+        const jval *end = one_event(turn, "tool_execution_end");
+        if (end) {
+            CHECK_STR(jpath_str(end, "toolName"), "host_wait");
+            CHECK(jbool(jget(end, "isError")) == 1);
+            CHECK_STR(content_text(jpath(end, "result.content"), buf, sizeof buf), "cancelled");
+        }
+        CHECK_STR(jpath_str(turn, "assistantMessage.stopReason"), "aborted");
+        json_free(turn);
+    }
+    CHECKF(llm_requests(w) == before + 1, "the aborted run asked the model %d times", llm_requests(w) - before);
+    if (call_id) {
+        CHECK_STATUS(omprpc_client_host_tool_result(c, call_id, "\"too late\"", false, &err), OMPRPC_STATUS_CANCELLED,
+                     err);
+        h_strfree(&err);
+    }
+    CHECK_OK(omprpc_client_wait_for_idle(c, REAL_WAIT_MS, &err), err);
+    json_free(cancel);
+    json_free(call);
+    printf("  abort during a bridged host tool: %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
+/* bash writes 3 MB: pi sends the model (and the event) a cut of it and keeps the whole
+ * output in a file under TMPDIR; the library takes the large lines without a protocol error. */
+static void pi_big_tool_output(omprpc_client *c, const workspace *w) {
+    char *turn = NULL, *err = NULL, *errors = NULL;
+    int64_t t0 = h_now_ms();
+    const jval *end;
+    jval *t;
+    if (!CHECK_OK(omprpc_client_prompt_and_wait(c, "big output please", NULL, REAL_WAIT_MS, &turn, &err), err)) return;
+    t = PARSE(turn);
+    end = one_event(t, "tool_execution_end");
+    if (end) {
+        const jval *content = jpath(end, "result.content");
+        const char *text = jpath_str(content, "0.text"), *full = jpath_str(end, "result.details.fullOutputPath");
+        size_t i, total = 0, line = text ? strcspn(text, "\n") : 0, xs = text ? strspn(text, "x") : 0;
+        int is_num = 0;
+        for (i = 0; i < jlen(content); i++)
+            if (jstr(jget(jat(content, i), "text"))) total += jget(jat(content, i), "text")->str_len;
+        CHECK_STR(jpath_str(end, "toolName"), "bash");
+        CHECK(jbool(jget(end, "isError")) == 0);
+        CHECKF(line > 0 && xs == line && total > 50000, "the result: %zu bytes, its first line %zu bytes (%zu 'x'): %.80s",
+               total, line, xs, text ? text : "(none)");
+        CHECK(jbool(jpath(end, "result.details.truncation.truncated")) == 1);
+        CHECK(jnum(jpath(end, "result.details.truncation.totalBytes"), &is_num) == 3000000 && is_num);
+        CHECKF(full && !strncmp(full, w->tmp, strlen(w->tmp)) && file_size(full) == 3000000,
+               "fullOutputPath %s: %lld bytes (TMPDIR %s)", full ? full : "(none)", full ? file_size(full) : -1LL, w->tmp);
+    }
+    CHECK_STR(jpath_str(t, "assistantText"), "big done");
+    json_free(t);
+    h_strfree(&turn);
+    if (CHECK_OK(omprpc_client_protocol_errors(c, &errors, &err), err)) {
+        CHECK_STR(errors, "[]");
+        h_strfree(&errors);
+    }
+    printf("  3 MB of tool output: %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
+/* The policy gate by the library's rules (POLICY_RULES): pi's bash is blocked before it runs,
+ * the model reads the reason, a tool_blocked event says so. No host round trip. */
+static void pi_policy_rules(omprpc_client *c, const workspace *w) {
+    char *turn = NULL, *err = NULL, buf[256], path[400];
+    int64_t t0 = h_now_ms();
+    const jval *end;
+    jval *t, *blocked;
+    drain_events(c);
+    if (!CHECK_OK(omprpc_client_prompt_and_wait(c, "run forbidden", NULL, REAL_WAIT_MS, &turn, &err), err)) return;
+    t = PARSE(turn);
+    end = one_event(t, "tool_execution_end");
+    if (end) {
+        CHECK_STR(jpath_str(end, "toolName"), "bash");
+        CHECK(jbool(jget(end, "isError")) == 1);
+        CHECK_STR(content_text(jpath(end, "result.content"), buf, sizeof buf), "no shell for you");
+    }
+    CHECK_STR(jpath_str(t, "assistantText"), "after: no shell for you");
+    json_free(t);
+    h_strfree(&turn);
+    snprintf(path, sizeof path, "%s/ran-forbidden", w->work);
+    CHECKF(file_size(path) < 0, "the blocked command ran: %s exists", path);
+    blocked = h_wait_event(c, "tool_blocked", REAL_WAIT_MS);
+    CHECKF(blocked != NULL, "no tool_blocked event");
+    if (blocked) {
+        CHECK_STR(jpath_str(blocked, "toolName"), "bash");
+        CHECK_STR(jpath_str(blocked, "reason"), "no shell for you");
+        json_free(blocked);
+    }
+    printf("  policy gate (rules) blocks bash: %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
+/* The policy gate asking this program ({"mode":"host"}): each of the model's two bash calls
+ * raises policy_eval; `touch ran-first` is blocked with a reason, `echo second-ran` allowed. */
+static void pi_policy_host(omprpc_client *c, const workspace *w) {
+    char *err = NULL, buf[256], path[400];
+    int64_t t0 = h_now_ms();
+    int i, blocked = 0, allowed = 0;
+    waited_turn t;
+    jval *turn;
+    drain_events(c);
+    waited_turn_start(&t, c, "two calls");
+    for (i = 0; i < 2; i++) {
+        jval *ev = h_wait_event(c, "policy_eval", REAL_WAIT_MS);
+        const char *cmd = jpath_str(ev, "arguments.command"), *id = jpath_str(ev, "id");
+        if (!ev) {
+            h_fail(__FILE__, __LINE__, "no policy_eval #%d (the gate blocks by itself after its timeout)", i + 1);
+            break;
+        }
+        CHECK_STR(jpath_str(ev, "toolName"), "bash");
+        if (cmd && !strcmp(cmd, "echo second-ran")) {
+            allowed++;
+            CHECK_OK(omprpc_client_policy_verdict(c, id, true, NULL, &err), err);
+        } else {
+            CHECKF(cmd && !strcmp(cmd, "touch ran-first"), "policy_eval for %s", cmd ? cmd : "(no command)");
+            blocked++;
+            CHECK_OK(omprpc_client_policy_verdict(c, id, false, "host says no", &err), err);
+        }
+        json_free(ev);
+    }
+    CHECKF(blocked == 1 && allowed == 1, "policy_eval: %d blocked, %d allowed", blocked, allowed);
+    turn = waited_turn_join(&t, c);
+    if (turn) {
+        const jval *evs = jget(turn, "events");
+        int ends = h_count_type(evs, "tool_execution_end"), no = 0, ran = 0;
+        for (i = 0; i < ends; i++) {
+            const jval *end = h_find_type(evs, "tool_execution_end", i);
+            const char *text = content_text(jpath(end, "result.content"), buf, sizeof buf);
+            if (jbool(jget(end, "isError")) == 1 && !strcmp(text, "host says no")) no++;
+            if (jbool(jget(end, "isError")) == 0 && !strcmp(text, "second-ran\n")) ran++;
+        }
+        CHECKF(ends == 2 && no == 1 && ran == 1, "%d tool_execution_end: %d blocked by the host, %d ran", ends, no, ran);
+        CHECK_STR(jpath_str(turn, "assistantText"), "finished");
+        json_free(turn);
+    }
+    snprintf(path, sizeof path, "%s/ran-first", w->work);
+    CHECKF(file_size(path) < 0, "the blocked command ran: %s exists", path);
+    printf("  policy gate (host verdicts): %lld ms\n", (long long)(h_now_ms() - t0));
 }
 
 /* omp's compaction handoff: a prompt over the compaction threshold (600 KiB of text against a
@@ -552,6 +930,7 @@ static omprpc_client *start_real(const char *opts, const char *agent) {
     omprpc_client *c = NULL;
     char *err = NULL;
     int64_t t0 = h_now_ms();
+    if (!opts) return NULL; /* ws_options failed (and said so) */
     if (!CHECK_OK(omprpc_client_start(opts, &c, &err), err)) return NULL;
     printf("  %s was ready after %lld ms\n", agent, (long long)(h_now_ms() - t0));
     return c;
@@ -571,56 +950,78 @@ static const char *env_file(const char *name, int *missing) {
     return v;
 }
 
+/* The bridge extension is loaded and its hello was answered (pi awaits it before its first
+ * command; unanswered, start took 10 s more). */
+static void pi_check_bridge(omprpc_client *c) {
+    char *text = NULL, *err = NULL;
+    if (CHECK_OK(omprpc_client_info(c, &text, &err), err)) {
+        jval *v = PARSE(text);
+        CHECK_STR(jpath_str(v, "flavor"), "pi");
+        CHECK_STR(jpath_str(v, "agentVersion"), "0.73.1");
+        CHECK(jbool(jget(v, "bridgeLoaded")) == 1);
+        json_free(v);
+        h_strfree(&text);
+    }
+    if (CHECK_OK(omprpc_client_stderr(c, &text, &err), err)) {
+        CHECKF(!strstr(text, "hello not acknowledged"), "the bridge's hello went unanswered: %s", text);
+        h_strfree(&text);
+    }
+}
+
 static void test_real_pi(void) {
     int missing = 0;
     const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_PI_CLI", &missing);
     workspace w;
     omprpc_client *c;
-    char *opts, *info = NULL, *err = NULL;
+    char *opts, *err = NULL;
     if (missing) {
         printf("  skipped: OMPRPC_FAKE_LLM or OMPRPC_PI_CLI is unset (make c-real-agents sets them)\n");
         return;
     }
     if (!llm || !cli) return;
-    if (ws_new(&w, "pi", llm, SCRIPT)) {
+    if (ws_new(&w, "pi", llm, PI_SCRIPT)) {
         char ext[400], args[600], *q_ext;
-        snprintf(ext, sizeof ext, "%s/quiet.mjs", w.root);
-        CHECK(write_text(ext, QUIET_EXTENSION));
+        snprintf(ext, sizeof ext, "%s/ask.mjs", w.root);
+        CHECK(write_text(ext, ASK_EXTENSION));
         q_ext = json_quote(ext);
-        snprintf(args, sizeof args, "\"--extension\",%s", q_ext);
+        snprintf(args, sizeof args, "\"--extension\",%s", q_ext ? q_ext : "null");
         free(q_ext);
-        opts = ws_options(&w, "node", cli, args, HOST_ADD(""));
+        /* The main client: the extension, host_add and host_wait bridged. */
+        opts = ws_options(&w, "node", cli, args, HOST_ADD_AND_WAIT);
         c = start_real(opts, "pi");
         free(opts);
         if (c) {
-            if (CHECK_OK(omprpc_client_info(c, &info, &err), err)) {
-                jval *v = PARSE(info);
-                CHECK_STR(jpath_str(v, "flavor"), "pi");
-                CHECK_STR(jpath_str(v, "agentVersion"), "0.73.1");
-                CHECK(jbool(jget(v, "bridgeLoaded")) == 1);
-                json_free(v);
-                h_strfree(&info);
-            }
-            /* The bridge extension's hello got its answer (pi awaits it before its first
-             * command; unanswered, start took 10 s more). */
-            if (CHECK_OK(omprpc_client_stderr(c, &info, &err), err)) {
-                CHECKF(!strstr(info, "hello not acknowledged"), "the bridge's hello went unanswered: %s", info);
-                h_strfree(&info);
-            }
+            pi_check_bridge(c);
             text_turn(c);
+            pi_bash_tool(c);
             host_tool_turn(c, 1);
-            pi_quiet_command(c);
+            pi_ui_dialog(c, &w);
+            quiet_command(c, &w);
+            pi_abort_during_host_tool(c, &w);
+            pi_big_tool_output(c, &w);
             queued_follow_up(c);
             pi_steer_then_abort(c); /* last: the parked steer would join the next prompt */
             close_leaves_no_process(c);
             omprpc_client_free(c);
         }
-        /* turn_idle_timeout_ms is a start option: a client of its own (same workspace). */
-        opts = ws_options(&w, "node", cli, NULL, "\"turn_idle_timeout_ms\":4000," HOST_ADD(""));
-        c = start_real(opts, "pi (turn_idle_timeout_ms 4000)");
+        /* Start options: a client of its own (same workspace) with the policy gate's rules and
+         * turn_idle_timeout_ms. */
+        opts = ws_options(&w, "node", cli, NULL, POLICY_RULES ",\"turn_idle_timeout_ms\":4000," HOST_ADD(""));
+        c = start_real(opts, "pi (policy rules, turn_idle_timeout_ms 4000)");
         free(opts);
         if (c) {
-            pi_silent_host_tool(c);
+            pi_policy_rules(c, &w);
+            silent_host_tool(c);
+            CHECK_OK(omprpc_client_close(c, &err), err);
+            omprpc_client_free(c);
+        }
+        /* The gate in host mode, and no host tools: tool_policy alone loads the bridge. */
+        opts = ws_options(&w, "node", cli, NULL, "\"tool_policy\":{\"mode\":\"host\"}");
+        c = start_real(opts, "pi (policy host)");
+        free(opts);
+        if (c) {
+            pi_check_bridge(c);
+            pi_policy_host(c, &w);
             CHECK_OK(omprpc_client_close(c, &err), err);
             omprpc_client_free(c);
         }
@@ -641,21 +1042,36 @@ static void test_real_omp(void) {
     }
     if (!llm || !cli || !bun) return;
     if (ws_new(&w, "omp", llm, SCRIPT)) {
-        /* loadMode "essential": omp offers the host tool to the model directly. */
-        opts = ws_options(&w, bun, cli, NULL, HOST_ADD(",\"loadMode\":\"essential\""));
+        char ext[400], args[600], *q_ext;
+        snprintf(ext, sizeof ext, "%s/ask.mjs", w.root);
+        CHECK(write_text(ext, ASK_EXTENSION));
+        q_ext = json_quote(ext);
+        snprintf(args, sizeof args, "\"--extension\",%s", q_ext ? q_ext : "null");
+        free(q_ext);
+        /* loadMode "essential": omp offers the host tool to the model directly. The idle
+         * timeout (4 s) is shorter than the silent host tool's work; no other turn here is
+         * that quiet. */
+        opts = ws_options(&w, bun, cli, args, "\"turn_idle_timeout_ms\":4000," HOST_ADD(",\"loadMode\":\"essential\""));
         c = start_real(opts, "omp");
         free(opts);
         if (c) {
             if (CHECK_OK(omprpc_client_info(c, &info, &err), err)) {
                 jval *v = PARSE(info);
+                const jval *argv = jget(v, "argv");
+                size_t i, extensions = 0;
+                for (i = 0; i < jlen(argv); i++)
+                    if (jstr(jat(argv, i)) && !strcmp(jstr(jat(argv, i)), "--extension")) extensions++;
                 CHECK_STR(jpath_str(v, "flavor"), "omp");
                 CHECK_STR(jpath_str(v, "agentVersion"), "18.2.3");
-                CHECKF(!strstr(info, "--extension"), "no bridge on omp: %s", info);
+                /* Only this program's extension: host tools are native on omp, no bridge. */
+                CHECKF(extensions == 1 && jbool(jget(v, "bridgeLoaded")) == 0, "no bridge on omp: %s", info);
                 json_free(v);
                 h_strfree(&info);
             }
             text_turn(c);
             host_tool_turn(c, 0);
+            silent_host_tool(c);
+            quiet_command(c, &w);
             queued_follow_up(c);
             omp_steer_then_abort(c);
             omp_compaction_handoff(c);
