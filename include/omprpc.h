@@ -413,6 +413,64 @@ omprpc_status omprpc_client_set_host_uri_schemes(const omprpc_client *client,
                                                  char **out_error);
 
 /**
+ * Registers more host tools (`add_host_tools`, omp protocol 1.1: the list as for
+ * `omprpc_client_set_host_tools`; those registered stay); `out_data_json` receives the agent's
+ * answer. A refusal leaves the library's registry as it was. pi: INVALID_ARGUMENT (its host
+ * tools are fixed at start). Ownership: the caller frees `*out_data_json` with
+ * `omprpc_string_free`. Threads: any thread, concurrently. Statuses: OK, COMMAND_FAILED (an
+ * agent without the command: `Unknown command`), TIMEOUT, INVALID_ARGUMENT, INVALID_JSON,
+ * INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
+ */
+omprpc_status omprpc_client_add_host_tools(const omprpc_client *client,
+                                           const char *tools_json,
+                                           int64_t timeout_ms,
+                                           char **out_data_json,
+                                           char **out_error);
+
+/**
+ * Unregisters host tools by name (`remove_host_tools {toolNames}`, `names_json` a JSON array
+ * of strings); they leave the library's registry once the agent agreed; `out_data_json`
+ * receives the agent's answer. pi: INVALID_ARGUMENT. Ownership: the caller frees `*out_data_json` with `omprpc_string_free`. Threads: any thread,
+ * concurrently. Statuses: OK, COMMAND_FAILED (an agent without the command: `Unknown
+ * command`), TIMEOUT, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close
+ * reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
+ */
+omprpc_status omprpc_client_remove_host_tools(const omprpc_client *client,
+                                              const char *names_json,
+                                              int64_t timeout_ms,
+                                              char **out_data_json,
+                                              char **out_error);
+
+/**
+ * Registers more host URI schemes (`add_host_uri_schemes`, omp protocol 1.1: the list as for
+ * `omprpc_client_set_host_uri_schemes`; a scheme already registered is redefined, the others
+ * stay); `out_data_json` receives the agent's answer. A refusal leaves the library's registry
+ * as it was. Ownership: the caller frees `*out_data_json` with `omprpc_string_free`. Threads: any thread,
+ * concurrently. Statuses: OK, COMMAND_FAILED (an agent without the command: `Unknown
+ * command`), TIMEOUT, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close
+ * reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
+ */
+omprpc_status omprpc_client_add_host_uri_schemes(const omprpc_client *client,
+                                                 const char *schemes_json,
+                                                 int64_t timeout_ms,
+                                                 char **out_data_json,
+                                                 char **out_error);
+
+/**
+ * Unregisters host URI schemes by name (`remove_host_uri_schemes {schemes}`, `schemes_json` a
+ * JSON array of strings); removed from the library's registry once the agent agreed;
+ * `out_data_json` receives the agent's answer. Ownership: the caller frees `*out_data_json` with `omprpc_string_free`. Threads: any thread,
+ * concurrently. Statuses: OK, COMMAND_FAILED (an agent without the command: `Unknown
+ * command`), TIMEOUT, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close
+ * reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
+ */
+omprpc_status omprpc_client_remove_host_uri_schemes(const omprpc_client *client,
+                                                    const char *schemes_json,
+                                                    int64_t timeout_ms,
+                                                    char **out_data_json,
+                                                    char **out_error);
+
+/**
  * Streams a partial result for host tool call `call_id` (`"text"` or `{content,details?}`).
  * NOT_FOUND for an unknown call, CANCELLED if the agent cancelled it.
  * Threads: any thread, concurrently. Statuses: OK, NOT_FOUND, CANCELLED, TIMEOUT (a write that

@@ -68,7 +68,11 @@ impl Status {
 pub struct CommandFailure {
     pub command: String,
     pub error: String,
+    /// The machine code: the frame's `code`, else `errorInfo.code`.
     pub code: Option<String>,
+    /// The frame's `errorInfo` object verbatim (omp's typed errors: `code`, `message`,
+    /// `details`, `retryable`), when it sent one.
+    pub info: Option<Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,10 +98,23 @@ impl Error {
     }
 
     pub fn command_failed(command: &str, error: &str, code: Option<String>) -> Self {
+        Error::command_failure(CommandFailure { command: command.into(), error: error.into(), code, info: None })
+    }
+
+    pub fn command_failure(failure: CommandFailure) -> Self {
         Error {
             status: Status::CommandFailed,
-            message: format!("{command}: {error}"),
-            failure: Some(Box::new(CommandFailure { command: command.into(), error: error.into(), code })),
+            message: format!("{}: {}", failure.command, failure.error),
+            failure: Some(Box::new(failure)),
+        }
+    }
+
+    /// The same failure under another command name (an id-less failure matched to the
+    /// command that was waiting); everything the agent said is kept.
+    pub fn for_command(self, command: &str) -> Self {
+        match self.failure {
+            Some(f) => Error::command_failure(CommandFailure { command: command.into(), ..*f }),
+            None => self,
         }
     }
 
@@ -122,6 +139,9 @@ impl Error {
             v["error"] = json!(f.error);
             if let Some(c) = &f.code {
                 v["errorCode"] = json!(c);
+            }
+            if let Some(info) = &f.info {
+                v["errorInfo"] = info.clone();
             }
         }
         v

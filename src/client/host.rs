@@ -148,6 +148,30 @@ impl HostRegistry {
         self.tools = names.into_iter().collect();
     }
 
+    /// Adds tool names; returns those that were not registered yet (what a refused
+    /// `add_host_tools` takes back with `remove_tools`).
+    pub fn add_tools(&mut self, names: &[String]) -> Vec<String> {
+        names.iter().filter(|n| self.tools.insert((*n).clone())).cloned().collect()
+    }
+
+    pub fn remove_tools(&mut self, names: &[String]) {
+        for n in names {
+            self.tools.remove(n);
+        }
+    }
+
+    /// Checks a list of names (`remove_host_tools`' `toolNames`, `remove_host_uri_schemes`'
+    /// `schemes`): a JSON array of non-empty strings.
+    pub fn check_names(list: &Value, what: &str) -> Result<Vec<String>> {
+        let list = list.as_array().ok_or_else(|| Error::invalid_json(format!("{what} must be a JSON array of strings")))?;
+        list.iter()
+            .map(|n| match n.as_str().map(str::trim) {
+                Some(name) if !name.is_empty() => Ok(name.to_string()),
+                _ => Err(Error::invalid(format!("{what} must be non-empty strings, not {n}"))),
+            })
+            .collect()
+    }
+
     /// Checks a `set_host_uri_schemes` list; returns (scheme, writable) pairs.
     pub fn check_schemes(schemes: &Value) -> Result<Vec<(String, bool)>> {
         let list = schemes.as_array().ok_or_else(|| Error::invalid_json("host URI schemes must be a JSON array"))?;
@@ -163,6 +187,27 @@ impl HostRegistry {
 
     pub fn set_schemes(&mut self, schemes: Vec<(String, bool)>) {
         self.schemes = schemes.into_iter().collect();
+    }
+
+    /// Adds (or redefines) schemes; returns what each one was before (None: new), which a
+    /// refused `add_host_uri_schemes` puts back with `restore_schemes`.
+    pub fn add_schemes(&mut self, schemes: &[(String, bool)]) -> Vec<(String, Option<bool>)> {
+        schemes.iter().map(|(s, w)| (s.clone(), self.schemes.insert(s.clone(), *w))).collect()
+    }
+
+    pub fn restore_schemes(&mut self, before: &[(String, Option<bool>)]) {
+        for (s, w) in before.iter().rev() {
+            match w {
+                Some(w) => self.schemes.insert(s.clone(), *w),
+                None => self.schemes.remove(s),
+            };
+        }
+    }
+
+    pub fn remove_schemes(&mut self, schemes: &[String]) {
+        for s in schemes {
+            self.schemes.remove(&s.to_ascii_lowercase());
+        }
     }
 
     pub fn on_tool_call(&mut self, f: &Map<String, Value>, route: Route) -> Incoming {

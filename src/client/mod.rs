@@ -10,6 +10,7 @@
 pub mod events;
 pub mod host;
 pub mod lifecycle;
+pub mod operations;
 pub mod options;
 pub mod pending;
 pub(crate) mod reader;
@@ -67,6 +68,8 @@ struct State {
     /// The activity probe in flight: it outlives the wait that sent it (a waiter whose
     /// deadline passes leaves the answer to the next), so no answer is ever cut off.
     probe: Option<InflightProbe>,
+    /// Operation ends not yet claimed by the call that waits on them (client::operations).
+    ops: operations::Operations,
 }
 
 /// A `get_state` sent to learn whether the agent is idle (client::lifecycle).
@@ -658,6 +661,7 @@ impl Client {
                 policy: Default::default(),
                 bridge_hello: None,
                 probe: None,
+                ops: operations::Operations::default(),
             }),
             cond: Condvar::new(),
             events: EventQueue::new(opts.event_queue_capacity, opts.event_queue_max_bytes).map_err(io)?,
@@ -831,9 +835,19 @@ impl Client {
         deadline_after(self.shared.opts.turn_timeout)
     }
 
-    /// Any command: returns the response's `data` JSON verbatim (`null` when absent).
+    /// Any command: returns the response's `data` JSON verbatim (`null` when absent). When the
+    /// agent acknowledges it as an operation (omp protocol 1.1, client::operations), waits for
+    /// the operation's end within the same deadline and returns the end's `data` instead.
     pub fn request(&self, ty: &str, params: Option<&Map<String, Value>>, deadline: Deadline) -> Result<String> {
         let data = self.shared.request(ty, params, deadline)?;
+        if operations::waits_for_operation(ty) {
+            if let Some(op) = data.as_deref().and_then(operations::acknowledged_operation) {
+                let how = Wait { began_before: true, idle: None, probe: false };
+                let waiting = format!("Timed out waiting for operation {op} ({ty}) to end");
+                let ended = self.shared.wait_state_since(deadline, &waiting, how, &mut |st| st.ops.take(&op))?;
+                return ended.map(data_text);
+            }
+        }
         Ok(data_text(data))
     }
 
@@ -1019,13 +1033,7 @@ impl Client {
     /// (`set(false)`) when the agent refuses it.
     fn register(&self, command: &str, key: &str, list: Value, deadline: Deadline, set: impl Fn(&mut HostRegistry, bool)) -> Result<String> {
         set(&mut self.shared.state().host, true);
-        let mut p = Map::new();
-        p.insert(key.into(), list);
-        let r = self.shared.request(command, Some(&p), deadline);
-        if r.is_err() {
-            set(&mut self.shared.state().host, false);
-        }
-        Ok(data_text(r?))
+        self.update_registry(command, key, list, deadline, |h| set(h, false))
     }
 
     pub fn set_host_tools(&self, tools: Value, deadline: Deadline) -> Result<String> {
@@ -1038,6 +1046,62 @@ impl Client {
         }
         let names = HostRegistry::check_tools(&tools)?;
         self.register("set_host_tools", "tools", tools, deadline, |h, ok| h.set_tools(if ok { names.clone() } else { Vec::new() }))
+    }
+
+    /// `add_host_tools`: registers more host tools, keeping those registered (omp protocol
+    /// 1.1). The names are known before the request goes out; a refusal takes back the ones
+    /// that were new.
+    pub fn add_host_tools(&self, tools: Value, deadline: Deadline) -> Result<String> {
+        self.refuse_on_pi("add_host_tools")?;
+        let names = HostRegistry::check_tools(&tools)?;
+        let added = self.shared.state().host.add_tools(&names);
+        self.update_registry("add_host_tools", "tools", tools, deadline, |h| h.remove_tools(&added))
+    }
+
+    /// `remove_host_tools {toolNames}`: the names leave the registry once the agent agreed
+    /// (until then it may still call them).
+    pub fn remove_host_tools(&self, names: Value, deadline: Deadline) -> Result<String> {
+        self.refuse_on_pi("remove_host_tools")?;
+        let list = HostRegistry::check_names(&names, "host tool names")?;
+        let r = self.update_registry("remove_host_tools", "toolNames", names, deadline, |_| {})?;
+        self.shared.state().host.remove_tools(&list);
+        Ok(r)
+    }
+
+    /// `add_host_uri_schemes`: more schemes, keeping those registered; a refusal restores
+    /// what was there.
+    pub fn add_host_uri_schemes(&self, schemes: Value, deadline: Deadline) -> Result<String> {
+        let parsed = HostRegistry::check_schemes(&schemes)?;
+        let before = self.shared.state().host.add_schemes(&parsed);
+        self.update_registry("add_host_uri_schemes", "schemes", schemes, deadline, |h| h.restore_schemes(&before))
+    }
+
+    /// `remove_host_uri_schemes {schemes:[names]}`: removed once the agent agreed.
+    pub fn remove_host_uri_schemes(&self, schemes: Value, deadline: Deadline) -> Result<String> {
+        let list = HostRegistry::check_names(&schemes, "host URI schemes")?;
+        let r = self.update_registry("remove_host_uri_schemes", "schemes", schemes, deadline, |_| {})?;
+        self.shared.state().host.remove_schemes(&list);
+        Ok(r)
+    }
+
+    fn refuse_on_pi(&self, command: &str) -> Result<()> {
+        if self.shared.flavor == Flavor::Pi {
+            return Err(Error::invalid(format!(
+                "pi has no {command}: its host tools come from the tool bridge, fixed at start (the start option host_tools)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Sends an incremental registration command; `undo` runs on the registry when it fails.
+    fn update_registry(&self, command: &str, key: &str, list: Value, deadline: Deadline, undo: impl FnOnce(&mut HostRegistry)) -> Result<String> {
+        let mut p = Map::new();
+        p.insert(key.into(), list);
+        let r = self.shared.request(command, Some(&p), deadline);
+        if r.is_err() {
+            undo(&mut self.shared.state().host);
+        }
+        Ok(data_text(r?))
     }
 
     pub fn set_host_uri_schemes(&self, schemes: Value, deadline: Deadline) -> Result<String> {

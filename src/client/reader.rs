@@ -16,7 +16,7 @@ use super::host::{Incoming, Outgoing, Route};
 use super::lifecycle::Mark;
 use super::pending::{Pending, Settled};
 use super::{is_prompt_command, Shared};
-use crate::error::{Error, Status};
+use crate::error::{CommandFailure, Error, Status};
 use crate::protocol::scan::{Fields, Kind};
 use crate::transport::record::Dir;
 use crate::transport::{self, LineSink, PumpEnd};
@@ -273,6 +273,24 @@ impl Router<'_> {
                 self.session_event(line, Mark::Other);
                 self.shared.cond.notify_all();
             }
+            b"operation_end" | b"operation_error" => {
+                // omp protocol 1.1: the end of a long command (client::operations). Queued
+                // first, then filed for the call that waits on it.
+                let ended = f.str(line, "operationId").map(|op| {
+                    let outcome = if ty == b"operation_end" {
+                        Ok(f.raw(line, "data").filter(|d| *d != b"null").map(<[u8]>::to_vec))
+                    } else {
+                        Err(failure_of(f, line, &f.str(line, "command").unwrap_or(Cow::Borrowed("operation"))))
+                    };
+                    (op.into_owned(), outcome)
+                });
+                self.session_event(line, Mark::Other);
+                if let Some((op, outcome)) = ended {
+                    self.flush();
+                    self.shared.state().ops.ended(op, outcome);
+                    self.shared.cond.notify_all();
+                }
+            }
             b"agent_start" => self.session_event(line, Mark::AgentStart),
             b"agent_end" => {
                 let terminal = f.kind(line, "isTerminal") != Some(Kind::False);
@@ -350,7 +368,7 @@ impl Router<'_> {
         };
         let shown = if command.is_empty() { settled.as_ref().map(|(c, _)| c.clone()).unwrap_or_default() } else { command.clone() };
         if let Some(e) = rejected {
-            let e = if command.is_empty() { Error::command_failed(&shown, &e.failure.map(|f| f.error).unwrap_or_default(), None) } else { e };
+            let e = if command.is_empty() { e.for_command(&shown) } else { e };
             let text = e.failure.as_ref().map(|f| f.error.clone()).unwrap_or_default();
             let message = format!(
                 "Received unmatched RPC error response for {shown} (id={}): {text}",
@@ -398,6 +416,27 @@ pub enum Correlation {
     Unmatched { id: Option<String>, command: String, rejected: Option<Error>, settled: Option<(String, Settled)> },
 }
 
+/// The error a failed response or an `operation_error` carries. omp's typed errors add
+/// `errorInfo {code, message, details?, retryable}`: kept verbatim, its code and message
+/// stand in for a missing `code` / `error`.
+fn failure_of(f: &Fields, line: &[u8], command: &str) -> Error {
+    let info = match f.kind(line, "errorInfo") {
+        Some(Kind::Object) => f.raw(line, "errorInfo").and_then(|r| serde_json::from_slice::<Value>(r).ok()),
+        _ => None,
+    };
+    let info_str = |key: &str| info.as_ref().and_then(|i| i[key].as_str()).map(str::to_string);
+    let text = match f.str(line, "error") {
+        Some(e) => e.into_owned(),
+        None => f
+            .raw(line, "error")
+            .map(|r| String::from_utf8_lossy(r).into_owned())
+            .or_else(|| info_str("message"))
+            .unwrap_or_else(|| "unknown error".into()),
+    };
+    let code = f.str(line, "code").map(Cow::into_owned).or_else(|| info_str("code"));
+    Error::command_failure(CommandFailure { command: command.to_string(), error: text, code, info })
+}
+
 /// Matches a scanned `response` frame against the pending table: by id, or for an id-less
 /// failure by the command heuristic (spec §6.3). A matched request is resolved (its caller
 /// gets the reply) and leaves the table. Apart from `pending` this touches no client state,
@@ -405,13 +444,7 @@ pub enum Correlation {
 pub fn correlate(f: &Fields, line: &[u8], pending: &mut Pending) -> Correlation {
     let command = f.str(line, "command").unwrap_or_default().into_owned();
     let success = f.kind(line, "success") == Some(Kind::True);
-    let failure = || {
-        let text = match f.str(line, "error") {
-            Some(e) => e.into_owned(),
-            None => f.raw(line, "error").map(|r| String::from_utf8_lossy(r).into_owned()).unwrap_or_else(|| "unknown error".into()),
-        };
-        Error::command_failed(&command, &text, f.str(line, "code").map(Cow::into_owned))
-    };
+    let failure = || failure_of(f, line, &command);
     let data = || f.raw(line, "data").filter(|d| d != b"null").map(<[u8]>::to_vec);
     let id = match f.get(line, "id") {
         None => None,
@@ -482,6 +515,36 @@ mod tests {
         let got = correlate_line(r#"{"type":"response","command":"bash","success":false,"error":"x"}"#, &mut p);
         assert!(matches!(&got, Correlation::Resolved { target, .. } if target == "req_1"), "{got:?}");
         assert_eq!(slot.wait(None).unwrap().unwrap_err().status, Status::CommandFailed);
+    }
+
+    // omp's typed errors (protocol 1.1): errorInfo is kept verbatim and reaches the error JSON;
+    // its code and message stand in where the frame has no `code` / `error`.
+    #[test]
+    fn typed_errors_keep_error_info() {
+        let mut p = Pending::default();
+        let slot = Slot::new();
+        p.insert("req_1".into(), "cancel_operation", slot.clone()).unwrap();
+        let line = r#"{"type":"response","id":"req_1","command":"cancel_operation","success":false,"error":"Unknown operation: op-9","errorInfo":{"code":"operation_not_found","message":"Unknown operation: op-9","details":{"operationId":"op-9"},"retryable":false}}"#;
+        correlate_line(line, &mut p);
+        let e = slot.wait(None).unwrap().unwrap_err();
+        let v = e.to_value();
+        assert_eq!(v["errorCode"], "operation_not_found");
+        assert_eq!(v["errorInfo"], json!({"code":"operation_not_found","message":"Unknown operation: op-9","details":{"operationId":"op-9"},"retryable":false}));
+        assert_eq!(v["error"], "Unknown operation: op-9");
+        // An id-less failure matched by its command keeps it too; a missing `error` is taken
+        // from errorInfo.message; a top-level `code` wins over errorInfo's.
+        let slot = Slot::new();
+        p.insert("req_2".into(), "ping", slot.clone()).unwrap();
+        correlate_line(r#"{"type":"response","command":"ping","success":false,"code":"top","errorInfo":{"code":"unknown_command","message":"Unknown command: ping","retryable":false}}"#, &mut p);
+        let v = slot.wait(None).unwrap().unwrap_err().to_value();
+        assert_eq!((v["error"].as_str(), v["errorCode"].as_str()), (Some("Unknown command: ping"), Some("top")));
+        assert_eq!(v["errorInfo"]["code"], "unknown_command");
+        // errorInfo that is not an object is not kept.
+        let slot = Slot::new();
+        p.insert("req_3".into(), "bash", slot.clone()).unwrap();
+        correlate_line(r#"{"type":"response","id":"req_3","command":"bash","success":false,"error":"x","errorInfo":"oops"}"#, &mut p);
+        let v = slot.wait(None).unwrap().unwrap_err().to_value();
+        assert!(v.get("errorInfo").is_none() && v.get("errorCode").is_none(), "{v}");
     }
 
     #[test]

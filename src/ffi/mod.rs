@@ -688,6 +688,29 @@ pub unsafe extern "C" fn omprpc_client_set_ui_policy(client: *const omprpc_clien
     })
 }
 
+/// The body of the host registration calls (`set_`/`add_`/`remove_host_tools`, and the
+/// same for URI schemes): a JSON list in, the agent's answer out.
+///
+/// # Safety
+/// `client`, `list_json`, `out_data_json` and `out_error` as each registration export documents.
+unsafe fn registration(
+    client: *const omprpc_client,
+    list_json: *const c_char,
+    what: &str,
+    timeout_ms: i64,
+    out_data_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+    call: fn(&Client, Value, Deadline) -> Result<String>,
+) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_data_json, "out_data_json")?;
+        let list = parse_value(text(list_json, what)?, what)?;
+        *slot = give(call(&c, list, deadline(timeout_ms, c.default_request_deadline())?)?);
+        Ok(())
+    })
+}
+
 /// Registers host tools (`[{name,description,parameters,label?,hidden?,loadMode?}]`, replacing
 /// the set); `out_data_json` receives the agent's answer (`{"toolNames":[…]}`).
 /// Ownership: the caller frees `*out_data_json` with `omprpc_string_free`. Threads: any
@@ -701,13 +724,8 @@ pub unsafe extern "C" fn omprpc_client_set_host_tools(
     out_data_json: *mut *mut c_char,
     out_error: *mut *mut c_char,
 ) -> Status {
-    boundary(client, out_error, || {
-        let c = self::client(client)?;
-        let slot = out(out_data_json, "out_data_json")?;
-        let tools = parse_value(text(tools_json, "tools_json")?, "tools_json")?;
-        *slot = give(c.set_host_tools(tools, deadline(timeout_ms, c.default_request_deadline())?)?);
-        Ok(())
-    })
+    // SAFETY: the caller's pointers, as documented above; checked inside.
+    unsafe { registration(client, tools_json, "tools_json", timeout_ms, out_data_json, out_error, Client::set_host_tools) }
 }
 
 /// Registers host URI schemes (`[{scheme,description?,writable?,immutable?}]`, replacing the
@@ -723,13 +741,82 @@ pub unsafe extern "C" fn omprpc_client_set_host_uri_schemes(
     out_data_json: *mut *mut c_char,
     out_error: *mut *mut c_char,
 ) -> Status {
-    boundary(client, out_error, || {
-        let c = self::client(client)?;
-        let slot = out(out_data_json, "out_data_json")?;
-        let schemes = parse_value(text(schemes_json, "schemes_json")?, "schemes_json")?;
-        *slot = give(c.set_host_uri_schemes(schemes, deadline(timeout_ms, c.default_request_deadline())?)?);
-        Ok(())
-    })
+    // SAFETY: the caller's pointers, as documented above; checked inside.
+    unsafe { registration(client, schemes_json, "schemes_json", timeout_ms, out_data_json, out_error, Client::set_host_uri_schemes) }
+}
+
+/// Registers more host tools (`add_host_tools`, omp protocol 1.1: the list as for
+/// `omprpc_client_set_host_tools`; those registered stay); `out_data_json` receives the agent's
+/// answer. A refusal leaves the library's registry as it was. pi: INVALID_ARGUMENT (its host
+/// tools are fixed at start). Ownership: the caller frees `*out_data_json` with
+/// `omprpc_string_free`. Threads: any thread, concurrently. Statuses: OK, COMMAND_FAILED (an
+/// agent without the command: `Unknown command`), TIMEOUT, INVALID_ARGUMENT, INVALID_JSON,
+/// INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_add_host_tools(
+    client: *const omprpc_client,
+    tools_json: *const c_char,
+    timeout_ms: i64,
+    out_data_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    // SAFETY: the caller's pointers, as documented above; checked inside.
+    unsafe { registration(client, tools_json, "tools_json", timeout_ms, out_data_json, out_error, Client::add_host_tools) }
+}
+
+/// Unregisters host tools by name (`remove_host_tools {toolNames}`, `names_json` a JSON array
+/// of strings); they leave the library's registry once the agent agreed; `out_data_json`
+/// receives the agent's answer. pi: INVALID_ARGUMENT. Ownership: the caller frees `*out_data_json` with `omprpc_string_free`. Threads: any thread,
+/// concurrently. Statuses: OK, COMMAND_FAILED (an agent without the command: `Unknown
+/// command`), TIMEOUT, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close
+/// reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_remove_host_tools(
+    client: *const omprpc_client,
+    names_json: *const c_char,
+    timeout_ms: i64,
+    out_data_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    // SAFETY: the caller's pointers, as documented above; checked inside.
+    unsafe { registration(client, names_json, "names_json", timeout_ms, out_data_json, out_error, Client::remove_host_tools) }
+}
+
+/// Registers more host URI schemes (`add_host_uri_schemes`, omp protocol 1.1: the list as for
+/// `omprpc_client_set_host_uri_schemes`; a scheme already registered is redefined, the others
+/// stay); `out_data_json` receives the agent's answer. A refusal leaves the library's registry
+/// as it was. Ownership: the caller frees `*out_data_json` with `omprpc_string_free`. Threads: any thread,
+/// concurrently. Statuses: OK, COMMAND_FAILED (an agent without the command: `Unknown
+/// command`), TIMEOUT, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close
+/// reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_add_host_uri_schemes(
+    client: *const omprpc_client,
+    schemes_json: *const c_char,
+    timeout_ms: i64,
+    out_data_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    // SAFETY: the caller's pointers, as documented above; checked inside.
+    unsafe { registration(client, schemes_json, "schemes_json", timeout_ms, out_data_json, out_error, Client::add_host_uri_schemes) }
+}
+
+/// Unregisters host URI schemes by name (`remove_host_uri_schemes {schemes}`, `schemes_json` a
+/// JSON array of strings); removed from the library's registry once the agent agreed;
+/// `out_data_json` receives the agent's answer. Ownership: the caller frees `*out_data_json` with `omprpc_string_free`. Threads: any thread,
+/// concurrently. Statuses: OK, COMMAND_FAILED (an agent without the command: `Unknown
+/// command`), TIMEOUT, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close
+/// reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_remove_host_uri_schemes(
+    client: *const omprpc_client,
+    schemes_json: *const c_char,
+    timeout_ms: i64,
+    out_data_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> Status {
+    // SAFETY: the caller's pointers, as documented above; checked inside.
+    unsafe { registration(client, schemes_json, "schemes_json", timeout_ms, out_data_json, out_error, Client::remove_host_uri_schemes) }
 }
 
 /// Streams a partial result for host tool call `call_id` (`"text"` or `{content,details?}`).

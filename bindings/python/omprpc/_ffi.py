@@ -86,6 +86,10 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "omprpc_client_set_ui_policy": (c_int, [c_void_p, c_char_p, _PP]),
     "omprpc_client_set_host_tools": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
     "omprpc_client_set_host_uri_schemes": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_add_host_tools": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_remove_host_tools": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_add_host_uri_schemes": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_remove_host_uri_schemes": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
     "omprpc_client_host_tool_update": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
     "omprpc_client_host_tool_result": (c_int, [c_void_p, c_char_p, c_char_p, c_bool, _PP]),
     "omprpc_client_host_uri_result": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
@@ -207,10 +211,12 @@ def error_from(status: int, err: bytes | None) -> RpcError:
         command = detail.get("command")
         error = detail.get("error")
         code = detail.get("errorCode")
+        info = detail.get("errorInfo")
         exc = RpcCommandError(
             command if isinstance(command, str) else "",
             error if isinstance(error, str) else message,
-            code if isinstance(code, str) else None,
+            info if isinstance(info, dict) else None,
+            code=code if isinstance(code, str) else None,
         )
     elif status == TIMEOUT:
         exc = RpcTimeoutError(message)

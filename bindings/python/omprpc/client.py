@@ -176,6 +176,12 @@ def _ms(timeout: float | None) -> int:
     return max(1, int(round(timeout * 1000)))
 
 
+def _request_ms(timeout: float | None) -> int:
+    """A typed command's ``timeout=``: LIBRARY_DEFAULT → the client's ``request_timeout``,
+    None → no deadline, else seconds."""
+    return _ffi.TIMEOUT_DEFAULT if timeout is LIBRARY_DEFAULT else _ms(timeout)
+
+
 def _loads(data: bytes | None) -> Any:
     return None if data is None else json.loads(data)
 
@@ -1030,15 +1036,18 @@ class _Session:
         with self.calls_lock:
             self.calls[request_id] = cancel
         content = frame.get("content")
+        # omp protocol 1.1: the part of a read asked for ({start, end?, unit}), copied.
+        wanted = frame.get("range")
+        part = dict(wanted) if isinstance(wanted, dict) else None
         if not self.pool.submit(self._run_uri, uri, request_id, url, operation,
-                                content if isinstance(content, str) else "", cancel):
+                                content if isinstance(content, str) else "", part, cancel):
             cancel.set()
 
     def _run_uri(self, uri: HostUri[Any], request_id: str, url: str, operation: object, content: str,
-                 cancel: threading.Event) -> None:
+                 part: dict[str, Any] | None, cancel: threading.Event) -> None:
         try:
             try:
-                context = HostUriContext(url=url, operation=cast(Any, operation), _cancel_event=cancel)
+                context = HostUriContext(url=url, operation=cast(Any, operation), range=part, _cancel_event=cancel)
                 if operation == "write":
                     if uri.write is None:
                         raise RpcError(f'Host URI scheme "{uri.scheme}://" was not registered with a write handler')
@@ -1823,17 +1832,18 @@ class RpcClient:
 
     # -- requests --
 
-    def _request_data(self, command_type: str, payload: Mapping[str, Any] | None = None) -> Any:
+    def _request_data(self, command_type: str, payload: Mapping[str, Any] | None = None, *,
+                      _timeout: float | None = LIBRARY_DEFAULT) -> Any:
         session = self._require()
         params = {k: v for k, v in (payload or {}).items() if v is not None}
         ctype = _ffi.encode(command_type, "command type")
         encoded = _ffi.dumps(params) if params else None
-        data = self._synced(session, lambda: session.handle.call_out(lib.omprpc_client_request, ctype, encoded,
-                                                                     _ffi.TIMEOUT_DEFAULT))
+        ms = _request_ms(_timeout)
+        data = self._synced(session, lambda: session.handle.call_out(lib.omprpc_client_request, ctype, encoded, ms))
         return _loads(data)
 
-    def _request(self, command_type: str, **payload: Any) -> JsonObject:
-        data = self._request_data(command_type, payload)
+    def _request(self, command_type: str, _timeout: float | None = LIBRARY_DEFAULT, **payload: Any) -> JsonObject:
+        data = self._request_data(command_type, payload, _timeout=_timeout)
         if data is None:
             return {}
         if not isinstance(data, dict):
@@ -1844,101 +1854,109 @@ class RpcClient:
         """Any command; keyword arguments that are None are left out. Returns ``data``."""
         return self._request(command_type, **payload)
 
-    def get_state(self) -> SessionState:
-        return parse_session_state(self._request("get_state"))
+    def get_state(self, *, timeout: float | None = LIBRARY_DEFAULT) -> SessionState:
+        return parse_session_state(self._request("get_state", _timeout=timeout))
 
-    def set_fast_mode(self, enabled: bool) -> FastModeResult:
-        return parse_fast_mode_result(self._request("set_fast_mode", enabled=enabled))
+    def set_fast_mode(self, enabled: bool, *, timeout: float | None = LIBRARY_DEFAULT) -> FastModeResult:
+        return parse_fast_mode_result(self._request("set_fast_mode", _timeout=timeout, enabled=enabled))
 
-    def set_model(self, provider: str, model_id: str) -> ModelInfo:
-        model = parse_model_info(self._request("set_model", provider=provider, modelId=model_id) or None)
+    def set_model(self, provider: str, model_id: str, *, timeout: float | None = LIBRARY_DEFAULT) -> ModelInfo:
+        data = self._request("set_model", _timeout=timeout, provider=provider, modelId=model_id)
+        model = parse_model_info(data or None)
         if model is None:
             raise RpcError("set_model returned an empty payload")
         return model
 
-    def cycle_model(self) -> ModelCycleResult | None:
+    def cycle_model(self, *, timeout: float | None = LIBRARY_DEFAULT) -> ModelCycleResult | None:
         """None when there is no other model (the agent answers null)."""
-        return parse_model_cycle_result(self._request_data("cycle_model"))
+        return parse_model_cycle_result(self._request_data("cycle_model", _timeout=timeout))
 
-    def get_available_models(self) -> tuple[ModelInfo, ...]:
-        models = self._request("get_available_models").get("models")
+    def get_available_models(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[ModelInfo, ...]:
+        models = self._request("get_available_models", _timeout=timeout).get("models")
         if not isinstance(models, list):
             return ()
         return tuple(m for m in (parse_model_info(item) for item in models) if m is not None)
 
-    def set_thinking_level(self, level: ThinkingLevel) -> None:
-        self._request("set_thinking_level", level=level)
+    def set_thinking_level(self, level: ThinkingLevel, *, timeout: float | None = LIBRARY_DEFAULT) -> None:
+        self._request("set_thinking_level", _timeout=timeout, level=level)
 
-    def cycle_thinking_level(self) -> ThinkingLevelCycleResult | None:
-        return parse_thinking_level_cycle_result(self._request_data("cycle_thinking_level"))
+    def cycle_thinking_level(self, *, timeout: float | None = LIBRARY_DEFAULT) -> ThinkingLevelCycleResult | None:
+        return parse_thinking_level_cycle_result(self._request_data("cycle_thinking_level", _timeout=timeout))
 
-    def set_steering_mode(self, mode: SteeringMode) -> None:
-        self._request("set_steering_mode", mode=mode)
+    def set_steering_mode(self, mode: SteeringMode, *, timeout: float | None = LIBRARY_DEFAULT) -> None:
+        self._request("set_steering_mode", _timeout=timeout, mode=mode)
 
-    def set_follow_up_mode(self, mode: SteeringMode) -> None:
-        self._request("set_follow_up_mode", mode=mode)
+    def set_follow_up_mode(self, mode: SteeringMode, *, timeout: float | None = LIBRARY_DEFAULT) -> None:
+        self._request("set_follow_up_mode", _timeout=timeout, mode=mode)
 
-    def set_interrupt_mode(self, mode: InterruptMode) -> None:
-        self._request("set_interrupt_mode", mode=mode)
+    def set_interrupt_mode(self, mode: InterruptMode, *, timeout: float | None = LIBRARY_DEFAULT) -> None:
+        self._request("set_interrupt_mode", _timeout=timeout, mode=mode)
 
-    def compact(self, custom_instructions: str | None = None) -> CompactionResult:
-        return parse_compaction_result(self._request("compact", customInstructions=custom_instructions))
+    def compact(self, custom_instructions: str | None = None,
+                *, timeout: float | None = 600.0) -> CompactionResult:
+        data = self._request("compact", _timeout=timeout, customInstructions=custom_instructions)
+        return parse_compaction_result(data)
 
-    def set_auto_compaction(self, enabled: bool) -> None:
-        self._request("set_auto_compaction", enabled=enabled)
+    def set_auto_compaction(self, enabled: bool, *, timeout: float | None = LIBRARY_DEFAULT) -> None:
+        self._request("set_auto_compaction", _timeout=timeout, enabled=enabled)
 
-    def set_auto_retry(self, enabled: bool) -> None:
-        self._request("set_auto_retry", enabled=enabled)
+    def set_auto_retry(self, enabled: bool, *, timeout: float | None = LIBRARY_DEFAULT) -> None:
+        self._request("set_auto_retry", _timeout=timeout, enabled=enabled)
 
-    def abort_retry(self) -> None:
-        self._request("abort_retry")
+    def abort_retry(self, *, timeout: float | None = LIBRARY_DEFAULT) -> None:
+        self._request("abort_retry", _timeout=timeout)
 
-    def bash(self, command: str) -> BashResult:
-        return parse_bash_result(self._request("bash", command=command))
+    def bash(self, command: str, *, timeout: float | None = LIBRARY_DEFAULT) -> BashResult:
+        return parse_bash_result(self._request("bash", _timeout=timeout, command=command))
 
-    def abort_bash(self) -> None:
-        self._request("abort_bash")
+    def abort_bash(self, *, timeout: float | None = LIBRARY_DEFAULT) -> None:
+        self._request("abort_bash", _timeout=timeout)
 
-    def get_session_stats(self) -> SessionStats:
-        return parse_session_stats(self._request("get_session_stats"))
+    def get_session_stats(self, *, timeout: float | None = LIBRARY_DEFAULT) -> SessionStats:
+        return parse_session_stats(self._request("get_session_stats", _timeout=timeout))
 
-    def export_html(self, output_path: str | Path | None = None) -> Path:
-        payload = self._request("export_html", outputPath=str(output_path) if output_path is not None else None)
+    def export_html(self, output_path: str | Path | None = None, *, timeout: float | None = LIBRARY_DEFAULT) -> Path:
+        payload = self._request("export_html", _timeout=timeout,
+                                outputPath=str(output_path) if output_path is not None else None)
         path = payload.get("path")
         if not isinstance(path, str):
             raise RpcError("export_html response did not include a path")
         return Path(path)
 
-    def new_session(self, parent_session: str | None = None) -> CancellationResult:
-        return parse_cancellation_result(self._request("new_session", parentSession=parent_session))
+    def new_session(self, parent_session: str | None = None,
+                    *, timeout: float | None = LIBRARY_DEFAULT) -> CancellationResult:
+        return parse_cancellation_result(self._request("new_session", _timeout=timeout, parentSession=parent_session))
 
-    def switch_session(self, session_path: str | Path) -> CancellationResult:
-        return parse_cancellation_result(self._request("switch_session", sessionPath=str(session_path)))
+    def switch_session(self, session_path: str | Path,
+                       *, timeout: float | None = LIBRARY_DEFAULT) -> CancellationResult:
+        data = self._request("switch_session", _timeout=timeout, sessionPath=str(session_path))
+        return parse_cancellation_result(data)
 
-    def branch(self, entry_id: str) -> BranchResult:
-        return parse_branch_result(self._request("branch", entryId=entry_id))
+    def branch(self, entry_id: str, *, timeout: float | None = LIBRARY_DEFAULT) -> BranchResult:
+        return parse_branch_result(self._request("branch", _timeout=timeout, entryId=entry_id))
 
-    def get_branch_messages(self) -> tuple[BranchMessage, ...]:
-        return parse_branch_messages(self._request("get_branch_messages"))
+    def get_branch_messages(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[BranchMessage, ...]:
+        return parse_branch_messages(self._request("get_branch_messages", _timeout=timeout))
 
-    def get_last_assistant_text(self) -> str | None:
-        value = self._request("get_last_assistant_text").get("text")
+    def get_last_assistant_text(self, *, timeout: float | None = LIBRARY_DEFAULT) -> str | None:
+        value = self._request("get_last_assistant_text", _timeout=timeout).get("text")
         return value if isinstance(value, str) else None
 
-    def set_session_name(self, name: str) -> None:
-        self._request("set_session_name", name=name)
+    def set_session_name(self, name: str, *, timeout: float | None = LIBRARY_DEFAULT) -> None:
+        self._request("set_session_name", _timeout=timeout, name=name)
 
-    def get_todos(self) -> tuple[TodoPhase, ...]:
-        return self.get_state().todo_phases
+    def get_todos(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[TodoPhase, ...]:
+        return self.get_state(timeout=timeout).todo_phases
 
-    def set_todos(self, todos: Sequence[TodoSeed | TodoPhaseSeed]) -> tuple[TodoPhase, ...]:
+    def set_todos(self, todos: Sequence[TodoSeed | TodoPhaseSeed],
+                  *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[TodoPhase, ...]:
         phases = _normalize_todo_phases(todos)
-        return parse_todo_phases(self._request("set_todos", phases=phases).get("todoPhases"))
+        return parse_todo_phases(self._request("set_todos", _timeout=timeout, phases=phases).get("todoPhases"))
 
-    def clear_todos(self) -> tuple[TodoPhase, ...]:
-        return self.set_todos(())
+    def clear_todos(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[TodoPhase, ...]:
+        return self.set_todos((), timeout=timeout)
 
-    def get_messages(self) -> tuple[AgentMessage, ...]:
+    def get_messages(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[AgentMessage, ...]:
         """The session's messages. Under protocol v2 the pages of ``get_messages_page`` are
         walked (falling back to ``get_messages`` when the session is busy or a cursor goes
         stale); under v1 ``get_messages`` is used."""
@@ -1950,7 +1968,7 @@ class RpcClient:
                 total: int | None = None
                 cursor: str | None = None
                 while True:
-                    page = self.get_messages_page(cursor=cursor, limit=256)
+                    page = self.get_messages_page(cursor=cursor, limit=256, timeout=timeout)
                     if total is not None and page.total_messages != total:
                         raise RpcError("RPC message pagination returned an inconsistent total")
                     total = page.total_messages
@@ -1969,10 +1987,11 @@ class RpcClient:
                     error.code in _MESSAGES_PAGE_FALLBACK_CODES or error.error in _MESSAGES_PAGE_FALLBACK_ERRORS
                 ):
                     raise
-        return parse_agent_messages(self._request("get_messages").get("messages"))
+        return parse_agent_messages(self._request("get_messages", _timeout=timeout).get("messages"))
 
-    def get_messages_page(self, *, cursor: str | None = None, limit: int | None = None) -> MessagesPage:
-        payload = self._request("get_messages_page", cursor=cursor, limit=limit)
+    def get_messages_page(self, *, cursor: str | None = None, limit: int | None = None,
+                          timeout: float | None = LIBRARY_DEFAULT) -> MessagesPage:
+        payload = self._request("get_messages_page", _timeout=timeout, cursor=cursor, limit=limit)
         total = payload.get("totalMessages")
         if not isinstance(total, int) or isinstance(total, bool) or total < 0:
             raise RpcError("get_messages_page response has an invalid totalMessages")
@@ -1983,43 +2002,164 @@ class RpcClient:
             messages=parse_agent_messages(payload.get("messages")), total_messages=total, next_cursor=next_cursor
         )
 
-    def set_custom_tools(self, tools: Sequence[HostTool[Any, Any]]) -> tuple[str, ...]:
-        """Registers host tools (replacing the set). Before start() they are only stored. Tools
-        served through the tool bridge (pi) are fixed at start: RpcError then."""
-        session = self._session
-        if session is not None and session.bridged_tools:
-            raise RpcError("the host tools of a bridged client (pi) are registered at start and cannot be "
-                           "replaced; start a new client with the new custom_tools")
-        self._custom_tools = tuple(tools)
-        if session is None:
-            return tuple(tool.name for tool in self._custom_tools)
-        session.tools = {t.name: t for t in self._custom_tools}
-        wire = _ffi.dumps([t.to_wire() for t in self._custom_tools])
-        data = _loads(self._synced(session, lambda: session.handle.call_out(
-            lib.omprpc_client_set_host_tools, wire, _ffi.TIMEOUT_DEFAULT)))
-        names = data.get("toolNames") if isinstance(data, dict) else None
+    def _register(self, export: Any, wire: Any, key: str, timeout: float | None) -> tuple[str, ...]:
+        """One registration call (set/add/remove host tools or URI schemes) → the names the
+        agent lists in its answer under ``key``."""
+        session = self._require()
+        encoded = _ffi.dumps(wire)
+        ms = _request_ms(timeout)
+        data = _loads(self._synced(session, lambda: session.handle.call_out(export, encoded, ms)))
+        names = data.get(key) if isinstance(data, dict) else None
         if names is None:
             names = []
         if not isinstance(names, list):
-            raise RpcError("set_host_tools response did not include toolNames")
+            raise RpcError(f"the registration response did not include {key}")
         return tuple(str(name) for name in names)
 
-    def set_host_uris(self, host_uris: Sequence[HostUri[Any]]) -> tuple[str, ...]:
+    def _refuse_bridged(self, what: str) -> None:
+        session = self._session
+        if session is not None and session.bridged_tools:
+            raise RpcError(f"the host tools of a bridged client (pi) are registered at start and cannot be {what}; "
+                           "start a new client with the new custom_tools")
+
+    def set_custom_tools(self, tools: Sequence[HostTool[Any, Any]], *,
+                         timeout: float | None = LIBRARY_DEFAULT) -> tuple[str, ...]:
+        """Registers host tools (replacing the set). Before start() they are only stored. Tools
+        served through the tool bridge (pi) are fixed at start: RpcError then."""
+        self._refuse_bridged("replaced")
+        self._custom_tools = tuple(tools)
+        session = self._session
+        if session is None:
+            return tuple(tool.name for tool in self._custom_tools)
+        session.tools = {t.name: t for t in self._custom_tools}
+        return self._register(lib.omprpc_client_set_host_tools, [t.to_wire() for t in self._custom_tools],
+                              "toolNames", timeout)
+
+    def add_custom_tools(self, tools: Sequence[HostTool[Any, Any]], *,
+                         timeout: float | None = LIBRARY_DEFAULT) -> tuple[str, ...]:
+        """Registers more host tools (``add_host_tools``, omp protocol 1.1), keeping those
+        registered; a tool of the same name is replaced in place. Returns every name the agent
+        lists. Handlers serve calls from the moment the request goes out; a refusal (an agent
+        without the command: RpcCommandError) leaves the registrations as they were."""
+        self._refuse_bridged("added to")
+        merged = {t.name: t for t in self._custom_tools}
+        merged.update({t.name: t for t in tools})
+        before, self._custom_tools = self._custom_tools, tuple(merged.values())
+        session = self._session
+        if session is None:
+            return tuple(merged)
+        previous = session.tools
+        session.tools = dict(merged)
+        try:
+            return self._register(lib.omprpc_client_add_host_tools, [t.to_wire() for t in tools], "toolNames", timeout)
+        except BaseException:
+            self._custom_tools, session.tools = before, previous
+            raise
+
+    def remove_custom_tools(self, tool_names: Sequence[str], *,
+                            timeout: float | None = LIBRARY_DEFAULT) -> tuple[str, ...]:
+        """Unregisters host tools by name (``remove_host_tools``); returns the names left."""
+        self._refuse_bridged("removed from")
+        gone = set(tool_names)
+        session = self._session
+        if session is None:
+            self._custom_tools = tuple(t for t in self._custom_tools if t.name not in gone)
+            return tuple(t.name for t in self._custom_tools)
+        names = self._register(lib.omprpc_client_remove_host_tools, list(tool_names), "toolNames", timeout)
+        # Handlers stay until the agent agreed: it may call them until then.
+        self._custom_tools = tuple(t for t in self._custom_tools if t.name not in gone)
+        session.tools = {t.name: t for t in self._custom_tools}
+        return names
+
+    def set_host_uris(self, host_uris: Sequence[HostUri[Any]], *,
+                      timeout: float | None = LIBRARY_DEFAULT) -> tuple[str, ...]:
         """Registers host URI schemes (replacing the set). Before start() only stored."""
         self._host_uris = tuple(host_uris)
         session = self._session
         if session is None:
             return tuple(uri.scheme for uri in self._host_uris)
         session.uris = {u.scheme: u for u in self._host_uris}
-        wire = _ffi.dumps([u.to_wire() for u in self._host_uris])
-        data = _loads(self._synced(session, lambda: session.handle.call_out(
-            lib.omprpc_client_set_host_uri_schemes, wire, _ffi.TIMEOUT_DEFAULT)))
-        schemes = data.get("schemes") if isinstance(data, dict) else None
-        if schemes is None:
-            schemes = []
-        if not isinstance(schemes, list):
-            raise RpcError("set_host_uri_schemes response did not include schemes")
-        return tuple(str(entry) for entry in schemes)
+        return self._register(lib.omprpc_client_set_host_uri_schemes, [u.to_wire() for u in self._host_uris],
+                              "schemes", timeout)
+
+    def add_host_uris(self, host_uris: Sequence[HostUri[Any]], *,
+                      timeout: float | None = LIBRARY_DEFAULT) -> tuple[str, ...]:
+        """Registers more host URI schemes (``add_host_uri_schemes``, omp protocol 1.1), keeping
+        those registered; a refusal leaves them as they were. Returns every scheme listed."""
+        merged = {u.scheme: u for u in self._host_uris}
+        merged.update({u.scheme: u for u in host_uris})
+        before, self._host_uris = self._host_uris, tuple(merged.values())
+        session = self._session
+        if session is None:
+            return tuple(merged)
+        previous = session.uris
+        session.uris = dict(merged)
+        try:
+            return self._register(lib.omprpc_client_add_host_uri_schemes, [u.to_wire() for u in host_uris],
+                                  "schemes", timeout)
+        except BaseException:
+            self._host_uris, session.uris = before, previous
+            raise
+
+    def remove_host_uris(self, schemes: Sequence[str], *,
+                         timeout: float | None = LIBRARY_DEFAULT) -> tuple[str, ...]:
+        """Unregisters host URI schemes (``remove_host_uri_schemes``); returns those left."""
+        gone = {s.strip().lower() for s in schemes}
+        session = self._session
+        if session is None:
+            self._host_uris = tuple(u for u in self._host_uris if u.scheme not in gone)
+            return tuple(u.scheme for u in self._host_uris)
+        names = self._register(lib.omprpc_client_remove_host_uri_schemes, list(schemes), "schemes", timeout)
+        self._host_uris = tuple(u for u in self._host_uris if u.scheme not in gone)
+        session.uris = {u.scheme: u for u in self._host_uris}
+        return names
+
+    # -- omp protocol 1.1 (the omp_rpc surface; agents without it answer "Unknown command") --
+
+    def get_protocol_info(self, *, timeout: float | None = LIBRARY_DEFAULT) -> JsonObject:
+        """The agent's protocol description: ``protocol``, ``server``, ``capabilities``, ``limits`` …"""
+        return self._request("get_protocol_info", _timeout=timeout)
+
+    def cancel_operation(self, operation_id: str, *, timeout: float | None = LIBRARY_DEFAULT) -> JsonObject:
+        """Cancels a running operation (its call then fails with code ``operation_cancelled``);
+        an unknown one: RpcCommandError, code ``operation_not_found``."""
+        return self._request("cancel_operation", _timeout=timeout, operationId=operation_id)
+
+    def get_messages_response(self, *, timeout: float | None = LIBRARY_DEFAULT) -> JsonObject:
+        """``get_messages``' whole ``data``, unparsed."""
+        return self._request("get_messages", _timeout=timeout)
+
+    def get_session_entries(self, *, offset: int | None = None, limit: int | None = None,
+                            entry_types: Sequence[str] | None = None, include_content: bool | None = None,
+                            timeout: float | None = LIBRARY_DEFAULT) -> JsonObject:
+        """A page of the session's entries: ``{entries, total, offset, limit, currentLeafId,
+        nextOffset?}`` as the agent sends it."""
+        return self._request("get_session_entries", _timeout=timeout, offset=offset, limit=limit,
+                             entryTypes=list(entry_types) if entry_types is not None else None,
+                             includeContent=include_content)
+
+    def get_session_tree(self, *, include_entries: bool = False,
+                         timeout: float | None = LIBRARY_DEFAULT) -> JsonObject:
+        """The session's entry tree: ``{root, currentLeafId}``."""
+        return self._request("get_session_tree", _timeout=timeout, includeEntries=include_entries)
+
+    def get_observable_sessions(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[JsonObject, ...]:
+        return self._listed("get_observable_sessions", "sessions", timeout)
+
+    def get_login_providers(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[JsonObject, ...]:
+        return self._listed("get_login_providers", "providers", timeout)
+
+    def login(self, provider_id: str, *, timeout: float | None = 600.0) -> JsonObject:
+        """Logs in to an OAuth provider and returns the operation's result. The agent sends the
+        URL to open as a passive ``open_url`` UI request (an ``on_ui_request`` listener sees
+        it). ``timeout``: for the whole login, 600 s as ``omp_rpc``."""
+        return self._request("login", _timeout=timeout, providerId=provider_id)
+
+    def _listed(self, command: str, key: str, timeout: float | None) -> tuple[JsonObject, ...]:
+        items = self._request(command, _timeout=timeout).get(key)
+        if not isinstance(items, list):
+            raise RpcError(f"{command} response did not include {key}")
+        return tuple(dict(item) for item in items if isinstance(item, dict))
 
     # -- prompts --
 
@@ -2045,24 +2185,27 @@ class RpcClient:
         images: Sequence[ImageContent] | None = None,
         streaming_behavior: StreamingBehavior | None = None,
         content: Sequence[Mapping[str, Any]] | None = None,
+        timeout: float | None = LIBRARY_DEFAULT,
     ) -> str:
-        """Sends ``prompt``; returns its request id once the agent acknowledged it.
-        ``content``: blocks appended to the message (text, images, text files; see
-        :func:`omprpc.prompt_from_content`)."""
+        """Sends ``prompt``; returns its request id once the agent acknowledged it (``timeout``:
+        for the acknowledgement). ``content``: blocks appended to the message (text, images,
+        text files; see :func:`omprpc.prompt_from_content`)."""
         session = self._require()
         encoded = _ffi.encode(message, "message")
         options = self._prompt_options(images, streaming_behavior, content)
-        rid = self._synced(session, lambda: session.handle.call_out(lib.omprpc_client_prompt, encoded, options,
-                                                                    _ffi.TIMEOUT_DEFAULT))
+        ms = _request_ms(timeout)
+        rid = self._synced(session, lambda: session.handle.call_out(lib.omprpc_client_prompt, encoded, options, ms))
         return (rid or b"").decode()
 
     def abort_and_prompt(self, message: str = "", *, images: Sequence[ImageContent] | None = None,
-                         content: Sequence[Mapping[str, Any]] | None = None) -> str:
+                         content: Sequence[Mapping[str, Any]] | None = None,
+                         timeout: float | None = LIBRARY_DEFAULT) -> str:
         session = self._require()
         encoded = _ffi.encode(message, "message")
         options = self._prompt_options(images, None, content)
+        ms = _request_ms(timeout)
         rid = self._synced(session, lambda: session.handle.call_out(lib.omprpc_client_abort_and_prompt, encoded,
-                                                                    options, _ffi.TIMEOUT_DEFAULT))
+                                                                    options, ms))
         return (rid or b"").decode()
 
     @staticmethod
@@ -2083,17 +2226,19 @@ class RpcClient:
         return message, all_images
 
     def steer(self, message: str = "", *, images: Sequence[ImageContent] | None = None,
-              content: Sequence[Mapping[str, Any]] | None = None) -> None:
+              content: Sequence[Mapping[str, Any]] | None = None, timeout: float | None = LIBRARY_DEFAULT) -> None:
         message, all_images = self._with_content(message, images, content)
-        self._request("steer", message=message, images=all_images)
+        self._request("steer", _timeout=timeout, message=message, images=all_images)
 
     def follow_up(self, message: str = "", *, images: Sequence[ImageContent] | None = None,
-                  content: Sequence[Mapping[str, Any]] | None = None) -> None:
+                  content: Sequence[Mapping[str, Any]] | None = None,
+                  timeout: float | None = LIBRARY_DEFAULT) -> JsonObject:
+        """Queues a follow-up; returns the acknowledgement's ``data`` (``{}`` when it has none)."""
         message, all_images = self._with_content(message, images, content)
-        self._request("follow_up", message=message, images=all_images)
+        return self._request("follow_up", _timeout=timeout, message=message, images=all_images)
 
-    def abort(self) -> None:
-        self._request("abort")
+    def abort(self, *, timeout: float | None = LIBRARY_DEFAULT) -> None:
+        self._request("abort", _timeout=timeout)
 
     def _turn_ms(self, timeout: float | None) -> int:
         return _ms(timeout) if timeout is not None else _ffi.TIMEOUT_DEFAULT

@@ -37,17 +37,32 @@ class RpcConcurrencyError(RpcError):
     """A second prompt-lifecycle collector (prompt_and_wait, collect_events, wait_for_idle)."""
 
 
+def _info_fields(info: Mapping[str, Any] | None) -> tuple[str | None, Any, bool | None]:
+    """``code``, ``details`` and ``retryable`` of a typed error's ``errorInfo`` (omp_rpc's rules:
+    all None without one; ``retryable`` False when it is there but says nothing)."""
+    if not info:
+        return None, None, None
+    code = info.get("code")
+    return (str(code) if code is not None else None), info.get("details"), bool(info.get("retryable"))
+
+
 class RpcCommandError(RpcError):
     """The agent answered ``success: false`` (also a late prompt failure).
 
-    ``command`` is the command, ``error`` the agent's text, ``code`` its machine code if any.
+    ``command`` is the command, ``error`` the agent's text. omp's typed errors also carry
+    ``error_info`` (the frame's ``errorInfo`` object), and from it ``code``, ``details`` and
+    ``retryable``. ``code`` falls back to a bare ``code`` member of the response frame (the
+    keyword ``code``) where there is no ``errorInfo``.
     """
 
-    def __init__(self, command: str, error: str, code: str | None = None):
+    def __init__(self, command: str, error: str, error_info: Mapping[str, Any] | None = None, *,
+                 code: str | None = None):
         super().__init__(f"{command}: {error}")
         self.command = command
         self.error = error
-        self.code = code
+        self.error_info: dict[str, Any] | None = dict(error_info) if error_info is not None else None
+        info_code, self.details, self.retryable = _info_fields(error_info)
+        self.code: str | None = info_code if info_code is not None else code
 
 
 class RpcProtocolError(RpcError):
@@ -71,6 +86,12 @@ class RpcProtocolError(RpcError):
         self.command: str | None = command if isinstance(command, str) and command else None
         self.request_id: str | None = request_id if isinstance(request_id, str) else None
         self.remote_error: str | None = error if isinstance(error, str) else None
+        info = payload.get("errorInfo")
+        self.error_info: dict[str, Any] | None = dict(info) if isinstance(info, Mapping) else None
+        self.code: str | None
+        self.details: Any
+        self.retryable: bool | None
+        self.code, self.details, self.retryable = _info_fields(self.error_info)
         if message is None:
             fragments = ["Received unmatched RPC error response"]
             if self.command:

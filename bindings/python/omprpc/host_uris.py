@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Literal, Mapping, TypeVar, Union
+from typing import Any, Callable, Generic, Literal, Mapping, Sequence, TypeVar, Union
 
 from .protocol import JsonObject
 
@@ -15,6 +15,7 @@ TPayload = TypeVar("TPayload")
 __all__ = [
     "HostUri",
     "HostUriContentType",
+    "HostUriTrustClass",
     "HostUriContext",
     "HostUriReadHandler",
     "HostUriReadResult",
@@ -26,6 +27,8 @@ __all__ = [
 
 HostUriContentType: TypeAlias = Literal["text/markdown", "application/json", "text/plain"]
 _CONTENT_TYPES = ("text/markdown", "application/json", "text/plain")
+#: How far the agent may trust what a scheme serves (omp protocol 1.1's ``trustClass``).
+HostUriTrustClass: TypeAlias = Literal["host", "workspace", "user-approved", "untrusted"]
 
 
 class HostUriReadResult(TypedDict, total=False):
@@ -42,7 +45,9 @@ HostUriReadValue: TypeAlias = Union[HostUriReadResult, str, Mapping[str, Any]]
 
 @dataclass(slots=True)
 class HostUriContext:
-    """Passed to URI handlers: the URL, the operation, and cancellation."""
+    """Passed to URI handlers: the URL, the operation, and cancellation. ``range``: the part
+    of the resource asked for (``{"start": int, "end": int?, "unit": "byte"|"line"}``), sent by
+    omp protocol 1.1 for reads of a scheme registered with ``range=True``."""
 
     url: str
     operation: Literal["read", "write"]
@@ -65,15 +70,34 @@ class HostUri(Generic[TPayload]):
     write: HostUriWriteHandler | None = None
     description: str | None = None
     immutable: bool = False
+    trust_class: HostUriTrustClass = "host"
+    default_timeout_ms: int | None = None
+    max_content_bytes: int | None = None
+    content_types: tuple[str, ...] = ()
+    binary: bool = False
+    range: bool = False
 
     @property
     def writable(self) -> bool:
         return self.write is not None
 
     def to_wire(self) -> JsonObject:
-        entry: JsonObject = {"scheme": self.scheme, "writable": self.writable, "immutable": self.immutable}
+        """The scheme's definition as ``omp_rpc`` sends it (omp protocol 1.1 keys; an agent
+        that does not know a key ignores it)."""
+        entry: JsonObject = {"scheme": self.scheme, "writable": self.writable, "immutable": self.immutable,
+                             "trustClass": self.trust_class}
         if self.description is not None:
             entry["description"] = self.description
+        if self.default_timeout_ms is not None:
+            entry["defaultTimeoutMs"] = self.default_timeout_ms
+        if self.max_content_bytes is not None:
+            entry["maxContentBytes"] = self.max_content_bytes
+        if self.content_types:
+            entry["contentTypes"] = list(self.content_types)
+        if self.binary:
+            entry["binary"] = True
+        if self.range:
+            entry["range"] = True
         return entry
 
 
@@ -84,14 +108,22 @@ def host_uri(
     write: HostUriWriteHandler | None = None,
     description: str | None = None,
     immutable: bool = False,
-    **_ignored: Any,
+    trust_class: HostUriTrustClass = "host",
+    default_timeout_ms: int | None = None,
+    max_content_bytes: int | None = None,
+    content_types: Sequence[str] = (),
+    binary: bool = False,
+    range: bool = False,
 ) -> HostUri[None]:
     """Builds a :class:`HostUri`; the scheme is trimmed and lower-cased (empty → ValueError).
-    Extra metadata keywords of later ``omp_rpc`` versions are accepted and ignored."""
+    The metadata (``trust_class`` …) is sent with the definition (omp protocol 1.1)."""
     cleaned = (scheme or "").strip().lower()
     if not cleaned:
         raise ValueError("scheme must be a non-empty string")
-    return HostUri(scheme=cleaned, read=read, write=write, description=description, immutable=immutable)
+    return HostUri(scheme=cleaned, read=read, write=write, description=description, immutable=immutable,
+                   trust_class=trust_class, default_timeout_ms=default_timeout_ms,
+                   max_content_bytes=max_content_bytes, content_types=tuple(content_types), binary=binary,
+                   range=range)
 
 
 def normalize_read_result(value: HostUriReadValue) -> JsonObject:

@@ -466,6 +466,23 @@ class MessagesPage:
 
 @dataclass(slots=True, frozen=True)
 class ReadyEvent:
+    """The agent's first frame. omp protocol 1.1 describes itself here (``protocol``
+    ``{name, version, schemaVersion}``, ``server``, ``mode``, ``capabilities``, ``limits``,
+    ``reset_profile``, ``security``, and the frame's ``seq`` / ``timestamp`` /
+    ``session_id``); omp 18 offers protocol v2 (``protocol_version`` …). ``raw``: the whole
+    frame. Every object is a copy of the frame's."""
+
+    protocol: JsonObject | None = None
+    server: JsonObject | None = None
+    mode: str | None = None
+    capabilities: JsonObject | None = None
+    limits: JsonObject | None = None
+    reset_profile: JsonObject | None = None
+    security: JsonObject | None = None
+    seq: int | None = None
+    timestamp: str | None = None
+    session_id: str | None = None
+    raw: JsonObject | None = None
     protocol_version: int | None = None
     supported_protocol_versions: tuple[int, ...] | None = None
     max_frame_bytes: int | None = None
@@ -756,6 +773,15 @@ AGENT_EVENT_TYPES: Final[frozenset[str]] = frozenset(
 
 
 # --- small converters -----------------------------------------------------------------------
+
+
+def _clone_json(value: Any) -> Any:
+    """A deep copy of decoded JSON (dicts and lists are rebuilt, scalars are immutable)."""
+    if isinstance(value, dict):
+        return {k: _clone_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clone_json(v) for v in value]
+    return value
 
 
 def _obj(value: object, what: str) -> JsonObject:
@@ -1158,10 +1184,28 @@ def parse_notification(payload: Mapping[str, Any]) -> RpcNotification:
     client then delivers an :class:`UnknownNotification` with ``parse_error``). Frames of
     other types become :class:`UnknownNotification` without an error.
     """
+    # A copy: the event never shares a list or an object with the frame it was parsed from.
+    payload = _clone_json(payload)
     kind = payload.get("type")
     if kind == "ready":
         versions = payload.get("supportedProtocolVersions")
+
+        def member(key: str) -> JsonObject | None:
+            value = payload.get(key)
+            return value if isinstance(value, dict) else None
+
         return ReadyEvent(
+            protocol=member("protocol"),
+            server=member("server"),
+            mode=_opt_str(payload, "mode"),
+            capabilities=member("capabilities"),
+            limits=member("limits"),
+            reset_profile=member("resetProfile"),
+            security=member("security"),
+            seq=_opt_int(payload, "seq"),
+            timestamp=_opt_str(payload, "timestamp"),
+            session_id=_opt_str(payload, "sessionId"),
+            raw=_clone_json(payload),
             protocol_version=_opt_int(payload, "protocolVersion"),
             supported_protocol_versions=tuple(v for v in versions if isinstance(v, int))
             if isinstance(versions, list)

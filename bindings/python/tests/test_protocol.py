@@ -51,10 +51,24 @@ ASSISTANT = {"role": "assistant", "content": [{"type": "thinking", "thinking": "
 
 
 def test_ready_event_fields() -> None:
-    ready = parse_notification({"type": "ready", "protocolVersion": 1, "supportedProtocolVersions": [1, 2],
-                                "maxFrameBytes": 1048576, "maxReassembledFrameBytes": 67108864})
-    assert ready == ReadyEvent(1, (1, 2), 1048576, 67108864)
-    assert parse_notification({"type": "ready"}) == ReadyEvent()
+    frame = {"type": "ready", "protocolVersion": 1, "supportedProtocolVersions": [1, 2],
+             "maxFrameBytes": 1048576, "maxReassembledFrameBytes": 67108864}
+    ready = parse_notification(frame)
+    assert ready == ReadyEvent(protocol_version=1, supported_protocol_versions=(1, 2), max_frame_bytes=1048576,
+                               max_reassembled_frame_bytes=67108864, raw=frame)
+    assert parse_notification({"type": "ready"}) == ReadyEvent(raw={"type": "ready"})
+    # omp protocol 1.1's description, in omp_rpc's field order; copies of the frame's objects.
+    frame11 = {"type": "ready", "protocol": {"name": "omp-rpc", "version": "1.1.0", "schemaVersion": 1},
+               "server": {"pid": 7}, "mode": "rpc", "capabilities": {"commands": ["ping"]}, "limits": {},
+               "resetProfile": {"name": "rpc-defaults"}, "security": {}, "seq": 1,
+               "timestamp": "2026-12-01T00:00:00.000Z", "sessionId": "s"}
+    ready = parse_notification(frame11)
+    assert isinstance(ready, ReadyEvent)
+    assert ready == ReadyEvent(frame11["protocol"], {"pid": 7}, "rpc", {"commands": ["ping"]}, {},
+                               {"name": "rpc-defaults"}, {}, 1, "2026-12-01T00:00:00.000Z", "s", frame11)
+    frame11["capabilities"]["commands"].append("changed")  # type: ignore[index]
+    assert ready.capabilities == {"commands": ["ping"]}, "the event does not share the frame's objects"
+    assert ready.raw is not None and ready.raw["capabilities"] == {"commands": ["ping"]}
 
 
 def test_unknown_enum_value_degrades_to_unknown_notification() -> None:
@@ -220,7 +234,7 @@ def test_host_tool_and_uri_helpers() -> None:
         host_uri(scheme="  ", read=lambda u, c: "")
     uri = host_uri(scheme=" MeMo", read=lambda u, c: "")
     assert (uri.scheme, uri.writable, uri.to_wire()) == ("memo", False, {"scheme": "memo", "writable": False,
-                                                                        "immutable": False})
+                                                                        "immutable": False, "trustClass": "host"})
     assert normalize_read_result("x") == {"content": "x"}
     assert normalize_read_result({"content": 1, "content_type": "application/json", "notes": ["n"],
                                   "immutable": 1}) == {"content": "1", "contentType": "application/json",

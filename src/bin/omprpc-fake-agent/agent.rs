@@ -9,6 +9,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 mod activity;
+mod rpc11;
+pub use rpc11::timestamp;
 
 use crate::command::{self, Cmd, Parsed};
 use crate::json::{arr, obj, J};
@@ -280,6 +282,9 @@ pub struct Agent {
     hanging: bool,
     /// pi: steers and follow-ups that outlived an abort, kept for the next prompt.
     parked: usize,
+    /// `--protocol 1.1`: the "omp-rpc" 1.1.0 server (agent/rpc11.rs).
+    pub protocol11: bool,
+    rpc11: rpc11::Rpc11,
 }
 
 impl Agent {
@@ -297,6 +302,8 @@ impl Agent {
             live: None,
             hanging: false,
             parked: 0,
+            protocol11: false,
+            rpc11: rpc11::Rpc11::default(),
         }
     }
 
@@ -305,6 +312,9 @@ impl Agent {
     pub fn ready(&mut self) {
         if self.flavor == Flavor::Pi {
             return;
+        }
+        if self.protocol11 {
+            return self.ready_11();
         }
         if self.v2_advertised {
             self.out.frame(&obj! {
@@ -358,7 +368,14 @@ impl Agent {
             }
             Err(error) => {
                 fields.push(("success", J::Bool(false)));
-                fields.push(("error", J::from(error)));
+                if self.protocol11 {
+                    // Typed errors: the same text, with its code (agent/rpc11.rs).
+                    let info = obj! {"code": rpc11::code_for(&error), "message": error.as_str(), "retryable": false};
+                    fields.push(("error", J::from(error)));
+                    fields.push(("errorInfo", info));
+                } else {
+                    fields.push(("error", J::from(error)));
+                }
             }
         }
         self.out.frame(&J::Obj(fields));
@@ -391,7 +408,10 @@ impl Agent {
     pub fn handle_line(&mut self, line: &[u8]) {
         match command::parse(line) {
             Parsed::Blank => {}
+            Parsed::ParseError(error) if self.protocol11 => self.protocol_error_11("invalid_json", &error),
             Parsed::ParseError(error) => self.fail(&None, "parse", &error),
+            Parsed::BadType { id: None, error } if self.protocol11 => self.protocol_error_11("invalid_frame", &error),
+            Parsed::BadType { id, error } if self.protocol11 => self.fail_typed(&id, "unknown", "invalid_frame", &error, None),
             Parsed::BadType { id, error } => self.fail(&id, "parse", &error),
             Parsed::Cmd(cmd) => self.handle(&cmd),
         }
@@ -410,6 +430,9 @@ impl Agent {
             return;
         }
         if self.live_command(cmd) {
+            return;
+        }
+        if self.protocol11 && self.rpc11_command(cmd) {
             return;
         }
         match ty {
@@ -597,6 +620,13 @@ impl Agent {
     /// omp: failure with the id, `unsupported: <type>`. pi: id-less
     /// `Unknown command: <type>`.
     fn unknown(&mut self, cmd: &Cmd<'_>) {
+        if self.protocol11 {
+            let error = format!("Unknown command: {}", cmd.ty);
+            return match &cmd.id {
+                Some(_) => self.fail_typed(&cmd.id, &cmd.ty, "unknown_command", &error, None),
+                None => self.protocol_error_11("unknown_command", &error),
+            };
+        }
         match self.flavor {
             Flavor::Omp => {
                 let error = format!("unsupported: {}", cmd.ty);

@@ -26,6 +26,9 @@
 //! * `OMPRPC_FAKE_GRANDCHILD=path`: the path of scenario `grandchild`.
 //! * `--version`, `--extension PATH`, env `OMPRPC_FAKE_VERSION` and
 //!   `OMPRPC_FAKE_DROP_EXTENSION=1`: see `extension.rs` (the bridge hello).
+//! * `--protocol 1.1` (env `OMPRPC_FAKE_PROTOCOL=1.1`, omp flavour): the "omp-rpc" 1.1.0
+//!   server of the omp fork `omp_rpc` is written for — typed errors, frame metadata,
+//!   operations, session entries, incremental host registration; see `agent/rpc11.rs`.
 //! * `--replay FILE [--replay-speed X]`: instead of all of the below, play back a session
 //!   recorded with the client's `record_path` option (see `replay.rs`): the recorded agent
 //!   frames in order, each recorded client frame checked against the live one (a mismatch →
@@ -267,6 +270,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
     let mut flavor: Option<String> = None;
     let mut scenario: Option<String> = None;
     let mut v2 = false;
+    let mut protocol: Option<String> = None;
     let mut i = 0;
     while i < args.len() {
         let arg = args[i].as_str();
@@ -275,7 +279,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             _ => (arg, None),
         };
         match name {
-            "--flavor" | "--scenario" => {
+            "--flavor" | "--scenario" | "--protocol" => {
                 let value = match inline {
                     Some(v) => v,
                     None => {
@@ -285,10 +289,10 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                             .ok_or_else(|| format!("{name} needs a value"))?
                     }
                 };
-                if name == "--flavor" {
-                    flavor = Some(value);
-                } else {
-                    scenario = Some(value);
+                match name {
+                    "--flavor" => flavor = Some(value),
+                    "--protocol" => protocol = Some(value),
+                    _ => scenario = Some(value),
                 }
             }
             "--v2" if inline.is_none() => v2 = true,
@@ -313,7 +317,14 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             scenarios::SCENARIOS.join(", ")
         ));
     }
+    let protocol = protocol.or_else(|| std::env::var("OMPRPC_FAKE_PROTOCOL").ok().filter(|s| !s.is_empty()));
+    let protocol11 = match protocol.as_deref() {
+        None => false,
+        Some("1.1") if flavor == Flavor::Omp => true,
+        Some(other) => return Err(format!("unknown protocol {other:?} (known: 1.1, omp flavour only)")),
+    };
     Ok(Options {
+        protocol11,
         flavor,
         scenario,
         v2: v2 || env_flag("OMPRPC_FAKE_V2"),

@@ -15,6 +15,8 @@ pub struct Out {
     w: BufWriter<StdoutLock<'static>>,
     /// Set once `negotiate_protocol` succeeded: oversized frames are chunked.
     pub v2: bool,
+    /// Protocol 1.1: every frame ends with `seq`, `timestamp` and `sessionId` (the count so far).
+    pub metadata: Option<u64>,
     next_chunk_id: u64,
     scratch: Vec<u8>,
 }
@@ -24,6 +26,7 @@ impl Out {
         Out {
             w: BufWriter::with_capacity(4 * MIB, io::stdout().lock()),
             v2: false,
+            metadata: None,
             next_chunk_id: 0,
             scratch: Vec::with_capacity(64 * 1024),
         }
@@ -44,6 +47,17 @@ impl Out {
 
     /// Writes pre-serialized frame text as one logical frame (see [`Out::frame`]).
     pub fn line(&mut self, bytes: &[u8]) {
+        if let Some(seq) = self.metadata.as_mut().filter(|_| bytes.ends_with(b"}") && bytes.len() > 2) {
+            *seq += 1;
+            let mut framed = bytes[..bytes.len() - 1].to_vec();
+            let tail = format!(",\"seq\":{seq},\"timestamp\":\"{}\",\"sessionId\":\"fake-session\"}}", crate::agent::timestamp());
+            framed.extend_from_slice(tail.as_bytes());
+            return self.raw_line(&framed);
+        }
+        self.raw_line(bytes)
+    }
+
+    fn raw_line(&mut self, bytes: &[u8]) {
         if self.v2 && bytes.len() + 1 > MIB {
             self.chunked(bytes);
         } else {

@@ -41,12 +41,18 @@ pub struct Options {
     pub scenario: String,
     pub v2: bool,
     pub v2_fail: bool,
+    /// `--protocol 1.1`: the "omp-rpc" 1.1.0 server (agent/rpc11.rs).
+    pub protocol11: bool,
 }
 
 /// Runs the scenario; returns the process exit code. Every path flushes
 /// stdout itself (the caller exits with `std::process::exit`).
 pub fn run(opts: &Options) -> i32 {
     let mut agent = Agent::new(opts.flavor, opts.v2, opts.v2_fail);
+    if opts.protocol11 {
+        agent.protocol11 = true;
+        agent.out.metadata = Some(0);
+    }
     match opts.scenario.as_str() {
         "default" => {
             agent.ready();

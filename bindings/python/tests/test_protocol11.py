@@ -1,0 +1,245 @@
+"""The omp_rpc surface of omp protocol 1.1 ("omp-rpc" 1.1.0, the omp fork omp_rpc is written
+for), against the fake agent's ``--protocol 1.1`` (tests/support/OMP11-NOTES.md): typed errors,
+operations, session entries, incremental registration, the ready frame's description."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from conftest import MakeClient
+from omprpc import (
+    ExtensionUiRequest,
+    HostToolContext,
+    HostUriContext,
+    RpcClient,
+    RpcCommandError,
+    RpcProtocolError,
+    RpcTimeoutError,
+    host_tool,
+    host_uri,
+)
+
+P11 = ("--protocol", "1.1")
+
+
+def echo_tool(calls: list[dict[str, Any]], name: str = "echo_host") -> Any:
+    def run(args: dict[str, Any], _ctx: HostToolContext[Any]) -> str:
+        calls.append(dict(args))
+        return f"echoed {args.get('message')}"
+
+    return host_tool(name=name, description="Echo", parameters={"type": "object"}, execute=run)
+
+
+def test_ready_event_carries_the_protocol_description(make_client: MakeClient) -> None:
+    client = make_client(start=False, extra=P11)
+    readies: list[Any] = []
+    client.on_ready(readies.append)
+    client.start()
+    client.get_state()  # the ready event has been dispatched by now
+    assert readies and readies[0].protocol == {"name": "omp-rpc", "version": "1.1.0", "schemaVersion": 1}
+    info = client.get_protocol_info()
+    assert info["protocol"] == readies[0].protocol
+    assert "get_session_tree" in info["capabilities"]["commands"]
+    # The event is a copy: changing it changes nothing the client holds.
+    readies[0].protocol["name"] = "changed"
+    assert client.get_protocol_info(timeout=5)["protocol"]["name"] == "omp-rpc"
+
+
+def test_typed_errors_carry_error_info(make_client: MakeClient) -> None:
+    client = make_client(extra=P11)
+    with pytest.raises(RpcCommandError) as caught:
+        client.cancel_operation("op_gone")
+    err = caught.value
+    assert (err.command, err.error, err.code) == ("cancel_operation", "Operation not found: op_gone",
+                                                   "operation_not_found")
+    assert err.error_info == {"code": "operation_not_found", "message": "Operation not found: op_gone",
+                              "retryable": False}
+    assert (err.details, err.retryable) == (None, False)
+    with pytest.raises(RpcCommandError) as caught:
+        client.add_host_uris([host_uri(scheme="omp", read=lambda url, ctx: "")])
+    assert (caught.value.code, caught.value.details) == ("host_uri_denied", {"scheme": "omp"})
+    with pytest.raises(RpcCommandError) as caught:
+        client.request_raw("no_such_command")
+    assert caught.value.code == "unknown_command"
+    # omp_rpc's constructor: (command, error, error_info).
+    made = RpcCommandError("x", "y", {"code": "c", "details": {"a": 1}, "retryable": True})
+    assert (made.code, made.details, made.retryable, str(made)) == ("c", {"a": 1}, True, "x: y")
+    assert RpcCommandError("x", "y").error_info is None
+    assert RpcProtocolError({"type": "response", "errorInfo": {"code": "z"}}).code == "z"
+
+
+def test_operations_return_their_end(make_client: MakeClient) -> None:
+    client = make_client(extra=P11)
+    result = client.bash("echo hi")
+    assert (result.output, result.exit_code) == ("echo hi\n", 0)
+    assert client.compact().summary == "trimmed"
+    ui: list[ExtensionUiRequest] = []
+    client.on_ui_request(ui.append)
+    assert client.login("anthropic") == {"providerId": "anthropic"}
+    assert [r.method for r in ui] == ["open_url"] and ui[0].url == "https://example.invalid/oauth"
+    with pytest.raises(RpcCommandError) as caught:
+        client.login("nobody")
+    assert (caught.value.command, caught.value.code, caught.value.details) == (
+        "login", "invalid_arguments", {"providerId": "nobody"})
+    providers = client.get_login_providers()
+    assert [p["id"] for p in providers] == ["anthropic", "github-copilot"]
+
+
+def test_cancel_operation_ends_a_running_operation(make_client: MakeClient) -> None:
+    client = make_client(extra=P11)
+    starts: list[dict[str, Any]] = []
+    started = threading.Event()
+
+    def seen(payload: dict[str, Any]) -> None:
+        if payload.get("type") == "operation_start":
+            starts.append(payload)
+            started.set()
+
+    client.on_event_payload(seen)
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            client.request_raw("bash", command="hang")
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            failure.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert started.wait(10)
+    op = starts[0]["operationId"]
+    assert client.cancel_operation(op) == {"operationId": op}
+    worker.join(10)
+    assert not worker.is_alive()
+    assert isinstance(failure[0], RpcCommandError) and failure[0].code == "operation_cancelled"
+    # A timeout that passes while the operation runs.
+    with pytest.raises(RpcTimeoutError):
+        client.bash("hang", timeout=0.3)
+    client.abort_bash()
+
+
+def test_every_typed_command_takes_a_timeout(make_client: MakeClient) -> None:
+    client = make_client(extra=P11)
+    t0 = time.monotonic()
+    assert client.get_state(timeout=5).session_id == "fake-session"
+    client.set_session_name("n", timeout=None)
+    assert client.follow_up("later", timeout=5) == {}
+    assert time.monotonic() - t0 < 5
+
+
+def test_session_entries_tree_and_observable_sessions(make_client: MakeClient) -> None:
+    client = make_client(extra=P11)
+    client.prompt_and_wait("hello", timeout=10)
+    page = client.get_session_entries(limit=1, entry_types=["message"], include_content=False)
+    assert page["limit"] == 1 and page["entries"][0]["type"] == "message" and "entry" not in page["entries"][0]
+    everything = client.get_session_entries()
+    assert [e["type"] for e in everything["entries"][:2]] == ["model_change", "thinking_level_change"]
+    tree = client.get_session_tree(include_entries=True)
+    assert tree["root"][0]["entry"]["type"] == "model_change"
+    assert tree["currentLeafId"] == everything["currentLeafId"]
+    assert [s["id"] for s in client.get_observable_sessions()] == ["main"]
+    response = client.get_messages_response()
+    assert isinstance(response["messages"], list)
+
+
+def test_host_tools_and_uris_are_registered_incrementally(make_client: MakeClient) -> None:
+    calls: list[dict[str, Any]] = []
+    client = make_client(extra=P11)
+    assert client.add_custom_tools([echo_tool(calls)]) == ("echo_host",)
+    assert client.add_custom_tools([echo_tool(calls, "other_host")]) == ("echo_host", "other_host")
+    turn = client.prompt_and_wait("needs host tool", timeout=10)
+    assert calls == [{"message": "hello"}]
+    assert any(p.get("type") == "tool_execution_end" for p in turn.event_payloads)
+    assert client.remove_custom_tools(["echo_host"]) == ("other_host",)
+    client.prompt_and_wait("needs host tool", timeout=10)
+    assert len(calls) == 1, "a removed tool's handler is not called"
+    assert any("is not registered" in str(e) for e in client.protocol_errors)
+
+    ranges: list[Any] = []
+
+    def read(url: str, ctx: HostUriContext) -> str:
+        ranges.append(ctx.range)
+        return "content"
+
+    docs = host_uri(scheme="docs", read=read, trust_class="workspace", range=True, content_types=["text/plain"],
+                    max_content_bytes=4096)
+    assert docs.to_wire() == {"scheme": "docs", "writable": False, "immutable": False, "trustClass": "workspace",
+                              "maxContentBytes": 4096, "contentTypes": ["text/plain"], "range": True}
+    assert client.add_host_uris([docs]) == ("docs",)
+    assert client.add_host_uris([host_uri(scheme="memo", read=read)]) == ("docs", "memo")
+    with pytest.raises(RpcCommandError):
+        client.add_host_uris([host_uri(scheme="omp", read=read)])
+    assert client.remove_host_uris(["docs"]) == ("memo",)
+
+
+def test_incremental_registration_on_agents_without_it(make_client: MakeClient) -> None:
+    calls: list[dict[str, Any]] = []
+    # omp without protocol 1.1: the agent refuses, the handler is not kept.
+    client = make_client()
+    with pytest.raises(RpcCommandError):
+        client.add_custom_tools([echo_tool(calls)])
+    client.prompt_and_wait("needs host tool", timeout=10)
+    assert calls == []
+    # Before start(): stored, sent with the start.
+    later = make_client(start=False, extra=P11)
+    assert later.add_custom_tools([echo_tool(calls)]) == ("echo_host",)
+    assert later.remove_custom_tools(["echo_host"]) == ()
+    assert later.add_custom_tools([echo_tool(calls, "kept")]) == ("kept",)
+    later.start()
+    assert [t["name"] for t in later.get_state().raw["dumpTools"] if t["name"] == "kept"] == ["kept"]
+
+
+def test_the_omp_rpc_surface_is_complete() -> None:
+    """Every public name of omp_rpc (casepot/oh-my-pi db252a287c3d, python/omp-rpc) exists
+    here, or is one of the listed deliberate gaps (bindings/python/README.md)."""
+    import omprpc
+
+    exported = (
+        "AgentEventListener ExtensionErrorListener ListenerErrorEvent ListenerErrorListener NotificationListener "
+        "PromptTurn ReadyListener RpcClient RpcCommandError RpcConcurrencyError RpcError RpcProcessExitError "
+        "RpcProtocolError RpcTimeoutError ProtocolErrorListener UiRequestListener HostTool HostToolContext "
+        "HostToolResultPayload HostToolResultValue host_tool HostUri HostUriContentType HostUriTrustClass "
+        "HostUriContext HostUriReadHandler HostUriReadResult HostUriReadValue HostUriWriteHandler host_uri "
+        "AgentEndEvent AgentMessage AssistantMessage AssistantMessageEvent AutoCompactionEndEvent "
+        "AutoCompactionStartEvent AutoRetryEndEvent AutoRetryStartEvent BashResult BranchMessage BranchResult "
+        "CancellationResult CompactionResult CompactionSummaryMessage CustomMessage DeveloperMessage ExtensionError "
+        "ExtensionUiRequest FileMentionMessage HookMessage ImageContent MessageEndEvent MessageStartEvent "
+        "MessageUpdateEvent ModelCycleResult ModelInfo ModelCost PythonExecutionMessage ReadyEvent "
+        "RetryFallbackAppliedEvent RetryFallbackSucceededEvent RpcAgentEvent RpcNotification SessionState "
+        "SessionStats ThinkingConfig ThinkingLevel ThinkingLevelCycleResult TodoAutoClearEvent TodoItem TodoPhase "
+        "TodoReminderEvent TodoStatus ToolDescriptor ToolExecutionEndEvent ToolExecutionStartEvent "
+        "ToolExecutionUpdateEvent ToolResultMessage TurnEndEvent TurnStartEvent UnknownNotification UserMessage "
+        "assistant_text assistant_text_with_thinking image_from_path message_text message_text_with_thinking "
+        "parse_notification parse_session_state parse_todo_phases"
+    ).split()
+    methods = (
+        "get_protocol_info get_state set_model cycle_model get_available_models set_thinking_level "
+        "cycle_thinking_level set_steering_mode set_follow_up_mode set_interrupt_mode cancel_operation compact "
+        "set_auto_compaction set_auto_retry abort_retry bash abort_bash get_session_stats export_html new_session "
+        "switch_session branch get_branch_messages get_last_assistant_text get_login_providers login "
+        "set_session_name get_todos set_todos clear_todos get_messages_response get_messages get_session_entries "
+        "get_session_tree get_observable_sessions set_custom_tools add_custom_tools remove_custom_tools "
+        "set_host_uris add_host_uris remove_host_uris prompt steer follow_up abort abort_and_prompt "
+        "prompt_and_wait wait_for_idle collect_events request_raw on_event on_notification on_ready "
+        "on_ui_request on_extension_error on_protocol_error on_listener_error on_unknown_notification "
+        "install_headless_ui next_ui_request send_ui_value send_ui_confirmation cancel_ui_request start stop "
+        "on_agent_start on_agent_end on_turn_start on_turn_end on_message_start on_message_update on_message_end "
+        "on_tool_execution_start on_tool_execution_update on_tool_execution_end on_auto_compaction_start "
+        "on_auto_compaction_end on_auto_retry_start on_auto_retry_end on_retry_fallback_applied "
+        "on_retry_fallback_succeeded on_ttsr_triggered on_todo_reminder on_todo_auto_clear"
+    ).split()
+    # Not yet: a raw-frame tap (issue 12 is open for it; bindings/python/README.md).
+    not_yet = {"on_frame"}
+    missing = [n for n in exported if not hasattr(omprpc, n)]
+    missing += [f"RpcClient.{m}" for m in methods if not hasattr(RpcClient, m)]
+    assert missing == [], missing
+    assert not any(hasattr(RpcClient, m) for m in not_yet), "on_frame exists now: drop it from not_yet"
+    # The typed commands all take timeout= (keyword).
+    import inspect
+    for name in ("get_state", "bash", "compact", "cancel_operation", "get_session_entries", "add_custom_tools",
+                 "remove_host_uris", "login", "prompt", "steer", "follow_up", "abort", "set_todos", "get_messages"):
+        assert "timeout" in inspect.signature(getattr(RpcClient, name)).parameters, name
