@@ -2155,6 +2155,58 @@ class RpcClient:
         it). ``timeout``: for the whole login, 600 s as ``omp_rpc``."""
         return self._request("login", _timeout=timeout, providerId=provider_id)
 
+    def ping(self, payload: JsonValue = None, *, timeout: float | None = LIBRARY_DEFAULT) -> JsonObject:
+        """omp protocol 1.1: ``{pong: true, payload?}`` (the agent also sends a ``pong`` frame)."""
+        return self._request("ping", _timeout=timeout, payload=payload)
+
+    # -- pi's own commands (pi's RpcClient, 0.73.1) --
+
+    def fork(self, entry_id: str, *, timeout: float | None = LIBRARY_DEFAULT) -> BranchResult:
+        """pi: a new session from the user message ``entry_id`` (see :meth:`get_fork_messages`)."""
+        return parse_branch_result(self._request("fork", _timeout=timeout, entryId=entry_id))
+
+    def clone(self, *, timeout: float | None = LIBRARY_DEFAULT) -> CancellationResult:
+        """pi: the current branch copied into a new session."""
+        return parse_cancellation_result(self._request("clone", _timeout=timeout))
+
+    def get_fork_messages(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[BranchMessage, ...]:
+        """pi: the user messages a fork can start from."""
+        return parse_branch_messages(self._request("get_fork_messages", _timeout=timeout))
+
+    def get_commands(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[JsonObject, ...]:
+        """pi: the slash commands (extension commands, prompt templates, skills)."""
+        return self._listed("get_commands", "commands", timeout)
+
+    # -- omp's commands beyond omp_rpc's --
+
+    def get_available_commands(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[JsonObject, ...]:
+        """omp: the slash commands (built-in, extension, custom, file), each ``{name, description?,
+        source, …}``."""
+        return self._listed("get_available_commands", "commands", timeout)
+
+    def handoff(self, custom_instructions: str | None = None, *,
+                timeout: float | None = 600.0) -> JsonObject | None:
+        """omp: summarizes the session into a handoff document and compacts in place;
+        ``{savedPath}``, or None when nothing was saved."""
+        data = self._request_data("handoff", {"customInstructions": custom_instructions}, _timeout=timeout)
+        return dict(data) if isinstance(data, dict) else None
+
+    def set_subagent_subscription(self, level: str, *,
+                                  timeout: float | None = LIBRARY_DEFAULT) -> JsonObject:
+        """omp: which subagent frames to receive, ``"off"``, ``"progress"`` or ``"events"``."""
+        return self._request("set_subagent_subscription", _timeout=timeout, level=level)
+
+    def get_subagents(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[JsonObject, ...]:
+        return self._listed("get_subagents", "subagents", timeout)
+
+    def get_subagent_messages(self, *, subagent_id: str | None = None, session_file: str | None = None,
+                              from_byte: int | None = None,
+                              timeout: float | None = LIBRARY_DEFAULT) -> JsonObject:
+        """omp: a subagent's transcript from ``from_byte`` on (``{sessionFile, fromByte, nextByte,
+        reset, entries, messages}``)."""
+        return self._request("get_subagent_messages", _timeout=timeout, subagentId=subagent_id,
+                             sessionFile=session_file, fromByte=from_byte)
+
     def _listed(self, command: str, key: str, timeout: float | None) -> tuple[JsonObject, ...]:
         items = self._request(command, _timeout=timeout).get(key)
         if not isinstance(items, list):

@@ -243,3 +243,27 @@ def test_the_omp_rpc_surface_is_complete() -> None:
     for name in ("get_state", "bash", "compact", "cancel_operation", "get_session_entries", "add_custom_tools",
                  "remove_host_uris", "login", "prompt", "steer", "follow_up", "abort", "set_todos", "get_messages"):
         assert "timeout" in inspect.signature(getattr(RpcClient, name)).parameters, name
+
+
+def test_pi_and_omp_commands_have_typed_methods(make_client: MakeClient) -> None:
+    """Commands outside omp_rpc: pi's (its RpcClient, 0.73.1) and omp's own, each refused by the
+    other agent as the real ones refuse them ("Unknown command")."""
+    pi = make_client(flavor="pi")
+    assert pi.get_fork_messages()[0].text == "say hello"
+    assert pi.fork("5681c403", timeout=5).text == "say hello"
+    assert pi.clone().cancelled is False
+    assert [c["name"] for c in pi.get_commands()] == ["quiet"]
+    with pytest.raises(RpcCommandError, match="Unknown command: get_subagents"):
+        pi.get_subagents()
+    omp = make_client()
+    assert omp.set_subagent_subscription("progress") == {"level": "progress"}
+    assert omp.get_subagents() == ()
+    with pytest.raises(RpcCommandError, match="Unknown subagent"):
+        omp.get_subagent_messages(subagent_id="nope")
+    assert omp.get_available_commands() == ()
+    assert omp.handoff() is None
+    with pytest.raises(RpcCommandError):
+        omp.get_commands()
+    p11 = make_client(extra=P11)
+    assert p11.handoff() == {"savedPath": "/tmp/fake-handoff.md"}
+    assert p11.ping({"n": 1}) == {"pong": True, "payload": {"n": 1}}

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from omprpc import HostToolContext, RpcClient, host_tool
+from omprpc import HostToolContext, RpcClient, RpcCommandError, host_tool
 from real_agents_support import GUARD, Workspace, group_gone, message_text, result_text
 
 ADD_SCHEMA = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}
@@ -413,6 +413,17 @@ def test_pi_three_megabytes_of_tool_output(pi_main: tuple[Workspace, RpcClient, 
     assert client.protocol_errors == ()
 
 
+def test_pi_typed_commands(pi_main: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    """pi's own commands (its RpcClient's) through typed methods; omp protocol 1.1's are unknown."""
+    _, client, _, _ = pi_main
+    commands = {c["name"]: c for c in client.get_commands()}
+    assert {"ask", "quiet"} <= set(commands) and commands["ask"]["source"] == "extension", commands
+    assert "say hello" in [m.text for m in client.get_fork_messages()]
+    for call in (client.get_protocol_info, client.get_session_entries, client.get_available_commands):
+        with pytest.raises(RpcCommandError, match="Unknown command"):
+            call()
+
+
 def test_pi_main_close_leaves_no_process(pi_main: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
     _, client, _, _ = pi_main
     assert_closes_cleanly(client)
@@ -576,6 +587,31 @@ def test_omp_silent_native_host_tool_outlasts_the_idle_timeout(omp: tuple[Worksp
     assert_silent_host_tool_outlasts_the_idle_timeout(client, OMP_SILENT_CALLS)
     call = rec.wait("host_tool_call", lambda p: p.get("type") == "host_tool_call", mark)
     assert call["toolName"] == "host_silent" and "bridged" not in call, call
+
+
+def test_omp_typed_commands(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
+    """omp's own commands through typed methods. The omp_rpc commands of protocol 1.1 (session
+    entries, operations, incremental registration) are not in omp 18.2.3: "Unknown command",
+    and a refused add_custom_tools keeps nothing (tests/support/OMP11-NOTES.md)."""
+    _, client, _, calls = omp
+    commands = {c["name"]: c for c in client.get_available_commands()}
+    assert commands["quiet"]["source"] == "extension" and commands["compact"]["source"] == "builtin", commands
+    assert client.set_subagent_subscription("progress") == {"level": "progress"}
+    assert client.get_subagents() == ()
+    with pytest.raises(RpcCommandError, match="Unknown subagent"):
+        client.get_subagent_messages(subagent_id="nope")
+    for name, call in (("get_protocol_info", client.get_protocol_info),
+                       ("get_session_entries", client.get_session_entries),
+                       ("get_session_tree", client.get_session_tree),
+                       ("cancel_operation", lambda: client.cancel_operation("op_x"))):
+        with pytest.raises(RpcCommandError, match=f"Unknown command: {name}") as caught:
+            call()
+        assert caught.value.code is None and caught.value.error_info is None
+    extra = host_tool(name="host_more", description="More", parameters=EMPTY_SCHEMA, execute=lambda a, c: "x",
+                      load_mode="essential")
+    with pytest.raises(RpcCommandError, match="Unknown command: add_host_tools"):
+        client.add_custom_tools([extra])
+    assert "host_more" not in {t["name"] for t in client.get_state().raw.get("dumpTools", ())}
 
 
 def test_omp_close_leaves_no_process(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:

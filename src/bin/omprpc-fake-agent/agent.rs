@@ -420,12 +420,21 @@ impl Agent {
     fn handle(&mut self, cmd: &Cmd<'_>) {
         let id = &cmd.id;
         let ty = cmd.ty.as_str();
-        if self.flavor == Flavor::Pi
-            && matches!(
+        // Each agent's own commands are unknown to the other (as the real ones answer).
+        let other_agents = match self.flavor {
+            Flavor::Pi => matches!(
                 ty,
-                "set_host_tools" | "set_host_uri_schemes" | "negotiate_protocol"
-            )
-        {
+                "set_host_tools"
+                    | "set_host_uri_schemes"
+                    | "negotiate_protocol"
+                    | "get_available_commands"
+                    | "set_subagent_subscription"
+                    | "get_subagents"
+                    | "get_subagent_messages"
+            ),
+            Flavor::Omp => matches!(ty, "fork" | "clone" | "get_fork_messages" | "get_commands"),
+        };
+        if other_agents {
             self.unknown(cmd);
             return;
         }
@@ -612,6 +621,38 @@ impl Agent {
                 Err(e) => self.fail(id, ty, &e),
             },
             "get_available_commands" => self.ok(id, ty, obj! {"commands": arr![]}),
+            // omp's subagent registry, with no subagent running.
+            "set_subagent_subscription" => match cmd.str("level") {
+                Ok(level) if ["off", "progress", "events"].contains(&level.as_str()) => {
+                    self.ok(id, ty, obj! {"level": level})
+                }
+                Ok(level) => {
+                    let error = format!("Invalid subagent subscription level: {level}");
+                    self.fail(id, ty, &error);
+                }
+                Err(e) => self.fail(id, ty, &e),
+            },
+            "get_subagents" => self.ok(id, ty, obj! {"subagents": arr![]}),
+            "get_subagent_messages" => {
+                let who = cmd.str("subagentId").unwrap_or_default();
+                let error = format!("Unknown subagent or session file unavailable: {who}");
+                self.fail(id, ty, &error);
+            }
+            // pi's forking commands (recorded from pi 0.73.1: get_fork_messages lists the user
+            // messages; fork answers the chosen text; clone answers {cancelled}).
+            "get_fork_messages" => {
+                let messages = arr![obj! {"entryId": "5681c403", "text": "say hello"}];
+                self.ok(id, ty, obj! {"messages": messages});
+            }
+            "fork" => match cmd.str("entryId") {
+                Ok(_) => self.ok(id, ty, obj! {"text": "say hello", "cancelled": false}),
+                Err(e) => self.fail(id, ty, &e),
+            },
+            "clone" => self.ok(id, ty, obj! {"cancelled": false}),
+            "get_commands" => {
+                let commands = arr![obj! {"name": "quiet", "description": "Does nothing", "source": "extension"}];
+                self.ok(id, ty, obj! {"commands": commands});
+            }
             "handoff" => self.ok(id, ty, J::Null),
             _ => self.unknown(cmd),
         }

@@ -88,6 +88,9 @@
 //! | get_last_assistant_text | `{text}` (null before any turn) |
 //! | set_fast_mode | `{enabled, active: enabled}` |
 //! | get_available_commands | `{commands:[]}` |
+//! | set_subagent_subscription, get_subagents, get_subagent_messages (omp) | `{level}` (off/progress/events), `{subagents:[]}`, failure "Unknown subagent or session file unavailable: <id>" |
+//! | get_fork_messages, fork, clone, get_commands (pi) | `{messages:[{entryId,text:"say hello"}]}`, `{text:"say hello",cancelled:false}`, `{cancelled:false}`, `{commands:[{name:"quiet",…,source:"extension"}]}` |
+//! | (each agent's own commands above) | unknown to the other flavour |
 //! | handoff | `null` |
 //! | negotiate_protocol | see Flavors |
 //! | widget_layout | id-less `{"type":"response","command":"widget_layout","success":true}` + event `{"type":"widget_layout_seen","frame":<frame as received>}` |
