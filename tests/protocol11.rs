@@ -206,3 +206,25 @@ fn session_entries_tree_and_observable_sessions() {
     assert_eq!(sessions["sessions"][0]["id"], "main");
     c.close().unwrap();
 }
+
+// The raw-frame tap (omp_rpc's on_frame): with queue_responses, every response is queued too,
+// verbatim, after the events before it and before its call returns.
+#[test]
+fn queue_responses_taps_every_frame() {
+    let c = fake::start_with(json!({"command": [FAKE, "--protocol", "1.1"], "queue_responses": true}));
+    drain(&c); // ready
+    let out = request(&c, "bash", json!({"command": "echo hi"})).unwrap();
+    assert_eq!(out["output"], "echo hi\n");
+    let frames = drain(&c);
+    let types: Vec<&str> = frames.iter().map(|f| f["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["operation_start", "response", "operation_end"]);
+    assert_eq!(frames[1]["data"]["ack"], "accepted");
+    assert!(frames[1]["seq"].is_u64(), "verbatim: {}", frames[1]);
+    c.close().unwrap();
+    // Off (the default): responses reach only their calls.
+    let c = start();
+    drain(&c);
+    request(&c, "get_state", json!({})).unwrap();
+    assert!(drain(&c).is_empty());
+    c.close().unwrap();
+}

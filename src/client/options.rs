@@ -23,7 +23,7 @@ const KNOWN: &[&str] = &[
     "tool_policy", "host_tool_timeout_ms", "turn_summary", "turn_idle_timeout_ms", "env_passthrough",
     "system_prompt_via_file", "event_queue_max_bytes", "max_turn_bytes", "turn_events",
     "log_level", "log_queue_capacity",
-    "record_path", "activity_probe_ms", "agent_version", "approval_mode",
+    "record_path", "activity_probe_ms", "agent_version", "approval_mode", "queue_responses",
 ];
 
 /// The quiet before an activity probe: a run's `agent_start` follows its prompt's response
@@ -190,6 +190,9 @@ pub struct Options {
     /// How long the agent must be quiet before a waiter asks `get_state` whether it is idle,
     /// where its stream leaves that open (client::lifecycle). None: never ask.
     pub activity_probe: Option<Duration>,
+    /// Response frames are queued too, verbatim, as events (a raw-frame tap: omp_rpc's
+    /// `on_frame`); off, responses reach only the calls that wait for them.
+    pub queue_responses: bool,
     /// The `model` option, named by usage records whose message does not name one.
     pub model: Option<String>,
     /// Pass system prompts as files in a private directory rather than in argv.
@@ -426,6 +429,7 @@ impl Options {
             turn_summary: o.bool("turn_summary")?.unwrap_or(false),
             turn_idle_timeout: o.millis("turn_idle_timeout_ms", None)?,
             activity_probe: o.millis("activity_probe_ms", Some(DEFAULT_ACTIVITY_PROBE))?,
+            queue_responses: o.bool("queue_responses")?.unwrap_or(false),
             model: o.str("model")?.map(str::to_string),
             system_prompt_via_file: o.bool("system_prompt_via_file")?.unwrap_or(false),
             record_path: match o.str("record_path")? {

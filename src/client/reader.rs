@@ -331,6 +331,10 @@ impl Router<'_> {
     }
 
     fn response(&mut self, line: &[u8]) {
+        if self.shared.opts.queue_responses {
+            // The raw-frame tap: queued like an event, before the call it answers returns.
+            self.emit_line(line);
+        }
         // Events the agent sent before this response are queued before its caller returns.
         self.flush();
         let s = self.shared;

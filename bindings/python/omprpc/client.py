@@ -271,7 +271,7 @@ class _Listeners:
 
     KINDS = ("notification", "event", "ready", "ui_request", "extension_error",
              "unknown_notification", "protocol_error", "listener_error", "event_overflow",
-             "policy_eval", "tool_blocked", "payload")
+             "policy_eval", "tool_blocked", "payload", "frame")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -800,6 +800,11 @@ class _Session:
 
     def _dispatch(self, frame: JsonObject) -> None:
         kind = frame.get("type")
+        frame_entries = self.listeners.lists["frame"]
+        if frame_entries and frame.get("omprpc") is not True:
+            self.listeners.run("frame", kind if isinstance(kind, str) else None, frame_entries, frame)
+        if kind == "response":
+            return  # queued for the frame listeners only (the start option queue_responses)
         raw_entries = self.listeners.lists["payload"]
         if raw_entries:
             self.listeners.run("payload", kind if isinstance(kind, str) else None, raw_entries, frame)
@@ -1433,6 +1438,9 @@ class RpcClient:
             o["env"] = dict(self._env)
         if self._cwd is not None:
             o["cwd"] = str(self._cwd)
+        # Responses reach the event queue too, for on_frame (the dispatcher drops them when
+        # nobody listens).
+        o["queue_responses"] = True
         o["startup_timeout_ms"] = _ms(self._startup_timeout)
         o["request_timeout_ms"] = _ms(self._request_timeout)
         o["turn_timeout_ms"] = _ms(self._turn_timeout)
@@ -1642,6 +1650,13 @@ class RpcClient:
         it was sent as, before the typed listeners; e.g. to feed a :class:`omprpc.Summarizer`.
         Do not modify the dict: the typed listeners read it next."""
         return self._listeners.add("payload", listener)
+
+    def on_frame(self, listener: Callable[[JsonObject], None]) -> Callable[[], None]:
+        """Every frame the agent sends — responses, events, ``ready``, host calls — as the dict
+        it was decoded to, in the agent's order, before any other listener sees it (a response
+        before the call it answers returns). Not the library's own notices, not what is sent
+        to the agent. The same dict is then routed: do not modify it."""
+        return self._listeners.add("frame", listener)
 
     def on_tool_blocked(self, listener: ToolBlockedListener) -> Callable[[], None]:
         """omprpc only: the tool policy gate blocked one of the agent's tool calls."""

@@ -232,12 +232,9 @@ def test_the_omp_rpc_surface_is_complete() -> None:
         "on_auto_compaction_end on_auto_retry_start on_auto_retry_end on_retry_fallback_applied "
         "on_retry_fallback_succeeded on_ttsr_triggered on_todo_reminder on_todo_auto_clear"
     ).split()
-    # Not yet: a raw-frame tap (issue 12 is open for it; bindings/python/README.md).
-    not_yet = {"on_frame"}
     missing = [n for n in exported if not hasattr(omprpc, n)]
-    missing += [f"RpcClient.{m}" for m in methods if not hasattr(RpcClient, m)]
+    missing += [f"RpcClient.{m}" for m in methods + ["on_frame"] if not hasattr(RpcClient, m)]
     assert missing == [], missing
-    assert not any(hasattr(RpcClient, m) for m in not_yet), "on_frame exists now: drop it from not_yet"
     # The typed commands all take timeout= (keyword).
     import inspect
     for name in ("get_state", "bash", "compact", "cancel_operation", "get_session_entries", "add_custom_tools",
@@ -267,3 +264,26 @@ def test_pi_and_omp_commands_have_typed_methods(make_client: MakeClient) -> None
     p11 = make_client(extra=P11)
     assert p11.handoff() == {"savedPath": "/tmp/fake-handoff.md"}
     assert p11.ping({"n": 1}) == {"pong": True, "payload": {"n": 1}}
+
+
+def test_on_frame_sees_every_frame_in_order(make_client: MakeClient) -> None:
+    client = make_client(start=False, extra=P11)
+    frames: list[dict[str, Any]] = []
+    client.on_frame(frames.append)
+    seen_by_payload: list[str] = []
+    client.on_event_payload(lambda p: seen_by_payload.append(str(p.get("type"))))
+    client.start()
+    result = client.bash("echo hi")
+    # The response and the operation's frames were seen before bash() returned.
+    types = [f.get("type") for f in frames]
+    assert types[0] == "ready"
+    i = types.index("operation_start")
+    assert types[i:i + 3] == ["operation_start", "response", "operation_end"], types
+    assert frames[i + 1]["data"]["ack"] == "accepted" and result.output == "echo hi\n"
+    assert all(isinstance(f.get("seq"), int) for f in frames), "frames as the agent sent them"
+    assert "response" not in seen_by_payload, "responses reach on_frame only"
+    unsubscribe = client.on_frame(lambda f: None)
+    unsubscribe()
+    count = len(frames)
+    client.get_state()
+    assert len(frames) == count + 1 and frames[-1]["command"] == "get_state"
