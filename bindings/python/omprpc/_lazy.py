@@ -23,7 +23,7 @@ import re
 import threading
 from collections import deque
 from itertools import repeat
-from typing import Any
+from typing import Any, Callable
 
 from . import _ffi
 from .errors import RpcError
@@ -128,15 +128,23 @@ class LazyEvent:
         return copy.deepcopy(self._lz_get(), memo)
 
 
+def _constant(value: Any) -> Callable[[Any], Any]:
+    return lambda self: value
+
+
+def _decoded_field(name: str) -> Callable[[Any], Any]:
+    return lambda self: getattr(self._lz_get(), name)
+
+
 def _lazy_class(base: type) -> type:
     ns: dict[str, Any] = {"__slots__": ("_lz",), "_lz_base": base,
                           "__qualname__": f"Lazy{base.__qualname__}", "__module__": __name__,
                           "__doc__": f"A lazily decoded :class:`{base.__name__}` (see omprpc._lazy)."}
     for f in dataclasses.fields(base):
         if f.name == "type":
-            ns["type"] = property(lambda self, t=f.default: t)  # known without decoding
+            ns["type"] = property(_constant(f.default))  # known without decoding
         else:
-            ns[f.name] = property(lambda self, n=f.name: getattr(self._lz_get(), n))
+            ns[f.name] = property(_decoded_field(f.name))
     return type(f"Lazy{base.__name__}", (LazyEvent, base), ns)
 
 
@@ -267,7 +275,7 @@ def lazy_events(buf: _ffi.OwnedString | bytes, start: int, end: int) -> tuple[Rp
     if paused:
         gc.disable()
     try:
-        objs = list(map(object.__new__, map(_CLASSES.get, types, repeat(_LAZY_UNKNOWN, n))))
+        objs: list[Any] = list(map(object.__new__, map(_CLASSES.get, types, repeat(_LAZY_UNKNOWN, n))))
         deque(map(object.__setattr__, objs, repeat("_lz", n), zip(repeat(src, n), range(n))), maxlen=0)
     finally:
         if paused:

@@ -69,6 +69,16 @@ class HostTool(Generic[TParams, TDetails]):
     label: str | None = None
     hidden: bool = False
     decode: Callable[[JsonObject], TParams] | None = None
+    # omp protocol 1.1's metadata (sent when set; an agent that does not know a key ignores it).
+    side_effect_class: str | None = None
+    trust_class: str | None = None
+    display: JsonObject | None = None
+    input_size_hint_bytes: int | None = None
+    output_size_hint_bytes: int | None = None
+    default_timeout_ms: int | None = None
+    max_result_bytes: int | None = None
+    max_update_bytes: int | None = None
+    #: omp: "essential" offers the tool to the model directly (else it is discoverable).
     load_mode: str | None = None
 
     def parse_params(self, payload: JsonObject) -> TParams:
@@ -89,8 +99,13 @@ class HostTool(Generic[TParams, TDetails]):
         }
         if self.label is not None:
             entry["label"] = self.label
-        if self.load_mode is not None:
-            entry["loadMode"] = self.load_mode
+        for key, value in (("sideEffectClass", self.side_effect_class), ("trustClass", self.trust_class),
+                           ("display", self.display), ("inputSizeHintBytes", self.input_size_hint_bytes),
+                           ("outputSizeHintBytes", self.output_size_hint_bytes),
+                           ("defaultTimeoutMs", self.default_timeout_ms), ("maxResultBytes", self.max_result_bytes),
+                           ("maxUpdateBytes", self.max_update_bytes), ("loadMode", self.load_mode)):
+            if value is not None:
+                entry[key] = value
         return entry
 
 
@@ -103,12 +118,19 @@ def host_tool(
     label: str | None = None,
     hidden: bool = False,
     decode: Callable[[JsonObject], TParams] | None = None,
+    side_effect_class: str | None = None,
+    trust_class: str | None = None,
+    display: JsonObject | None = None,
+    input_size_hint_bytes: int | None = None,
+    output_size_hint_bytes: int | None = None,
+    default_timeout_ms: int | None = None,
+    max_result_bytes: int | None = None,
+    max_update_bytes: int | None = None,
     load_mode: str | None = None,
-    **_ignored: Any,
 ) -> HostTool[TParams, TDetails]:
     """Builds a :class:`HostTool`. ``execute(params, ctx)`` runs on the client's bounded
-    host-tool worker pool, never on the event dispatcher. Extra metadata keywords of later
-    ``omp_rpc`` versions (``side_effect_class``, ``trust_class``, …) are accepted and ignored."""
+    host-tool worker pool, never on the event dispatcher. The metadata (``side_effect_class``
+    …) is sent with the definition (omp protocol 1.1; ``load_mode``: omp 18)."""
     return HostTool(
         name=name,
         description=description,
@@ -117,5 +139,13 @@ def host_tool(
         label=label,
         hidden=hidden,
         decode=decode,
+        side_effect_class=side_effect_class,
+        trust_class=trust_class,
+        display=display,
+        input_size_hint_bytes=input_size_hint_bytes,
+        output_size_hint_bytes=output_size_hint_bytes,
+        default_timeout_ms=default_timeout_ms,
+        max_result_bytes=max_result_bytes,
+        max_update_bytes=max_update_bytes,
         load_mode=load_mode,
     )

@@ -218,9 +218,9 @@ def test_todo_normalisation() -> None:
 
 def test_host_tool_and_uri_helpers() -> None:
     tool = host_tool(name="t", description="d", parameters={"type": "object"}, execute=lambda a, c: "x",
-                     label="T", hidden=True, trust_class="ignored")
+                     label="T", hidden=True, trust_class="workspace")
     assert tool.to_wire() == {"name": "t", "description": "d", "parameters": {"type": "object"}, "hidden": True,
-                              "label": "T"}
+                              "label": "T", "trustClass": "workspace"}
     assert tool.normalize_result("x") == {"content": [{"type": "text", "text": "x"}]}
     assert tool.parse_params({"a": 1}) == {"a": 1}
     sent: list[dict] = []

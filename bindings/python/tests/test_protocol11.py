@@ -193,55 +193,6 @@ def test_incremental_registration_on_agents_without_it(make_client: MakeClient) 
     assert [t["name"] for t in later.get_state().raw["dumpTools"] if t["name"] == "kept"] == ["kept"]
 
 
-def test_the_omp_rpc_surface_is_complete() -> None:
-    """Every public name of omp_rpc (casepot/oh-my-pi db252a287c3d, python/omp-rpc) exists
-    here, or is one of the listed deliberate gaps (bindings/python/README.md)."""
-    import omprpc
-
-    exported = (
-        "AgentEventListener ExtensionErrorListener ListenerErrorEvent ListenerErrorListener NotificationListener "
-        "PromptTurn ReadyListener RpcClient RpcCommandError RpcConcurrencyError RpcError RpcProcessExitError "
-        "RpcProtocolError RpcTimeoutError ProtocolErrorListener UiRequestListener HostTool HostToolContext "
-        "HostToolResultPayload HostToolResultValue host_tool HostUri HostUriContentType HostUriTrustClass "
-        "HostUriContext HostUriReadHandler HostUriReadResult HostUriReadValue HostUriWriteHandler host_uri "
-        "AgentEndEvent AgentMessage AssistantMessage AssistantMessageEvent AutoCompactionEndEvent "
-        "AutoCompactionStartEvent AutoRetryEndEvent AutoRetryStartEvent BashResult BranchMessage BranchResult "
-        "CancellationResult CompactionResult CompactionSummaryMessage CustomMessage DeveloperMessage ExtensionError "
-        "ExtensionUiRequest FileMentionMessage HookMessage ImageContent MessageEndEvent MessageStartEvent "
-        "MessageUpdateEvent ModelCycleResult ModelInfo ModelCost PythonExecutionMessage ReadyEvent "
-        "RetryFallbackAppliedEvent RetryFallbackSucceededEvent RpcAgentEvent RpcNotification SessionState "
-        "SessionStats ThinkingConfig ThinkingLevel ThinkingLevelCycleResult TodoAutoClearEvent TodoItem TodoPhase "
-        "TodoReminderEvent TodoStatus ToolDescriptor ToolExecutionEndEvent ToolExecutionStartEvent "
-        "ToolExecutionUpdateEvent ToolResultMessage TurnEndEvent TurnStartEvent UnknownNotification UserMessage "
-        "assistant_text assistant_text_with_thinking image_from_path message_text message_text_with_thinking "
-        "parse_notification parse_session_state parse_todo_phases"
-    ).split()
-    methods = (
-        "get_protocol_info get_state set_model cycle_model get_available_models set_thinking_level "
-        "cycle_thinking_level set_steering_mode set_follow_up_mode set_interrupt_mode cancel_operation compact "
-        "set_auto_compaction set_auto_retry abort_retry bash abort_bash get_session_stats export_html new_session "
-        "switch_session branch get_branch_messages get_last_assistant_text get_login_providers login "
-        "set_session_name get_todos set_todos clear_todos get_messages_response get_messages get_session_entries "
-        "get_session_tree get_observable_sessions set_custom_tools add_custom_tools remove_custom_tools "
-        "set_host_uris add_host_uris remove_host_uris prompt steer follow_up abort abort_and_prompt "
-        "prompt_and_wait wait_for_idle collect_events request_raw on_event on_notification on_ready "
-        "on_ui_request on_extension_error on_protocol_error on_listener_error on_unknown_notification "
-        "install_headless_ui next_ui_request send_ui_value send_ui_confirmation cancel_ui_request start stop "
-        "on_agent_start on_agent_end on_turn_start on_turn_end on_message_start on_message_update on_message_end "
-        "on_tool_execution_start on_tool_execution_update on_tool_execution_end on_auto_compaction_start "
-        "on_auto_compaction_end on_auto_retry_start on_auto_retry_end on_retry_fallback_applied "
-        "on_retry_fallback_succeeded on_ttsr_triggered on_todo_reminder on_todo_auto_clear"
-    ).split()
-    missing = [n for n in exported if not hasattr(omprpc, n)]
-    missing += [f"RpcClient.{m}" for m in methods + ["on_frame"] if not hasattr(RpcClient, m)]
-    assert missing == [], missing
-    # The typed commands all take timeout= (keyword).
-    import inspect
-    for name in ("get_state", "bash", "compact", "cancel_operation", "get_session_entries", "add_custom_tools",
-                 "remove_host_uris", "login", "prompt", "steer", "follow_up", "abort", "set_todos", "get_messages"):
-        assert "timeout" in inspect.signature(getattr(RpcClient, name)).parameters, name
-
-
 def test_pi_and_omp_commands_have_typed_methods(make_client: MakeClient) -> None:
     """Commands outside omp_rpc: pi's (its RpcClient, 0.73.1) and omp's own, each refused by the
     other agent as the real ones refuse them ("Unknown command")."""
@@ -287,3 +238,19 @@ def test_on_frame_sees_every_frame_in_order(make_client: MakeClient) -> None:
     count = len(frames)
     client.get_state()
     assert len(frames) == count + 1 and frames[-1]["command"] == "get_state"
+
+
+def test_host_tool_metadata_is_sent(make_client: MakeClient) -> None:
+    tool = host_tool(name="meta", description="With metadata", parameters={"type": "object"}, execute=lambda a, c: "",
+                     side_effect_class="read-only", trust_class="host", display={"icon": "x"},
+                     input_size_hint_bytes=10, output_size_hint_bytes=20, default_timeout_ms=3000,
+                     max_result_bytes=4096, max_update_bytes=1024, load_mode="essential")
+    assert tool.to_wire() == {"name": "meta", "description": "With metadata", "parameters": {"type": "object"},
+                              "hidden": False, "sideEffectClass": "read-only", "trustClass": "host",
+                              "display": {"icon": "x"}, "inputSizeHintBytes": 10, "outputSizeHintBytes": 20,
+                              "defaultTimeoutMs": 3000, "maxResultBytes": 4096, "maxUpdateBytes": 1024,
+                              "loadMode": "essential"}
+    client = make_client(extra=P11)
+    client.add_custom_tools([tool])
+    sent = [t for t in client.get_state().raw["dumpTools"] if t["name"] == "meta"]
+    assert sent and sent[0]["sideEffectClass"] == "read-only" and sent[0]["maxUpdateBytes"] == 1024

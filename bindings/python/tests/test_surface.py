@@ -1,0 +1,81 @@
+"""The public surface: every name of omp_rpc (casepot/oh-my-pi db252a287c3d, python/omp-rpc)
+exists here, and the README's tables cover omp_rpc's methods and every C export."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+from conftest import REPO
+from omprpc import RpcClient
+
+README = (REPO / "bindings" / "python" / "README.md").read_text()
+HEADER = (REPO / "include" / "omprpc.h").read_text()
+
+def test_the_omp_rpc_surface_is_complete() -> None:
+    """Every public name of omp_rpc exists here (its __all__, and RpcClient's methods)."""
+    import omprpc
+
+    exported = (
+        "AgentEventListener ExtensionErrorListener ListenerErrorEvent ListenerErrorListener NotificationListener "
+        "PromptTurn ReadyListener RpcClient RpcCommandError RpcConcurrencyError RpcError RpcProcessExitError "
+        "RpcProtocolError RpcTimeoutError ProtocolErrorListener UiRequestListener HostTool HostToolContext "
+        "HostToolResultPayload HostToolResultValue host_tool HostUri HostUriContentType HostUriTrustClass "
+        "HostUriContext HostUriReadHandler HostUriReadResult HostUriReadValue HostUriWriteHandler host_uri "
+        "AgentEndEvent AgentMessage AssistantMessage AssistantMessageEvent AutoCompactionEndEvent "
+        "AutoCompactionStartEvent AutoRetryEndEvent AutoRetryStartEvent BashResult BranchMessage BranchResult "
+        "CancellationResult CompactionResult CompactionSummaryMessage CustomMessage DeveloperMessage ExtensionError "
+        "ExtensionUiRequest FileMentionMessage HookMessage ImageContent MessageEndEvent MessageStartEvent "
+        "MessageUpdateEvent ModelCycleResult ModelInfo ModelCost PythonExecutionMessage ReadyEvent "
+        "RetryFallbackAppliedEvent RetryFallbackSucceededEvent RpcAgentEvent RpcNotification SessionState "
+        "SessionStats ThinkingConfig ThinkingLevel ThinkingLevelCycleResult TodoAutoClearEvent TodoItem TodoPhase "
+        "TodoReminderEvent TodoStatus ToolDescriptor ToolExecutionEndEvent ToolExecutionStartEvent "
+        "ToolExecutionUpdateEvent ToolResultMessage TurnEndEvent TurnStartEvent UnknownNotification UserMessage "
+        "assistant_text assistant_text_with_thinking image_from_path message_text message_text_with_thinking "
+        "parse_notification parse_session_state parse_todo_phases"
+    ).split()
+    methods = (
+        "get_protocol_info get_state set_model cycle_model get_available_models set_thinking_level "
+        "cycle_thinking_level set_steering_mode set_follow_up_mode set_interrupt_mode cancel_operation compact "
+        "set_auto_compaction set_auto_retry abort_retry bash abort_bash get_session_stats export_html new_session "
+        "switch_session branch get_branch_messages get_last_assistant_text get_login_providers login "
+        "set_session_name get_todos set_todos clear_todos get_messages_response get_messages get_session_entries "
+        "get_session_tree get_observable_sessions set_custom_tools add_custom_tools remove_custom_tools "
+        "set_host_uris add_host_uris remove_host_uris prompt steer follow_up abort abort_and_prompt "
+        "prompt_and_wait wait_for_idle collect_events request_raw on_event on_notification on_ready "
+        "on_ui_request on_extension_error on_protocol_error on_listener_error on_unknown_notification "
+        "install_headless_ui next_ui_request send_ui_value send_ui_confirmation cancel_ui_request start stop "
+        "on_agent_start on_agent_end on_turn_start on_turn_end on_message_start on_message_update on_message_end "
+        "on_tool_execution_start on_tool_execution_update on_tool_execution_end on_auto_compaction_start "
+        "on_auto_compaction_end on_auto_retry_start on_auto_retry_end on_retry_fallback_applied "
+        "on_retry_fallback_succeeded on_ttsr_triggered on_todo_reminder on_todo_auto_clear"
+    ).split()
+    missing = [n for n in exported if not hasattr(omprpc, n)]
+    missing += [f"RpcClient.{m}" for m in methods + ["on_frame"] if not hasattr(RpcClient, m)]
+    assert missing == [], missing
+    # The typed commands all take timeout= (keyword).
+    for name in ("get_state", "bash", "compact", "cancel_operation", "get_session_entries", "add_custom_tools",
+                 "remove_host_uris", "login", "prompt", "steer", "follow_up", "abort", "set_todos", "get_messages"):
+        assert "timeout" in inspect.signature(getattr(RpcClient, name)).parameters, name
+
+
+
+
+def test_every_c_export_is_in_the_readme_table() -> None:
+    exports = set(re.findall(r"\b(omprpc_[a-z_]+)\(", HEADER))
+    assert len(exports) >= 50, "the header scan found too few exports"
+    table = README[README.index("## The C API, export by export"):]
+    table = table[:table.index("\n## ")]
+    missing = sorted(e for e in exports if f"`{e}`" not in table)
+    assert missing == [], f"add these to the README's C API table: {missing}"
+
+
+def test_the_readme_names_the_omp_rpc_methods_that_differ() -> None:
+    section = README[README.index("## omp_rpc, name by name"):]
+    section = section[:section.index("\n## ")]
+    for name in ("prompt", "follow_up", "cancel_operation", "add_custom_tools", "on_frame", "request_raw",
+                 "RpcCommandError", "ReadyEvent", "HostUriContext.range"):
+        assert f"`{name}" in section, name
+    # Every method the README names exists.
+    for name in re.findall(r"`([a-z_]+)\(", section):
+        assert hasattr(RpcClient, name), name
