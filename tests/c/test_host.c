@@ -239,6 +239,67 @@ static void test_set_host_tools_later(void) {
     omprpc_client_free(c);
 }
 
+/* omp protocol 1.1: tools added and removed one at a time; the library serves what the agent
+ * registered, and answers a removed tool's call by itself. An agent without the commands
+ * refuses them (COMMAND_FAILED) and nothing stays registered. */
+static void test_add_and_remove_host_tools(void) {
+    omprpc_client *c = START("\"--protocol\",\"1.1\"", NULL);
+    omprpc_client *plain;
+    char *out = NULL, *err = NULL;
+    host_job j;
+    jval *turn;
+    if (!c) return;
+    if (CHECK_OK(omprpc_client_add_host_tools(c, "[" ECHO_TOOL "]", WAIT_MS, &out, &err), err)) {
+        CHECK_STR(out, "{\"toolNames\":[\"echo_host\"]}");
+        h_strfree(&out);
+    }
+    memset(&j, 0, sizeof j);
+    j.mode = ANSWER_TEXT;
+    turn = turn_with_host(c, "needs host tool", &j);
+    CHECK(j.result_st == OMPRPC_STATUS_OK);
+    json_free(turn);
+    if (CHECK_OK(omprpc_client_remove_host_tools(c, "[\"echo_host\"]", WAIT_MS, &out, &err), err)) {
+        CHECK_STR(out, "{\"toolNames\":[]}");
+        h_strfree(&out);
+    }
+    if (CHECK_OK(omprpc_client_prompt_and_wait(c, "needs host tool", NULL, WAIT_MS, &out, &err), err)) h_strfree(&out);
+    if (CHECK_OK(omprpc_client_protocol_errors(c, &out, &err), err)) {
+        CHECKF(strstr(out, "is not registered") != NULL, "the removed tool's call was answered by the library: %s", out);
+        h_strfree(&out);
+    }
+    CHECK_STATUS(omprpc_client_remove_host_tools(c, "[\"\"]", WAIT_MS, &out, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    h_strfree(&err);
+    CHECK_STATUS(omprpc_client_add_host_tools(c, "not json", WAIT_MS, &out, &err), OMPRPC_STATUS_INVALID_JSON, err);
+    h_strfree(&err);
+    if (CHECK_OK(omprpc_client_add_host_uri_schemes(c, "[{\"scheme\":\"memo\"}]", WAIT_MS, &out, &err), err)) {
+        CHECK_STR(out, "{\"schemes\":[\"memo\"]}");
+        h_strfree(&out);
+    }
+    if (CHECK_STATUS(omprpc_client_add_host_uri_schemes(c, "[{\"scheme\":\"omp\"}]", WAIT_MS, &out, &err),
+                     OMPRPC_STATUS_COMMAND_FAILED, err)) {
+        /* The agent's typed error reaches the error JSON. */
+        char code[64];
+        CHECK_STR(h_err_field(err, "errorCode", code, sizeof code), "host_uri_denied");
+    }
+    h_strfree(&err);
+    if (CHECK_OK(omprpc_client_remove_host_uri_schemes(c, "[\"memo\"]", WAIT_MS, &out, &err), err)) {
+        CHECK_STR(out, "{\"schemes\":[]}");
+        h_strfree(&out);
+    }
+    omprpc_client_free(c);
+
+    plain = START(NULL, NULL);
+    if (!plain) return;
+    CHECK_STATUS(omprpc_client_add_host_tools(plain, "[" ECHO_TOOL "]", WAIT_MS, &out, &err), OMPRPC_STATUS_COMMAND_FAILED, err);
+    h_strfree(&err);
+    if (CHECK_OK(omprpc_client_prompt_and_wait(plain, "needs host tool", NULL, WAIT_MS, &out, &err), err)) h_strfree(&out);
+    if (CHECK_OK(omprpc_client_protocol_errors(plain, &out, &err), err)) {
+        CHECKF(strstr(out, "is not registered") != NULL, "a refused tool stays unregistered: %s", out);
+        h_strfree(&out);
+    }
+    omprpc_client_free(plain);
+}
+
 /* --- host URIs ---------------------------------------------------------------------- */
 
 typedef struct {
@@ -346,6 +407,7 @@ int main(void) {
     RUN(test_cancelled_host_call);
     RUN(test_library_answers_bad_calls);
     RUN(test_set_host_tools_later);
+    RUN(test_add_and_remove_host_tools);
     RUN(test_host_uris);
     RUN(test_unregistered_scheme_is_answered);
     return h_summary();
