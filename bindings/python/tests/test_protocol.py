@@ -67,6 +67,11 @@ def test_ready_event_fields() -> None:
     assert ready == ReadyEvent(frame11["protocol"], {"pid": 7}, "rpc", {"commands": ["ping"]}, {},
                                {"name": "rpc-defaults"}, {}, 1, "2026-12-01T00:00:00.000Z", "s", frame11)
     frame11["capabilities"]["commands"].append("changed")  # type: ignore[index]
+    # Agent events too: nothing of the frame is shared.
+    end_frame = {"type": "agent_end", "messages": [{"role": "assistant", "content": [{"type": "text", "text": "a"}]}]}
+    end = parse_notification(end_frame)
+    end_frame["messages"][0]["content"][0]["text"] = "changed"  # type: ignore[index]
+    assert end.messages[0]["content"][0]["text"] == "a"  # type: ignore[union-attr, index]
     assert ready.capabilities == {"commands": ["ping"]}, "the event does not share the frame's objects"
     assert ready.raw is not None and ready.raw["capabilities"] == {"commands": ["ping"]}
 

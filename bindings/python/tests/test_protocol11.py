@@ -170,7 +170,10 @@ def test_host_tools_and_uris_are_registered_incrementally(make_client: MakeClien
     assert docs.to_wire() == {"scheme": "docs", "writable": False, "immutable": False, "trustClass": "workspace",
                               "maxContentBytes": 4096, "contentTypes": ["text/plain"], "range": True}
     assert client.add_host_uris([docs]) == ("docs",)
-    assert client.add_host_uris([host_uri(scheme="memo", read=read)]) == ("docs", "memo")
+    assert client.add_host_uris([host_uri(scheme="memo", read=read, range=True)]) == ("docs", "memo")
+    # A ranged read: the handler's context has the request's range.
+    client.prompt_and_wait("needs host uri", timeout=10)
+    assert ranges == [{"start": 0, "end": 99, "unit": "byte"}]
     with pytest.raises(RpcCommandError):
         client.add_host_uris([host_uri(scheme="omp", read=read)])
     assert client.remove_host_uris(["docs"]) == ("memo",)

@@ -967,7 +967,19 @@ impl Agent {
             Plan::NeedsHostUri | Plan::NeedsHostUriWrite => {
                 self.event(obj! {"type": "agent_start"});
                 self.uri_requests.insert("uri-1".to_owned());
-                if matches!(plan, Plan::NeedsHostUri) {
+                if matches!(plan, Plan::NeedsHostUri) && self.protocol11 {
+                    // Protocol 1.1: a ranged read, as its server sends for `?range=` on a
+                    // scheme registered with range:true.
+                    self.event(obj! {
+                        "type": "host_uri_request",
+                        "id": "uri-1",
+                        "operation": "read",
+                        "url": "memo://notes/today?range=0-99",
+                        "maxContentBytes": 1032192,
+                        "acceptsBase64": false,
+                        "range": obj! {"start": 0, "end": 99, "unit": "byte"},
+                    });
+                } else if matches!(plan, Plan::NeedsHostUri) {
                     self.event(obj! {
                         "type": "host_uri_request",
                         "id": "uri-1",

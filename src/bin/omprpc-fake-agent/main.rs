@@ -136,7 +136,7 @@
 //! | needs cancel | ui-3 editor (title "Edit", placeholder "value"); same |
 //! | needs host tool | agent_start, `host_tool_call` {id host-call-1, toolCallId toolu_host_1, toolName echo_host, arguments {message:"hello"}} |
 //! | needs xd tool | agent_start, `tool_execution_start` {toolu_host_1, toolName "write", args {path:"xd://echo_host",content:"{\"message\":\"hello\"}"}}, then the host-call-1 call for echo_host; update/end events then say toolName "write" |
-//! | needs host uri | agent_start, `{"type":"host_uri_request","id":"uri-1","operation":"read","url":"memo://notes/today"}` |
+//! | needs host uri | agent_start, `{"type":"host_uri_request","id":"uri-1","operation":"read","url":"memo://notes/today"}` (protocol 1.1: `url` `…?range=0-99`, `maxContentBytes:1032192`, `acceptsBase64:false`, `range:{start:0,end:99,unit:"byte"}`) |
 //! | needs host uri write | same with operation write and `content:"new text"` |
 //! | cancel host tool | agent_start, host-call-1 call, 100 ms pause, `{"type":"host_tool_cancel","id":"cancel-1","targetId":"host-call-1"}`, agent_end `[]`; a later result is ignored |
 //! | bad host call | agent_start, `{"type":"host_tool_call","id":"host-call-bad","toolCallId":"t","toolName":"echo_host","arguments":"not an object"}`; its host_tool_result → `{"type":"host_result_seen","frame":…}`, agent_end `[]` |
