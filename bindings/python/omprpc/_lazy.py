@@ -85,7 +85,7 @@ class LazyEvent:
         if type(lz) is not tuple:
             return lz
         src, i = lz
-        obj = to_notification(src.payload(i))
+        obj = to_notification(src.payload(i), private=True)
         base = type(self)._lz_base
         if type(obj) is not base:
             error = getattr(obj, "parse_error", None) or f"decoded as {type(obj).__name__}"
@@ -283,5 +283,5 @@ def lazy_events(buf: _ffi.OwnedString | bytes, start: int, end: int) -> tuple[Rp
     if b"" in types:
         for i, t in enumerate(types):
             if not t:  # "type" is not the first member: decode this one now
-                objs[i] = to_notification(src.payload(i))
+                objs[i] = to_notification(src.payload(i), private=True)
     return tuple(objs)

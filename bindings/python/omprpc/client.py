@@ -808,6 +808,9 @@ class _Session:
         raw_entries = self.listeners.lists["payload"]
         if raw_entries:
             self.listeners.run("payload", kind if isinstance(kind, str) else None, raw_entries, frame)
+        # Typed events share nothing with a frame the raw listeners were handed; otherwise the
+        # frame was decoded for this dispatch alone and no copy is needed.
+        private = not (frame_entries or raw_entries)
         if kind == "host_tool_call":
             self._host_tool_call(frame)
             return
@@ -825,7 +828,7 @@ class _Session:
         L = self.listeners
         lists = L.lists
         if kind == "policy_eval":
-            question = to_notification(frame)
+            question = to_notification(frame, private=private)
             if isinstance(question, PolicyEvalEvent):
                 handler = self.policy_handler
                 if handler is not None and question.id and not self._stopping:
@@ -834,7 +837,7 @@ class _Session:
                 L.run("policy_eval", question.type, lists["policy_eval"], question)
                 return
         if kind == "tool_blocked":
-            blocked = to_notification(frame)
+            blocked = to_notification(frame, private=private)
             L.run("notification", blocked.type, lists["notification"], blocked)
             L.run("tool_blocked", blocked.type, lists["tool_blocked"], blocked)
             return
@@ -852,27 +855,27 @@ class _Session:
                 L.run("event_overflow", overflow.type, lists["event_overflow"], overflow)
                 return
         if kind == "ready":
-            ready = to_notification(frame)
+            ready = to_notification(frame, private=private)
             L.run("notification", ready.type, lists["notification"], ready)
             L.run("ready", ready.type, lists["ready"], ready)
             return
         if kind == "extension_ui_request":
             entries = lists["ui_request"]
             if entries or lists["notification"]:
-                request = to_notification(frame)
+                request = to_notification(frame, private=private)
                 L.run("notification", request.type, lists["notification"], request)
                 if isinstance(request, ExtensionUiRequest):
                     L.run("ui_request", request.type, entries, request)
             return
         if kind == "extension_error":
-            note = to_notification(frame)
+            note = to_notification(frame, private=private)
             L.run("notification", note.type, lists["notification"], note)
             L.run("extension_error", note.type, lists["extension_error"], note)
             return
         if isinstance(kind, str) and kind in AGENT_EVENT_TYPES:
             typed = L.typed.get(kind, ())
             if lists["notification"] or lists["event"] or typed or lists["unknown_notification"]:
-                note = to_notification(frame)
+                note = to_notification(frame, private=private)
                 L.run("notification", note.type, lists["notification"], note)
                 if isinstance(note, UnknownNotification):
                     L.run("unknown_notification", note.type, lists["unknown_notification"], note)
@@ -886,7 +889,7 @@ class _Session:
                         self._sync.notify_all()
             return
         if lists["notification"] or lists["unknown_notification"]:
-            note = to_notification(frame)
+            note = to_notification(frame, private=private)
             L.run("notification", note.type, lists["notification"], note)
             L.run("unknown_notification", note.type, lists["unknown_notification"], note)
 

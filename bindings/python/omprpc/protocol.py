@@ -1178,14 +1178,18 @@ def _todo_item_strict(item: object, what: str) -> TodoItem:
 
 
 def parse_notification(payload: Mapping[str, Any]) -> RpcNotification:
-    """A frame from the agent as a typed notification.
+    """A frame from the agent as a typed notification that shares nothing with the frame (a
+    deep copy: changing the frame afterwards changes nothing in the event).
 
     Raises ValueError when a modelled field has a value this binding does not know (the
     client then delivers an :class:`UnknownNotification` with ``parse_error``). Frames of
     other types become :class:`UnknownNotification` without an error.
     """
-    # A copy: the event never shares a list or an object with the frame it was parsed from.
-    payload = _clone_json(payload)
+    return _parse_notification(_clone_json(payload))
+
+
+def _parse_notification(payload: Mapping[str, Any]) -> RpcNotification:
+    """:func:`parse_notification` on a dict nobody else holds (no copy made)."""
     kind = payload.get("type")
     if kind == "ready":
         versions = payload.get("supportedProtocolVersions")
@@ -1339,12 +1343,14 @@ def parse_notification(payload: Mapping[str, Any]) -> RpcNotification:
     return UnknownNotification(payload=dict(payload))
 
 
-def to_notification(payload: object) -> RpcNotification:
-    """:func:`parse_notification` that never raises: failures become UnknownNotification."""
+def to_notification(payload: object, *, private: bool = False) -> RpcNotification:
+    """:func:`parse_notification` that never raises: failures become UnknownNotification.
+    ``private``: the dict was decoded for this call alone, so the event may keep its parts
+    (no copy: what keeps decoding cheap)."""
     if not isinstance(payload, dict):
         return UnknownNotification(payload={"value": payload}, parse_error="frame is not an object")
     try:
-        return parse_notification(payload)
+        return _parse_notification(payload) if private else parse_notification(payload)
     except (TypeError, ValueError) as exc:
         return UnknownNotification(payload=payload, parse_error=str(exc))
 
