@@ -79,3 +79,28 @@ def test_the_readme_names_the_omp_rpc_methods_that_differ() -> None:
     # Every method the README names exists.
     for name in re.findall(r"`([a-z_]+)\(", section):
         assert hasattr(RpcClient, name), name
+
+
+def test_the_methods_omp_rpc_added_have_its_parameters() -> None:
+    """omp_rpc's parameter names and kinds (db252a287c3d), plus the keyword timeout= here."""
+    expected = {
+        "add_custom_tools": ["tools"],
+        "remove_custom_tools": ["tool_names"],
+        "add_host_uris": ["host_uris"],
+        "remove_host_uris": ["schemes"],
+        "cancel_operation": ["operation_id"],
+        "get_session_entries": ["*offset", "*limit", "*entry_types", "*include_content"],
+        "get_session_tree": ["*include_entries"],
+        "get_observable_sessions": [],
+        "get_protocol_info": [],
+        "get_messages_response": [],
+        "get_login_providers": [],
+        "login": ["provider_id"],
+        "on_frame": ["listener"],
+    }
+    for name, params in expected.items():
+        sig = inspect.signature(getattr(RpcClient, name))
+        got = [("*" if p.kind is inspect.Parameter.KEYWORD_ONLY else "") + p.name
+               for p in list(sig.parameters.values())[1:] if p.name != "timeout"]
+        assert got == params, (name, got)
+    assert inspect.signature(RpcClient.get_session_tree).parameters["include_entries"].default is False
