@@ -28,7 +28,7 @@ fn request(c: &Client, ty: &str, params: Value) -> Result<Value, omprpc::Error> 
 
 /// The error JSON a C caller gets.
 fn error_json(e: omprpc::Error) -> Value {
-    parse(&e.to_json())
+    parse(e.to_json())
 }
 
 /// Every event queued now.
@@ -43,7 +43,7 @@ fn drain(c: &Client) -> Vec<Value> {
 #[test]
 fn the_ready_frame_and_get_protocol_info_describe_the_protocol() {
     let c = start();
-    let info = parse(&c.info());
+    let info = parse(c.info());
     let ready = &info["ready"];
     assert_eq!(ready["protocol"], json!({"name": "omp-rpc", "version": "1.1.0", "schemaVersion": 1}));
     assert_eq!(ready["seq"], 1, "frame metadata");
@@ -128,8 +128,8 @@ fn host_tools_and_uri_schemes_are_registered_incrementally() {
     let c = start();
     let echo = json!([{"name": "echo_host", "description": "Echo", "parameters": {"type": "object"}}]);
     let other = json!([{"name": "other_host", "description": "Other", "parameters": {"type": "object"}}]);
-    assert_eq!(parse(&c.add_host_tools(echo, secs(10)).unwrap()), json!({"toolNames": ["echo_host"]}));
-    assert_eq!(parse(&c.add_host_tools(other, secs(10)).unwrap()), json!({"toolNames": ["echo_host", "other_host"]}));
+    assert_eq!(parse(c.add_host_tools(echo, secs(10)).unwrap()), json!({"toolNames": ["echo_host"]}));
+    assert_eq!(parse(c.add_host_tools(other, secs(10)).unwrap()), json!({"toolNames": ["echo_host", "other_host"]}));
     // An added tool is known to the library: its call is delivered to the host.
     c.prompt("prompt", "needs host tool", None, secs(10)).unwrap();
     let call = loop {
@@ -141,7 +141,7 @@ fn host_tools_and_uri_schemes_are_registered_incrementally() {
     assert_eq!(call["toolName"], "echo_host");
     c.host_tool_result(call["id"].as_str().unwrap(), json!("echoed"), false).unwrap();
     c.wait_for_idle(secs(10)).unwrap();
-    assert_eq!(parse(&c.remove_host_tools(json!(["echo_host"]), secs(10)).unwrap()), json!({"toolNames": ["other_host"]}));
+    assert_eq!(parse(c.remove_host_tools(json!(["echo_host"]), secs(10)).unwrap()), json!({"toolNames": ["other_host"]}));
     // A removed tool is not: the library answers its call with an error and records it.
     drain(&c);
     c.prompt("prompt", "needs host tool", None, secs(10)).unwrap();
@@ -157,11 +157,11 @@ fn host_tools_and_uri_schemes_are_registered_incrementally() {
     assert_eq!(c.add_host_tools(json!([{"name": "x"}]), secs(10)).unwrap_err().status, Status::InvalidArgument);
 
     let docs = json!([{"scheme": "docs", "description": "Docs", "trustClass": "workspace", "range": true}]);
-    assert_eq!(parse(&c.add_host_uri_schemes(docs, secs(10)).unwrap()), json!({"schemes": ["docs"]}));
-    assert_eq!(parse(&c.add_host_uri_schemes(json!([{"scheme": "Memo"}]), secs(10)).unwrap()), json!({"schemes": ["docs", "memo"]}));
+    assert_eq!(parse(c.add_host_uri_schemes(docs, secs(10)).unwrap()), json!({"schemes": ["docs"]}));
+    assert_eq!(parse(c.add_host_uri_schemes(json!([{"scheme": "Memo"}]), secs(10)).unwrap()), json!({"schemes": ["docs", "memo"]}));
     // A refused addition leaves what was registered.
     assert_eq!(c.add_host_uri_schemes(json!([{"scheme": "omp"}]), secs(10)).unwrap_err().status, Status::CommandFailed);
-    assert_eq!(parse(&c.remove_host_uri_schemes(json!(["docs"]), secs(10)).unwrap()), json!({"schemes": ["memo"]}));
+    assert_eq!(parse(c.remove_host_uri_schemes(json!(["docs"]), secs(10)).unwrap()), json!({"schemes": ["memo"]}));
     c.close().unwrap();
 }
 
@@ -186,7 +186,7 @@ fn incremental_registration_is_refused_where_it_cannot_work() {
 #[test]
 fn session_entries_tree_and_observable_sessions() {
     let c = start();
-    let t = parse(&c.prompt_and_wait("hello", None, secs(10)).unwrap());
+    let t = parse(c.prompt_and_wait("hello", None, secs(10)).unwrap());
     assert!(t["assistantText"].is_string(), "{t}");
     let all = request(&c, "get_session_entries", json!({})).unwrap();
     let types: Vec<&str> = all["entries"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();

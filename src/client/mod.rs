@@ -504,7 +504,10 @@ impl Shared {
         drop(st);
         let sent = request_line(&id, "get_state", None).and_then(|line| {
             self.pending.lock().unwrap().insert(id.clone(), "get_state", slot)?;
-            self.write(&line, deadline_after(Some(self.probe_patience()))).inspect_err(|_| self.pending.lock().unwrap().remove(&id))
+            self.write(&line, deadline_after(Some(self.probe_patience()))).map_err(|e| {
+                self.pending.lock().unwrap().remove(&id);
+                e
+            })
         });
         self.counters.activity_probes.fetch_add(1, Ordering::Relaxed);
         self.log.log(Level::Debug, "activity", "asked the agent whether it is idle", json!({"id": id, "ok": sent.is_ok()}));

@@ -413,7 +413,7 @@ impl Agent {
             Some(Value::Array(list)) if !list.is_empty() => Some(list.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect()),
             _ => None,
         };
-        let kept: Vec<&Entry> = entries.iter().filter(|e| types.as_ref().is_none_or(|t| t.iter().any(|t| t == e.ty))).collect();
+        let kept: Vec<&Entry> = entries.iter().filter(|e| types.as_ref().map_or(true, |t| t.iter().any(|t| t == e.ty))).collect();
         let total = kept.len();
         let offset = cmd.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
         let limit = cmd.get("limit").and_then(Value::as_u64).unwrap_or(100).clamp(1, 200) as usize;
