@@ -228,3 +228,23 @@ fn queue_responses_taps_every_frame() {
     assert!(drain(&c).is_empty());
     c.close().unwrap();
 }
+
+// An id-less fault the agent reports (`protocol_error` frame) is queued as it came and
+// recorded, with its typed error.
+#[test]
+fn the_agents_protocol_errors_are_recorded() {
+    let c = start();
+    drain(&c);
+    let p = parse_params(Some(r#"{"type":"no_such_frame"}"#)).unwrap().unwrap();
+    c.send_frame(&p).unwrap();
+    request(&c, "get_state", json!({})).unwrap(); // the agent answers in order: its fault came first
+    let frames = drain(&c);
+    let raw = frames.iter().find(|f| f["type"] == "protocol_error" && f.get("omprpc").is_none()).expect("the agent's frame");
+    assert_eq!(raw["errorInfo"]["code"], "unknown_command");
+    let records = parse(c.protocol_errors());
+    let rec = &records[0];
+    assert_eq!(rec["message"], "the agent reported a protocol error: Unknown command: no_such_frame");
+    assert_eq!(rec["frame"]["errorInfo"]["code"], "unknown_command");
+    assert!(frames.iter().any(|f| f["type"] == "protocol_error" && f["omprpc"] == true));
+    c.close().unwrap();
+}

@@ -245,6 +245,20 @@ impl Router<'_> {
                 self.emit_line(line);
             }
             b"extension_error" => self.emit_line(line),
+            b"protocol_error" => {
+                // The agent reports a fault of its own (omp protocol 1.1: a frame it could not
+                // take, with no id to answer): queued as it came, and recorded as a protocol
+                // error quoting it, with its text and typed error info.
+                let mut r = Map::new();
+                let text = f.str(line, "error").map(Cow::into_owned).unwrap_or_else(|| "(no error text)".into());
+                r.insert("message".into(), json!(format!("the agent reported a protocol error: {text}")));
+                if let Some(id) = f.str(line, "requestId") {
+                    r.insert("requestId".into(), json!(id));
+                }
+                r.insert("frame".into(), serde_json::from_slice(line).unwrap_or(Value::Null));
+                self.emit_line(line);
+                self.protocol_error(r);
+            }
             b"tool_execution_update" | b"tool_execution_end" => {
                 let renamed = match (f.str(line, "toolCallId"), f.str(line, "toolName")) {
                     (Some(call), Some(name)) => {

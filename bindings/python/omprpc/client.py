@@ -805,6 +805,8 @@ class _Session:
             self.listeners.run("frame", kind if isinstance(kind, str) else None, frame_entries, frame)
         if kind == "response":
             return  # queued for the frame listeners only (the start option queue_responses)
+        if kind == "protocol_error" and frame.get("omprpc") is not True:
+            return  # the agent's own report: the library's record of it follows (on_protocol_error)
         raw_entries = self.listeners.lists["payload"]
         if raw_entries:
             self.listeners.run("payload", kind if isinstance(kind, str) else None, raw_entries, frame)

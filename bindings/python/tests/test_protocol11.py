@@ -257,3 +257,20 @@ def test_host_tool_metadata_is_sent(make_client: MakeClient) -> None:
     client.add_custom_tools([tool])
     sent = [t for t in client.get_state().raw["dumpTools"] if t["name"] == "meta"]
     assert sent and sent[0]["sideEffectClass"] == "read-only" and sent[0]["maxUpdateBytes"] == 1024
+
+
+def test_the_agents_protocol_errors_reach_on_protocol_error(make_client: MakeClient) -> None:
+    client = make_client(extra=P11)
+    seen: list[RpcProtocolError] = []
+    unknown: list[Any] = []
+    client.on_protocol_error(seen.append)
+    client.on_unknown_notification(unknown.append)
+    client.send_frame({"type": "no_such_frame"})
+    client.get_state()
+    deadline = time.monotonic() + 10
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(seen) == 1 and seen[0].code == "unknown_command", seen
+    assert seen[0].error_info is not None and seen[0].error_info["message"] == "Unknown command: no_such_frame"
+    assert client.protocol_errors[-1].code == "unknown_command"
+    assert unknown == [], "the agent's protocol_error is not an unknown notification"
