@@ -174,6 +174,28 @@ def assert_silent_host_tool_outlasts_the_idle_timeout(client: RpcClient, calls: 
     assert turn.assistant_text == "silent sum is 5"
 
 
+def assert_abort_during_host_tool(ws: Workspace, client: RpcClient, rec: Recorder, calls: HostCalls,
+                                  tool_text: str) -> None:
+    """abort while the host holds a tool call: the handler sees the cancellation, the agent
+    sends host_tool_cancel, the tool ends with ``tool_text`` as an error, the turn is aborted
+    and the model is not called again."""
+    before = len(ws.llm_requests())
+    mark = rec.mark()
+    turn_call = Background(lambda: client.prompt_and_wait("wait for the host", timeout=GUARD))
+    assert calls.wait_started.wait(GUARD), "host_wait was never called"
+    client.abort()
+    assert calls.wait_cancelled.wait(GUARD), "the host tool never saw the cancellation"
+    turn = turn_call.result()
+    cancel = rec.wait("host_tool_cancel", lambda p: p.get("type") == "host_tool_cancel", mark)
+    call = rec.wait("host_tool_call", lambda p: p.get("type") == "host_tool_call", mark)
+    assert cancel["targetId"] == call["id"]
+    end = one(turn, "tool_execution_end")
+    assert (end["toolName"], end["isError"], result_text(end["result"])) == ("host_wait", True, tool_text)
+    assert turn.assistant_message is not None and turn.assistant_message["stopReason"] == "aborted"
+    assert len(ws.llm_requests()) == before + 1, "the aborted run made no second LLM call"
+    client.wait_for_idle(timeout=GUARD)
+
+
 def assert_closes_cleanly(client: RpcClient) -> None:
     pid = client.info()["pid"]
     assert isinstance(pid, int) and pid > 0
@@ -379,22 +401,7 @@ def test_pi_command_without_answer_completes(pi_main: tuple[Workspace, RpcClient
 
 
 def test_pi_abort_during_host_tool(pi_main: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
-    ws, client, rec, calls = pi_main
-    before = len(ws.llm_requests())
-    mark = rec.mark()
-    turn_call = Background(lambda: client.prompt_and_wait("wait for the host", timeout=GUARD))
-    assert calls.wait_started.wait(GUARD), "host_wait was never called"
-    client.abort()
-    assert calls.wait_cancelled.wait(GUARD), "the host tool never saw the cancellation"
-    turn = turn_call.result()
-    cancel = rec.wait("host_tool_cancel", lambda p: p.get("type") == "host_tool_cancel", mark)
-    call = rec.wait("host_tool_call", lambda p: p.get("type") == "host_tool_call", mark)
-    assert cancel["targetId"] == call["id"]
-    end = one(turn, "tool_execution_end")
-    assert (end["toolName"], end["isError"], result_text(end["result"])) == ("host_wait", True, "cancelled")
-    assert turn.assistant_message is not None and turn.assistant_message["stopReason"] == "aborted"
-    assert len(ws.llm_requests()) == before + 1, "the aborted run made no second LLM call"
-    client.wait_for_idle(timeout=GUARD)
+    assert_abort_during_host_tool(*pi_main, "cancelled")
 
 
 def test_pi_three_megabytes_of_tool_output(pi_main: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
@@ -518,23 +525,7 @@ def test_omp_native_bash_tool(omp: tuple[Workspace, RpcClient, Recorder, HostCal
 
 
 def test_omp_abort_during_host_tool(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
-    ws, client, rec, calls = omp
-    before = len(ws.llm_requests())
-    mark = rec.mark()
-    turn_call = Background(lambda: client.prompt_and_wait("wait for the host", timeout=GUARD))
-    assert calls.wait_started.wait(GUARD), "host_wait was never called"
-    client.abort()
-    assert calls.wait_cancelled.wait(GUARD), "the host tool never saw the cancellation"
-    turn = turn_call.result()
-    cancel = rec.wait("host_tool_cancel", lambda p: p.get("type") == "host_tool_cancel", mark)
-    call = rec.wait("host_tool_call", lambda p: p.get("type") == "host_tool_call", mark)
-    assert cancel["targetId"] == call["id"]
-    end = one(turn, "tool_execution_end")
-    assert (end["toolName"], end["isError"], result_text(end["result"])) == (
-        "host_wait", True, 'Host tool "host_wait" was aborted')
-    assert turn.assistant_message is not None and turn.assistant_message["stopReason"] == "aborted"
-    assert len(ws.llm_requests()) == before + 1, "the aborted run made no second LLM call"
-    client.wait_for_idle(timeout=GUARD)
+    assert_abort_during_host_tool(*omp, 'Host tool "host_wait" was aborted')
 
 
 def test_omp_three_megabytes_of_tool_output(omp: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
