@@ -81,26 +81,47 @@ def test_the_readme_names_the_omp_rpc_methods_that_differ() -> None:
         assert hasattr(RpcClient, name), name
 
 
-def test_the_methods_omp_rpc_added_have_its_parameters() -> None:
-    """omp_rpc's parameter names and kinds (db252a287c3d), plus the keyword timeout= here."""
-    expected = {
-        "add_custom_tools": ["tools"],
-        "remove_custom_tools": ["tool_names"],
-        "add_host_uris": ["host_uris"],
-        "remove_host_uris": ["schemes"],
-        "cancel_operation": ["operation_id"],
-        "get_session_entries": ["*offset", "*limit", "*entry_types", "*include_content"],
-        "get_session_tree": ["*include_entries"],
-        "get_observable_sessions": [],
-        "get_protocol_info": [],
-        "get_messages_response": [],
-        "get_login_providers": [],
-        "login": ["provider_id"],
-        "on_frame": ["listener"],
-    }
-    for name, params in expected.items():
-        sig = inspect.signature(getattr(RpcClient, name))
-        got = [("*" if p.kind is inspect.Parameter.KEYWORD_ONLY else "") + p.name
-               for p in list(sig.parameters.values())[1:] if p.name != "timeout"]
-        assert got == params, (name, got)
+#: omp_rpc's RpcClient signatures (db252a287c3d): parameter names in order, "*" keyword-only,
+#: "**" var-keyword. omprpc may add keyword-only parameters (timeout=, content=, …).
+OMP_RPC_SIGNATURES = {
+    "__init__": "*command *executable *provider *model *session_dir *cwd *env *user *group *extra_groups *thinking "
+                "*append_system_prompt *provider_session_id *tools *custom_tools *host_uris *no_session *no_skills "
+                "*no_rules *no_title *rpc_defaults *extra_args *startup_timeout *request_timeout *max_event_history "
+                "*max_stderr_chunks",
+    "start": "", "stop": "",
+    "install_headless_ui": "*on_request *confirm *select_value *input_value *editor_value",
+    "next_ui_request": "timeout", "send_ui_value": "request_id value", "send_ui_confirmation": "request_id confirmed",
+    "cancel_ui_request": "request_id *timed_out",
+    "get_protocol_info": "", "get_state": "", "set_model": "provider model_id", "cycle_model": "",
+    "get_available_models": "", "set_thinking_level": "level", "cycle_thinking_level": "",
+    "set_steering_mode": "mode", "set_follow_up_mode": "mode", "set_interrupt_mode": "mode",
+    "cancel_operation": "operation_id", "compact": "custom_instructions", "set_auto_compaction": "enabled",
+    "set_auto_retry": "enabled", "abort_retry": "", "bash": "command", "abort_bash": "", "get_session_stats": "",
+    "export_html": "output_path", "new_session": "parent_session", "switch_session": "session_path",
+    "branch": "entry_id", "get_branch_messages": "", "get_last_assistant_text": "", "get_login_providers": "",
+    "login": "provider_id", "set_session_name": "name", "get_todos": "", "set_todos": "todos", "clear_todos": "",
+    "get_messages_response": "", "get_messages": "",
+    "get_session_entries": "*offset *limit *entry_types *include_content", "get_session_tree": "*include_entries",
+    "get_observable_sessions": "", "set_custom_tools": "tools", "add_custom_tools": "tools",
+    "remove_custom_tools": "tool_names", "set_host_uris": "host_uris", "add_host_uris": "host_uris",
+    "remove_host_uris": "schemes", "prompt": "message *images *streaming_behavior", "steer": "message *images",
+    "follow_up": "message *images", "abort": "", "abort_and_prompt": "message *images",
+    "prompt_and_wait": "message *images *streaming_behavior *timeout", "wait_for_idle": "timeout",
+    "collect_events": "timeout", "request_raw": "command_type **payload", "on_frame": "listener",
+}
+
+
+def test_every_omp_rpc_method_has_its_parameters() -> None:
+    kinds = {inspect.Parameter.KEYWORD_ONLY: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+    for name, want in OMP_RPC_SIGNATURES.items():
+        params = list(inspect.signature(getattr(RpcClient, name)).parameters.values())[1:]
+        got = [kinds.get(p.kind, "") + p.name for p in params]
+        ours = [g for g in got if g in want.split()]
+        assert ours == want.split(), (name, got)
+        # What omprpc adds is keyword-only (or a defaulted positional after omp_rpc's), so every
+        # call written for omp_rpc binds the same way.
+        extra = [p for p in params if kinds.get(p.kind, "") + p.name not in want.split()]
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY or p.default is not p.empty for p in extra), (name, got)
+    for prop in ("stderr", "command", "protocol_errors", "listener_errors"):
+        assert isinstance(getattr(RpcClient, prop), property), prop
     assert inspect.signature(RpcClient.get_session_tree).parameters["include_entries"].default is False
