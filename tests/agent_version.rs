@@ -127,3 +127,23 @@ fn the_probe_runs_once_per_executable() {
     start(opts.clone()).unwrap().close().unwrap();
     assert_eq!(probes(), 2);
 }
+
+/// An agent outside the measured range that the host vouches for — the omp fork `omp_rpc` is
+/// written for reports omp 15.8.1 (tests/support/OMP11-NOTES.md) — starts with
+/// `agent_version: "unchecked"`: neither probed nor checked.
+#[test]
+fn an_unchecked_agent_version_starts_an_unmeasured_agent() {
+    let old_omp = |extra: Value| {
+        let mut o = json!({"executable": FAKE, "env": {"OMPRPC_FAKE_VERSION": "15.8.1"}, "stop_grace_ms": 300});
+        for (k, v) in extra.as_object().unwrap() {
+            o[k] = v.clone();
+        }
+        o
+    };
+    let err = start(old_omp(json!({}))).err().expect("omp 15.8.1 is outside the measured range");
+    assert!(err.message.contains("omp 15.8.1 is not supported"), "{err}");
+    let c = start(old_omp(json!({"agent_version": "unchecked"}))).unwrap_or_else(|e| panic!("unchecked: {e}"));
+    assert_eq!(info(&c)["agentVersion"], Value::Null);
+    c.request("get_state", None, omprpc::client::deadline_after(Some(Duration::from_secs(10)))).unwrap();
+    c.close().unwrap();
+}
