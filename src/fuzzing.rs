@@ -6,11 +6,12 @@ pub use crate::bridge::{decide as bridge_decide, Auth as BridgeAuth, Decision as
 pub use crate::client::pending::{Pending, Settled, Slot};
 pub use crate::client::reader::{check_frame, correlate, Correlation};
 pub use crate::protocol::scan::{validate, Fields, Kind};
-pub use crate::transport::chunks::{decode_base64_strict, ChunkDecoder, ChunkLimits};
+pub use crate::base64::decode_base64_strict;
+pub use crate::protocol::chunks::{ChunkDecoder, ChunkLimits};
 pub use crate::transport::{Framed, Framer, LineSink};
 
 /// Largest decoded slice one v2 chunk may carry.
-pub const MAX_CHUNK_DATA: usize = crate::transport::chunks::MAX_CHUNK_DATA;
+pub const MAX_CHUNK_DATA: usize = crate::protocol::chunks::MAX_CHUNK_DATA;
 /// Nesting depth past which the frame scanner rejects a frame.
 pub const MAX_SCAN_DEPTH: usize = crate::protocol::scan::MAX_DEPTH;
 
@@ -28,6 +29,6 @@ pub fn request_line(id: &str, ty: &str, params: Option<&Map<String, Value>>) -> 
 }
 
 /// Every status value the C API can return.
-pub fn all_statuses() -> &'static [crate::Status] {
-    &crate::Status::ALL
+pub fn all_statuses() -> &'static [crate::error::Status] {
+    &crate::error::Status::ALL
 }

@@ -1,11 +1,17 @@
 //! omprpc: a native client for the omp and pi coding agents' RPC mode (JSON lines over the
 //! agent's stdin/stdout), with a stable C ABI (`include/omprpc.h`).
 //!
-//! Layers, data flowing up: `transport` (process, framing, v2 chunks, stderr) → `protocol`
-//! (frame scanning, argv) → `client` (correlation, events, lifecycle, UI, host calls) →
-//! `turn` (turn assembly) → `ffi` (the C ABI, the only place with foreign-facing `unsafe`).
+//! Layers, data flowing down from the agent (ARCHITECTURE.md; each uses only those above it,
+//! tests/layers.rs checks it): `transport` (process, framing, stderr, recording) → `protocol`
+//! (frame scanning, v2 chunks, argv, the agent's version) → `bridge` (pi tool bridge, policy
+//! gate) and `turn` (collecting and assembling turns) → `client` (correlation, events, the
+//! agent's activity, UI, host calls) → `ffi` (the C ABI, the only place with foreign-facing
+//! `unsafe`). Leaves, used by any layer: `error`, `wait`, `env`, `provider`, `observe`,
+//! `base64`, `prompt`.
 
 // Only `ffi` and `error` (the status enum) define the C API; cbindgen skips the rest.
+/// cbindgen:ignore
+pub mod base64;
 /// cbindgen:ignore
 pub mod bridge;
 /// cbindgen:ignore

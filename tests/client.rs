@@ -555,7 +555,7 @@ fn environment_is_deny_by_default_and_system_prompts_can_go_through_files() {
 fn prompts_take_content_blocks() {
     let c = start(&[]);
     let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
-    let uri = format!("data:image/png;base64,{}", omprpc::prompt::base64_encode(png));
+    let uri = format!("data:image/png;base64,{}", omprpc::base64::encode(png));
     let opts = parse_params(Some(&json!({"content": [{"type": "text", "text": "and this"}, {"type": "image", "data_uri": uri}]}).to_string())).unwrap();
     let t: Value = parse(&c.prompt_and_wait("look", opts, secs(10)).unwrap());
     assert_eq!(t["assistantText"], "pong");

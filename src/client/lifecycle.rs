@@ -30,7 +30,7 @@
 //! for: the non-terminal `agent_end` stands as the run's end, an acknowledged prompt without a
 //! run completes with `agentInvoked:false`.
 
-use crate::client::options::TurnEvents;
+pub use crate::turn::{Collector, Mark, Outcome, TurnEvents};
 use crate::error::{Error, Result, Status};
 
 struct Prompt {
@@ -69,50 +69,6 @@ impl Probe {
 
 /// The longest quiet wait between two probes that found the agent busy.
 const PROBE_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// How a collected run ended.
-pub struct Outcome {
-    /// The raw terminal `agent_end` frame, if the run had one.
-    pub agent_end: Option<Vec<u8>>,
-    pub agent_invoked: bool,
-    /// The raw `prompt_result` frame, if that is what completed it.
-    pub prompt_result: Option<Vec<u8>>,
-}
-
-/// Events retained for the one active lifecycle operation.
-pub struct Collector {
-    /// Some: ends when that prompt completes. None: ends at the next terminal `agent_end`.
-    prompt_id: Option<String>,
-    /// The output being built: a prefix (`[` or `{"events":[`), then the events,
-    /// comma-separated — so the result needs no second copy of them.
-    pub events: Vec<u8>,
-    /// (start, end) of each event in `events`.
-    pub offsets: Vec<(usize, usize)>,
-    /// Raw `message` of each `message_end` since the last `agent_start` (compaction rebuild).
-    pub streamed: Vec<Vec<u8>>,
-    limit: Option<usize>,
-    max_bytes: Option<usize>,
-    keep: TurnEvents,
-    pub outcome: Option<Result<Outcome>>,
-}
-
-impl Collector {
-    fn finish(&mut self, r: Result<Outcome>) {
-        if self.outcome.is_none() {
-            self.outcome = Some(r);
-        }
-    }
-}
-
-/// What the reader tells the lifecycle about one collected frame.
-pub enum Mark<'a> {
-    AgentStart,
-    AgentEnd { terminal: bool },
-    MessageEnd { message: &'a [u8] },
-    /// `message_update`: retained only when the turn keeps all events.
-    Update,
-    Other,
-}
 
 pub struct Lifecycle {
     /// When the last session event arrived (for the idle timeout and the probe's quiet).
@@ -192,16 +148,7 @@ impl Lifecycle {
     /// `prefix` in the output buffer.
     pub fn collect(&mut self, prompt_id: Option<String>, prefix: &[u8]) {
         self.last_event = std::time::Instant::now();
-        self.collector = Some(Collector {
-            prompt_id,
-            events: prefix.to_vec(),
-            offsets: Vec::new(),
-            streamed: Vec::new(),
-            limit: self.max_events,
-            max_bytes: self.max_bytes,
-            keep: self.keep,
-            outcome: None,
-        });
+        self.collector = Some(Collector::new(prompt_id, prefix, self.max_events, self.max_bytes, self.keep));
     }
 
     pub fn collector_done(&self) -> bool {
@@ -356,52 +303,7 @@ impl Lifecycle {
     pub fn event(&mut self, line: &[u8], mark: Mark) {
         self.last_event = std::time::Instant::now();
         if let Some(c) = &mut self.collector {
-            if c.outcome.is_none() {
-                let keep = match c.keep {
-                    TurnEvents::All => true,
-                    TurnEvents::NoUpdates => !matches!(mark, Mark::Update),
-                    TurnEvents::None => false,
-                };
-                if !keep {
-                    match &mark {
-                        Mark::AgentStart => c.streamed.clear(),
-                        Mark::MessageEnd { message } => c.streamed.push(message.to_vec()),
-                        _ => {}
-                    }
-                } else if c.limit.is_some_and(|l| c.offsets.len() >= l) {
-                    let l = c.limit.unwrap_or_default();
-                    c.finish(Err(Error::new(
-                        Status::LimitExceeded,
-                        format!(
-                            "Event history limit was exceeded: the run produced more than {l} events \
-                             (max_event_history={l}). Increase max_event_history, or set it to null for no limit."
-                        ),
-                    )));
-                } else if c.max_bytes.is_some_and(|m| c.events.len() + line.len() > m) {
-                    let m = c.max_bytes.unwrap_or_default();
-                    c.finish(Err(Error::new(
-                        Status::LimitExceeded,
-                        format!(
-                            "the run's events passed max_turn_bytes ({m} bytes); raise it, or keep fewer \
-                             events with turn_events \"no_updates\""
-                        ),
-                    )));
-                } else {
-                    if !c.offsets.is_empty() {
-                        // One event per line: still one JSON value, and a binding can cut the
-                        // events apart with a byte search instead of parsing them all.
-                        c.events.extend_from_slice(b",\n");
-                    }
-                    let start = c.events.len();
-                    c.events.extend_from_slice(line);
-                    c.offsets.push((start, c.events.len()));
-                    match &mark {
-                        Mark::AgentStart => c.streamed.clear(),
-                        Mark::MessageEnd { message } => c.streamed.push(message.to_vec()),
-                        _ => {}
-                    }
-                }
-            }
+            c.retain(line, &mark);
         }
         match mark {
             Mark::AgentStart => {

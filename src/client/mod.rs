@@ -31,7 +31,7 @@ use crate::bridge::{self, Bridge, Conn};
 use crate::error::{Error, Result, Status};
 use crate::observe::{Counters, Level, Logger};
 use crate::protocol::argv::{self, Flavor};
-use crate::transport::chunks::{ChunkDecoder, ChunkLimits};
+use crate::protocol::chunks::{ChunkDecoder, ChunkLimits};
 use crate::transport::process::{self, Exit, Process, Signal};
 use crate::transport::record::{self, Recorder};
 use crate::transport::StderrRing;
@@ -565,7 +565,7 @@ impl Client {
         };
         let map = options::parse_object(options_json).map_err(early)?;
         let mut opts = Options::from_map(&map).map_err(early)?;
-        let log = Logger::new(opts.log_level, opts.log_queue_capacity, Logger::secrets_of(&map, &opts.spawn));
+        let log = Logger::new(opts.log_level, opts.log_queue_capacity, options::log_secrets(&map, &opts.spawn));
         let failed = |e: Error, step: &str| {
             log.log(Level::Error, "start", &format!("start failed: {step}"), json!({"status": e.status.name(), "error": e.message}));
             e

@@ -31,76 +31,9 @@ const KNOWN: &[&str] = &[
 /// as fast, so a quarter second of silence already means nothing is coming.
 pub const DEFAULT_ACTIVITY_PROBE: Duration = Duration::from_millis(250);
 
-/// Typed, error-reporting access to an options object.
-pub struct Opts<'a> {
-    map: &'a Map<String, Value>,
-}
-
-fn wrong(key: &str, what: &str) -> Error {
-    Error::invalid(format!("option \"{key}\" must be {what}"))
-}
-
-impl<'a> Opts<'a> {
-    pub fn new(map: &'a Map<String, Value>) -> Self {
-        Opts { map }
-    }
-
-    /// The value of `key`; JSON null counts as absent.
-    fn get(&self, key: &str) -> Option<&'a Value> {
-        self.map.get(key).filter(|v| !v.is_null())
-    }
-
-    pub fn str(&self, key: &str) -> Result<Option<&'a str>> {
-        self.get(key).map(|v| v.as_str().ok_or_else(|| wrong(key, "a string"))).transpose()
-    }
-
-    pub fn bool(&self, key: &str) -> Result<Option<bool>> {
-        self.get(key).map(|v| v.as_bool().ok_or_else(|| wrong(key, "true or false"))).transpose()
-    }
-
-    pub fn str_list(&self, key: &str) -> Result<Option<Vec<String>>> {
-        self.get(key)
-            .map(|v| {
-                v.as_array()
-                    .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_string)).collect::<Option<Vec<_>>>())
-                    .ok_or_else(|| wrong(key, "an array of strings"))
-            })
-            .transpose()
-    }
-
-    /// Milliseconds; a negative value means "no deadline".
-    fn millis(&self, key: &str, default: Option<Duration>) -> Result<Option<Duration>> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => match v.as_i64() {
-                Some(ms) if ms < 0 => Ok(None),
-                Some(ms) => Ok(Some(Duration::from_millis(ms as u64))),
-                None => Err(wrong(key, "an integer number of milliseconds (negative: no deadline)")),
-            },
-        }
-    }
-
-    /// A positive bound, or null / absent for the default (`default` None = unbounded).
-    fn bound(&self, key: &str, default: Option<usize>) -> Result<Option<usize>> {
-        match self.map.get(key) {
-            None => Ok(default),
-            Some(Value::Null) => Ok(None),
-            Some(v) => match v.as_u64() {
-                Some(n) if n > 0 => Ok(Some(n as usize)),
-                _ => Err(wrong(key, "a positive integer, or null for no limit")),
-            },
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TurnEvents {
-    All,
-    /// `message_update` frames repeat the whole partial message each time; a host that reads
-    /// deltas from the event queue (or the summary) needs none of them in the turn.
-    NoUpdates,
-    None,
-}
+pub use crate::protocol::opts::Opts;
+use crate::protocol::opts::wrong;
+pub use crate::turn::TurnEvents;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Handshake {
@@ -268,6 +201,34 @@ pub fn check_supported(flavor: Flavor, v: Version) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Env names whose values are treated as secrets (matched case-insensitively, as substrings).
+const SECRET_NAME_PARTS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "AUTH", "CREDENTIAL", "COOKIE", "SESSION"];
+
+/// What the client's log records must never show (the logger scrubs what it is given): the
+/// system prompts (as options and wherever argv carries them) and secret-looking env values
+/// (the client's, and the parent's when it is inherited).
+pub fn log_secrets(options: &Map<String, Value>, spawn: &SpawnSpec) -> Vec<String> {
+    let mut out: Vec<String> = ["system_prompt", "append_system_prompt"]
+        .iter()
+        .filter_map(|k| options.get(*k).and_then(Value::as_str).map(str::to_string))
+        .collect();
+    // Whatever argv redaction hides (values after secret flags, `--flag=value` forms).
+    for (raw, shown) in spawn.argv.iter().zip(argv::redact(&spawn.argv)) {
+        if *raw != shown {
+            out.push(raw.split_once('=').filter(|_| shown.contains('=')).map_or(raw.as_str(), |(_, v)| v).to_string());
+        }
+    }
+    let secret_name = |k: &str| {
+        let upper = k.to_ascii_uppercase();
+        SECRET_NAME_PARTS.iter().any(|p| upper.contains(p))
+    };
+    out.extend(spawn.env.iter().filter(|(k, _)| secret_name(k)).map(|(_, v)| v.clone()));
+    if spawn.inherit_env {
+        out.extend(std::env::vars().filter(|(k, _)| secret_name(k)).map(|(_, v)| v));
+    }
+    out
 }
 
 impl Options {
@@ -450,6 +411,19 @@ impl Options {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn log_secrets_come_from_prompts_argv_and_secret_looking_env_names() {
+        let opts = serde_json::json!({"system_prompt": "the prompt text", "append_system_prompt": "more text"});
+        let spawn = SpawnSpec {
+            argv: vec!["pi".into(), "--system-prompt=argv prompt".into(), "--model".into(), "m".into()],
+            cwd: None,
+            env: vec![("OPENAI_API_KEY".into(), "sk-1234567".into()), ("github_token".into(), "ghp-abcdef".into()), ("HOME".into(), "/home/u".into())],
+            inherit_env: false,
+        };
+        let got = log_secrets(opts.as_object().unwrap(), &spawn);
+        assert_eq!(got, ["the prompt text", "more text", "argv prompt", "sk-1234567", "ghp-abcdef"]);
+    }
+
     use super::*;
     use serde_json::json;
 

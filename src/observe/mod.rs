@@ -27,8 +27,6 @@ use once_cell::sync::Lazy;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result, Status};
-use crate::protocol::argv;
-use crate::transport::process::SpawnSpec;
 use crate::wait::wait_until;
 
 /// Records a client holds before the oldest are dropped (unless `log_queue_capacity` says).
@@ -92,8 +90,6 @@ fn unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
-/// Env names whose values are treated as secrets (matched case-insensitively, as substrings).
-const SECRET_NAME_PARTS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "AUTH", "CREDENTIAL", "COOKIE", "SESSION"];
 /// Shorter secrets are not scrubbed: replacing every "1" or "on" would garble the records.
 const MIN_SCRUB_LEN: usize = 6;
 pub const SCRUBBED: &str = "<redacted>";
@@ -156,31 +152,6 @@ impl Logger {
     /// stderr only, and only when `OMPRPC_LOG` asks.
     pub fn stderr_only() -> Logger {
         Self::with_stderr(None, stderr_level(), 1, Vec::new())
-    }
-
-    /// The values to keep out of records: the system prompts (as options and wherever argv
-    /// carries them) and secret-looking env values (the client's, and the parent's when it is
-    /// inherited).
-    pub fn secrets_of(options: &Map<String, Value>, spawn: &SpawnSpec) -> Vec<String> {
-        let mut out: Vec<String> = ["system_prompt", "append_system_prompt"]
-            .iter()
-            .filter_map(|k| options.get(*k).and_then(Value::as_str).map(str::to_string))
-            .collect();
-        // Whatever argv redaction hides (values after secret flags, `--flag=value` forms).
-        for (raw, shown) in spawn.argv.iter().zip(argv::redact(&spawn.argv)) {
-            if *raw != shown {
-                out.push(raw.split_once('=').filter(|_| shown.contains('=')).map_or(raw.as_str(), |(_, v)| v).to_string());
-            }
-        }
-        let secret_name = |k: &str| {
-            let upper = k.to_ascii_uppercase();
-            SECRET_NAME_PARTS.iter().any(|p| upper.contains(p))
-        };
-        out.extend(spawn.env.iter().filter(|(k, _)| secret_name(k)).map(|(_, v)| v.clone()));
-        if spawn.inherit_env {
-            out.extend(std::env::vars().filter(|(k, _)| secret_name(k)).map(|(_, v)| v));
-        }
-        out
     }
 
     pub fn id(&self) -> u64 {
@@ -426,19 +397,6 @@ mod tests {
         l.close();
         assert_eq!(l.pop(5, None).unwrap().len(), 1);
         assert_eq!(l.pop(5, None).unwrap_err().status, Status::Closed);
-    }
-
-    #[test]
-    fn secrets_come_from_prompts_argv_and_secret_looking_env_names() {
-        let opts = json!({"system_prompt": "the prompt text", "append_system_prompt": "more text"});
-        let spawn = SpawnSpec {
-            argv: vec!["pi".into(), "--system-prompt=argv prompt".into(), "--model".into(), "m".into()],
-            cwd: None,
-            env: vec![("OPENAI_API_KEY".into(), "sk-1234567".into()), ("github_token".into(), "ghp-abcdef".into()), ("HOME".into(), "/home/u".into())],
-            inherit_env: false,
-        };
-        let got = Logger::secrets_of(opts.as_object().unwrap(), &spawn);
-        assert_eq!(got, ["the prompt text", "more text", "argv prompt", "sk-1234567", "ghp-abcdef"]);
     }
 
     #[test]

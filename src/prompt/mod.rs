@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::transport::chunks::decode_base64_strict;
+use crate::base64::{decode_base64_strict, encode as base64_encode};
 
 /// Files inlined into a prompt larger than this are refused (the agent's frame limit is 1 MiB).
 const MAX_TEXT_FILE: usize = 512 * 1024;
@@ -29,18 +29,6 @@ pub fn sniff_image(b: &[u8]) -> Option<&'static str> {
     } else {
         None
     }
-}
-
-pub fn base64_encode(data: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for c in data.chunks(3) {
-        let v = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
-        for k in 0..4 {
-            out.push(if k <= c.len() { T[(v >> (18 - 6 * k)) as usize & 63] as char } else { '=' });
-        }
-    }
-    out
 }
 
 /// `data:<type>;base64,<data>` → (type, bytes).

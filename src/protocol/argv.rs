@@ -1,7 +1,7 @@
 //! The agent's command line: omp_rpc's builder (flags, spellings and order, spec §4.2), pi's
 //! flags, flavour detection, and redaction of system prompts wherever argv is shown.
 
-use crate::client::options::Opts;
+use crate::protocol::opts::Opts;
 use crate::error::{Error, Result};
 use crate::protocol::version::{self, Version};
 

@@ -1,6 +1,5 @@
 //! Transport: the agent process, its pipes, LF framing, v2 chunk reassembly and the stderr ring.
 
-pub mod chunks;
 pub mod process;
 pub mod record;
 

@@ -4,12 +4,13 @@
 //!
 //! Runs on the waiting caller's thread, never on the reader, and copies event bytes once.
 
+pub mod collect;
 pub mod summary;
 
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::client::lifecycle::{Collector, Outcome};
+pub use collect::{Collector, Mark, Outcome, TurnEvents};
 use crate::error::{Error, Result, Status};
 use crate::protocol::scan::Fields;
 
@@ -160,26 +161,26 @@ pub fn build(request_id: &str, c: Collector, summary: Option<Option<String>>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::lifecycle::{Lifecycle, Mark};
 
+    /// The collector a prompt_and_wait would have after `frames`, ended by the last terminal
+    /// `agent_end` as the lifecycle ends it.
     fn run(frames: &[&str]) -> Collector {
-        let mut l = Lifecycle::new(None, None, crate::client::options::TurnEvents::All);
-        l.collect(None, TURN_PREFIX);
+        let mut c = Collector::new(None, TURN_PREFIX, None, None, TurnEvents::All);
         for fr in frames {
             let v: Value = serde_json::from_str(fr).unwrap();
+            let message = v["message"].to_string();
             let mark = match v["type"].as_str().unwrap() {
                 "agent_start" => Mark::AgentStart,
                 "agent_end" => Mark::AgentEnd { terminal: v["isTerminal"] != false },
+                "message_end" => Mark::MessageEnd { message: message.as_bytes() },
                 _ => Mark::Other,
             };
-            if v["type"] == "message_end" {
-                let m = v["message"].to_string();
-                l.event(fr.as_bytes(), Mark::MessageEnd { message: m.as_bytes() });
-            } else {
-                l.event(fr.as_bytes(), mark);
+            c.retain(fr.as_bytes(), &mark);
+            if matches!(mark, Mark::AgentEnd { terminal: true }) {
+                c.finish(Ok(Outcome { agent_end: Some(fr.as_bytes().to_vec()), agent_invoked: true, prompt_result: None }));
             }
         }
-        l.take_collector().unwrap()
+        c
     }
 
     const PONG: &str = r#"{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"po"},{"type":"text","text":"ng"}]}"#;

@@ -1,6 +1,7 @@
 //! Protocol v2 `rpc_chunk` reassembly (spec/PROTOCOL.md §1.3). Every rule violation is fatal
 //! to the stream: the caller closes the client with the returned message.
 
+use crate::base64::decode_base64_strict;
 use crate::protocol::scan::{Fields, Kind};
 
 /// Largest decoded slice one chunk may carry (the server cuts at 256 KiB).
@@ -127,7 +128,7 @@ impl ChunkDecoder {
         }
         let p = self.current.as_mut().expect("set above");
         let before = p.buf.len();
-        decode_base64_strict(data.as_bytes(), &mut p.buf)?;
+        decode_base64_strict(data.as_bytes(), &mut p.buf).map_err(|e| format!("RPC chunk data is {e}"))?;
         let decoded = p.buf.len() - before;
         if decoded > MAX_CHUNK_DATA {
             return Err(format!("RPC chunk decodes to {decoded} bytes, over {MAX_CHUNK_DATA}"));
@@ -163,75 +164,11 @@ fn integer(line: &[u8], f: &Fields, name: &str) -> Result<u64, String> {
     raw.parse::<u64>().map_err(|_| format!("RPC chunk {name} is not a non-negative integer: {raw}"))
 }
 
-fn sextet(c: u8) -> Option<u32> {
-    Some(match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => return None,
-    } as u32)
-}
-
-/// Standard base64 with padding, rejecting anything that would not re-encode to the same
-/// text (bad length, stray characters, misplaced padding, non-zero trailing bits).
-pub fn decode_base64_strict(src: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
-    const BAD: &str = "RPC chunk data is not strict base64";
-    if src.len() % 4 != 0 {
-        return Err(BAD.into());
-    }
-    out.reserve(src.len() / 4 * 3);
-    let quads = src.chunks_exact(4);
-    let last = quads.len().saturating_sub(1);
-    for (n, q) in quads.enumerate() {
-        let pad = q.iter().rev().take_while(|&&c| c == b'=').count();
-        if pad > 2 || (pad > 0 && n != last) {
-            return Err(BAD.into());
-        }
-        let mut v: u32 = 0;
-        for &c in &q[..4 - pad] {
-            v = (v << 6) | sextet(c).ok_or(BAD)?;
-        }
-        match pad {
-            0 => out.extend_from_slice(&[(v >> 16) as u8, (v >> 8) as u8, v as u8]),
-            1 => {
-                if v & 0x3 != 0 {
-                    return Err(BAD.into());
-                }
-                let v = v >> 2;
-                out.extend_from_slice(&[(v >> 8) as u8, v as u8]);
-            }
-            _ => {
-                if v & 0xf != 0 {
-                    return Err(BAD.into());
-                }
-                out.push((v >> 4) as u8);
-            }
-        }
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn b64(data: &[u8]) -> String {
-        const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut s = String::new();
-        for c in data.chunks(3) {
-            let v = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
-            for k in 0..4 {
-                if k <= c.len() {
-                    s.push(T[(v >> (18 - 6 * k)) as usize & 63] as char);
-                } else {
-                    s.push('=');
-                }
-            }
-        }
-        s
-    }
+    use crate::base64::encode as b64;
 
     fn chunk_line(id: &str, index: usize, count: usize, len: usize, data: &[u8]) -> String {
         format!(
@@ -252,19 +189,6 @@ mod tests {
         v.resize(len - tail.len(), b'a');
         v.extend_from_slice(tail);
         v
-    }
-
-    #[test]
-    fn base64_round_trips_and_is_strict() {
-        for n in 0..10 {
-            let data: Vec<u8> = (0..n as u8).collect();
-            let mut out = Vec::new();
-            decode_base64_strict(b64(&data).as_bytes(), &mut out).unwrap();
-            assert_eq!(out, data);
-        }
-        for bad in ["A", "AB=C", "AB==AB==", "QR==", "QUJ=", "QUJD\n", "Q===", "QU*D"] {
-            assert!(decode_base64_strict(bad.as_bytes(), &mut Vec::new()).is_err(), "{bad}");
-        }
     }
 
     #[test]
