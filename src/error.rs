@@ -84,6 +84,14 @@ pub struct Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// What a caught panic said (its `&str` or `String` payload).
+pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
 impl Error {
     pub fn new(status: Status, message: impl Into<String>) -> Self {
         Error { status, message: message.into(), failure: None }

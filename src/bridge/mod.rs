@@ -41,6 +41,7 @@ use crate::env::{private_dir, random_hex};
 use crate::error::{Error, Result, Status};
 use crate::protocol::argv::Flavor;
 use crate::transport::process::{poll_readable, Signal};
+use crate::wait::lock;
 
 /// Connections one bridge serves at once (the extension keeps one; reconnects replace it).
 const MAX_CONNECTIONS: usize = 16;
@@ -121,6 +122,18 @@ pub trait Host: Send + Sync + 'static {
     fn disconnected(&self, conn: &Arc<Conn>);
     /// A bridge event worth a log record (connections, refusals). Never given a token.
     fn note(&self, _level: crate::observe::Level, _message: &str) {}
+    /// A bridge thread panicked (a bug in omprpc): the host closes its client with PANIC.
+    fn panicked(&self, _thread: &str, _what: &str) {}
+    /// Test hook: panics when the host was told to panic in this thread (`fault_panic`).
+    fn fault(&self, _thread: &str) {}
+}
+
+/// Runs a bridge thread's body; a panic there is reported to the host (which closes its
+/// client with PANIC) instead of leaving the bridge's callers waiting for a thread that is gone.
+fn guarded(host: &Arc<dyn Host>, thread: &str, body: impl FnOnce()) {
+    if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        host.panicked(thread, &crate::error::panic_message(&*p));
+    }
 }
 
 enum Stream {
@@ -191,7 +204,7 @@ impl Conn {
 
     /// Sends one reply frame (a newline is added).
     pub fn send(&self, frame: &[u8]) -> io::Result<()> {
-        let mut s = self.stream.lock().unwrap();
+        let mut s = lock(&self.stream);
         let mut line = Vec::with_capacity(frame.len() + 1);
         line.extend_from_slice(frame);
         line.push(b'\n');
@@ -199,7 +212,7 @@ impl Conn {
     }
 
     fn close(&self) {
-        self.stream.lock().unwrap().shutdown();
+        lock(&self.stream).shutdown();
     }
 }
 
@@ -304,9 +317,9 @@ impl Bridge {
         let conns = self.conns.clone();
         let accept = std::thread::Builder::new()
             .name("omprpc-bridge".into())
-            .spawn(move || accept_loop(listener, stop, conns, auth, host))
+            .spawn(move || guarded(&host.clone(), "bridge", || accept_loop(listener, stop, conns, auth, host)))
             .map_err(|e| Error::new(Status::Io, format!("tool bridge: starting its thread: {e}")))?;
-        self.threads.lock().unwrap().push(accept);
+        lock(&self.threads).push(accept);
         Ok(())
     }
 
@@ -314,10 +327,10 @@ impl Bridge {
     /// waits for the bridge threads and removes the directory.
     pub fn shutdown(&self) {
         self.stop.set();
-        for c in self.conns.lock().unwrap().drain(..) {
+        for c in lock(&self.conns).drain(..) {
             c.close();
         }
-        for t in self.threads.lock().unwrap().drain(..) {
+        for t in lock(&self.threads).drain(..) {
             let _ = t.join();
         }
         let _ = fs::remove_dir_all(&self.dir);
@@ -362,6 +375,7 @@ fn accept_loop(listener: Listener, stop: i32, conns: Arc<Mutex<Vec<Arc<Conn>>>>,
             Listener::Tcp(l) => l.accept().map(|(s, _)| Stream::Tcp(s)),
         };
         let Ok(stream) = stream else { continue };
+        host.fault("bridge_accept");
         readers.retain(|t| !t.is_finished());
         if readers.len() >= MAX_CONNECTIONS {
             host.note(crate::observe::Level::Warn, "bridge connection refused: too many connections");
@@ -373,9 +387,9 @@ fn accept_loop(listener: Listener, stop: i32, conns: Arc<Mutex<Vec<Arc<Conn>>>>,
         let Ok(read_half) = stream.try_clone() else { continue };
         let conn = Arc::new(Conn::new(stream));
         host.note(crate::observe::Level::Debug, "bridge connection accepted");
-        conns.lock().unwrap().push(conn.clone());
+        lock(&conns).push(conn.clone());
         let (auth, host) = (auth.clone(), host.clone());
-        if let Ok(t) = std::thread::Builder::new().name("omprpc-bridge-conn".into()).spawn(move || serve_conn(read_half, conn, auth, host)) {
+        if let Ok(t) = std::thread::Builder::new().name("omprpc-bridge-conn".into()).spawn(move || guarded(&host.clone(), "bridge connection", || serve_conn(read_half, conn, auth, host))) {
             readers.push(t);
         }
     }
@@ -464,6 +478,7 @@ fn serve_conn(read_half: Stream, conn: Arc<Conn>, auth: Arc<Auth>, host: Arc<dyn
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }
+        host.fault("bridge_conn");
         if line.len() > MAX_REQUEST_BYTES {
             host.note(crate::observe::Level::Warn, "bridge request too large: connection closed");
             let _ = conn.send(&error_frame("null", "bridge request too large"));

@@ -9,6 +9,7 @@ use std::time::Instant;
 use crate::error::{Error, Result, Status};
 use crate::transport::process::Signal;
 use crate::wait::wait_until;
+use crate::wait::lock;
 
 /// One event: the frame's JSON bytes, with one spare byte of capacity so the FFI can add the
 /// terminating NUL without reallocating.
@@ -81,7 +82,7 @@ impl EventQueue {
     }
 
     pub fn stats(&self) -> QueueStats {
-        let g = self.inner.lock().unwrap();
+        let g = lock(&self.inner);
         QueueStats {
             queued: g.queued,
             delivered: g.delivered,
@@ -97,7 +98,7 @@ impl EventQueue {
     /// Returns true when this call began an overflow (the first drop since the host last
     /// polled), so the caller can log it once rather than per dropped event.
     pub fn push_all(&self, evs: impl IntoIterator<Item = EventBytes>) -> bool {
-        let mut g = self.inner.lock().unwrap();
+        let mut g = lock(&self.inner);
         let was_empty = g.items.is_empty() && g.dropped == 0;
         let was_dropping = g.dropped > 0;
         if g.first_push.is_none() {
@@ -126,7 +127,7 @@ impl EventQueue {
 
     /// After this, pollers get what is queued, then `CLOSED` with `reason`.
     pub fn close(&self, reason: Error) {
-        let mut g = self.inner.lock().unwrap();
+        let mut g = lock(&self.inner);
         if g.closed.is_none() {
             g.closed = Some(reason);
         }
@@ -137,7 +138,7 @@ impl EventQueue {
 
     /// Takes up to `max` events, waiting until `deadline` (None: forever) for the first.
     pub fn pop(&self, max: usize, deadline: Option<Instant>) -> Result<Vec<EventBytes>> {
-        let mut g = self.inner.lock().unwrap();
+        let mut g = lock(&self.inner);
         loop {
             if g.dropped > 0 || !g.items.is_empty() {
                 let mut out = Vec::with_capacity(max.min(g.items.len() + 1));

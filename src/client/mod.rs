@@ -36,6 +36,7 @@ use crate::transport::process::{self, Exit, Process, Signal};
 use crate::transport::record::{self, Recorder};
 use crate::transport::StderrRing;
 use crate::turn;
+use crate::wait::lock;
 use events::{EventBytes, EventQueue};
 use host::{HostRegistry, Incoming, Outgoing, Route};
 use lifecycle::Lifecycle;
@@ -162,11 +163,11 @@ pub fn parse_value(json: &str, what: &str) -> Result<Value> {
 
 impl Shared {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap()
+        lock(&self.state)
     }
 
     fn stderr_suffix(&self) -> String {
-        let tail = self.stderr.lock().unwrap().tail();
+        let tail = lock(&self.stderr).tail();
         if tail.is_empty() {
             String::new()
         } else {
@@ -186,11 +187,30 @@ impl Shared {
     }
 
     /// Marks the client closed (the first reason wins) and wakes every waiter at once.
+    /// Runs a library thread's body. A panic there (a bug in omprpc) closes the client with
+    /// PANIC, waking every waiter at once, instead of leaving callers waiting on a thread that
+    /// is gone; teardown then stops the agent (locks a panic poisoned are still taken, wait.rs).
+    fn guarded(&self, thread: &str, body: impl FnOnce()) {
+        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+            bridge::Host::panicked(self, thread, &crate::error::panic_message(&*p));
+        }
+    }
+
+    /// Test hook (`fault_panic`, debug builds): panics here when told to for this thread.
+    fn fault(&self, thread: &str) {
+        if cfg!(debug_assertions) && self.opts.fault_panic.as_deref() == Some(thread) {
+            panic!("injected by the fault_panic option ({thread})");
+        }
+    }
+
     fn shut(&self, reason: Error) {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
         self.log.log(Level::Info, "lifecycle", "the client is closing", json!({"status": reason.status.name(), "reason": reason.message}));
+        // Requests first: a caller woken below that calls again must find the table closed
+        // (CLOSED, naming the reason), not slip in before it closes and get the reason itself.
+        lock(&self.pending).close(&reason);
         let bridge_replies = {
             let mut st = self.state();
             st.close_reason = Some(reason.clone());
@@ -207,7 +227,6 @@ impl Shared {
             }
         }
         self.cond.notify_all();
-        self.pending.lock().unwrap().close(&reason);
         self.ui.close(&reason);
         self.events.close(reason);
         self.closing.set();
@@ -256,7 +275,7 @@ impl Shared {
                 )));
             }
         }
-        let guard = self.stdin.lock().unwrap();
+        let guard = lock(&self.stdin);
         let Some(stdin) = guard.as_ref() else {
             return Err(self.closed_error());
         };
@@ -348,7 +367,7 @@ impl Shared {
     /// (with whether it is queued into a live run).
     fn call(&self, id: &str, ty: &str, line: &[u8], deadline: Deadline, track: Option<bool>) -> Reply {
         let slot = ReplySlot::new();
-        self.pending.lock().unwrap().insert(id.to_string(), ty, slot.clone())?;
+        lock(&self.pending).insert(id.to_string(), ty, slot.clone())?;
         if let Some(streaming) = track {
             self.state().life.track(id, streaming);
         } else if ty == "steer" || ty == "follow_up" {
@@ -361,7 +380,7 @@ impl Shared {
             self.counters.prompt_sent();
         }
         if let Err(e) = self.write(line, deadline) {
-            self.pending.lock().unwrap().remove(id);
+            lock(&self.pending).remove(id);
             if track.is_some() {
                 self.state().life.rejected(id, &e);
             }
@@ -390,7 +409,7 @@ impl Shared {
         if let Some(reply) = slot.wait(deadline) {
             return reply;
         }
-        self.pending.lock().unwrap().abandon(id);
+        lock(&self.pending).abandon(id);
         // The answer may have raced the timeout: prefer it.
         if let Some(reply) = slot.wait(Some(Instant::now())) {
             return reply;
@@ -449,7 +468,7 @@ impl Shared {
                         // No answer for a request's whole timeout: count it as busy, ask again later.
                         let (starts, id) = (p.starts, p.id.clone());
                         st.probe = None;
-                        self.pending.lock().unwrap().abandon(&id);
+                        lock(&self.pending).abandon(&id);
                         st.life.probed(lifecycle::Probe::Running, starts);
                         continue;
                     }
@@ -477,8 +496,8 @@ impl Shared {
             let probe_wake = st.probe.as_ref().map(|p| p.sent + self.probe_patience());
             let probe_at = if st.probe.is_some() { probe_wake } else { probe_at };
             st = match [deadline, idle_deadline, probe_at].into_iter().flatten().min() {
-                None => self.cond.wait(st).unwrap(),
-                Some(d) => self.cond.wait_timeout(st, d.saturating_duration_since(now)).unwrap().0,
+                None => self.cond.wait(st).unwrap_or_else(std::sync::PoisonError::into_inner),
+                Some(d) => self.cond.wait_timeout(st, d.saturating_duration_since(now)).unwrap_or_else(std::sync::PoisonError::into_inner).0,
             };
         }
     }
@@ -503,9 +522,9 @@ impl Shared {
         st.probe = Some(InflightProbe { id: id.clone(), slot: slot.clone(), starts, sent: Instant::now() });
         drop(st);
         let sent = request_line(&id, "get_state", None).and_then(|line| {
-            self.pending.lock().unwrap().insert(id.clone(), "get_state", slot)?;
+            lock(&self.pending).insert(id.clone(), "get_state", slot)?;
             self.write(&line, deadline_after(Some(self.probe_patience()))).map_err(|e| {
-                self.pending.lock().unwrap().remove(&id);
+                lock(&self.pending).remove(&id);
                 e
             })
         });
@@ -686,13 +705,13 @@ impl Client {
             }
             b.serve(shared.clone())?;
         }
-        *shared.bridge.lock().unwrap() = bridge;
+        *lock(&shared.bridge) = bridge;
         let mut threads = Vec::new();
         let s = shared.clone();
         threads.push(
             std::thread::Builder::new()
                 .name("omprpc-reader".into())
-                .spawn(move || reader::run(s, pipes.stdout, pipes.stderr))
+                .spawn(move || s.clone().guarded("reader", || reader::run(s, pipes.stdout, pipes.stderr)))
                 .map_err(io)?,
         );
         let s = shared.clone();
@@ -700,12 +719,15 @@ impl Client {
             std::thread::Builder::new()
                 .name("omprpc-writer".into())
                 .spawn(move || {
-                    while let Ok(line) = internal_rx.recv() {
-                        if line.is_empty() {
-                            break; // close() asks the writer to stop
+                    s.guarded("writer", || {
+                        while let Ok(line) = internal_rx.recv() {
+                            if line.is_empty() {
+                                break; // close() asks the writer to stop
+                            }
+                            s.fault("writer");
+                            let _ = s.write(&line, None);
                         }
-                        let _ = s.write(&line, None);
-                    }
+                    })
                 })
                 .map_err(io)?,
         );
@@ -804,7 +826,7 @@ impl Client {
             return Ok(());
         }
         // The server switches right after its success response: decode chunks from now on.
-        s.decoder.lock().unwrap().enable(limits);
+        lock(&s.decoder).enable(limits);
         let mut p = Map::new();
         p.insert("protocolVersion".into(), json!(2));
         let outcome = s.request("negotiate_protocol", Some(&p), deadline);
@@ -814,7 +836,7 @@ impl Client {
             s.log.log(Level::Info, "protocol", "protocol v2 negotiated", json!({"maxFrameBytes": limits.min_frame, "maxReassembledFrameBytes": limits.max_frame}));
             return Ok(());
         }
-        s.decoder.lock().unwrap().disable();
+        lock(&s.decoder).disable();
         match outcome {
             Err(e) if matches!(e.status, Status::Closed | Status::ProcessExited | Status::Protocol | Status::Io) => Err(e),
             other => {
@@ -1147,7 +1169,7 @@ impl Client {
     }
 
     pub fn stderr(&self) -> String {
-        self.shared.stderr.lock().unwrap().text()
+        lock(&self.shared.stderr).text()
     }
 
     pub fn protocol_errors(&self) -> String {
@@ -1156,7 +1178,7 @@ impl Client {
 
     pub fn info(&self) -> String {
         let s = &self.shared;
-        let pending = s.pending.lock().unwrap().len();
+        let pending = lock(&s.pending).len();
         let st = s.state();
         let ready = st.ready.as_ref().and_then(|r| serde_json::from_slice::<Value>(r).ok()).unwrap_or(Value::Null);
         json!({
@@ -1185,7 +1207,7 @@ impl Client {
         m.insert("events_dropped".into(), json!(q.dropped));
         m.insert("events_held".into(), json!(q.held));
         m.insert("events_held_bytes".into(), json!(q.held_bytes));
-        m.insert("requests_pending".into(), json!(s.pending.lock().unwrap().len()));
+        m.insert("requests_pending".into(), json!(lock(&s.pending).len()));
         m.insert("closed".into(), json!(s.closed.load(Ordering::SeqCst)));
         Value::Object(m).to_string()
     }
@@ -1199,7 +1221,7 @@ impl Client {
     /// Idempotent; wakes every blocked call at once, then stops the agent (stdin EOF → grace
     /// → SIGTERM → SIGKILL to its process group) and returns when it is gone.
     pub fn close(&self) -> Result<()> {
-        let mut teardown = self.teardown.lock().unwrap();
+        let mut teardown = lock(&self.teardown);
         let s = &self.shared;
         s.shut(Error::new(Status::Closed, "RPC process stopped"));
         if teardown.is_some() {
@@ -1207,20 +1229,20 @@ impl Client {
         }
         // EOF on stdin starts the agent's own graceful shutdown (drain, dispose, exit).
         let began = Instant::now();
-        s.stdin.lock().unwrap().take();
+        lock(&s.stdin).take();
         let _ = s.internal.send(Vec::new());
         s.log.log(Level::Debug, "teardown", "stdin closed; waiting for the agent to exit", json!({"stop_grace_ms": s.opts.stop_grace.as_millis() as u64}));
         let exit = s.process.terminate(s.opts.stop_grace, s.opts.kill_grace);
         s.log.log(Level::Info, "teardown", "agent stopped", json!({"pid": s.process.pid(), "exit": exit.to_string(), "ms": began.elapsed().as_secs_f64() * 1000.0}));
         s.reader_stop.set();
-        if let Some(b) = s.bridge.lock().unwrap().take() {
+        if let Some(b) = lock(&s.bridge).take() {
             b.shutdown();
             s.log.log(Level::Debug, "teardown", "tool bridge shut down", Value::Null);
         }
         if let Some(d) = &s.scratch {
             let _ = std::fs::remove_dir_all(d);
         }
-        for t in self.threads.lock().unwrap().drain(..) {
+        for t in lock(&self.threads).drain(..) {
             let _ = t.join();
         }
         // Every frame is in: the reader and the writer have stopped.
@@ -1242,6 +1264,15 @@ impl Drop for Client {
 }
 
 impl bridge::Host for Shared {
+    fn panicked(&self, thread: &str, what: &str) {
+        self.log.log(Level::Error, "panic", "a library thread panicked", json!({"thread": thread, "panic": what}));
+        self.shut(Error::new(Status::Panic, format!("a bug in omprpc: its {thread} thread panicked: {what}")));
+    }
+
+    fn fault(&self, thread: &str) {
+        Shared::fault(self, thread);
+    }
+
     fn tool_call(&self, conn: &Arc<Conn>, frame: Map<String, Value>) {
         // The same shape as omp's own host_tool_call, so the host handles both alike.
         let mut call = Map::new();

@@ -24,7 +24,11 @@ const KNOWN: &[&str] = &[
     "system_prompt_via_file", "event_queue_max_bytes", "max_turn_bytes", "turn_events",
     "log_level", "log_queue_capacity",
     "record_path", "activity_probe_ms", "agent_version", "approval_mode", "queue_responses",
+    "fault_panic",
 ];
+
+/// The library threads a debug build can be told to panic in (`fault_panic`, a test hook).
+pub const FAULT_POINTS: [&str; 4] = ["reader", "writer", "bridge_accept", "bridge_conn"];
 
 /// The quiet before an activity probe: a run's `agent_start` follows its prompt's response
 /// within a millisecond on both agents, and a continuation follows a non-terminal `agent_end`
@@ -126,6 +130,9 @@ pub struct Options {
     /// Response frames are queued too, verbatim, as events (a raw-frame tap: omp_rpc's
     /// `on_frame`); off, responses reach only the calls that wait for them.
     pub queue_responses: bool,
+    /// Test hook (debug builds): the library thread that panics at its next unit of work
+    /// (`FAULT_POINTS`), to test the panic boundary around library threads.
+    pub fault_panic: Option<String>,
     /// The `model` option, named by usage records whose message does not name one.
     pub model: Option<String>,
     /// Pass system prompts as files in a private directory rather than in argv.
@@ -394,6 +401,14 @@ impl Options {
             turn_idle_timeout: o.millis("turn_idle_timeout_ms", None)?,
             activity_probe: o.millis("activity_probe_ms", Some(DEFAULT_ACTIVITY_PROBE))?,
             queue_responses: o.bool("queue_responses")?.unwrap_or(false),
+            fault_panic: match o.str("fault_panic")? {
+                None => None,
+                Some(_) if !cfg!(debug_assertions) => {
+                    return Err(Error::invalid("option \"fault_panic\" is a test hook of debug builds"))
+                }
+                Some(p) if FAULT_POINTS.contains(&p) => Some(p.to_string()),
+                Some(_) => return Err(wrong("fault_panic", "\"reader\", \"writer\", \"bridge_accept\" or \"bridge_conn\"")),
+            },
             model: o.str("model")?.map(str::to_string),
             system_prompt_via_file: o.bool("system_prompt_via_file")?.unwrap_or(false),
             record_path: match o.str("record_path")? {

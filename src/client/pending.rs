@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::wait::wait_until;
+use crate::wait::lock;
 
 /// What a request gets back: the raw `data` JSON (None when the response had none).
 pub type Reply = Result<Option<Vec<u8>>>;
@@ -26,7 +27,7 @@ impl Slot {
     }
 
     fn put(&self, r: Reply) {
-        let mut g = self.reply.lock().unwrap();
+        let mut g = lock(&self.reply);
         if g.is_none() {
             *g = Some(r);
         }
@@ -36,7 +37,7 @@ impl Slot {
 
     /// The reply, waiting until `deadline` (None: forever). None when the deadline passed.
     pub fn wait(&self, deadline: Option<Instant>) -> Option<Reply> {
-        let mut g = self.reply.lock().unwrap();
+        let mut g = lock(&self.reply);
         loop {
             if let Some(r) = g.take() {
                 return Some(r);

@@ -20,6 +20,7 @@ use crate::error::{CommandFailure, Error, Status};
 use crate::protocol::scan::{Fields, Kind};
 use crate::transport::record::Dir;
 use crate::transport::{self, LineSink, PumpEnd};
+use crate::wait::lock;
 
 /// How long to wait, after stdout closes, for the agent to exit so its code can be reported.
 const EXIT_WAIT: Duration = Duration::from_secs(1);
@@ -59,7 +60,7 @@ pub(super) fn run(shared: Arc<Shared>, stdout: File, stderr: File) {
     shared.log.log(Level::Info, "reader", "the agent's stdout ended", json!({"status": reason.status.name(), "lines": router.line_no}));
     shared.shut(reason);
     // Let the agent see EOF too, so it exits instead of waiting for commands.
-    shared.stdin.lock().unwrap().take();
+    lock(&shared.stdin).take();
 }
 
 struct Router<'a> {
@@ -106,7 +107,7 @@ impl LineSink for Router<'_> {
             return self.invalid(line, &reason);
         }
         if self.fields.str_bytes(line, "type").as_deref() == Some(b"rpc_chunk") {
-            let fed = self.shared.decoder.lock().unwrap().feed(line, &self.fields);
+            let fed = lock(&self.shared.decoder).feed(line, &self.fields);
             return match fed {
                 Err(m) => self.fatal(Error::new(Status::Protocol, m)),
                 Ok(None) => true,
@@ -122,7 +123,7 @@ impl LineSink for Router<'_> {
                 }
             };
         }
-        if let Err(m) = self.shared.decoder.lock().unwrap().check_not_interrupted() {
+        if let Err(m) = lock(&self.shared.decoder).check_not_interrupted() {
             return self.fatal(Error::new(Status::Protocol, m));
         }
         self.dispatch(line);
@@ -170,7 +171,7 @@ impl Router<'_> {
         // What arrived before the fault is delivered before CLOSED.
         self.flush();
         self.shared.shut(err);
-        self.shared.stdin.lock().unwrap().take();
+        lock(&self.shared.stdin).take();
         self.discarding = true;
         true
     }
@@ -305,7 +306,10 @@ impl Router<'_> {
                     self.shared.cond.notify_all();
                 }
             }
-            b"agent_start" => self.session_event(line, Mark::AgentStart),
+            b"agent_start" => {
+                self.shared.fault("reader");
+                self.session_event(line, Mark::AgentStart)
+            }
             b"agent_end" => {
                 let terminal = f.kind(line, "isTerminal") != Some(Kind::False);
                 self.session_event(line, Mark::AgentEnd { terminal });
@@ -354,7 +358,7 @@ impl Router<'_> {
         let s = self.shared;
         s.counters.responses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // The pending lock is held for the decision only (the guard ends with this statement).
-        let outcome = correlate(&self.fields, line, &mut s.pending.lock().unwrap());
+        let outcome = correlate(&self.fields, line, &mut lock(&s.pending));
         let (id, command, rejected, settled) = match outcome {
             Correlation::BadId { command } => {
                 self.record(line, &command, None, "Received a response whose id is not a string");

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use crate::client::options::UiPolicy;
 use crate::error::{Error, Result, Status};
 use crate::wait::wait_until;
+use crate::wait::lock;
 
 /// Requests waiting for an answer beyond this are cancelled, oldest first (and reported), so
 /// a host that never reads them cannot grow memory without bound.
@@ -79,7 +80,7 @@ impl UiQueue {
     }
 
     pub fn set_policy(&self, policy: Option<UiPolicy>) -> Vec<Vec<u8>> {
-        let mut g = self.inner.lock().unwrap();
+        let mut g = lock(&self.inner);
         g.policy = policy;
         // Requests already waiting are answered by the new policy too.
         let mut replies = Vec::new();
@@ -99,7 +100,7 @@ impl UiQueue {
         if PASSIVE.contains(&method) {
             return out;
         }
-        let mut g = self.inner.lock().unwrap();
+        let mut g = lock(&self.inner);
         if method == "cancel" {
             // The agent dismissed a dialog: nobody should answer it any more.
             if let Some(t) = target {
@@ -137,11 +138,11 @@ impl UiQueue {
     /// The host answers `id`: it must be waiting for an answer; it no longer waits after.
     /// UI requests the agent waits on the host to answer.
     pub fn open_requests(&self) -> usize {
-        self.inner.lock().unwrap().open.len()
+        lock(&self.inner).open.len()
     }
 
     pub fn answer(&self, id: &str) -> Result<()> {
-        let mut g = self.inner.lock().unwrap();
+        let mut g = lock(&self.inner);
         if !g.open.remove(id) {
             return Err(Error::new(
                 Status::NotFound,
@@ -153,7 +154,7 @@ impl UiQueue {
     }
 
     pub fn next(&self, deadline: Option<Instant>) -> Result<Vec<u8>> {
-        let mut g = self.inner.lock().unwrap();
+        let mut g = lock(&self.inner);
         loop {
             if let Some((_, raw)) = g.items.pop_front() {
                 return Ok(raw);
@@ -167,7 +168,7 @@ impl UiQueue {
     }
 
     pub fn close(&self, reason: &Error) {
-        let mut g = self.inner.lock().unwrap();
+        let mut g = lock(&self.inner);
         if g.closed.is_none() {
             g.closed = Some(Error::closed_because(reason));
         }

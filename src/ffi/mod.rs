@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::client::options::{self, Options, UiPolicy};
 use crate::client::{parse_params, parse_value, Client, Deadline};
-use crate::error::{Error, Result, Status};
+use crate::error::{panic_message, Error, Result, Status};
 
 /// The C ABI version. Bumped on every incompatible change; bindings refuse a mismatch.
 pub const OMPRPC_ABI_VERSION: u32 = 1;
@@ -66,12 +66,6 @@ pub type omprpc_status = Status;
 
 static VERSION_C: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
 
 /// Hands a string to C. NUL bytes (possible only in stderr text) become U+FFFD.
 fn give(s: String) -> *mut c_char {

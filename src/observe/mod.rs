@@ -28,6 +28,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result, Status};
 use crate::wait::wait_until;
+use crate::wait::lock;
 
 /// Records a client holds before the oldest are dropped (unless `log_queue_capacity` says).
 pub const DEFAULT_LOG_CAPACITY: usize = 1024;
@@ -194,7 +195,7 @@ impl Logger {
             let _ = std::io::stderr().write_all(format!("omprpc: {line}\n").as_bytes());
         }
         if self.collect.is_some_and(|l| level <= l) {
-            let mut q = self.queue.lock().unwrap();
+            let mut q = lock(&self.queue);
             if q.closed {
                 return;
             }
@@ -215,7 +216,7 @@ impl Logger {
 
     /// After this, pollers get what is queued, then CLOSED.
     pub fn close(&self) {
-        self.queue.lock().unwrap().closed = true;
+        lock(&self.queue).closed = true;
         self.cond.notify_all();
     }
 
@@ -226,7 +227,7 @@ impl Logger {
             return Err(Error::invalid("logs are off for this client: start it with the option \"log_level\""));
         }
         let max = max.max(1);
-        let mut q = self.queue.lock().unwrap();
+        let mut q = lock(&self.queue);
         loop {
             if q.dropped > 0 || !q.items.is_empty() {
                 let mut out = Vec::with_capacity(max.min(q.items.len() + 1));

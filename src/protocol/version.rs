@@ -13,6 +13,7 @@ use once_cell::sync::Lazy;
 
 use crate::protocol::argv::Flavor;
 use crate::transport::process::{self, SpawnSpec};
+use crate::wait::lock;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Version {
@@ -137,7 +138,7 @@ static CACHE: Lazy<Mutex<HashMap<Key, Probed>>> = Lazy::new(|| Mutex::new(HashMa
 /// Answers are cached per process; failures are not (a slow machine may do better next time).
 pub fn probe(spec: &SpawnSpec, timeout: Duration) -> Result<Option<Probed>, String> {
     let k = key(spec);
-    if let Some(p) = CACHE.lock().unwrap().get(&k) {
+    if let Some(p) = lock(&CACHE).get(&k) {
         return Ok(Some(*p));
     }
     let mut run = spec.clone();
@@ -150,7 +151,7 @@ pub fn probe(spec: &SpawnSpec, timeout: Duration) -> Result<Option<Probed>, Stri
     }
     let probed = read_output(&stdout, &stderr).map(|(flavor, version)| Probed { flavor, version });
     if let Some(p) = probed {
-        CACHE.lock().unwrap().insert(k, p);
+        lock(&CACHE).insert(k, p);
     }
     Ok(probed)
 }

@@ -8,6 +8,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Mutex;
+use crate::wait::lock;
 
 /// A stderr "line" longer than this is cut into pieces, so a flood without newlines cannot
 /// grow memory without bound.
@@ -272,10 +273,10 @@ pub fn drain_stderr(stderr: &mut File, buf: &mut [u8], ring: &Mutex<StderrRing>)
     loop {
         match stderr.read(buf) {
             Ok(0) => {
-                ring.lock().unwrap().finish();
+                lock(&ring).finish();
                 return false;
             }
-            Ok(n) => ring.lock().unwrap().feed(&buf[..n]),
+            Ok(n) => lock(&ring).feed(&buf[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
             Err(_) => return false,
@@ -337,7 +338,7 @@ mod tests {
         let mut sink = Lines(Vec::new());
         let end = pump(out_r, err_r, &mut sink, &ring, max_frame, stop.raw());
         writer.join().unwrap();
-        let text = ring.lock().unwrap().text();
+        let text = lock(&ring).text();
         (sink.0, end, text)
     }
 

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use crate::wait::lock;
 
 /// What to run and how.
 #[derive(Clone, Debug, Default)]
@@ -215,7 +216,7 @@ impl Process {
     /// The exit, if the leader has exited; never reaps (so the pid and the process group id
     /// cannot be reused while we may still signal the group).
     pub fn try_exit(&self) -> Option<Exit> {
-        let mut exit = self.exit.lock().unwrap();
+        let mut exit = lock(&self.exit);
         if exit.is_none() {
             // SAFETY: waitid writes only into `info`.
             let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -252,7 +253,7 @@ impl Process {
     }
 
     fn signal_group(&self, sig: libc::c_int) {
-        if *self.reaped.lock().unwrap() {
+        if *lock(&self.reaped) {
             return; // the pgid may belong to someone else now
         }
         // SAFETY: killpg has no memory arguments.
@@ -280,7 +281,7 @@ impl Process {
     }
 
     fn reap(&self) {
-        let mut reaped = self.reaped.lock().unwrap();
+        let mut reaped = lock(&self.reaped);
         if !*reaped {
             let mut status = 0;
             // SAFETY: waitpid writes only into `status`.
@@ -294,7 +295,7 @@ impl Drop for Process {
     fn drop(&mut self) {
         // Normal paths reap in `terminate`; this is the safety net for a process that was
         // spawned but never handed to a client (e.g. a start that failed half-way).
-        if !*self.reaped.lock().unwrap() {
+        if !*lock(&self.reaped) {
             self.signal_group(libc::SIGKILL);
             self.reap();
         }

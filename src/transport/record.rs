@@ -26,6 +26,7 @@ use std::sync::Mutex;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
+use crate::wait::lock;
 
 /// The format's version (the header's `omprpc_recording`).
 pub const FORMAT: u32 = 1;
@@ -74,7 +75,7 @@ impl Recorder {
     /// can be embedded as they are. Err (once) with a message when writing failed; nothing is
     /// recorded after that.
     pub fn frame(&self, dir: Dir, frame: &[u8], valid: bool) -> Result<(), String> {
-        let mut guard = self.out.lock().unwrap();
+        let mut guard = lock(&self.out);
         let Some(w) = guard.as_mut() else { return Ok(()) };
         let t = self.start.elapsed().as_secs_f64() * 1000.0;
         let dir = match dir {
@@ -100,7 +101,7 @@ impl Recorder {
 
     /// Flushes what is buffered (at close). Err (once) when that fails.
     pub fn flush(&self) -> Result<(), String> {
-        let mut guard = self.out.lock().unwrap();
+        let mut guard = lock(&self.out);
         let Some(w) = guard.as_mut() else { return Ok(()) };
         w.flush().map_err(|e| {
             *guard = None;

@@ -427,6 +427,34 @@ static void test_dead_stdin_is_a_status_not_sigpipe(void) {
 
 /* Last: every fault above left no agent behind, running or unreaped (the per-scenario group
  * checks, grandchildren included, are in fault_table.c). */
+/* A panic in a library thread (a bug in omprpc; injected with the debug-build hook
+ * fault_panic): the blocked prompt_and_wait gets PANIC at once, and close + free release
+ * everything (ASan and valgrind check the leaks) and stop the agent. */
+static void test_a_library_thread_panics(void) {
+    static const char *const threads[][2] = {{"reader", "hello"}, {"writer", "needs host tool"}};
+    size_t i;
+    for (i = 0; i < 2; i++) {
+        char extra[64], *turn = NULL, *err = NULL;
+        omprpc_client *c;
+        int64_t t0;
+        long pid;
+        snprintf(extra, sizeof extra, "\"fault_panic\":\"%s\"", threads[i][0]);
+        c = START(NULL, extra);
+        if (!c) return;
+        pid = proc_client_pid(c);
+        t0 = h_now_ms();
+        if (CHECK_STATUS(omprpc_client_prompt_and_wait(c, threads[i][1], NULL, WAIT_MS, &turn, &err), OMPRPC_STATUS_PANIC, err)) {
+            CHECKF(strstr(err, "thread panicked") != NULL, "%s: %s", threads[i][0], err);
+            CHECKF(h_now_ms() - t0 < WAIT_MS / 2, "%s: PANIC after %lld ms", threads[i][0], (long long)(h_now_ms() - t0));
+        }
+        h_strfree(&err);
+        h_strfree(&turn);
+        CHECK_OK(omprpc_client_close(c, &err), err);
+        CHECKF(!proc_pid_left(pid), "%s: the agent (pid %ld) outlived close", threads[i][0], pid);
+        omprpc_client_free(c);
+    }
+}
+
 static void test_no_process_left_behind(void) {
     char kids[256];
     int left = proc_children_left(kids, sizeof kids);
@@ -455,6 +483,7 @@ int main(void) {
     RUN(test_duplicate_response_is_ignored);
     RUN(test_argv_and_env_reach_the_agent);
     RUN(test_dead_stdin_is_a_status_not_sigpipe);
+    RUN(test_a_library_thread_panics);
     RUN(test_no_process_left_behind);
     return h_summary();
 }
