@@ -40,7 +40,7 @@ use serde_json::{json, Map, Value};
 use crate::env::{private_dir, random_hex};
 use crate::error::{Error, Result, Status};
 use crate::protocol::argv::Flavor;
-use crate::transport::process::{poll_readable, Signal};
+use crate::transport::process::{poll_any_readable, poll_readable, Signal};
 use crate::wait::lock;
 
 /// Connections one bridge serves at once (the extension keeps one; reconnects replace it).
@@ -142,6 +142,14 @@ enum Stream {
 }
 
 impl Stream {
+    fn set_write_timeout(&self, t: std::time::Duration) {
+        // A stream that cannot take a timeout (it never fails for sockets) writes without one.
+        let _ = match self {
+            Stream::Unix(s) => s.set_write_timeout(Some(t)),
+            Stream::Tcp(s) => s.set_write_timeout(Some(t)),
+        };
+    }
+
     fn try_clone(&self) -> io::Result<Stream> {
         Ok(match self {
             Stream::Unix(s) => Stream::Unix(s.try_clone()?),
@@ -187,8 +195,13 @@ pub struct Conn {
     serial: u64,
 }
 
+/// How long a reply to the bridge extension may take to write: an extension that stopped
+/// reading must not hold the library's caller (or its teardown) forever.
+const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Conn {
     fn new(stream: Stream) -> Conn {
+        stream.set_write_timeout(WRITE_TIMEOUT);
         Conn { stream: Mutex::new(stream), serial: NEXT_CONN.fetch_add(1, Ordering::Relaxed) }
     }
 
@@ -358,16 +371,8 @@ fn accept_loop(listener: Listener, stop: i32, conns: Arc<Mutex<Vec<Arc<Conn>>>>,
     let mut readers: Vec<JoinHandle<()>> = Vec::new();
     loop {
         // Wait for a connection or the stop signal.
-        let mut fds = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: stop, events: libc::POLLIN, revents: 0 }];
-        // SAFETY: two valid pollfds.
-        let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-        if r < 0 {
-            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            break;
-        }
-        if fds[1].revents != 0 || poll_readable(stop, Some(std::time::Duration::ZERO)) {
+        let Ok(ready) = poll_any_readable(&[fd, stop], None) else { break };
+        if ready[1] || poll_readable(stop, Some(std::time::Duration::ZERO)) {
             break;
         }
         let stream = match &listener {

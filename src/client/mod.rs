@@ -82,6 +82,15 @@ struct InflightProbe {
     sent: Instant,
 }
 
+/// What the client's threads share.
+///
+/// Locks, in the order a thread may nest them (one holding a lock takes only those below it;
+/// most are never nested): `state` → `pending` (a waiter abandons its probe's request while it
+/// holds the state). The others — `stdin` (held across a write to the agent, which has a
+/// deadline), `stderr`, `decoder`, `bridge`, and the event, UI and log queues' own — are
+/// taken alone. No pipe or socket I/O happens under `state` or `pending`: frames for the
+/// agent or the bridge are built under them and written after. Every lock survives a
+/// panicking holder (wait::lock).
 pub(crate) struct Shared {
     opts: Options,
     flavor: Flavor,
@@ -211,16 +220,18 @@ impl Shared {
         // Requests first: a caller woken below that calls again must find the table closed
         // (CLOSED, naming the reason), not slip in before it closes and get the reason itself.
         lock(&self.pending).close(&reason);
-        let bridge_replies = {
+        let (policy_questions, bridge_replies) = {
             let mut st = self.state();
             st.close_reason = Some(reason.clone());
             st.life.close(&reason);
-            for (id, (conn, _, _)) in st.policy.drain() {
-                let _ = conn.send(json!({"id": conn.ext_id(&id), "error": "the host closed the session"}).to_string().as_bytes());
-            }
-            st.host.close()
+            let questions: Vec<(String, Arc<Conn>)> = st.policy.drain().map(|(id, (conn, _, _))| (id, conn)).collect();
+            (questions, st.host.close())
         };
-        // Every bridged call still open gets its one reply: an error saying why.
+        // Written after the state lock is released (no I/O under it): every open policy
+        // question and every bridged call still open gets its one reply, an error saying why.
+        for (id, conn) in policy_questions {
+            let _ = conn.send(json!({"id": conn.ext_id(&id), "error": "the host closed the session"}).to_string().as_bytes());
+        }
         for r in bridge_replies {
             if let Outgoing::Bridge(conn, frame) = r {
                 let _ = conn.send(&frame);

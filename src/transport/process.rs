@@ -194,16 +194,23 @@ fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
 
 /// Waits until `fd` is readable or `timeout` passes. Returns true when readable.
 pub fn poll_readable(fd: RawFd, timeout: Option<Duration>) -> bool {
-    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    poll_any_readable(&[fd], timeout).is_ok_and(|r| r[0])
+}
+
+/// Waits until any of `fds` is readable (or hung up) or `timeout` passes (None: no timeout);
+/// which of them are. An interrupted wait is resumed.
+pub fn poll_any_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
+    let mut p: Vec<libc::pollfd> = fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
     let ms = timeout.map(|d| d.as_millis().min(i32::MAX as u128) as i32).unwrap_or(-1);
     loop {
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut p, 1, ms) };
+        // SAFETY: `p` holds `p.len()` valid pollfds.
+        let r = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) };
         if r >= 0 {
-            return r > 0;
+            return Ok(p.iter().map(|x| x.revents != 0).collect());
         }
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return false;
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
         }
     }
 }
