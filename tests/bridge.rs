@@ -101,6 +101,32 @@ fn files_are_private_and_tokens_differ_per_client() {
     assert!(!dir.exists(), "the bridge directory is removed at close");
 }
 
+/// A host that died without closing left its bridge directory behind: the next bridge made
+/// on this machine removes it (its owner is gone); a live owner's directory stays.
+#[test]
+fn bridge_directories_of_dead_hosts_are_swept() {
+    let tmp = std::env::temp_dir();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let stale = tmp.join(format!("omprpc-bridge-stale{}", std::process::id()));
+    let alive = tmp.join(format!("omprpc-bridge-alive{}", std::process::id()));
+    for (dir, owner) in [(&stale, dead), (&alive, std::process::id())] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("owner.pid"), owner.to_string()).unwrap();
+        std::fs::write(dir.join("bridge.sock"), "").unwrap();
+    }
+    let c = start(json!({}));
+    let (ext, _) = extension(&c);
+    let own = std::path::Path::new(&ext).parent().unwrap().to_path_buf();
+    assert_eq!(std::fs::read_to_string(own.join("owner.pid")).unwrap(), std::process::id().to_string());
+    assert!(!stale.exists(), "a dead host's bridge directory stayed");
+    assert!(alive.exists(), "a live host's bridge directory was removed");
+    c.close().unwrap();
+    assert!(!own.exists(), "close removes the bridge's own directory");
+    std::fs::remove_dir_all(&alive).unwrap();
+}
+
 #[test]
 fn wrong_or_missing_tokens_never_reach_the_host() {
     let c = start(json!({}));

@@ -262,7 +262,11 @@ impl Bridge {
             let what = what.to_string();
             move |e: io::Error| Error::new(Status::Io, format!("tool bridge: {what}: {e}"))
         };
-        let dir = private_dir("omprpc-bridge").map_err(io_err("creating its directory"))?;
+        let dir = private_dir(DIR_PREFIX).map_err(io_err("creating its directory"))?;
+        // Until the bridge owns it, a failure below removes it again.
+        let unowned = RemoveDir(Some(dir.clone()));
+        sweep_stale_dirs(&dir);
+        fs::write(dir.join(OWNER_FILE), std::process::id().to_string()).map_err(io_err("marking its owner"))?;
         let token = random_hex(32).map_err(io_err("making a token"))?;
         let client_id = random_hex(8).map_err(io_err("making a client id"))?;
         let (listener, endpoint) = match plan.transport {
@@ -296,13 +300,15 @@ impl Bridge {
         };
         use std::os::unix::fs::OpenOptionsExt;
         write().map_err(io_err("writing the extension"))?;
+        let stop = Signal::new().map_err(io_err("creating its stop signal"))?;
+        unowned.keep();
         Ok(Bridge {
             dir,
             extension,
             token,
             client_id,
             listener: Some(listener),
-            stop: Signal::new().map_err(io_err("creating its stop signal"))?,
+            stop,
             gate: plan.gate.clone(),
             threads: Mutex::new(Vec::new()),
             conns: Arc::new(Mutex::new(Vec::new())),
@@ -347,6 +353,51 @@ impl Bridge {
             let _ = t.join();
         }
         let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Bridge directories are `<temp>/omprpc-bridge-<random>`, each with the owning process's id
+/// in `owner.pid`.
+const DIR_PREFIX: &str = "omprpc-bridge";
+const OWNER_FILE: &str = "owner.pid";
+
+/// A directory removed when dropped, unless `keep` was called.
+struct RemoveDir(Option<PathBuf>);
+
+impl RemoveDir {
+    fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for RemoveDir {
+    fn drop(&mut self) {
+        if let Some(d) = &self.0 {
+            let _ = fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// Removes the bridge directories a process of this user left behind when it died without
+/// closing its clients (its `owner.pid` names a process that is gone). `ours`: a directory
+/// just made, whose owner is this user. Directories of other users, without an owner file, or
+/// whose owner runs are left alone.
+fn sweep_stale_dirs(ours: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let (Some(base), Ok(me)) = (ours.parent(), fs::metadata(ours)) else { return };
+    let Ok(entries) = fs::read_dir(base) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let stale = path != ours
+            && entry.file_name().to_string_lossy().starts_with(&format!("{DIR_PREFIX}-"))
+            && fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me.uid())
+            && fs::read_to_string(path.join(OWNER_FILE))
+                .ok()
+                .and_then(|t| t.trim().parse::<u32>().ok())
+                .is_some_and(|pid| !Path::new("/proc").join(pid.to_string()).exists());
+        if stale {
+            let _ = fs::remove_dir_all(&path);
+        }
     }
 }
 

@@ -82,6 +82,24 @@ struct InflightProbe {
     sent: Instant,
 }
 
+/// A private directory of the client's (system prompt files), removed when dropped unless
+/// `keep` handed it over: a start that fails half-way leaves nothing behind.
+struct ScratchDir(Option<std::path::PathBuf>);
+
+impl ScratchDir {
+    fn keep(mut self) -> Option<std::path::PathBuf> {
+        self.0.take()
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if let Some(d) = &self.0 {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
 /// What the client's threads share.
 ///
 /// Locks, in the order a thread may nest them (one holding a lock takes only those below it;
@@ -627,9 +645,11 @@ impl Client {
                 *a = path.clone();
             }
         }
-        // System prompts as files: written into a private directory removed at close.
+        // System prompts as files: written into a private directory removed at close — and,
+        // through the guard, on every way out of a start that fails before the client exists.
         let scratch = if opts.system_prompt_via_file {
             let dir = crate::env::private_dir("omprpc-agent").map_err(|e| Error::new(Status::Io, format!("creating a private directory: {e}")))?;
+            let guard = ScratchDir(Some(dir.clone()));
             let mut n = 0;
             let written = argv::system_prompts_to_files(&mut opts.spawn.argv, |flag, text| {
                 use std::io::Write;
@@ -640,12 +660,11 @@ impl Client {
                 Ok(path.to_string_lossy().into_owned())
             });
             if let Err(e) = written {
-                let _ = std::fs::remove_dir_all(&dir);
                 return Err(failed(Error::new(Status::Io, format!("writing the system prompt file: {e}")), "system prompt files"));
             }
-            Some(dir)
+            guard
         } else {
-            None
+            ScratchDir(None)
         };
         let argv_shown = argv::redact(&opts.spawn.argv);
         // Opened before the agent exists, so a bad path fails start with nothing to tear down.
@@ -653,19 +672,16 @@ impl Client {
             None => None,
             Some(p) => match Recorder::create(p, opts.flavor.name(), &argv_shown) {
                 Ok(r) => Some(r),
-                Err(e) => {
-                    if let Some(d) = &scratch {
-                        let _ = std::fs::remove_dir_all(d);
-                    }
-                    return Err(failed(Error::new(Status::Io, format!("cannot open record_path {}: {e}", p.display())), "record_path"));
-                }
+                Err(e) => return Err(failed(Error::new(Status::Io, format!("cannot open record_path {}: {e}", p.display())), "record_path")),
             },
         };
+        // Everything that can fail without the agent is made before it runs.
+        let io = |e: std::io::Error| Error::new(Status::Io, e.to_string());
+        let closing = Signal::new().map_err(io)?;
+        let reader_stop = Signal::new().map_err(io)?;
+        let events = EventQueue::new(opts.event_queue_capacity, opts.event_queue_max_bytes).map_err(io)?;
         let spawned = process::spawn(&opts.spawn).map_err(|e| Error::new(Status::Io, e.to_string()));
         if let Err(e) = &spawned {
-            if let Some(d) = &scratch {
-                let _ = std::fs::remove_dir_all(d);
-            }
             log.log(Level::Error, "spawn", "spawning the agent failed", json!({"argv": argv_shown, "error": e.message}));
         }
         let (process, pipes) = spawned?;
@@ -673,15 +689,14 @@ impl Client {
         log.log(Level::Info, "spawn", "agent spawned", json!({"pid": process.pid(), "argv": argv_shown, "flavor": opts.flavor.name(),
             "agent_version": opts.agent_version.map(|v| v.to_string()),
             "env_names": opts.spawn.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), "inherit_env": opts.spawn.inherit_env}));
-        let io = |e: std::io::Error| Error::new(Status::Io, e.to_string());
         let (internal_tx, internal_rx) = crossbeam_channel::unbounded::<Vec<u8>>();
         let shared = Arc::new(Shared {
             flavor: opts.flavor,
             argv_shown,
             process,
             stdin: Mutex::new(Some(pipes.stdin)),
-            closing: Signal::new().map_err(io)?,
-            reader_stop: Signal::new().map_err(io)?,
+            closing,
+            reader_stop,
             closed: AtomicBool::new(false),
             pending: Mutex::new(Pending::default()),
             state: Mutex::new(State {
@@ -697,52 +712,58 @@ impl Client {
                 ops: operations::Operations::default(),
             }),
             cond: Condvar::new(),
-            events: EventQueue::new(opts.event_queue_capacity, opts.event_queue_max_bytes).map_err(io)?,
+            events,
             ui: UiQueue::new(opts.ui_policy.clone()),
             stderr: Mutex::new(StderrRing::new(opts.max_stderr_lines)),
             decoder: Mutex::new(ChunkDecoder::default()),
             next_id: AtomicU64::new(0),
             internal: internal_tx,
             bridge: Mutex::new(None),
-            scratch,
+            // From here the client's teardown removes it.
+            scratch: scratch.keep(),
             recorder,
             opts,
             log,
             counters: Counters::new(),
         });
+        // From here a failure tears the client down (agent, bridge, threads, scratch) by close.
+        let client = Client { shared: shared.clone(), threads: Mutex::new(Vec::new()), teardown: Mutex::new(None) };
         if let Some(b) = bridge.as_mut() {
             if let Some(plan) = &shared.opts.bridge {
                 shared.state().host.set_tools(plan.tool_names());
             }
-            b.serve(shared.clone())?;
+            if let Err(e) = b.serve(shared.clone()) {
+                *lock(&shared.bridge) = bridge;
+                let _ = client.close();
+                return Err(e);
+            }
         }
         *lock(&shared.bridge) = bridge;
+        let s = shared.clone();
+        let reader = std::thread::Builder::new()
+            .name("omprpc-reader".into())
+            .spawn(move || s.clone().guarded("reader", || reader::run(s, pipes.stdout, pipes.stderr)));
+        let s = shared.clone();
+        let writer = std::thread::Builder::new().name("omprpc-writer".into()).spawn(move || {
+            s.guarded("writer", || {
+                while let Ok(line) = internal_rx.recv() {
+                    if line.is_empty() {
+                        break; // close() asks the writer to stop
+                    }
+                    s.fault("writer");
+                    let _ = s.write(&line, None);
+                }
+            })
+        });
         let mut threads = Vec::new();
-        let s = shared.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name("omprpc-reader".into())
-                .spawn(move || s.clone().guarded("reader", || reader::run(s, pipes.stdout, pipes.stderr)))
-                .map_err(io)?,
-        );
-        let s = shared.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name("omprpc-writer".into())
-                .spawn(move || {
-                    s.guarded("writer", || {
-                        while let Ok(line) = internal_rx.recv() {
-                            if line.is_empty() {
-                                break; // close() asks the writer to stop
-                            }
-                            s.fault("writer");
-                            let _ = s.write(&line, None);
-                        }
-                    })
-                })
-                .map_err(io)?,
-        );
-        let client = Client { shared, threads: Mutex::new(threads), teardown: Mutex::new(None) };
+        let spawned: Result<()> = [reader, writer].into_iter().try_for_each(|t| t.map(|t| threads.push(t)).map_err(io));
+        *lock(&client.threads) = threads;
+        if let Err(e) = spawned {
+            client.shared.log.log(Level::Error, "start", "start failed: starting the client's threads", json!({"error": e.message}));
+            let _ = client.close();
+            return Err(e);
+        }
+        drop(shared);
         let began = Instant::now();
         if let Err(e) = client.handshake() {
             // A step that started after the agent died says "closed"; the cause is more useful.
