@@ -120,7 +120,8 @@ fn utc_now() -> Value {
     Value::String(iso_utc(d.as_secs() as i64, d.subsec_millis()))
 }
 
-fn iso_utc(secs: i64, millis: u32) -> String {
+/// `secs` since the epoch and `millis` as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
+pub fn iso_utc(secs: i64, millis: u32) -> String {
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Howard Hinnant's days → civil date.
     let z = days + 719_468;

@@ -55,22 +55,11 @@ pub struct Rpc11 {
     schemes: Vec<String>,
 }
 
-/// An ISO-8601 UTC timestamp with milliseconds, as the 1.1 server writes them.
+/// An ISO-8601 UTC timestamp with milliseconds, as the 1.1 server writes them (the library's
+/// recorder formats its timestamps the same way).
 pub fn timestamp() -> String {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    let (secs, ms) = (now.as_secs() as i64, now.subsec_millis());
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    omprpc::transport::record::iso_utc(now.as_secs() as i64, now.subsec_millis())
 }
 
 fn error_info(code: &str, message: &str, details: Option<J>) -> J {
