@@ -235,12 +235,14 @@ impl Shared {
             return;
         }
         self.log.log(Level::Info, "lifecycle", "the client is closing", json!({"status": reason.status.name(), "reason": reason.message}));
-        // Requests first: a caller woken below that calls again must find the table closed
-        // (CLOSED, naming the reason), not slip in before it closes and get the reason itself.
-        lock(&self.pending).close(&reason);
         let (policy_questions, bridge_replies) = {
             let mut st = self.state();
             st.close_reason = Some(reason.clone());
+            // The reason, the request table and the turn close together, under the state lock
+            // (state → pending): a caller woken by any of them finds the reason in `info`, and a
+            // call it makes next finds the table closed (CLOSED, naming the reason) — it cannot
+            // slip in before the table closes and get the reason itself.
+            lock(&self.pending).close(&reason);
             st.life.close(&reason);
             let questions: Vec<(String, Arc<Conn>)> = st.policy.drain().map(|(id, (conn, _, _))| (id, conn)).collect();
             (questions, st.host.close())
