@@ -49,8 +49,9 @@ impl Operations {
 
 /// The operation an acknowledgement names: `{"ack":"accepted","operationId":"op_…",…}`.
 pub fn acknowledged_operation(data: &[u8]) -> Option<String> {
-    // Acknowledgements are small; anything else that is large is not one.
-    if data.len() > 4096 || !data.starts_with(b"{") {
+    // Acknowledgements are small objects naming `ack`: every other answer (a plain request's,
+    // on every agent) is passed over without being parsed.
+    if data.len() > 4096 || !data.starts_with(b"{") || !data.windows(5).any(|w| w == b"\"ack\"") {
         return None;
     }
     let v: Value = serde_json::from_slice(data).ok()?;
