@@ -264,7 +264,7 @@ impl Bridge {
         };
         let dir = private_dir(DIR_PREFIX).map_err(io_err("creating its directory"))?;
         // Until the bridge owns it, a failure below removes it again.
-        let unowned = RemoveDir(Some(dir.clone()));
+        let unowned = crate::env::RemoveDir(Some(dir.clone()));
         sweep_stale_dirs(&dir);
         fs::write(dir.join(OWNER_FILE), std::process::id().to_string()).map_err(io_err("marking its owner"))?;
         let token = random_hex(32).map_err(io_err("making a token"))?;
@@ -360,23 +360,6 @@ impl Bridge {
 /// in `owner.pid`.
 const DIR_PREFIX: &str = "omprpc-bridge";
 const OWNER_FILE: &str = "owner.pid";
-
-/// A directory removed when dropped, unless `keep` was called.
-struct RemoveDir(Option<PathBuf>);
-
-impl RemoveDir {
-    fn keep(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for RemoveDir {
-    fn drop(&mut self) {
-        if let Some(d) = &self.0 {
-            let _ = fs::remove_dir_all(d);
-        }
-    }
-}
 
 /// Removes the bridge directories a process of this user left behind when it died without
 /// closing its clients (its `owner.pid` names a process that is gone). `ours`: a directory

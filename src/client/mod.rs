@@ -82,24 +82,6 @@ struct InflightProbe {
     sent: Instant,
 }
 
-/// A private directory of the client's (system prompt files), removed when dropped unless
-/// `keep` handed it over: a start that fails half-way leaves nothing behind.
-struct ScratchDir(Option<std::path::PathBuf>);
-
-impl ScratchDir {
-    fn keep(mut self) -> Option<std::path::PathBuf> {
-        self.0.take()
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        if let Some(d) = &self.0 {
-            let _ = std::fs::remove_dir_all(d);
-        }
-    }
-}
-
 /// What the client's threads share.
 ///
 /// Locks, in the order a thread may nest them (one holding a lock takes only those below it;
@@ -651,7 +633,7 @@ impl Client {
         // through the guard, on every way out of a start that fails before the client exists.
         let scratch = if opts.system_prompt_via_file {
             let dir = crate::env::private_dir("omprpc-agent").map_err(|e| Error::new(Status::Io, format!("creating a private directory: {e}")))?;
-            let guard = ScratchDir(Some(dir.clone()));
+            let guard = crate::env::RemoveDir(Some(dir.clone()));
             let mut n = 0;
             let written = argv::system_prompts_to_files(&mut opts.spawn.argv, |flag, text| {
                 use std::io::Write;
@@ -666,7 +648,7 @@ impl Client {
             }
             guard
         } else {
-            ScratchDir(None)
+            crate::env::RemoveDir(None)
         };
         let argv_shown = argv::redact(&opts.spawn.argv);
         // Opened before the agent exists, so a bad path fails start with nothing to tear down.

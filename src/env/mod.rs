@@ -41,6 +41,24 @@ pub fn random_hex(bytes: usize) -> io::Result<String> {
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// A directory removed when dropped unless `keep` handed it over: what a step that fails
+/// half-way leaves behind is nothing (the client's system prompt files, the tool bridge's).
+pub struct RemoveDir(pub Option<PathBuf>);
+
+impl RemoveDir {
+    pub fn keep(mut self) -> Option<PathBuf> {
+        self.0.take()
+    }
+}
+
+impl Drop for RemoveDir {
+    fn drop(&mut self) {
+        if let Some(d) = &self.0 {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
 /// A new directory only this user can enter (0700), under the system temp dir.
 pub fn private_dir(prefix: &str) -> io::Result<PathBuf> {
     let base = std::env::temp_dir();
