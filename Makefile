@@ -293,10 +293,10 @@ test-pi-oldest:
 # (tests/real_omp.rs, facts in tests/support/OMP-NOTES.md). Part of `make test`: the first
 # run installs ~1.5 GB into $HOME/.cache/omprpc/omp-18.2.3 (OMPRPC_OMP_CACHE overrides; ~45 s),
 # then the suite takes ~90 s. `cargo test` alone skips it (without OMPRPC_REAL_OMP=1 the tests
-# only print a hint).
+# only print a hint). It also holds src/protocol/table.json against omp's own declarations.
 .PHONY: test-omp
 test-omp:
-	$(if $(SKIP_REAL),@echo "test-omp: skipped (OMPRPC_SKIP_REAL_AGENTS=1)",OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test real_omp)
+	$(if $(SKIP_REAL),@echo "test-omp: skipped (OMPRPC_SKIP_REAL_AGENTS=1)",OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test real_omp --test protocol_table)
 
 # The real agents for the C, Python, Go and Node suites: the installs cargo-test (pi) and
 # test-omp (omp) made, at the cache paths tests/support/pi.rs and omp.rs use, and the fake

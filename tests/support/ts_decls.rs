@@ -1,0 +1,274 @@
+//! Just enough of a TypeScript declaration reader to list what an agent's own type files
+//! declare: the members of a union type alias (`export type RpcCommand = { … } | { … };`), the
+//! fields of an object type (`{ id?: string; type: "prompt"; message: string }`) and of an
+//! interface. Used by `tests/protocol_table.rs` to hold `src/protocol/table.json` against the
+//! installed pi's `rpc-types.d.ts` and omp's `rpc-types.ts`.
+//!
+//! It is not a TypeScript parser: it tracks bracket depth and string literals, which is all
+//! these declaration files need (they are generated `.d.ts` for pi and hand-written type-only
+//! modules for omp). Anything it cannot read is reported by the caller as a failure, never
+//! skipped.
+
+#![allow(dead_code)]
+
+/// One field of an object type: `name?: type`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field {
+    pub name: String,
+    pub optional: bool,
+    /// The type's source text, whitespace collapsed.
+    pub ty: String,
+}
+
+/// The source without `//` and `/* */` comments (string literals kept intact).
+pub fn strip_comments(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = String::with_capacity(src.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' | b'\'' | b'`' => {
+                let q = b[i];
+                let start = i;
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i = (i + 1).min(b.len());
+                out.push_str(&src[start..i]);
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 2;
+            }
+            _ => {
+                let start = i;
+                i += 1;
+                while i < b.len() && !matches!(b[i], b'"' | b'\'' | b'`' | b'/') {
+                    i += 1;
+                }
+                out.push_str(&src[start..i]);
+            }
+        }
+    }
+    out
+}
+
+/// Splits `text` at every top-level occurrence of one of `seps` (outside brackets, generics
+/// and string literals). `=>` does not close a generic.
+fn split_top(text: &str, seps: &[u8]) -> Vec<String> {
+    let b = text.as_bytes();
+    let (mut depth, mut i, mut start) = (0i32, 0, 0);
+    let mut parts = Vec::new();
+    while i < b.len() {
+        match b[i] {
+            b'"' | b'\'' | b'`' => {
+                let q = b[i];
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'{' | b'(' | b'[' | b'<' => depth += 1,
+            b'}' | b')' | b']' => depth -= 1,
+            b'>' if i > 0 && b[i - 1] == b'=' => {}
+            b'>' => depth -= 1,
+            c if depth == 0 && seps.contains(&c) => {
+                parts.push(text[start..i].to_string());
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    parts.push(text[start..].to_string());
+    parts.into_iter().map(|p| collapse(&p)).filter(|p| !p.is_empty()).collect()
+}
+
+/// Whitespace runs to one space, trimmed.
+pub fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The text after `export type NAME =` (or `type NAME =`) up to its closing top-level `;`.
+pub fn type_alias(src: &str, name: &str) -> Option<String> {
+    let src = strip_comments(src);
+    for prefix in ["export type ", "type "] {
+        let needle = format!("{prefix}{name} =");
+        if let Some(at) = src.find(&needle) {
+            let rest = &src[at + needle.len()..];
+            let first = split_top(rest, b";").into_iter().next()?;
+            return Some(first);
+        }
+    }
+    None
+}
+
+/// The body of `export interface NAME { … }` (with its braces).
+pub fn interface(src: &str, name: &str) -> Option<String> {
+    let src = strip_comments(src);
+    let at = src.find(&format!("interface {name} "))?;
+    let rest = &src[at..];
+    let open = rest.find('{')?;
+    let body = braced(&rest[open..])?;
+    Some(body)
+}
+
+/// Every `interface NAME … { … }` of the file, in order: (name, body with braces).
+pub fn interfaces(src: &str) -> Vec<(String, String)> {
+    let src = strip_comments(src);
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = src[from..].find("interface ") {
+        let at = from + at;
+        let rest = &src[at + "interface ".len()..];
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        match rest.find('{').and_then(|o| braced(&rest[o..])) {
+            Some(body) if !name.is_empty() => {
+                from = at + "interface ".len() + rest.find('{').unwrap() + body.len();
+                out.push((name, body));
+            }
+            _ => from = at + "interface ".len(),
+        }
+    }
+    out
+}
+
+/// The balanced `{ … }` at the start of `text`.
+fn braced(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut depth = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' | b'\'' | b'`' => {
+                let q = b[i];
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(text[..=i].to_string());
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The members of a union: `A | { … } | B` → `["A", "{ … }", "B"]`.
+pub fn union_members(alias_body: &str) -> Vec<String> {
+    split_top(alias_body, b"|")
+}
+
+/// The fields of an object type `{ a: string; b?: number }` (an interface body too). `None`
+/// when `text` is not a braced object type.
+pub fn object_fields(text: &str) -> Option<Vec<Field>> {
+    let t = text.trim();
+    if !t.starts_with('{') || !t.ends_with('}') {
+        return None;
+    }
+    let inner = &t[1..t.len() - 1];
+    let mut fields = Vec::new();
+    for part in split_top(inner, b";\n,") {
+        let part = part.strip_prefix("readonly ").unwrap_or(&part).to_string();
+        if part.starts_with('[') {
+            continue; // an index signature: no named field
+        }
+        let colon = part.find(':')?;
+        let (lhs, ty) = (part[..colon].trim(), collapse(&part[colon + 1..]));
+        let (name, optional) = match lhs.strip_suffix('?') {
+            Some(n) => (n.trim().to_string(), true),
+            None => (lhs.to_string(), false),
+        };
+        fields.push(Field { name, optional, ty });
+    }
+    Some(fields)
+}
+
+/// The string literal a field is typed with: `type: "prompt"` → `prompt`.
+pub fn literal(fields: &[Field], name: &str) -> Option<String> {
+    let f = fields.iter().find(|f| f.name == name)?;
+    let t = f.ty.trim();
+    (t.len() >= 2 && t.starts_with('"') && t.ends_with('"')).then(|| t[1..t.len() - 1].to_string())
+}
+
+/// The string literals of a literal union type: `"all" | "one-at-a-time"`.
+pub fn literal_union(ty: &str) -> Option<Vec<String>> {
+    let parts = split_top(ty, b"|");
+    parts
+        .iter()
+        .map(|p| (p.len() >= 2 && p.starts_with('"') && p.ends_with('"')).then(|| p[1..p.len() - 1].to_string()))
+        .collect()
+}
+
+/// Every `type: "…"` object literal passed straight to a call whose name ends in `call`
+/// (`output({ type: "notice", … })`, `this.#output({\n type: … })`): the frame types a mode
+/// emits without a declared type.
+pub fn emitted_literals(src: &str, call: &str) -> Vec<String> {
+    let src = strip_comments(src);
+    let needle = format!("{call}({{");
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = src[from..].find(&needle) {
+        let rest = src[from + at + needle.len()..].trim_start();
+        from += at + needle.len();
+        if let Some(lit) = rest.strip_prefix("type: \"") {
+            if let Some(end) = lit.find('"') {
+                out.push(lit[..end].to_string());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_union_of_object_types_splits_into_members_with_fields() {
+        let src = r#"
+            /** doc with a | bar */
+            export type C = { id?: string; type: "a"; mode: "all" | "one" } // trailing |
+              | { id?: string; type: "b"; cb: (x: number) => void; xs: Array<{ k: string }> };
+            export type D = number;
+        "#;
+        let body = type_alias(src, "C").unwrap();
+        let members = union_members(&body);
+        assert_eq!(members.len(), 2, "{members:?}");
+        let a = object_fields(&members[0]).unwrap();
+        assert_eq!(literal(&a, "type").as_deref(), Some("a"));
+        assert_eq!(literal_union(&a[2].ty).unwrap(), vec!["all", "one"]);
+        assert!(a[0].optional && !a[1].optional);
+        let b = object_fields(&members[1]).unwrap();
+        assert_eq!(b.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["id", "type", "cb", "xs"]);
+        assert_eq!(b[3].ty, "Array<{ k: string }>");
+    }
+
+    #[test]
+    fn interfaces_and_emitted_literals_are_found() {
+        let src = "export interface A { type: \"x\"; n: number }\ninterface B extends A {\n  m?: string;\n}\n\
+                   output({ type: \"notice\", level }); this.#output({\n  type: \"ready\" }); output(x);";
+        let all = interfaces(src);
+        assert_eq!(all.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["A", "B"]);
+        assert_eq!(object_fields(&all[1].1).unwrap()[0].name, "m");
+        assert_eq!(emitted_literals(src, "output"), ["notice", "ready"]);
+    }
+}
