@@ -4,6 +4,7 @@
 #   make release        the same, optimised
 #   make header         regenerate include/omprpc.h (cbindgen, via tests/header.rs)
 #   make check-header   the header compiles alone as C99 and as C++11, warnings as errors
+#   make generate       regenerate the bindings' typed protocol from src/protocol/table.json (tests/generated.rs)
 #   make c-tests        the C test programs against the shared library
 #   make c-real-agents  the real pi and omp through the C API (tests/c/real_agents.c)
 #   make c-tests-asan   the same programs with ASan + UBSan, against the static library
@@ -74,6 +75,12 @@ release:
 # generator, its pinned version and its configuration live in exactly one place.
 header:
 	OMPRPC_UPDATE_HEADER=1 $(CARGO) test $(LOCKED) --test header -- header_is_up_to_date
+
+# The bindings' typed commands and events are generated from src/protocol/table.json by the
+# same code that checks them (tests/generated.rs; cargo-test fails on a stale file).
+.PHONY: generate
+generate:
+	OMPRPC_UPDATE_GENERATED=1 $(CARGO) test $(LOCKED) --test generated
 
 # The header is checked in; a missing one is a workflow error, not something to guess.
 $(HEADER):

@@ -141,8 +141,8 @@ func TestActivityPiParkedSteerIsIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if jget(t, state, "pendingMessageCount") != 1.0 || jget(t, state, "isStreaming") != false {
-		t.Fatalf("state: %s", state)
+	if state.PendingMessageCount != 1 || state.IsStreaming {
+		t.Fatalf("state: %s", state.Raw)
 	}
 	if n, steered := agentEnds(t, queued(events)); n != 1 || steered {
 		t.Fatalf("%d agent_end, steered run: %v (want the abort's only)", n, steered)

@@ -208,8 +208,8 @@ func TestStartGetStateBashInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if jstr(t, state, "sessionId") != "fake-session" || jstr(t, state, "model.id") != "claude-sonnet-4-5" {
-		t.Fatalf("state: %s", state)
+	if state.SessionID != "fake-session" || jstr(t, state.Model, "id") != "claude-sonnet-4-5" || jstr(t, state.Raw, "model.id") != "claude-sonnet-4-5" {
+		t.Fatalf("state: %s", state.Raw)
 	}
 	// no deadline: the client's default (request_timeout_ms)
 	if _, err := c.GetState(context.Background()); err != nil {
@@ -481,7 +481,7 @@ func TestManyGoroutinesShareOneClient(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < calls; i++ {
 				s, err := c.GetState(ctx)
-				if err == nil && jstr(t, s, "sessionId") == "fake-session" {
+				if err == nil && s.SessionID == "fake-session" {
 					mu.Lock()
 					ok++
 					mu.Unlock()

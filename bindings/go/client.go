@@ -7,6 +7,7 @@ package omprpc
 import "C"
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -519,35 +520,19 @@ func (c *Client) Abort(ctx context.Context) error {
 	})
 }
 
-// GetState sends get_state and returns the session state object.
-func (c *Client) GetState(ctx context.Context) (json.RawMessage, error) {
-	defer runtime.KeepAlive(c)
-	var out *C.char
-	err := c.h.request(ctx, "get_state", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_get_state(p, t, &out, perr)
-	})
-	if err != nil {
-		return nil, err
+// command sends a command of the protocol table (protocol_gen.go) through Request and
+// decodes its data into out (nil: the command has none).
+func (c *Client) command(ctx context.Context, typ string, params any, out any) error {
+	data, err := c.Request(ctx, typ, params)
+	if err != nil || out == nil || len(data) == 0 {
+		return err
 	}
-	return takeBytes(out), nil
+	return unmarshal(typ, data, out)
 }
 
-// Bash runs command through the agent's bash and returns its BashResult object.
-func (c *Client) Bash(ctx context.Context, command string) (json.RawMessage, error) {
-	defer runtime.KeepAlive(c)
-	cc, err := cstring("bash", "command", command)
-	if err != nil {
-		return nil, err
-	}
-	defer freeC(cc)
-	var out *C.char
-	err = c.h.request(ctx, "bash", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_bash(p, cc, t, &out, perr)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return takeBytes(out), nil
+// decodeEvent decodes an event into its generated type (protocol_gen.go).
+func decodeEvent(e Event, v any) error {
+	return unmarshal(e.Type, e.Raw, v)
 }
 
 // CollectEvents waits for the next terminal agent_end and returns every session event from
@@ -886,8 +871,34 @@ func rawJSON(op, what string, v any) (*C.char, error) {
 		if js, err = json.Marshal(v); err != nil {
 			return nil, newError(op, StatusInvalidJSON, "%s: %v", what, err)
 		}
+		if coercedUTF8(js) {
+			return nil, newError(op, StatusInvalidUTF8, "%s: a string is not valid UTF-8", what)
+		}
 	}
 	return cstring(op, what, string(js))
+}
+
+// coercedUTF8 reports whether json.Marshal replaced invalid UTF-8: it writes each invalid
+// byte as the escape \ufffd, while a real U+FFFD stays a raw rune and a literal backslash is
+// escaped itself, so an unescaped "\ufffd" in the output means the input was not UTF-8. A
+// silent replacement would change what the agent receives; the library's own entry points
+// refuse such strings, and so does this.
+func coercedUTF8(js []byte) bool {
+	for i := bytes.Index(js, []byte(`\ufffd`)); i >= 0; {
+		backslashes := 0
+		for j := i - 1; j >= 0 && js[j] == '\\'; j-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return true
+		}
+		next := bytes.Index(js[i+1:], []byte(`\ufffd`))
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return false
 }
 
 func unmarshal(op string, js []byte, v any) error {

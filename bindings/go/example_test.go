@@ -39,17 +39,14 @@ func Example() {
 	}
 	fmt.Println(*turn.AssistantText, len(turn.Messages), "message(s)")
 
-	// Any command, raw: the response's data comes back verbatim.
+	// Every command of the protocol table is a typed method; its data comes back decoded,
+	// with the agent's JSON kept in Raw.
 	state, err := c.GetState(ctx)
 	if err != nil {
 		fmt.Println("get_state:", err)
 		return
 	}
-	var s struct {
-		SessionID string `json:"sessionId"`
-	}
-	_ = json.Unmarshal(state, &s)
-	fmt.Println(s.SessionID)
+	fmt.Println(state.SessionID)
 	// Output:
 	// pong 1 message(s)
 	// fake-session

@@ -52,9 +52,9 @@ func TestHostToolRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, _ := jget(t, state, "dumpTools").([]any)
+	tools, _ := jget(t, state.Raw, "dumpTools").([]any)
 	if len(tools) == 0 || tools[len(tools)-1].(map[string]any)["name"] != "echo_host" {
-		t.Fatalf("dumpTools: %s", state)
+		t.Fatalf("dumpTools: %s", state.Raw)
 	}
 	tr := turn(t, c, "needs host tool")
 	mu.Lock()
@@ -336,7 +336,7 @@ func TestRegisterHostToolLater(t *testing.T) {
 	}
 	state, _ := c.GetState(ctx)
 	names := []string{}
-	for _, tool := range jget(t, state, "dumpTools").([]any) {
+	for _, tool := range jget(t, state.Raw, "dumpTools").([]any) {
 		names = append(names, tool.(map[string]any)["name"].(string))
 	}
 	if strings.Join(names, ",") != "read,first,echo_host" {

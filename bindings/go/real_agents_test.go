@@ -476,8 +476,8 @@ func TestRealPi(t *testing.T) {
 		}
 		t.Logf("WaitForIdle returned after %.1fs", time.Since(started).Seconds())
 		state, err := c.GetState(realCtx(t))
-		if err != nil || jget(t, state, "isStreaming") != false || jget(t, state, "pendingMessageCount") != 1.0 {
-			t.Errorf("state: isStreaming=%v pendingMessageCount=%v (%v)", jget(t, state, "isStreaming"), jget(t, state, "pendingMessageCount"), err)
+		if err != nil || state.IsStreaming || state.PendingMessageCount != 1 {
+			t.Errorf("state: %+v (%v)", state, err)
 		}
 		// The next prompt delivers the steer: the model answers it.
 		tr := realTurn(t, c, "say hi")
@@ -667,8 +667,8 @@ func TestRealOmp(t *testing.T) {
 			t.Errorf("the last agent_end before WaitForIdle returned ends with %q, not the steered reply", got)
 		}
 		state, err := c.GetState(realCtx(t))
-		if err != nil || jget(t, state, "isStreaming") != false {
-			t.Errorf("state after WaitForIdle: isStreaming=%v (%v)", jget(t, state, "isStreaming"), err)
+		if err != nil || state.IsStreaming {
+			t.Errorf("state after WaitForIdle: %+v (%v)", state, err)
 		}
 	})
 

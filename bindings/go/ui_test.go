@@ -238,8 +238,8 @@ func TestPiFlavour(t *testing.T) {
 	if info, err := c.Info(); err != nil || info.Flavor != "pi" {
 		t.Fatalf("info: %+v %v", info, err)
 	}
-	if s, err := c.GetState(ctx); err != nil || jstr(t, s, "sessionId") != "fake-session" {
-		t.Fatalf("state: %s %v", s, err)
+	if s, err := c.GetState(ctx); err != nil || s.SessionID != "fake-session" {
+		t.Fatalf("state: %+v %v", s, err)
 	}
 	if tr := turn(t, c, "say hello"); text(tr.AssistantText) != "pong" {
 		t.Fatal("pi turn")

@@ -1,0 +1,59 @@
+//! The files generated from src/protocol/table.json must be exactly what the generators here
+//! produce, as the header must be what cbindgen produces (tests/header.rs):
+//!
+//! * `cargo test --test generated` fails with "… is stale: run make generate" when a checked-in
+//!   file differs from a fresh generation;
+//! * `OMPRPC_UPDATE_GENERATED=1 cargo test --test generated` (`make generate`) rewrites them.
+//!
+//! Generated: `bindings/go/protocol_gen.go` (typed commands, events and UI requests).
+//! Go's output is formatted by `gofmt` (`OMPRPC_GOFMT` names it; else `gofmt` on PATH, else
+//! `go fmt`'s own beside `go`): its alignment is Go's to decide, and go-tests checks it.
+
+#[path = "support/gen_go.rs"]
+mod gen_go;
+#[path = "support/table.rs"]
+mod table;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn gofmt(src: &str) -> String {
+    let program = std::env::var("OMPRPC_GOFMT").unwrap_or_else(|_| "gofmt".into());
+    let mut child = Command::new(&program)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {program} (Go's formatter, needed to generate Go; set OMPRPC_GOFMT): {e}"));
+    child.stdin.take().unwrap().write_all(src.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "gofmt rejected the generated Go:\n{}\n---\n{src}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn check(rel: &str, fresh: &str) {
+    let path: PathBuf = root().join(rel);
+    if std::env::var("OMPRPC_UPDATE_GENERATED").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, fresh).unwrap_or_else(|e| panic!("writing {rel}: {e}"));
+        return;
+    }
+    let current = std::fs::read_to_string(&path).unwrap_or_default();
+    if current != fresh {
+        let line = current.lines().zip(fresh.lines()).position(|(a, b)| a != b).map_or_else(|| current.lines().count().min(fresh.lines().count()), |i| i) + 1;
+        panic!("{rel} is stale: run make generate (first difference at line {line})");
+    }
+}
+
+fn table() -> table::Table {
+    table::load(Path::new(env!("CARGO_MANIFEST_DIR")))
+}
+
+#[test]
+fn go_protocol_is_up_to_date() {
+    check("bindings/go/protocol_gen.go", &gofmt(&gen_go::generate(&table())));
+}

@@ -1,0 +1,254 @@
+//! The Go binding's typed commands, events and UI requests (`bindings/go/protocol_gen.go`),
+//! generated from src/protocol/table.json. The output goes through `gofmt` (Go's own
+//! formatter fixes the alignment the drift test compares).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::table::{pascal, reach, Command, DataShape, Field, Frame, Table, Ty, TypeDef};
+
+/// Go names for JSON member names: `modelId` → `ModelID`, `launchUrl` → `LaunchURL`.
+fn go_name(json_name: &str) -> String {
+    let mut p = pascal(json_name);
+    for (from, to) in [("Id", "ID"), ("Url", "URL"), ("Uri", "URI"), ("Html", "HTML"), ("Ui", "UI")] {
+        let mut out = String::new();
+        let mut rest = p.as_str();
+        while let Some(at) = rest.find(from) {
+            let after = &rest[at + from.len()..];
+            let boundary = after.is_empty() || after.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit());
+            out.push_str(&rest[..at]);
+            out.push_str(if boundary { to } else { from });
+            rest = after;
+        }
+        out.push_str(rest);
+        p = out;
+    }
+    p
+}
+
+fn go_type(ty: &Ty, types: &BTreeMap<String, TypeDef>) -> String {
+    match ty {
+        Ty::String | Ty::Enum(_) => "string".into(),
+        Ty::Integer => "int64".into(),
+        Ty::Number => "float64".into(),
+        Ty::Boolean => "bool".into(),
+        Ty::Any | Ty::Object => "json.RawMessage".into(),
+        Ty::Array(inner) => format!("[]{}", go_type(inner, types)),
+        Ty::Named(n) => match types.get(n) {
+            Some(TypeDef::Json) => "json.RawMessage".into(),
+            _ => n.clone(),
+        },
+    }
+}
+
+/// A struct field: pointers for nullable values and for optional structs (nil: absent).
+fn field_type(f: &Field, types: &BTreeMap<String, TypeDef>) -> String {
+    let base = go_type(&f.ty, types);
+    let is_struct = matches!(&f.ty, Ty::Named(n) if matches!(types.get(n), Some(TypeDef::Fields(_))));
+    let is_raw = base == "json.RawMessage" || base.starts_with("[]");
+    if !is_raw && (f.nullable || (f.optional && is_struct)) {
+        format!("*{base}")
+    } else {
+        base
+    }
+}
+
+fn struct_fields(out: &mut String, fields: &[Field], types: &BTreeMap<String, TypeDef>) {
+    for f in fields {
+        let omit = if f.optional { ",omitempty" } else { "" };
+        let _ = writeln!(out, "\t{} {} `json:\"{}{omit}\"`", go_name(&f.name), field_type(f, types), f.name);
+    }
+}
+
+fn agents(a: &[String]) -> String {
+    a.join(", ")
+}
+
+/// A struct that keeps the object it was decoded from in Raw.
+fn raw_keeping_struct(out: &mut String, name: &str, doc: &str, fields: &[Field], types: &BTreeMap<String, TypeDef>) {
+    let _ = writeln!(out, "// {name} {doc}\ntype {name} struct {{");
+    struct_fields(out, fields, types);
+    let _ = writeln!(out, "\t// Raw is the object as the agent sent it, members the table does not name included.\n\tRaw json.RawMessage `json:\"-\"`\n}}\n");
+    let _ = writeln!(
+        out,
+        "// UnmarshalJSON decodes the named members and keeps the object in Raw.\nfunc (v *{name}) UnmarshalJSON(b []byte) error {{\n\ttype plain {name}\n\tif err := json.Unmarshal(b, (*plain)(v)); err != nil {{\n\t\treturn err\n\t}}\n\tv.Raw = append(json.RawMessage(nil), b...)\n\treturn nil\n}}\n"
+    );
+}
+
+fn command_method(out: &mut String, c: &Command, types: &BTreeMap<String, TypeDef>, result_types: &mut Vec<(String, Vec<Field>, String)>) {
+    let name = go_name(&c.name);
+    let required: Vec<&Field> = c.params.iter().filter(|f| !f.optional).collect();
+    let optional: Vec<&Field> = c.params.iter().filter(|f| f.optional).collect();
+    let mut args = vec!["ctx context.Context".to_string()];
+    for f in &required {
+        args.push(format!("{} {}", arg_name(&f.name), field_type(f, types)));
+    }
+    if !optional.is_empty() {
+        args.push(format!("opts *{name}Options"));
+    }
+    let result = c.data.as_ref().map(|d| {
+        let ty = match &d.shape {
+            DataShape::Fields(fields) => {
+                let rname = format!("{name}Result");
+                result_types.push((rname.clone(), fields.clone(), format!("is the data of {}'s response ({}).", c.name, agents(&c.agents))));
+                format!("*{rname}")
+            }
+            DataShape::Type(ty) => {
+                let base = go_type(ty, types);
+                let is_struct = matches!(ty, Ty::Named(n) if matches!(types.get(n), Some(TypeDef::Fields(_))));
+                if is_struct {
+                    format!("*{base}")
+                } else {
+                    base
+                }
+            }
+        };
+        (ty, d.nullable || d.optional)
+    });
+    let returns = match &result {
+        Some((ty, _)) => format!("({ty}, error)"),
+        None => "error".into(),
+    };
+    let mut doc = format!("// {name} sends {} ({})", c.name, agents(&c.agents));
+    match &result {
+        Some((_, true)) => doc.push_str(" and returns its data: nil (or JSON null) when the agent sends none."),
+        Some(_) => doc.push_str(" and returns its data."),
+        None => doc.push('.'),
+    }
+    let _ = writeln!(out, "{doc}\nfunc (c *Client) {name}({}) {returns} {{", args.join(", "));
+    let params = if c.params.is_empty() {
+        "nil".to_string()
+    } else {
+        let _ = writeln!(out, "\tparams := struct {{");
+        for f in &required {
+            let _ = writeln!(out, "\t\t{} {} `json:\"{}\"`", go_name(&f.name), field_type(f, types), f.name);
+        }
+        if !optional.is_empty() {
+            let _ = writeln!(out, "\t\t*{name}Options");
+        }
+        let _ = write!(out, "\t}}{{");
+        let mut inits: Vec<String> = required.iter().map(|f| arg_name(&f.name)).collect();
+        if !optional.is_empty() {
+            inits.push("opts".into());
+        }
+        let _ = writeln!(out, "{}}}", inits.join(", "));
+        "params".to_string()
+    };
+    match &result {
+        Some((ty, _)) => {
+            let _ = writeln!(out, "\tvar out {ty}\n\terr := c.command(ctx, {:?}, {params}, &out)\n\treturn out, err\n}}\n", c.name);
+        }
+        None => {
+            let _ = writeln!(out, "\treturn c.command(ctx, {:?}, {params}, nil)\n}}\n", c.name);
+        }
+    }
+    if !optional.is_empty() {
+        let fields: Vec<Field> = optional.iter().map(|f| (*f).clone()).collect();
+        let _ = writeln!(out, "// {name}Options are {}'s optional parameters.\ntype {name}Options struct {{", c.name);
+        struct_fields(out, &fields, types);
+        let _ = writeln!(out, "}}\n");
+    }
+}
+
+/// A parameter name: the JSON name in lowerCamel with Go initialisms (`modelID`).
+fn arg_name(json_name: &str) -> String {
+    let g = go_name(json_name);
+    let lower: String = g.chars().take_while(|c| c.is_uppercase()).count().min(1).eq(&1).then(|| {
+        let mut c = g.chars();
+        let first = c.next().unwrap().to_lowercase().collect::<String>();
+        first + c.as_str()
+    }).unwrap_or(g);
+    match lower.as_str() {
+        "type" | "range" | "func" | "interface" | "map" | "chan" | "go" | "select" | "default" => format!("{lower}_"),
+        _ => lower,
+    }
+}
+
+fn frame_struct(out: &mut String, suffix: &str, f: &Frame, types: &BTreeMap<String, TypeDef>, doc: &str) -> String {
+    let name = format!("{}{suffix}", go_name(&f.name));
+    let _ = writeln!(out, "// {name} {doc} ({}).\ntype {name} struct {{", agents(&f.agents));
+    struct_fields(out, &f.fields, types);
+    let _ = writeln!(out, "\t// Raw is the frame verbatim.\n\tRaw json.RawMessage `json:\"-\"`\n}}\n");
+    name
+}
+
+pub fn generate(t: &Table) -> String {
+    let types = &t.types;
+    let mut out = String::new();
+    out.push_str("// Code generated by tests/generated.rs from src/protocol/table.json; DO NOT EDIT.\n// Regenerate with `make generate`.\n\npackage omprpc\n\nimport (\n\t\"context\"\n\t\"encoding/json\"\n)\n\n");
+
+    // Commands.
+    out.push_str("// --- commands ---------------------------------------------------------------------------\n\n");
+    let mut result_types = Vec::new();
+    let mut reached = Vec::new();
+    for c in t.commands.iter().filter(|c| c.library.is_none()) {
+        command_method(&mut out, c, types, &mut result_types);
+        for f in &c.params {
+            reach(&f.ty, types, &mut reached);
+        }
+        if let Some(d) = &c.data {
+            match &d.shape {
+                DataShape::Type(ty) => reach(ty, types, &mut reached),
+                DataShape::Fields(fs) => fs.iter().for_each(|f| reach(&f.ty, types, &mut reached)),
+            }
+        }
+    }
+    for (name, fields, doc) in &result_types {
+        raw_keeping_struct(&mut out, name, doc, fields, types);
+    }
+
+    // Events.
+    out.push_str("// --- events -----------------------------------------------------------------------------\n\n");
+    out.push_str("// TypedEvent is an event decoded by its type: one of the *…Event types of this file, or\n// *UnknownEvent for a type the table does not name (a newer agent's, or the library's own).\ntype TypedEvent interface {\n\t// Type is the event's \"type\".\n\tType() string\n\t// RawJSON is the event verbatim.\n\tRawJSON() json.RawMessage\n}\n\n");
+    out.push_str("// UnknownEvent is an event of a type the protocol table does not name.\ntype UnknownEvent struct {\n\tEventType string\n\tRaw       json.RawMessage\n}\n\n// Type is the event's \"type\".\nfunc (e *UnknownEvent) Type() string { return e.EventType }\n\n// RawJSON is the event verbatim.\nfunc (e *UnknownEvent) RawJSON() json.RawMessage { return e.Raw }\n\n");
+    let delivered: Vec<&Frame> = t.events.iter().filter(|e| !e.core).collect();
+    let mut cases = String::new();
+    for e in &delivered {
+        let name = frame_struct(&mut out, "Event", e, types, &format!("is the {} event", e.name));
+        let _ = writeln!(out, "// Type is {:?}.\nfunc (e *{name}) Type() string {{ return {:?} }}\n\n// RawJSON is the event verbatim.\nfunc (e *{name}) RawJSON() json.RawMessage {{ return e.Raw }}\n", e.name, e.name);
+        let _ = writeln!(cases, "\tcase {:?}:\n\t\tv := &{name}{{Raw: e.Raw}}\n\t\treturn v, decodeEvent(e, v)", e.name);
+        e.fields.iter().for_each(|f| reach(&f.ty, types, &mut reached));
+    }
+    let _ = writeln!(
+        out,
+        "// Typed decodes the event by its type. An event of a type the table does not name is an\n// *UnknownEvent (no error); an error means the JSON does not fit the declared type.\nfunc (e Event) Typed() (TypedEvent, error) {{\n\tswitch e.Type {{\n{cases}\tdefault:\n\t\treturn &UnknownEvent{{EventType: e.Type, Raw: e.Raw}}, nil\n\t}}\n}}\n"
+    );
+
+    // UI requests.
+    out.push_str("// --- UI requests ------------------------------------------------------------------------\n\n");
+    out.push_str("// TypedUIRequest is an extension_ui_request decoded by its method: one of the UI…Request\n// types of this file, or *UnknownUIRequest.\ntype TypedUIRequest interface {\n\t// Method is the request's \"method\".\n\tMethod() string\n\t// RequestID is the request's \"id\", the one an answer names.\n\tRequestID() string\n}\n\n");
+    out.push_str("// UnknownUIRequest is a UI request of a method the protocol table does not name.\ntype UnknownUIRequest struct {\n\tID         string `json:\"id\"`\n\tMethodName string `json:\"method\"`\n\tRaw        json.RawMessage `json:\"-\"`\n}\n\n// Method is the request's \"method\".\nfunc (r *UnknownUIRequest) Method() string { return r.MethodName }\n\n// RequestID is the request's \"id\".\nfunc (r *UnknownUIRequest) RequestID() string { return r.ID }\n\n");
+    let mut ui_cases = String::new();
+    for m in &t.ui_methods {
+        let mut with_id = m.clone();
+        with_id.fields.insert(0, Field { name: "id".into(), ty: Ty::String, optional: false, nullable: false });
+        let name = frame_struct(&mut out, "", &Frame { name: format!("ui_{}_request", m.name), ..with_id }, types, &format!("is the {:?} UI request", m.name));
+        let _ = writeln!(out, "// Method is {:?}.\nfunc (r *{name}) Method() string {{ return {:?} }}\n\n// RequestID is the request's \"id\".\nfunc (r *{name}) RequestID() string {{ return r.ID }}\n", m.name, m.name);
+        let _ = writeln!(ui_cases, "\tcase {:?}:\n\t\tv := &{name}{{Raw: raw}}\n\t\treturn v, unmarshal(\"ui_request\", raw, v)", m.name);
+        m.fields.iter().for_each(|f| reach(&f.ty, types, &mut reached));
+    }
+    let _ = writeln!(
+        out,
+        "// Typed decodes the request by its method.\nfunc (r *UIRequest) Typed() (TypedUIRequest, error) {{ return decodeUIRequest(r.Raw) }}\n\nfunc decodeUIRequest(raw json.RawMessage) (TypedUIRequest, error) {{\n\tvar head struct {{\n\t\tMethod string `json:\"method\"`\n\t}}\n\tif err := unmarshal(\"ui_request\", raw, &head); err != nil {{\n\t\treturn nil, err\n\t}}\n\tswitch head.Method {{\n{ui_cases}\tdefault:\n\t\tv := &UnknownUIRequest{{Raw: raw}}\n\t\treturn v, unmarshal(\"ui_request\", raw, v)\n\t}}\n}}\n"
+    );
+
+    // Named types, in the order first reached.
+    out.push_str("// --- types ------------------------------------------------------------------------------\n\n");
+    for name in &reached {
+        match types.get(name) {
+            Some(TypeDef::Fields(fields)) => raw_keeping_struct(&mut out, name, "is a type of the protocol table.", fields, types),
+            Some(TypeDef::Enum(values)) => {
+                let _ = writeln!(out, "// {name} is one of the constants below (a newer agent may send another).\ntype {name} string\n\n// The {name} values.\nconst (");
+                for v in values {
+                    let _ = writeln!(out, "\t{name}{} {name} = {v:?}", go_name(v));
+                }
+                let _ = writeln!(out, ")\n");
+            }
+            Some(TypeDef::Str) => {
+                let _ = writeln!(out, "// {name} is a string of the protocol with open-ended values.\ntype {name} string\n");
+            }
+            Some(TypeDef::Json) | None => {}
+        }
+    }
+    out
+}

@@ -1,0 +1,230 @@
+//! `src/protocol/table.json` read into the shape the binding generators walk (tests/generated.rs).
+//! The table's grammar is written at its top; `tests/protocol_table.rs` checks it is well formed.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+/// A field of a command's params, a response's data, an event or a named type.
+#[derive(Clone, Debug)]
+pub struct Field {
+    pub name: String,
+    pub ty: Ty,
+    /// May be missing — also when only some agents send it.
+    pub optional: bool,
+    pub nullable: bool,
+}
+
+/// A table type: `string`, `integer`, …, `T[]`, `enum(a,b)` or a name of `types`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ty {
+    String,
+    Integer,
+    Number,
+    Boolean,
+    Any,
+    Object,
+    Array(Box<Ty>),
+    Enum(Vec<String>),
+    Named(String),
+}
+
+impl Ty {
+    pub fn parse(s: &str) -> Ty {
+        if let Some(inner) = s.strip_suffix("[]") {
+            return Ty::Array(Box::new(Ty::parse(inner)));
+        }
+        if let Some(values) = s.strip_prefix("enum(").and_then(|r| r.strip_suffix(')')) {
+            return Ty::Enum(values.split(',').map(str::to_string).collect());
+        }
+        match s {
+            "string" => Ty::String,
+            "integer" => Ty::Integer,
+            "number" => Ty::Number,
+            "boolean" => Ty::Boolean,
+            "any" => Ty::Any,
+            "object" => Ty::Object,
+            name => Ty::Named(name.to_string()),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum TypeDef {
+    Fields(Vec<Field>),
+    Enum(Vec<String>),
+    /// A string with open-ended values.
+    Str,
+    /// Carried as raw JSON.
+    Json,
+}
+
+#[derive(Clone, Debug)]
+pub struct Data {
+    pub optional: bool,
+    pub nullable: bool,
+    /// Inline fields, or a named type.
+    pub shape: DataShape,
+}
+
+#[derive(Clone, Debug)]
+pub enum DataShape {
+    Fields(Vec<Field>),
+    Type(Ty),
+}
+
+#[derive(Clone, Debug)]
+pub struct Command {
+    pub name: String,
+    pub agents: Vec<String>,
+    /// Why the library sends or wraps it itself (the generators skip these).
+    pub library: Option<String>,
+    pub params: Vec<Field>,
+    pub data: Option<Data>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Frame {
+    pub name: String,
+    pub agents: Vec<String>,
+    pub fields: Vec<Field>,
+    /// Consumed by the library, never delivered.
+    pub core: bool,
+}
+
+pub struct Table {
+    pub commands: Vec<Command>,
+    pub events: Vec<Frame>,
+    pub ui_methods: Vec<Frame>,
+    pub types: BTreeMap<String, TypeDef>,
+}
+
+fn agents(row: &Value) -> Vec<String> {
+    row.get("agents").and_then(Value::as_array).map(|a| a.iter().map(|v| v.as_str().unwrap().to_string()).collect()).unwrap_or_else(|| vec!["omp".into(), "pi".into()])
+}
+
+/// A row's fields, one per name: a field some agents lack (or have optional) is optional.
+fn fields(v: &Value, row_agents: &[String]) -> Vec<Field> {
+    let mut out: Vec<Field> = Vec::new();
+    for f in v.as_array().into_iter().flatten() {
+        let name = f["name"].as_str().unwrap().to_string();
+        let partial = agents(f).len() < row_agents.len();
+        let field = Field {
+            ty: Ty::parse(f["type"].as_str().unwrap()),
+            optional: f["optional"].as_bool().unwrap_or(false) || partial,
+            nullable: f["nullable"].as_bool().unwrap_or(false),
+            name,
+        };
+        match out.iter_mut().find(|o| o.name == field.name) {
+            Some(o) => {
+                o.optional |= field.optional;
+                o.nullable |= field.nullable;
+            }
+            None => out.push(field),
+        }
+    }
+    out
+}
+
+pub fn load(root: &Path) -> Table {
+    let text = std::fs::read_to_string(root.join("src/protocol/table.json")).expect("src/protocol/table.json");
+    let t: Value = serde_json::from_str(&text).expect("the table is JSON");
+    let commands = t["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let a = agents(r);
+            let data = r.get("data").map(|d| {
+                let da = agents(d);
+                Data {
+                    optional: d["optional"].as_bool().unwrap_or(false) || da.len() < a.len(),
+                    nullable: d["nullable"].as_bool().unwrap_or(false),
+                    shape: match d.get("type") {
+                        Some(ty) => DataShape::Type(Ty::parse(ty.as_str().unwrap())),
+                        None => DataShape::Fields(fields(&d["fields"], &a)),
+                    },
+                }
+            });
+            Command {
+                name: r["name"].as_str().unwrap().to_string(),
+                library: r.get("library").map(|l| l.as_str().unwrap().to_string()),
+                params: fields(&r["params"], &a),
+                data,
+                agents: a,
+            }
+        })
+        .collect();
+    let frames = |key: &str| -> Vec<Frame> {
+        t[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let a = agents(r);
+                Frame { name: r["name"].as_str().unwrap().to_string(), fields: fields(&r["fields"], &a), core: r.get("core").is_some(), agents: a }
+            })
+            .collect()
+    };
+    let types = t["types"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, d)| {
+            let def = if let Some(f) = d.get("fields") {
+                TypeDef::Fields(fields(f, &agents(d)))
+            } else if let Some(e) = d.get("enum") {
+                TypeDef::Enum(e.as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect())
+            } else if d.get("string").is_some() {
+                TypeDef::Str
+            } else {
+                TypeDef::Json
+            };
+            (name.clone(), def)
+        })
+        .collect();
+    Table { commands, events: frames("events"), ui_methods: frames("ui_methods"), types }
+}
+
+/// `get_available_models` → `GetAvailableModels`; `setStatus` → `SetStatus`.
+pub fn pascal(name: &str) -> String {
+    let mut out = String::new();
+    let mut upper = true;
+    for c in name.chars() {
+        if c == '_' || c == '-' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `get_available_models` → `getAvailableModels`.
+pub fn camel(name: &str) -> String {
+    let p = pascal(name);
+    let mut c = p.chars();
+    c.next().map(|f| f.to_lowercase().chain(c).collect()).unwrap_or_default()
+}
+
+/// The named types `ty` reaches (itself and through fields), in the order first met.
+pub fn reach(ty: &Ty, types: &BTreeMap<String, TypeDef>, out: &mut Vec<String>) {
+    match ty {
+        Ty::Array(inner) => reach(inner, types, out),
+        Ty::Named(n) if !out.contains(n) => {
+            out.push(n.clone());
+            if let Some(TypeDef::Fields(fs)) = types.get(n) {
+                for f in fs {
+                    reach(&f.ty, types, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
