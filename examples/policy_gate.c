@@ -107,7 +107,7 @@ static jval *wait_for_event(omprpc_client *client, const char *type, int64_t tim
         omprpc_string_free(event_json);
         t = jstr(jget(event, "type"));
         if (t && !strcmp(t, type)) return event;
-        json_free(event); /* e.g. the hello's bookkeeping: not what we wait for */
+        json_free(event); /* any other event: not what this waits for */
     }
 }
 
@@ -143,7 +143,8 @@ static int answer_one_question(omprpc_client *client) {
 
 /* One tool call through the gate: pi asks, the gate (rules, or this program) decides, pi
  * gets the verdict. Returns 1 allowed, 0 blocked, -1 on failure. */
-static int call_tool(omprpc_client *client, pi_side *pi, const char *tool, const char *args_json, int host_decides) {
+static int call_tool(omprpc_client *client, pi_side *pi, const char *tool, const char *args_json,
+                     int host_decides) {
     char reason[256];
     int blocked;
     printf("pi's model calls %s %s\n", tool, args_json);
@@ -234,8 +235,10 @@ static int pi_connect(omprpc_client *client, pi_side *pi) {
     info = json_parse(info_json);
     omprpc_string_free(info_json);
     argv = jget(info, "argv");
-    for (i = 0; i + 1 < jlen(argv); i++)
-        if (jstr(jat(argv, i)) && !strcmp(jstr(jat(argv, i)), "--extension")) ext_path = jstr(jat(argv, i + 1));
+    for (i = 0; i + 1 < jlen(argv); i++) {
+        const char *word = jstr(jat(argv, i));
+        if (word && !strcmp(word, "--extension")) ext_path = jstr(jat(argv, i + 1));
+    }
     if (ext_path) f = fopen(ext_path, "r");
     while (f && getline(&line, &cap, f) > 0) {
         if (strncmp(line, "const CONFIG = ", 15) == 0) {
@@ -247,7 +250,8 @@ static int pi_connect(omprpc_client *client, pi_side *pi) {
     }
     socket_path = jstr(jget(config, "socket"));
     if (!socket_path || strlen(socket_path) >= sizeof addr.sun_path || !jstr(jget(config, "token"))) {
-        fprintf(stderr, "policy_gate: no bridge socket in the agent's extension (%s)\n", ext_path ? ext_path : "no --extension");
+        fprintf(stderr, "policy_gate: no bridge socket in the agent's extension (%s)\n",
+                ext_path ? ext_path : "no --extension");
         goto out;
     }
     pi->token = json_quote(jstr(jget(config, "token")));
@@ -278,7 +282,8 @@ static int pi_ask(pi_side *pi, const char *tool, const char *args_json) {
                  "{\"kind\":\"policy_eval\",\"tool\":\"%s\",\"toolCallId\":\"call-%d\",\"args\":%s,"
                  "\"id\":\"q-%d\",\"token\":%s,\"client\":%s}\n",
                  tool, pi->asked, args_json, pi->asked, pi->token, pi->client_id);
-    if (n < 0 || (size_t)n >= sizeof frame || write(pi->fd, frame, (size_t)n) != n) {
+    /* MSG_NOSIGNAL: a closed bridge is an error here, not a SIGPIPE. */
+    if (n < 0 || (size_t)n >= sizeof frame || send(pi->fd, frame, (size_t)n, MSG_NOSIGNAL) != n) {
         fprintf(stderr, "policy_gate: sending the question to the bridge failed\n");
         return 1;
     }

@@ -75,6 +75,8 @@ static int answer(omprpc_client *client, const jval *request) {
     }
     printf("the agent asks (%s): %s\n", method, title ? title : "(no title)");
     if (!strcmp(method, "select") && first_option) {
+        /* A real UI lets the user choose. Never pick blindly: omp's own approval gate
+         * (approval_mode) asks with a select whose first option is "Approve". */
         printf("  choosing %s\n", first_option);
         st = omprpc_client_ui_send_value(client, id, first_option, &err);
     } else if (!strcmp(method, "confirm")) {
@@ -128,9 +130,10 @@ int main(int argc, char **argv) {
         jval *request, *text;
         const char *method, *said;
 
-        /* 2. Send the prompt. It returns once the agent accepted it (on omp the question
-         *    follows; pi asks before it accepts, so there a UI is answered from another
-         *    thread while prompt waits). */
+        /* 2. Send the prompt. It returns once the agent accepted it, and the question
+         *    follows. (pi accepts a prompt only after its preflight, where an extension's
+         *    /command may already ask: there, serve UI requests from another thread while
+         *    prompt waits.) */
         printf("> %s\n", PROMPTS[i][0]);
         st = omprpc_client_prompt(client, PROMPTS[i][0], NULL, OMPRPC_TIMEOUT_DEFAULT, &request_id, &err);
         if (st != OMPRPC_STATUS_OK) {
@@ -151,7 +154,8 @@ int main(int argc, char **argv) {
         omprpc_string_free(request_json);
         method = jstr(jget(request, "method"));
         if (!method || strcmp(method, PROMPTS[i][1]) != 0) {
-            fprintf(stderr, "ui_requests: expected a %s request, got %s\n", PROMPTS[i][1], method ? method : "?");
+            fprintf(stderr, "ui_requests: expected a %s request, got %s\n", PROMPTS[i][1],
+                    method ? method : "?");
             json_free(request);
             goto done;
         }
@@ -170,7 +174,8 @@ int main(int argc, char **argv) {
             report("wait_for_idle", st, err);
             goto done;
         }
-        st = omprpc_client_request(client, "get_last_assistant_text", NULL, OMPRPC_TIMEOUT_DEFAULT, &reply, &err);
+        st = omprpc_client_request(client, "get_last_assistant_text", NULL, OMPRPC_TIMEOUT_DEFAULT,
+                                   &reply, &err);
         if (st != OMPRPC_STATUS_OK) {
             report("get_last_assistant_text", st, err);
             goto done;
