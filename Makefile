@@ -14,6 +14,7 @@
 #   make test-pi-oldest the real-pi suite on the oldest supported pi (cargo-test: the newest)
 #   make test           all of the above (fuzz-smoke, not fuzz) + Python, Go, Node, install-test
 #   make demo           stream a prompt through examples/demo.c
+#   make examples       the C examples, one flow each, on the fake agent, then under valgrind
 #   make install        PREFIX=/usr/local [DESTDIR=]: libraries (soname), header, omprpc.pc
 #   make install-test   install into a temp prefix; C, C++, Python, Go, Node programs use it
 #   make set-version    V=x.y.z: the version everywhere it is written
@@ -60,10 +61,10 @@ ASAN_TEST_DIR  := $(TARGET_DIR)/c-tests-asan
 C_TEST_TIMEOUT := timeout --kill-after=10 600
 
 .PHONY: build release header check-header c-tests c-tests-asan c-tests-valgrind python-tests go-tests node-tests test cargo-test demo \
-        install clean help
+        examples install clean help
 
 help:
-	@sed -n '3,22p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,23p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
 	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent --bin omprpc-fake-llm
@@ -200,7 +201,7 @@ node-tests: build
 	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(REAL_AGENT_ENV) $(NPM) test
 
 # Sequential on purpose: cargo-test rebuilds what the C programs link against.
-test: cargo-test test-pi-oldest test-omp check-header c-tests c-real-agents c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke
+test: cargo-test test-pi-oldest test-omp check-header c-tests examples c-real-agents c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke
 
 # --- demo -----------------------------------------------------------------------------
 # OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`
@@ -216,6 +217,41 @@ demo: $(DEMO_BIN)
 	@if [ -n "$${OMPRPC_DEMO_AGENT:-}" ]; then eval "set -- $$OMPRPC_DEMO_AGENT"; \
 	else set -- $(FAKE_AGENT); fi; \
 	$(DEMO_BIN) "$$@"
+
+# --- examples -------------------------------------------------------------------------
+# One program per flow of the C API (examples/*.c; docs/c-api.md lists them), built as a user
+# would build them (C99, pedantic, warnings as errors) against the debug shared library, run
+# on the fake agent, then once more under valgrind memcheck (no errors, no definite or
+# indirect leaks; logs in target/examples/valgrind/). Each exits non-zero when its flow did
+# not happen, so they fail the run like a test would. policy_gate gates pi's own tools: the
+# fake agent plays pi there.
+EXAMPLE_NAMES   := streamed_turn host_tools_event_loop ui_requests policy_gate
+EXAMPLE_DIR     := $(TARGET_DIR)/examples
+EXAMPLE_TIMEOUT := timeout --kill-after=10 300
+EXAMPLE_ARGS_policy_gate := --flavor pi
+
+$(EXAMPLE_DIR)/%: examples/%.c tests/c/json.h $(HEADER) build
+	@mkdir -p $(@D)
+	$(CC) -std=c99 $(C_WARNINGS) -D_POSIX_C_SOURCE=200809L -g -Iinclude -Itests/c \
+	  $< -o $@ -L$(DEBUG_DIR) -Wl,-rpath,$(DEBUG_DIR) -lomprpc
+
+# Runs every example even when one fails, then fails if any did.
+examples: $(addprefix $(EXAMPLE_DIR)/,$(EXAMPLE_NAMES))
+	@mkdir -p $(EXAMPLE_DIR)/valgrind
+	@failed=""; \
+	$(foreach e,$(EXAMPLE_NAMES), \
+	  echo "=== $(e)"; \
+	  if ! $(EXAMPLE_TIMEOUT) $(EXAMPLE_DIR)/$(e) $(FAKE_AGENT) $(EXAMPLE_ARGS_$(e)); then failed="$$failed $(e)"; fi; \
+	  echo "=== $(e) (valgrind)"; \
+	  if $(EXAMPLE_TIMEOUT) $(VALGRIND) --log-file=$(EXAMPLE_DIR)/valgrind/$(e).log \
+	       $(EXAMPLE_DIR)/$(e) $(FAKE_AGENT) $(EXAMPLE_ARGS_$(e)) > $(EXAMPLE_DIR)/valgrind/$(e).out; then \
+	    grep -E "ERROR SUMMARY|definitely|indirectly" $(EXAMPLE_DIR)/valgrind/$(e).log || true; \
+	  else failed="$$failed $(e)(valgrind)"; cat $(EXAMPLE_DIR)/valgrind/$(e).out; \
+	    grep -v "unhandled amd64-linux syscall\|own handler\|README_MISSING\|consider this a bug\|bug_reports" \
+	      $(EXAMPLE_DIR)/valgrind/$(e).log | head -60 || true; fi; \
+	) \
+	if [ -n "$$failed" ]; then echo "examples failed:$$failed" >&2; exit 1; fi; \
+	echo "examples passed (plain and valgrind memcheck)"
 
 # --- bench ----------------------------------------------------------------------------
 # Release build, then bench/omprpc_bench.c (the workloads, through the C API) and the Rust
