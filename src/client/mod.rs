@@ -1239,7 +1239,8 @@ impl Client {
     pub fn close(&self) -> Result<()> {
         let mut teardown = lock(&self.teardown);
         let s = &self.shared;
-        s.shut(Error::new(Status::Closed, "RPC process stopped"));
+        // The same words every binding uses for a call after close (Go ErrClosed, Node ClosedError).
+        s.shut(Error::new(Status::Closed, "the client is closed"));
         if teardown.is_some() {
             return Ok(());
         }

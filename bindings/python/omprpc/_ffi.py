@@ -284,7 +284,7 @@ class Handle:
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._inflight = 0
-        self.closed_message = "RPC process stopped"
+        self.closed_message = "the client is closed"
 
     def _enter(self) -> int:
         with self._lock:
