@@ -117,6 +117,44 @@ void omprpc_string_free(char *s);
 omprpc_status omprpc_build_argv(const char *options_json, char **out_argv_json, char **out_error);
 
 /**
+ * The safe part of this process's environment (a JSON object): the allow-list of names a
+ * coding agent needs (PATH, HOME, locale, proxies, TLS, NODE_*, PI_*, XDG_* …) plus the exact
+ * names in `options_json` `{"passthrough":["OPENAI_API_KEY"]}` (or NULL). Deny by default.
+ * Ownership: the caller frees `*out_env_json` with `omprpc_string_free`. Threads: any thread
+ * (reads the environment; do not call setenv concurrently). Statuses: OK, INVALID_ARGUMENT,
+ * INVALID_JSON, INVALID_UTF8, PANIC.
+ */
+omprpc_status omprpc_env_allowlisted(const char *options_json,
+                                     char **out_env_json,
+                                     char **out_error);
+
+/**
+ * Prompt content blocks → `{"message","images"}` for `omprpc_client_prompt` (which also takes
+ * them directly as the `content` option): `[{"type":"text","text"}, {"type":"image","path"|
+ * "data_uri"}, {"type":"file","path"|"data_uri"|"text","name"?}]`. Images are checked from
+ * their bytes; files must be UTF-8 text; an unknown block type is INVALID_ARGUMENT.
+ * Ownership: the caller frees `*out_prompt_json` with `omprpc_string_free`. Threads: any
+ * thread. Statuses: OK, INVALID_ARGUMENT (also for an unreadable file), INVALID_JSON,
+ * INVALID_UTF8, PANIC.
+ */
+omprpc_status omprpc_prompt_from_content(const char *blocks_json,
+                                         char **out_prompt_json,
+                                         char **out_error);
+
+/**
+ * Writes a custom-provider config (pi: models.json, omp: models.yml) into a private agent
+ * directory (0700; or `dir`) and returns `{"dir","file","env","model","envPassthrough"}`:
+ * merge `env` into the start options' `env`, `envPassthrough` into `env_passthrough`, and use
+ * `model` as the `model` option. The caller removes the directory when done.
+ * Ownership: the caller frees `*out_result_json` with `omprpc_string_free` (and removes the
+ * directory). Threads: any thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8,
+ * IO, PANIC.
+ */
+omprpc_status omprpc_provider_config(const char *options_json,
+                                     char **out_result_json,
+                                     char **out_error);
+
+/**
  * Probes the agent's version (`--version`, once per executable), spawns the agent described by
  * `options_json` (docs/c-api.md lists the keys), waits for its handshake and, with host tools
  * bridged or a tool policy, for the bridge extension's hello; negotiates protocol v2 when
@@ -521,95 +559,6 @@ omprpc_status omprpc_client_policy_verdict(const omprpc_client *client,
                                            char **out_error);
 
 /**
- * The summary of a JSON array of raw events (e.g. a turn's `events`): `{"complete","text",
- * "finalText","reasoning","chunks","toolCalls","stopReason","stopReasons","usage",
- * "messageUsage"}`. Options: `{"model":"…"}` — the configured model, for usage records whose
- * message names none. Thread-safe.
- * Ownership: the caller frees `*out_summary_json` with `omprpc_string_free`. Statuses: OK,
- * INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
- */
-omprpc_status omprpc_summarize(const char *events_json,
-                               const char *options_json,
-                               char **out_summary_json,
-                               char **out_error);
-
-/**
- * A new summarizer (options as for `omprpc_summarize`); free it with `omprpc_summarizer_free`.
- * Ownership: `*out_summarizer` is the caller's until `omprpc_summarizer_free`. Threads: any
- * thread; the summarizer is thread-safe (calls on it are serialised). Statuses: OK,
- * INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
- */
-omprpc_status omprpc_summarizer_new(const char *options_json,
-                                    omprpc_summarizer **out_summarizer,
-                                    char **out_error);
-
-/**
- * Feeds one raw event; `out_derived_json` receives the derived items it produced, as a JSON
- * array: `{"kind":"text"|"reasoning_start"|"reasoning"|"tool_start"|"tool_update"|"tool_end"|
- * "message_end"|"stop"|"turn_end",…}`.
- * Ownership: the caller frees `*out_derived_json` with `omprpc_string_free`. Threads: any
- * thread (serialised per summarizer). Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8,
- * PANIC.
- */
-omprpc_status omprpc_summarizer_feed(const omprpc_summarizer *summarizer,
-                                     const char *event_json,
-                                     char **out_derived_json,
-                                     char **out_error);
-
-/**
- * The summary of everything fed so far.
- * Ownership: the caller frees `*out_summary_json` with `omprpc_string_free`. Threads: any
- * thread (serialised per summarizer). Statuses: OK, INVALID_ARGUMENT, PANIC.
- */
-omprpc_status omprpc_summarizer_summary(const omprpc_summarizer *summarizer,
-                                        char **out_summary_json,
-                                        char **out_error);
-
-/**
- * Frees a summarizer. NULL is a no-op.
- * Threads: the last call on the summarizer; never concurrent with another call on it.
- */
-void omprpc_summarizer_free(omprpc_summarizer *summarizer);
-
-/**
- * The safe part of this process's environment (a JSON object): the allow-list of names a
- * coding agent needs (PATH, HOME, locale, proxies, TLS, NODE_*, PI_*, XDG_* …) plus the exact
- * names in `options_json` `{"passthrough":["OPENAI_API_KEY"]}` (or NULL). Deny by default.
- * Ownership: the caller frees `*out_env_json` with `omprpc_string_free`. Threads: any thread
- * (reads the environment; do not call setenv concurrently). Statuses: OK, INVALID_ARGUMENT,
- * INVALID_JSON, INVALID_UTF8, PANIC.
- */
-omprpc_status omprpc_env_allowlisted(const char *options_json,
-                                     char **out_env_json,
-                                     char **out_error);
-
-/**
- * Prompt content blocks → `{"message","images"}` for `omprpc_client_prompt` (which also takes
- * them directly as the `content` option): `[{"type":"text","text"}, {"type":"image","path"|
- * "data_uri"}, {"type":"file","path"|"data_uri"|"text","name"?}]`. Images are checked from
- * their bytes; files must be UTF-8 text; an unknown block type is INVALID_ARGUMENT.
- * Ownership: the caller frees `*out_prompt_json` with `omprpc_string_free`. Threads: any
- * thread. Statuses: OK, INVALID_ARGUMENT (also for an unreadable file), INVALID_JSON,
- * INVALID_UTF8, PANIC.
- */
-omprpc_status omprpc_prompt_from_content(const char *blocks_json,
-                                         char **out_prompt_json,
-                                         char **out_error);
-
-/**
- * Writes a custom-provider config (pi: models.json, omp: models.yml) into a private agent
- * directory (0700; or `dir`) and returns `{"dir","file","env","model","envPassthrough"}`:
- * merge `env` into the start options' `env`, `envPassthrough` into `env_passthrough`, and use
- * `model` as the `model` option. The caller removes the directory when done.
- * Ownership: the caller frees `*out_result_json` with `omprpc_string_free` (and removes the
- * directory). Threads: any thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8,
- * IO, PANIC.
- */
-omprpc_status omprpc_provider_config(const char *options_json,
-                                     char **out_result_json,
-                                     char **out_error);
-
-/**
  * The agent's last `max_stderr_lines` stderr lines, as text.
  * Ownership: the caller frees `*out_text` with `omprpc_string_free`. Threads: any thread,
  * concurrently, after close too. Statuses: OK, INVALID_ARGUMENT, PANIC.
@@ -678,6 +627,57 @@ omprpc_status omprpc_client_close(const omprpc_client *client, char **out_error)
  * Threads: see above; `client` must not be used afterwards.
  */
 void omprpc_client_free(omprpc_client *client);
+
+/**
+ * The summary of a JSON array of raw events (e.g. a turn's `events`): `{"complete","text",
+ * "finalText","reasoning","chunks","toolCalls","stopReason","stopReasons","usage",
+ * "messageUsage"}`. Options: `{"model":"…"}` — the configured model, for usage records whose
+ * message names none. Thread-safe.
+ * Ownership: the caller frees `*out_summary_json` with `omprpc_string_free`. Statuses: OK,
+ * INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
+ */
+omprpc_status omprpc_summarize(const char *events_json,
+                               const char *options_json,
+                               char **out_summary_json,
+                               char **out_error);
+
+/**
+ * A new summarizer (options as for `omprpc_summarize`); free it with `omprpc_summarizer_free`.
+ * Ownership: `*out_summarizer` is the caller's until `omprpc_summarizer_free`. Threads: any
+ * thread; the summarizer is thread-safe (calls on it are serialised). Statuses: OK,
+ * INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
+ */
+omprpc_status omprpc_summarizer_new(const char *options_json,
+                                    omprpc_summarizer **out_summarizer,
+                                    char **out_error);
+
+/**
+ * Feeds one raw event; `out_derived_json` receives the derived items it produced, as a JSON
+ * array: `{"kind":"text"|"reasoning_start"|"reasoning"|"tool_start"|"tool_update"|"tool_end"|
+ * "message_end"|"stop"|"turn_end",…}`.
+ * Ownership: the caller frees `*out_derived_json` with `omprpc_string_free`. Threads: any
+ * thread (serialised per summarizer). Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8,
+ * PANIC.
+ */
+omprpc_status omprpc_summarizer_feed(const omprpc_summarizer *summarizer,
+                                     const char *event_json,
+                                     char **out_derived_json,
+                                     char **out_error);
+
+/**
+ * The summary of everything fed so far.
+ * Ownership: the caller frees `*out_summary_json` with `omprpc_string_free`. Threads: any
+ * thread (serialised per summarizer). Statuses: OK, INVALID_ARGUMENT, PANIC.
+ */
+omprpc_status omprpc_summarizer_summary(const omprpc_summarizer *summarizer,
+                                        char **out_summary_json,
+                                        char **out_error);
+
+/**
+ * Frees a summarizer. NULL is a no-op.
+ * Threads: the last call on the summarizer; never concurrent with another call on it.
+ */
+void omprpc_summarizer_free(omprpc_summarizer *summarizer);
 
 #ifdef __cplusplus
 }  // extern "C"

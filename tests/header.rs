@@ -420,7 +420,7 @@ fn statuses_sentence(doc: &str) -> Option<Vec<String>> {
 
 /// Every exported function carries a doc comment that states its contract: who owns what it
 /// returns, whether it may be called from any thread, and which statuses it returns (issue 8).
-/// The comments come from the `///` lines on the exports in src/ffi/mod.rs.
+/// The comments come from the `///` lines on the exports in src/ffi/.
 #[test]
 fn every_function_documents_its_contract() {
     let header = read_header();
@@ -470,7 +470,7 @@ fn every_function_documents_its_contract() {
     assert!(
         problems.is_empty(),
         "functions in include/omprpc.h without a complete contract comment (add `///` lines on the \
-         export in src/ffi/mod.rs, then `make header`):\n  {}",
+         export in src/ffi/, then `make header`):\n  {}",
         problems.join("\n  ")
     );
 }

@@ -2,7 +2,10 @@
 //! freed, status names, the error JSON, and the exports that spawn nothing. They are the
 //! suite `make miri` runs under Miri (docs/testing.md says what Miri cannot run and why).
 
+use super::strings::{give, give_json};
 use super::*;
+use serde_json::Value;
+use std::ffi::{CStr, CString};
 use std::ptr::{null, null_mut};
 
 fn c(s: &str) -> CString {

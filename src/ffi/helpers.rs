@@ -1,0 +1,85 @@
+//! Exports that need no handle: what a caller prepares before (or instead of) a client — the
+//! argv a start would spawn, the safe part of the environment, prompt content blocks, and a
+//! custom-provider config.
+
+use std::ffi::c_char;
+
+use serde_json::Value;
+
+use crate::client::options::{self, Options};
+use crate::client::parse_value;
+use crate::error::Status;
+
+use super::strings::{give, opt_text, text};
+use super::{boundary, out};
+
+/// The argv `omprpc_client_start` would spawn for `options_json`, as a JSON array, exactly
+/// (system prompts included: `omprpc_client_info` shows the redacted form). Starts nothing.
+/// Ownership: the caller frees `*out_argv_json` with `omprpc_string_free`. Threads: any
+/// thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_build_argv(options_json: *const c_char, out_argv_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
+    boundary(std::ptr::null(), out_error, || {
+        let slot = out(out_argv_json, "out_argv_json")?;
+        let map = options::parse_object(text(options_json, "options_json")?)?;
+        let opts = Options::from_map(&map)?;
+        *slot = give(Value::from(opts.spawn.argv).to_string());
+        Ok(())
+    })
+}
+
+/// The safe part of this process's environment (a JSON object): the allow-list of names a
+/// coding agent needs (PATH, HOME, locale, proxies, TLS, NODE_*, PI_*, XDG_* …) plus the exact
+/// names in `options_json` `{"passthrough":["OPENAI_API_KEY"]}` (or NULL). Deny by default.
+/// Ownership: the caller frees `*out_env_json` with `omprpc_string_free`. Threads: any thread
+/// (reads the environment; do not call setenv concurrently). Statuses: OK, INVALID_ARGUMENT,
+/// INVALID_JSON, INVALID_UTF8, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_env_allowlisted(options_json: *const c_char, out_env_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
+    boundary(std::ptr::null(), out_error, || {
+        let slot = out(out_env_json, "out_env_json")?;
+        let passthrough = match opt_text(options_json, "options_json")? {
+            None => Vec::new(),
+            Some(j) => {
+                let map = options::parse_object(j)?;
+                options::Opts::new(&map).str_list("passthrough")?.unwrap_or_default()
+            }
+        };
+        *slot = give(serde_json::to_string(&crate::env::build(None, &passthrough)).expect("serialising a map"));
+        Ok(())
+    })
+}
+
+/// Prompt content blocks → `{"message","images"}` for `omprpc_client_prompt` (which also takes
+/// them directly as the `content` option): `[{"type":"text","text"}, {"type":"image","path"|
+/// "data_uri"}, {"type":"file","path"|"data_uri"|"text","name"?}]`. Images are checked from
+/// their bytes; files must be UTF-8 text; an unknown block type is INVALID_ARGUMENT.
+/// Ownership: the caller frees `*out_prompt_json` with `omprpc_string_free`. Threads: any
+/// thread. Statuses: OK, INVALID_ARGUMENT (also for an unreadable file), INVALID_JSON,
+/// INVALID_UTF8, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_prompt_from_content(blocks_json: *const c_char, out_prompt_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
+    boundary(std::ptr::null(), out_error, || {
+        let slot = out(out_prompt_json, "out_prompt_json")?;
+        let blocks = parse_value(text(blocks_json, "blocks_json")?, "blocks_json")?;
+        *slot = give(crate::prompt::build(&blocks)?.to_string());
+        Ok(())
+    })
+}
+
+/// Writes a custom-provider config (pi: models.json, omp: models.yml) into a private agent
+/// directory (0700; or `dir`) and returns `{"dir","file","env","model","envPassthrough"}`:
+/// merge `env` into the start options' `env`, `envPassthrough` into `env_passthrough`, and use
+/// `model` as the `model` option. The caller removes the directory when done.
+/// Ownership: the caller frees `*out_result_json` with `omprpc_string_free` (and removes the
+/// directory). Threads: any thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8,
+/// IO, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_provider_config(options_json: *const c_char, out_result_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
+    boundary(std::ptr::null(), out_error, || {
+        let slot = out(out_result_json, "out_result_json")?;
+        let opts = parse_value(text(options_json, "options_json")?, "options_json")?;
+        *slot = give(crate::provider::write(&opts)?.to_string());
+        Ok(())
+    })
+}
