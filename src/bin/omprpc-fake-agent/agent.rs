@@ -10,11 +10,13 @@ use serde_json::Value;
 
 mod activity;
 mod rpc11;
+mod turns;
 pub use rpc11::timestamp;
 
 use crate::command::{self, Cmd, Parsed};
 use crate::json::{arr, obj, J};
 use crate::out::{Out, MIB};
+use turns::{message_update, text_block};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Flavor {
@@ -62,15 +64,9 @@ enum Plan {
     CancelHostTool,
     BadHostCall,
     UnknownHostTool,
-    Notifications,
-    Slow,
-    AllEvents,
     Local,
     PromptResult,
     LateFailure,
-    Compacted,
-    NonTerminal,
-    Thinking,
     Burst(u64),
     Big(usize),
     ExactMib,
@@ -89,7 +85,7 @@ enum Plan {
     Live,
     Handoff,
     SlashCommand,
-    Normal,
+    Turn(turns::Scenario),
 }
 
 /// Upper bound for "big N" / "huge N" so a typo cannot exhaust memory.
@@ -108,15 +104,9 @@ impl Plan {
             "cancel host tool" => return Plan::CancelHostTool,
             "bad host call" => return Plan::BadHostCall,
             "unknown host tool" => return Plan::UnknownHostTool,
-            "notifications" => return Plan::Notifications,
-            "slow" => return Plan::Slow,
-            "all events" => return Plan::AllEvents,
             "local" => return Plan::Local,
             "prompt result" => return Plan::PromptResult,
             "late failure" => return Plan::LateFailure,
-            "compacted" => return Plan::Compacted,
-            "non-terminal" => return Plan::NonTerminal,
-            "thinking" => return Plan::Thinking,
             "exact MiB" => return Plan::ExactMib,
             "crash" => return Plan::Crash,
             "hang" => return Plan::Hang,
@@ -154,7 +144,10 @@ impl Plan {
                 _ => {}
             }
         }
-        Plan::Normal
+        if let Some(turn) = turns::Scenario::parse(message) {
+            return Plan::Turn(turn);
+        }
+        Plan::Turn(turns::Scenario::Normal)
     }
 }
 
@@ -199,23 +192,6 @@ impl State {
     }
 }
 
-pub fn usage() -> J {
-    obj! {
-        "input": 1,
-        "output": 1,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": 2,
-        "cost": obj! {
-            "input": 0.0,
-            "output": 0.0,
-            "cacheRead": 0.0,
-            "cacheWrite": 0.0,
-            "total": 0.0,
-        },
-    }
-}
-
 pub fn model_info(model_id: &str, provider: &str) -> J {
     obj! {
         "id": model_id,
@@ -247,10 +223,6 @@ pub fn pattern(n: usize) -> String {
 /// A text block whose text is [`pattern`]`(n)` (written without escaping).
 fn pattern_block(n: usize) -> J {
     obj! {"type": "text", "text": J::Safe(pattern(n))}
-}
-
-fn text_block(text: &str) -> J {
-    obj! {"type": "text", "text": text}
 }
 
 fn sleep_ms(ms: u64) {
@@ -1038,18 +1010,6 @@ impl Agent {
                     HostMode::Echo,
                 );
             }
-            Plan::Notifications => {
-                self.event(obj! {
-                    "type": "extension_error",
-                    "extensionPath": "/tmp/ext.py",
-                    "event": "run",
-                    "error": "boom",
-                });
-                self.event(obj! {"type": "unknown_future_event", "value": 1});
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::Slow => self.emit_prompt_turn("pong", 300, false),
-            Plan::AllEvents => self.emit_prompt_turn("pong", 0, true),
             Plan::Local => {}
             Plan::PromptResult => {
                 let mut fields: Vec<(&'static str, J)> = vec![("type", J::from("prompt_result"))];
@@ -1060,32 +1020,7 @@ impl Agent {
                 self.event(J::Obj(fields));
             }
             Plan::LateFailure => self.fail(id, ty, "late failure"),
-            Plan::Compacted => self.emit_compacted(),
-            Plan::NonTerminal => {
-                let first = self.assistant_message("first");
-                self.emit_turn_events(&first, &[("text_delta", 0, "first")], 0, false);
-                self.event(obj! {
-                    "type": "agent_end",
-                    "messages": arr![first],
-                    "isTerminal": false,
-                });
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::Thinking => {
-                let message = self.assistant_with_content(vec![
-                    obj! {"type": "thinking", "thinking": "hmm"},
-                    text_block("visible"),
-                ]);
-                self.emit_turn_events(
-                    &message,
-                    &[("thinking_delta", 0, "hmm"), ("text_delta", 1, "visible")],
-                    0,
-                    false,
-                );
-                self.event(obj! {"type": "agent_end", "messages": arr![message.clone()]});
-                self.st.last_assistant_text = Some("visible".to_owned());
-                self.st.messages = vec![message];
-            }
+            Plan::Turn(turn) => self.run_turn(turn),
             Plan::Burst(n) => self.emit_burst(n),
             Plan::Big(n) => self.emit_single_message_run(n),
             Plan::ExactMib => {
@@ -1238,7 +1173,6 @@ impl Agent {
                 self.ack(id, ty);
                 self.emit_prompt_turn("pong", 0, false);
             }
-            Plan::Normal => self.emit_prompt_turn("pong", 0, false),
         }
     }
 
@@ -1268,149 +1202,6 @@ impl Agent {
             },
         );
         self.event(host_tool_call_frame(call_id, tool_call_id, tool_name, arguments));
-    }
-
-    // ----- turns -----------------------------------------------------------
-
-    fn assistant_with_content(&self, content: Vec<J>) -> J {
-        obj! {
-            "role": "assistant",
-            "content": content,
-            "api": "anthropic-messages",
-            "provider": self.st.model_provider.as_str(),
-            "model": self.st.model_id.as_str(),
-            "usage": usage(),
-            "stopReason": "stop",
-            "timestamp": 1,
-        }
-    }
-
-    fn assistant_message(&self, text: &str) -> J {
-        self.assistant_with_content(vec![text_block(text)])
-    }
-
-    /// agent_start, turn_start, message_start, one message_update per delta,
-    /// [pause], [extra events], message_end, turn_end (no agent_end).
-    fn emit_turn_events(
-        &mut self,
-        message: &J,
-        deltas: &[(&str, usize, &str)],
-        delay_ms: u64,
-        extra: bool,
-    ) {
-        let partial = self.assistant_message("");
-        self.event(obj! {"type": "agent_start"});
-        self.event(obj! {"type": "turn_start"});
-        self.event(obj! {"type": "message_start", "message": partial.clone()});
-        for (kind, index, delta) in deltas {
-            self.event(message_update(&partial, kind, *index, delta));
-        }
-        if delay_ms > 0 {
-            self.out.flush();
-            sleep_ms(delay_ms);
-        }
-        if extra {
-            self.emit_extra_events();
-        }
-        self.event(obj! {"type": "message_end", "message": message.clone()});
-        self.event(obj! {"type": "turn_end", "message": message.clone(), "toolResults": arr![]});
-    }
-
-    /// FAKE_SERVER's `emit_prompt_turn`.
-    fn emit_prompt_turn(&mut self, text: &str, delay_ms: u64, extra: bool) {
-        let assistant = self.assistant_message(text);
-        self.emit_turn_events(&assistant, &[("text_delta", 0, text)], delay_ms, extra);
-        self.event(obj! {"type": "agent_end", "messages": arr![assistant.clone()]});
-        self.st.last_assistant_text = Some(text.to_owned());
-        self.st.messages = vec![assistant];
-    }
-
-    fn emit_extra_events(&mut self) {
-        self.event(obj! {
-            "type": "tool_execution_start",
-            "toolCallId": "tool-1",
-            "toolName": "read",
-            "args": obj! {"path": "README.md"},
-            "intent": "Inspect docs",
-        });
-        self.event(obj! {
-            "type": "tool_execution_update",
-            "toolCallId": "tool-1",
-            "toolName": "read",
-            "args": obj! {"path": "README.md"},
-            "partialResult": obj! {"bytes": 12},
-        });
-        self.event(obj! {
-            "type": "tool_execution_end",
-            "toolCallId": "tool-1",
-            "toolName": "read",
-            "result": obj! {"text": "docs"},
-            "isError": false,
-        });
-        self.event(obj! {
-            "type": "auto_compaction_start",
-            "reason": "threshold",
-            "action": "context-full",
-        });
-        self.event(obj! {
-            "type": "auto_compaction_end",
-            "action": "context-full",
-            "result": obj! {
-                "summary": "trimmed",
-                "shortSummary": "trimmed",
-                "firstKeptEntryId": "entry-1",
-                "tokensBefore": 123,
-            },
-            "aborted": false,
-            "willRetry": false,
-        });
-        self.event(obj! {
-            "type": "auto_retry_start",
-            "attempt": 1,
-            "maxAttempts": 3,
-            "delayMs": 25,
-            "errorMessage": "retrying",
-        });
-        self.event(obj! {"type": "auto_retry_end", "success": true, "attempt": 1});
-        self.event(obj! {
-            "type": "retry_fallback_applied",
-            "from": "a",
-            "to": "b",
-            "role": "primary",
-        });
-        self.event(obj! {"type": "retry_fallback_succeeded", "model": "b", "role": "primary"});
-        self.event(obj! {"type": "ttsr_triggered", "rules": arr![obj! {"id": "rule-1"}]});
-        self.event(obj! {
-            "type": "todo_reminder",
-            "attempt": 1,
-            "maxAttempts": 2,
-            "todos": arr![obj! {"id": "task-1", "content": "Map tools", "status": "pending"}],
-        });
-        self.event(obj! {"type": "todo_auto_clear"});
-    }
-
-    /// "compacted": agent_end carries only the suffix the client has not
-    /// seen, with `messageCount` giving the full length.
-    fn emit_compacted(&mut self) {
-        let pong = self.assistant_message("pong");
-        let terminal = obj! {
-            "role": "custom",
-            "customType": "terminal",
-            "content": "terminal",
-            "display": true,
-            "timestamp": 2,
-        };
-        self.event(obj! {"type": "agent_start"});
-        self.event(obj! {"type": "message_start", "message": self.assistant_message("")});
-        self.event(obj! {"type": "message_end", "message": pong.clone()});
-        self.event(obj! {"type": "message_end", "message": terminal.clone()});
-        self.event(obj! {
-            "type": "agent_end",
-            "messages": arr![terminal.clone()],
-            "messageCount": 2,
-        });
-        self.st.last_assistant_text = Some("pong".to_owned());
-        self.st.messages = vec![pong, terminal];
     }
 
     /// agent_start, message_end(assistant with text [`pattern`]`(n)`),
@@ -1492,19 +1283,6 @@ fn wrap(prefix: &[u8], body: &[u8], suffix: &[u8]) -> Vec<u8> {
     v.extend_from_slice(body);
     v.extend_from_slice(suffix);
     v
-}
-
-fn message_update(partial: &J, kind: &str, index: usize, delta: &str) -> J {
-    obj! {
-        "type": "message_update",
-        "message": partial.clone(),
-        "assistantMessageEvent": obj! {
-            "type": kind,
-            "contentIndex": index,
-            "delta": delta,
-            "partial": partial.clone(),
-        },
-    }
 }
 
 fn host_tool_call_frame(call_id: &str, tool_call_id: &str, tool_name: &str, arguments: J) -> J {

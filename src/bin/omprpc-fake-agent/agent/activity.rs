@@ -21,7 +21,8 @@
 
 use crate::json::{arr, obj, J};
 
-use super::{message_update, sleep_ms, Agent, Flavor};
+use super::turns::message_update;
+use super::{sleep_ms, Agent, Flavor};
 use crate::command::Cmd;
 
 /// The live run of "stream until abort".
