@@ -11,28 +11,19 @@ use serde_json::Value;
 mod activity;
 mod rpc11;
 mod turns;
+mod ui;
 pub use rpc11::timestamp;
 
 use crate::command::{self, Cmd, Parsed};
 use crate::json::{arr, obj, J};
 use crate::out::{Out, MIB};
 use turns::{message_update, text_block};
+use ui::UiAction;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Flavor {
     Omp,
     Pi,
-}
-
-/// What an `extension_ui_response` for a given UI request id triggers.
-#[derive(Clone, Debug)]
-enum UiAction {
-    /// Echo `ui_response_seen`, then run the "ui acknowledged" turn.
-    AckTurn,
-    /// Echo `ui_response_seen` only.
-    EchoOnly,
-    /// pi: send the deferred prompt response, echo, then the turn.
-    PiDeferred { id: Option<J>, command: String },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,9 +45,6 @@ struct HostCall {
 /// Everything a prompt message can ask for.
 #[derive(Debug)]
 enum Plan {
-    NeedsUi,
-    NeedsConfirm,
-    NeedsCancel,
     NeedsHostTool,
     NeedsXdTool,
     NeedsHostUri,
@@ -76,16 +64,13 @@ enum Plan {
     Stderr(u64),
     Garbage,
     Grandchild(String),
-    UiThenTool,
-    PassiveUi,
-    UnknownUi,
-    UiDismiss,
     DuplicateResponse,
     Queued,
     Live,
     Handoff,
     SlashCommand,
     Turn(turns::Scenario),
+    Ui(ui::Scenario),
 }
 
 /// Upper bound for "big N" / "huge N" so a typo cannot exhaust memory.
@@ -94,9 +79,6 @@ const MAX_GENERATED_BYTES: usize = 512 * MIB;
 impl Plan {
     fn parse(message: &str) -> Plan {
         match message {
-            "needs ui" => return Plan::NeedsUi,
-            "needs confirm" => return Plan::NeedsConfirm,
-            "needs cancel" => return Plan::NeedsCancel,
             "needs host tool" => return Plan::NeedsHostTool,
             "needs xd tool" => return Plan::NeedsXdTool,
             "needs host uri" => return Plan::NeedsHostUri,
@@ -111,10 +93,6 @@ impl Plan {
             "crash" => return Plan::Crash,
             "hang" => return Plan::Hang,
             "garbage" => return Plan::Garbage,
-            "ui then tool" => return Plan::UiThenTool,
-            "passive ui" => return Plan::PassiveUi,
-            "unknown ui" => return Plan::UnknownUi,
-            "ui dismiss" => return Plan::UiDismiss,
             "duplicate response" => return Plan::DuplicateResponse,
             "queued" => return Plan::Queued,
             "stream until abort" => return Plan::Live,
@@ -143,6 +121,9 @@ impl Plan {
                 }
                 _ => {}
             }
+        }
+        if let Some(ui) = ui::Scenario::parse(message) {
+            return Plan::Ui(ui);
         }
         if let Some(turn) = turns::Scenario::parse(message) {
             return Plan::Turn(turn);
@@ -780,31 +761,6 @@ impl Agent {
 
     // ----- control frames --------------------------------------------------
 
-    fn ui_response(&mut self, cmd: &Cmd<'_>) {
-        let ui_id = cmd.get("id").and_then(Value::as_str).map(str::to_owned);
-        // Unknown ids behave like FAKE_SERVER (which answers every UI response
-        // with the "ui acknowledged" turn); a consumed id becomes echo-only.
-        let action = match &ui_id {
-            Some(ui_id) => match self.ui.get_mut(ui_id) {
-                Some(action) => std::mem::replace(action, UiAction::EchoOnly),
-                None => UiAction::AckTurn,
-            },
-            None => UiAction::AckTurn,
-        };
-        match action {
-            UiAction::EchoOnly => self.seen("ui_response_seen", cmd.text),
-            UiAction::AckTurn => {
-                self.seen("ui_response_seen", cmd.text);
-                self.emit_prompt_turn("ui acknowledged", 0, false);
-            }
-            UiAction::PiDeferred { id, command } => {
-                self.ack(&id, &command);
-                self.seen("ui_response_seen", cmd.text);
-                self.emit_prompt_turn("ui acknowledged", 0, false);
-            }
-        }
-    }
-
     fn open_host_call(&mut self, call_id: &str) -> Option<HostCall> {
         self.host_calls.get(call_id).cloned()
     }
@@ -867,28 +823,8 @@ impl Agent {
         // pi delivers what was parked with the next prompt's run.
         self.parked = 0;
 
-        // pi answers a prompt whose extension command asks the UI only after
-        // the UI request was answered.
-        if self.flavor == Flavor::Pi {
-            if let Some(request) = match plan {
-                Plan::NeedsUi => Some(ui_input("ui-1")),
-                Plan::NeedsConfirm => Some(ui_confirm()),
-                Plan::NeedsCancel => Some(ui_editor()),
-                _ => None,
-            } {
-                let ui_id = match &plan {
-                    Plan::NeedsUi => "ui-1",
-                    Plan::NeedsConfirm => "ui-2",
-                    _ => "ui-3",
-                };
-                self.ui.insert(
-                    ui_id.to_owned(),
-                    UiAction::PiDeferred {
-                        id: id.clone(),
-                        command: ty.to_owned(),
-                    },
-                );
-                self.event(request);
+        if let Plan::Ui(ui) = &plan {
+            if self.pi_defers(ui, cmd) {
                 return;
             }
         }
@@ -899,9 +835,6 @@ impl Agent {
         }
 
         match plan {
-            Plan::NeedsUi => self.ui_request("ui-1", UiAction::AckTurn, ui_input("ui-1")),
-            Plan::NeedsConfirm => self.ui_request("ui-2", UiAction::AckTurn, ui_confirm()),
-            Plan::NeedsCancel => self.ui_request("ui-3", UiAction::AckTurn, ui_editor()),
             Plan::NeedsHostTool => {
                 self.event(obj! {"type": "agent_start"});
                 self.host_call(
@@ -1021,6 +954,7 @@ impl Agent {
             }
             Plan::LateFailure => self.fail(id, ty, "late failure"),
             Plan::Turn(turn) => self.run_turn(turn),
+            Plan::Ui(ui) => self.run_ui(ui),
             Plan::Burst(n) => self.emit_burst(n),
             Plan::Big(n) => self.emit_single_message_run(n),
             Plan::ExactMib => {
@@ -1080,105 +1014,11 @@ impl Agent {
                 }
                 self.emit_prompt_turn("pong", 0, false);
             }
-            Plan::UiThenTool => {
-                self.ui_request("ui-9", UiAction::EchoOnly, ui_input("ui-9"));
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::PassiveUi => {
-                self.ui_request(
-                    "ui-notify",
-                    UiAction::EchoOnly,
-                    obj! {
-                        "type": "extension_ui_request",
-                        "id": "ui-notify",
-                        "method": "notify",
-                        "message": "heads up",
-                        "notifyType": "info",
-                    },
-                );
-                self.ui_request(
-                    "ui-status",
-                    UiAction::EchoOnly,
-                    obj! {
-                        "type": "extension_ui_request",
-                        "id": "ui-status",
-                        "method": "setStatus",
-                        "statusKey": "fake",
-                        "statusText": "working",
-                    },
-                );
-                self.ui_request(
-                    "ui-widget",
-                    UiAction::EchoOnly,
-                    obj! {
-                        "type": "extension_ui_request",
-                        "id": "ui-widget",
-                        "method": "setWidget",
-                        "widgetKey": "fake-widget",
-                        "widgetLines": arr!["line 1", "line 2"],
-                    },
-                );
-                self.ui_request(
-                    "ui-url",
-                    UiAction::EchoOnly,
-                    obj! {
-                        "type": "extension_ui_request",
-                        "id": "ui-url",
-                        "method": "open_url",
-                        "url": "https://example.com/login",
-                        "launchUrl": "http://127.0.0.1:9/launch",
-                        "instructions": "Sign in",
-                    },
-                );
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::UnknownUi => self.ui_request(
-                "ui-ask",
-                UiAction::AckTurn,
-                obj! {
-                    "type": "extension_ui_request",
-                    "id": "ui-ask",
-                    "method": "ask",
-                    "title": "Question",
-                    "questions": arr![obj! {
-                        "id": "q1",
-                        "question": "Proceed?",
-                        "options": arr!["yes", "no"],
-                    }],
-                },
-            ),
-            Plan::UiDismiss => {
-                self.ui_request(
-                    "ui-5",
-                    UiAction::EchoOnly,
-                    obj! {
-                        "type": "extension_ui_request",
-                        "id": "ui-5",
-                        "method": "select",
-                        "title": "Pick one",
-                        "options": arr!["a", "b"],
-                    },
-                );
-                self.out.flush();
-                sleep_ms(50);
-                self.event(obj! {
-                    "type": "extension_ui_request",
-                    "id": "ui-6",
-                    "method": "cancel",
-                    "targetId": "ui-5",
-                });
-                self.emit_prompt_turn("pong", 0, false);
-            }
             Plan::DuplicateResponse => {
                 self.ack(id, ty);
                 self.emit_prompt_turn("pong", 0, false);
             }
         }
-    }
-
-    fn ui_request(&mut self, ui_id: &str, action: UiAction, frame: J) {
-        self.ui.insert(ui_id.to_owned(), action);
-        self.event(frame);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1292,35 +1132,5 @@ fn host_tool_call_frame(call_id: &str, tool_call_id: &str, tool_name: &str, argu
         "toolCallId": tool_call_id,
         "toolName": tool_name,
         "arguments": arguments,
-    }
-}
-
-fn ui_input(ui_id: &str) -> J {
-    obj! {
-        "type": "extension_ui_request",
-        "id": ui_id,
-        "method": "input",
-        "title": "Need input",
-        "placeholder": "value",
-    }
-}
-
-fn ui_confirm() -> J {
-    obj! {
-        "type": "extension_ui_request",
-        "id": "ui-2",
-        "method": "confirm",
-        "title": "Confirm",
-        "message": "Continue?",
-    }
-}
-
-fn ui_editor() -> J {
-    obj! {
-        "type": "extension_ui_request",
-        "id": "ui-3",
-        "method": "editor",
-        "title": "Edit",
-        "placeholder": "value",
     }
 }
