@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 mod activity;
+mod host;
 mod rpc11;
 mod turns;
 mod ui;
@@ -17,6 +18,7 @@ pub use rpc11::timestamp;
 use crate::command::{self, Cmd, Parsed};
 use crate::json::{arr, obj, J};
 use crate::out::{Out, MIB};
+use host::HostCall;
 use turns::{message_update, text_block};
 use ui::UiAction;
 
@@ -26,32 +28,9 @@ pub enum Flavor {
     Pi,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum HostMode {
-    /// Map update/result to tool_execution_update/end + agent_end.
-    Execute,
-    /// Echo the result as `host_result_seen`, then agent_end.
-    Echo,
-}
-
-#[derive(Clone, Debug)]
-struct HostCall {
-    tool_call_id: String,
-    event_tool_name: String,
-    event_args: J,
-    mode: HostMode,
-}
-
 /// Everything a prompt message can ask for.
 #[derive(Debug)]
 enum Plan {
-    NeedsHostTool,
-    NeedsXdTool,
-    NeedsHostUri,
-    NeedsHostUriWrite,
-    CancelHostTool,
-    BadHostCall,
-    UnknownHostTool,
     Local,
     PromptResult,
     LateFailure,
@@ -71,6 +50,7 @@ enum Plan {
     SlashCommand,
     Turn(turns::Scenario),
     Ui(ui::Scenario),
+    Host(host::Scenario),
 }
 
 /// Upper bound for "big N" / "huge N" so a typo cannot exhaust memory.
@@ -79,13 +59,6 @@ const MAX_GENERATED_BYTES: usize = 512 * MIB;
 impl Plan {
     fn parse(message: &str) -> Plan {
         match message {
-            "needs host tool" => return Plan::NeedsHostTool,
-            "needs xd tool" => return Plan::NeedsXdTool,
-            "needs host uri" => return Plan::NeedsHostUri,
-            "needs host uri write" => return Plan::NeedsHostUriWrite,
-            "cancel host tool" => return Plan::CancelHostTool,
-            "bad host call" => return Plan::BadHostCall,
-            "unknown host tool" => return Plan::UnknownHostTool,
             "local" => return Plan::Local,
             "prompt result" => return Plan::PromptResult,
             "late failure" => return Plan::LateFailure,
@@ -121,6 +94,9 @@ impl Plan {
                 }
                 _ => {}
             }
+        }
+        if let Some(host) = host::Scenario::parse(message) {
+            return Plan::Host(host);
         }
         if let Some(ui) = ui::Scenario::parse(message) {
             return Plan::Ui(ui);
@@ -759,57 +735,6 @@ impl Agent {
         }
     }
 
-    // ----- control frames --------------------------------------------------
-
-    fn open_host_call(&mut self, call_id: &str) -> Option<HostCall> {
-        self.host_calls.get(call_id).cloned()
-    }
-
-    fn host_tool_update(&mut self, cmd: &Cmd<'_>) {
-        let Some(call_id) = cmd.get("id").and_then(Value::as_str) else { return };
-        let Some(call) = self.open_host_call(call_id) else { return };
-        if call.mode != HostMode::Execute {
-            return;
-        }
-        let partial = cmd.raw("partialResult").unwrap_or(J::Null);
-        self.event(obj! {
-            "type": "tool_execution_update",
-            "toolCallId": call.tool_call_id,
-            "toolName": call.event_tool_name,
-            "args": call.event_args,
-            "partialResult": partial,
-        });
-    }
-
-    fn host_tool_result(&mut self, cmd: &Cmd<'_>) {
-        let Some(call_id) = cmd.get("id").and_then(Value::as_str) else { return };
-        let Some(call) = self.host_calls.remove(call_id) else { return };
-        match call.mode {
-            HostMode::Execute => {
-                let result = cmd.raw("result").unwrap_or(J::Null);
-                let is_error = cmd.raw("isError").unwrap_or(J::Bool(false));
-                self.event(obj! {
-                    "type": "tool_execution_end",
-                    "toolCallId": call.tool_call_id,
-                    "toolName": call.event_tool_name,
-                    "result": result,
-                    "isError": is_error,
-                });
-            }
-            HostMode::Echo => self.seen("host_result_seen", cmd.text),
-        }
-        self.event(obj! {"type": "agent_end", "messages": arr![]});
-    }
-
-    fn host_uri_result(&mut self, cmd: &Cmd<'_>) {
-        let Some(req_id) = cmd.get("id").and_then(Value::as_str) else { return };
-        if !self.uri_requests.remove(req_id) {
-            return;
-        }
-        self.seen("host_uri_result_seen", cmd.text);
-        self.event(obj! {"type": "agent_end", "messages": arr![]});
-    }
-
     // ----- prompts ---------------------------------------------------------
 
     fn prompt(&mut self, cmd: &Cmd<'_>) {
@@ -835,114 +760,6 @@ impl Agent {
         }
 
         match plan {
-            Plan::NeedsHostTool => {
-                self.event(obj! {"type": "agent_start"});
-                self.host_call(
-                    "host-call-1",
-                    "toolu_host_1",
-                    "echo_host",
-                    obj! {"message": "hello"},
-                    "echo_host",
-                    obj! {"message": "hello"},
-                    HostMode::Execute,
-                );
-            }
-            Plan::NeedsXdTool => {
-                let write_args = obj! {
-                    "path": "xd://echo_host",
-                    "content": "{\"message\":\"hello\"}",
-                };
-                self.event(obj! {"type": "agent_start"});
-                self.event(obj! {
-                    "type": "tool_execution_start",
-                    "toolCallId": "toolu_host_1",
-                    "toolName": "write",
-                    "args": write_args.clone(),
-                });
-                self.host_call(
-                    "host-call-1",
-                    "toolu_host_1",
-                    "echo_host",
-                    obj! {"message": "hello"},
-                    "write",
-                    write_args,
-                    HostMode::Execute,
-                );
-            }
-            Plan::NeedsHostUri | Plan::NeedsHostUriWrite => {
-                self.event(obj! {"type": "agent_start"});
-                self.uri_requests.insert("uri-1".to_owned());
-                if matches!(plan, Plan::NeedsHostUri) && self.protocol11 {
-                    // Protocol 1.1: a ranged read, as its server sends for `?range=` on a
-                    // scheme registered with range:true.
-                    self.event(obj! {
-                        "type": "host_uri_request",
-                        "id": "uri-1",
-                        "operation": "read",
-                        "url": "memo://notes/today?range=0-99",
-                        "maxContentBytes": 1032192,
-                        "acceptsBase64": false,
-                        "range": obj! {"start": 0, "end": 99, "unit": "byte"},
-                    });
-                } else if matches!(plan, Plan::NeedsHostUri) {
-                    self.event(obj! {
-                        "type": "host_uri_request",
-                        "id": "uri-1",
-                        "operation": "read",
-                        "url": "memo://notes/today",
-                    });
-                } else {
-                    self.event(obj! {
-                        "type": "host_uri_request",
-                        "id": "uri-1",
-                        "operation": "write",
-                        "url": "memo://notes/today",
-                        "content": "new text",
-                    });
-                }
-            }
-            Plan::CancelHostTool => {
-                self.event(obj! {"type": "agent_start"});
-                self.host_calls.remove("host-call-1");
-                self.event(host_tool_call_frame(
-                    "host-call-1",
-                    "toolu_host_1",
-                    "echo_host",
-                    obj! {"message": "hello"},
-                ));
-                self.out.flush();
-                sleep_ms(100);
-                self.event(obj! {
-                    "type": "host_tool_cancel",
-                    "id": "cancel-1",
-                    "targetId": "host-call-1",
-                });
-                self.event(obj! {"type": "agent_end", "messages": arr![]});
-            }
-            Plan::BadHostCall => {
-                self.event(obj! {"type": "agent_start"});
-                self.host_call(
-                    "host-call-bad",
-                    "t",
-                    "echo_host",
-                    J::from("not an object"),
-                    "echo_host",
-                    J::from("not an object"),
-                    HostMode::Echo,
-                );
-            }
-            Plan::UnknownHostTool => {
-                self.event(obj! {"type": "agent_start"});
-                self.host_call(
-                    "host-call-unknown",
-                    "toolu_unknown",
-                    "no_such_tool",
-                    obj! {"message": "hello"},
-                    "no_such_tool",
-                    obj! {"message": "hello"},
-                    HostMode::Echo,
-                );
-            }
             Plan::Local => {}
             Plan::PromptResult => {
                 let mut fields: Vec<(&'static str, J)> = vec![("type", J::from("prompt_result"))];
@@ -955,6 +772,7 @@ impl Agent {
             Plan::LateFailure => self.fail(id, ty, "late failure"),
             Plan::Turn(turn) => self.run_turn(turn),
             Plan::Ui(ui) => self.run_ui(ui),
+            Plan::Host(host) => self.run_host(host),
             Plan::Burst(n) => self.emit_burst(n),
             Plan::Big(n) => self.emit_single_message_run(n),
             Plan::ExactMib => {
@@ -1019,29 +837,6 @@ impl Agent {
                 self.emit_prompt_turn("pong", 0, false);
             }
         }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn host_call(
-        &mut self,
-        call_id: &str,
-        tool_call_id: &str,
-        tool_name: &str,
-        arguments: J,
-        event_tool_name: &str,
-        event_args: J,
-        mode: HostMode,
-    ) {
-        self.host_calls.insert(
-            call_id.to_owned(),
-            HostCall {
-                tool_call_id: tool_call_id.to_owned(),
-                event_tool_name: event_tool_name.to_owned(),
-                event_args,
-                mode,
-            },
-        );
-        self.event(host_tool_call_frame(call_id, tool_call_id, tool_name, arguments));
     }
 
     /// agent_start, message_end(assistant with text [`pattern`]`(n)`),
@@ -1123,14 +918,4 @@ fn wrap(prefix: &[u8], body: &[u8], suffix: &[u8]) -> Vec<u8> {
     v.extend_from_slice(body);
     v.extend_from_slice(suffix);
     v
-}
-
-fn host_tool_call_frame(call_id: &str, tool_call_id: &str, tool_name: &str, arguments: J) -> J {
-    obj! {
-        "type": "host_tool_call",
-        "id": call_id,
-        "toolCallId": tool_call_id,
-        "toolName": tool_name,
-        "arguments": arguments,
-    }
 }
