@@ -2,13 +2,14 @@
 //! prompt messages and commands documented in `main.rs`.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead};
 use std::thread;
 use std::time::Duration;
 
 use serde_json::Value;
 
 mod activity;
+mod faults;
 mod host;
 mod rpc11;
 mod turns;
@@ -20,7 +21,6 @@ use crate::command::{self, Cmd, Parsed};
 use crate::json::{arr, obj, J};
 use crate::out::Out;
 use host::HostCall;
-use turns::message_update;
 use ui::UiAction;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -35,11 +35,6 @@ enum Plan {
     Local,
     PromptResult,
     LateFailure,
-    Crash,
-    Hang,
-    Stderr(u64),
-    Garbage,
-    Grandchild(String),
     DuplicateResponse,
     Queued,
     Live,
@@ -49,6 +44,7 @@ enum Plan {
     Ui(ui::Scenario),
     Host(host::Scenario),
     Volume(volume::Scenario),
+    Fault(faults::Scenario),
 }
 
 impl Plan {
@@ -57,9 +53,6 @@ impl Plan {
             "local" => return Plan::Local,
             "prompt result" => return Plan::PromptResult,
             "late failure" => return Plan::LateFailure,
-            "crash" => return Plan::Crash,
-            "hang" => return Plan::Hang,
-            "garbage" => return Plan::Garbage,
             "duplicate response" => return Plan::DuplicateResponse,
             "queued" => return Plan::Queued,
             "stream until abort" => return Plan::Live,
@@ -67,19 +60,8 @@ impl Plan {
             "/noop" => return Plan::SlashCommand,
             _ => {}
         }
-        if let Some((head, rest)) = message.split_once(' ') {
-            let rest = rest.trim();
-            match head {
-                "stderr" => {
-                    if let Ok(n) = rest.parse::<u64>() {
-                        return Plan::Stderr(n);
-                    }
-                }
-                "grandchild" if !rest.is_empty() => {
-                    return Plan::Grandchild(rest.to_owned())
-                }
-                _ => {}
-            }
+        if let Some(fault) = faults::Scenario::parse(message) {
+            return Plan::Fault(fault);
         }
         if let Some(volume) = volume::Scenario::parse(message) {
             return Plan::Volume(volume);
@@ -160,12 +142,6 @@ pub fn model_info(model_id: &str, provider: &str) -> J {
 
 fn sleep_ms(ms: u64) {
     thread::sleep(Duration::from_millis(ms));
-}
-
-fn stderr_write(bytes: &[u8]) {
-    let mut err = io::stderr().lock();
-    let _ = err.write_all(bytes);
-    let _ = err.flush();
 }
 
 pub struct Agent {
@@ -750,39 +726,11 @@ impl Agent {
             Plan::Ui(ui) => self.run_ui(ui),
             Plan::Host(host) => self.run_host(host),
             Plan::Volume(volume) => self.run_volume(volume),
-            Plan::Crash => {
-                let partial = self.assistant_message("");
-                self.event(obj! {"type": "agent_start"});
-                self.event(message_update(&partial, "text_delta", 0, "po"));
-                self.out.flush();
-                stderr_write(b"fatal: crashed\n");
-                std::process::exit(3);
-            }
-            Plan::Hang => self.hanging = true,
+            Plan::Fault(fault) => self.run_fault(fault),
             Plan::Queued => {}
             Plan::Live => self.start_live_run(&message),
             Plan::Handoff => self.handoff(&message),
             Plan::SlashCommand => self.slash_command(cmd),
-            Plan::Stderr(n) => {
-                {
-                    let mut err = io::BufWriter::with_capacity(1 << 16, io::stderr().lock());
-                    for i in 1..=n {
-                        let _ = writeln!(err, "stderr line {i}");
-                    }
-                    let _ = err.flush();
-                }
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::Garbage => {
-                self.out.raw(b"this is not json\n");
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::Grandchild(path) => {
-                if let Err(e) = crate::scenarios::spawn_grandchild(&path) {
-                    stderr_write(format!("omprpc-fake-agent: cannot spawn grandchild: {e}\n").as_bytes());
-                }
-                self.emit_prompt_turn("pong", 0, false);
-            }
             Plan::DuplicateResponse => {
                 self.ack(id, ty);
                 self.emit_prompt_turn("pong", 0, false);
