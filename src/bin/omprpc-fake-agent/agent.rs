@@ -11,6 +11,7 @@ use serde_json::Value;
 mod activity;
 mod faults;
 mod host;
+mod responses;
 mod rpc11;
 mod turns;
 mod ui;
@@ -29,53 +30,32 @@ pub enum Flavor {
     Pi,
 }
 
-/// Everything a prompt message can ask for.
+/// Everything a prompt message can ask for, by family: each family's module
+/// under agent/ owns its keywords (main.rs lists them all).
 #[derive(Debug)]
 enum Plan {
-    Local,
-    PromptResult,
-    LateFailure,
-    DuplicateResponse,
-    Queued,
-    Live,
-    Handoff,
-    SlashCommand,
     Turn(turns::Scenario),
     Ui(ui::Scenario),
     Host(host::Scenario),
     Volume(volume::Scenario),
     Fault(faults::Scenario),
+    Response(responses::Scenario),
+    Activity(activity::Scenario),
 }
 
 impl Plan {
+    /// The families' keywords are disjoint, so the order of the tries does not matter;
+    /// a message that is no keyword is the normal turn.
     fn parse(message: &str) -> Plan {
-        match message {
-            "local" => return Plan::Local,
-            "prompt result" => return Plan::PromptResult,
-            "late failure" => return Plan::LateFailure,
-            "duplicate response" => return Plan::DuplicateResponse,
-            "queued" => return Plan::Queued,
-            "stream until abort" => return Plan::Live,
-            "handoff" => return Plan::Handoff,
-            "/noop" => return Plan::SlashCommand,
-            _ => {}
-        }
-        if let Some(fault) = faults::Scenario::parse(message) {
-            return Plan::Fault(fault);
-        }
-        if let Some(volume) = volume::Scenario::parse(message) {
-            return Plan::Volume(volume);
-        }
-        if let Some(host) = host::Scenario::parse(message) {
-            return Plan::Host(host);
-        }
-        if let Some(ui) = ui::Scenario::parse(message) {
-            return Plan::Ui(ui);
-        }
-        if let Some(turn) = turns::Scenario::parse(message) {
-            return Plan::Turn(turn);
-        }
-        Plan::Turn(turns::Scenario::Normal)
+        turns::Scenario::parse(message)
+            .map(Plan::Turn)
+            .or_else(|| ui::Scenario::parse(message).map(Plan::Ui))
+            .or_else(|| host::Scenario::parse(message).map(Plan::Host))
+            .or_else(|| volume::Scenario::parse(message).map(Plan::Volume))
+            .or_else(|| faults::Scenario::parse(message).map(Plan::Fault))
+            .or_else(|| responses::Scenario::parse(message).map(Plan::Response))
+            .or_else(|| activity::Scenario::parse(message).map(Plan::Activity))
+            .unwrap_or(Plan::Turn(turns::Scenario::Normal))
     }
 }
 
@@ -706,35 +686,19 @@ impl Agent {
             }
         }
 
-        match plan {
-            Plan::Local => return self.ok(id, ty, obj! {"agentInvoked": false}),
-            _ => self.ack(id, ty),
+        // The response comes first; "local" answers with data of its own.
+        if !matches!(plan, Plan::Response(responses::Scenario::Local)) {
+            self.ack(id, ty);
         }
 
         match plan {
-            Plan::Local => {}
-            Plan::PromptResult => {
-                let mut fields: Vec<(&'static str, J)> = vec![("type", J::from("prompt_result"))];
-                if let Some(id) = id {
-                    fields.push(("id", id.clone()));
-                }
-                fields.push(("agentInvoked", J::Bool(false)));
-                self.event(J::Obj(fields));
-            }
-            Plan::LateFailure => self.fail(id, ty, "late failure"),
             Plan::Turn(turn) => self.run_turn(turn),
             Plan::Ui(ui) => self.run_ui(ui),
             Plan::Host(host) => self.run_host(host),
             Plan::Volume(volume) => self.run_volume(volume),
             Plan::Fault(fault) => self.run_fault(fault),
-            Plan::Queued => {}
-            Plan::Live => self.start_live_run(&message),
-            Plan::Handoff => self.handoff(&message),
-            Plan::SlashCommand => self.slash_command(cmd),
-            Plan::DuplicateResponse => {
-                self.ack(id, ty);
-                self.emit_prompt_turn("pong", 0, false);
-            }
+            Plan::Response(response) => self.run_response(response, cmd),
+            Plan::Activity(run) => self.run_activity(run, cmd, &message),
         }
     }
 }
