@@ -1,5 +1,13 @@
 //! The default scenario: FAKE_SERVER of the seed test suite, plus the extra
 //! prompt messages and commands documented in `main.rs`.
+//!
+//! Here: the agent's state, its commands and the prompt's routing. A prompt's
+//! message names a scenario of one family, each in a module of its own:
+//! `turns` (text turns, and the pieces every run is made of), `ui` (UI
+//! requests), `host` (host tool calls and host URIs), `volume` (bursts and
+//! big frames), `faults` (crashes, hangs, stderr, garbage, grandchildren),
+//! `responses` (the prompt's response itself) and `activity` (runs the client
+//! did not start, and runs that end oddly). `rpc11` is protocol 1.1.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead};
