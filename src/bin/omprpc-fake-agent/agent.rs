@@ -1,20 +1,36 @@
 //! The default scenario: FAKE_SERVER of the seed test suite, plus the extra
 //! prompt messages and commands documented in `main.rs`.
+//!
+//! Here: the agent's state, its commands and the prompt's routing. A prompt's
+//! message names a scenario of one family, each in a module of its own:
+//! `turns` (text turns, and the pieces every run is made of), `ui` (UI
+//! requests), `host` (host tool calls and host URIs), `volume` (bursts and
+//! big frames), `faults` (crashes, hangs, stderr, garbage, grandchildren),
+//! `responses` (the prompt's response itself) and `activity` (runs the client
+//! did not start, and runs that end oddly). `rpc11` is protocol 1.1.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead};
 use std::thread;
 use std::time::Duration;
 
 use serde_json::Value;
 
 mod activity;
+mod faults;
+mod host;
+mod responses;
 mod rpc11;
+mod turns;
+mod ui;
+mod volume;
 pub use rpc11::timestamp;
 
 use crate::command::{self, Cmd, Parsed};
 use crate::json::{arr, obj, J};
-use crate::out::{Out, MIB};
+use crate::out::Out;
+use host::HostCall;
+use ui::UiAction;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Flavor {
@@ -22,139 +38,32 @@ pub enum Flavor {
     Pi,
 }
 
-/// What an `extension_ui_response` for a given UI request id triggers.
-#[derive(Clone, Debug)]
-enum UiAction {
-    /// Echo `ui_response_seen`, then run the "ui acknowledged" turn.
-    AckTurn,
-    /// Echo `ui_response_seen` only.
-    EchoOnly,
-    /// pi: send the deferred prompt response, echo, then the turn.
-    PiDeferred { id: Option<J>, command: String },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum HostMode {
-    /// Map update/result to tool_execution_update/end + agent_end.
-    Execute,
-    /// Echo the result as `host_result_seen`, then agent_end.
-    Echo,
-}
-
-#[derive(Clone, Debug)]
-struct HostCall {
-    tool_call_id: String,
-    event_tool_name: String,
-    event_args: J,
-    mode: HostMode,
-}
-
-/// Everything a prompt message can ask for.
+/// Everything a prompt message can ask for, by family: each family's module
+/// under agent/ owns its keywords (main.rs lists them all).
 #[derive(Debug)]
 enum Plan {
-    NeedsUi,
-    NeedsConfirm,
-    NeedsCancel,
-    NeedsHostTool,
-    NeedsXdTool,
-    NeedsHostUri,
-    NeedsHostUriWrite,
-    CancelHostTool,
-    BadHostCall,
-    UnknownHostTool,
-    Notifications,
-    Slow,
-    AllEvents,
-    Local,
-    PromptResult,
-    LateFailure,
-    Compacted,
-    NonTerminal,
-    Thinking,
-    Burst(u64),
-    Big(usize),
-    ExactMib,
-    Huge(usize),
-    Crash,
-    Hang,
-    Stderr(u64),
-    Garbage,
-    Grandchild(String),
-    UiThenTool,
-    PassiveUi,
-    UnknownUi,
-    UiDismiss,
-    DuplicateResponse,
-    Queued,
-    Live,
-    Handoff,
-    SlashCommand,
-    Normal,
+    Turn(turns::Scenario),
+    Ui(ui::Scenario),
+    Host(host::Scenario),
+    Volume(volume::Scenario),
+    Fault(faults::Scenario),
+    Response(responses::Scenario),
+    Activity(activity::Scenario),
 }
 
-/// Upper bound for "big N" / "huge N" so a typo cannot exhaust memory.
-const MAX_GENERATED_BYTES: usize = 512 * MIB;
-
 impl Plan {
+    /// The families' keywords are disjoint, so the order of the tries does not matter;
+    /// a message that is no keyword is the normal turn.
     fn parse(message: &str) -> Plan {
-        match message {
-            "needs ui" => return Plan::NeedsUi,
-            "needs confirm" => return Plan::NeedsConfirm,
-            "needs cancel" => return Plan::NeedsCancel,
-            "needs host tool" => return Plan::NeedsHostTool,
-            "needs xd tool" => return Plan::NeedsXdTool,
-            "needs host uri" => return Plan::NeedsHostUri,
-            "needs host uri write" => return Plan::NeedsHostUriWrite,
-            "cancel host tool" => return Plan::CancelHostTool,
-            "bad host call" => return Plan::BadHostCall,
-            "unknown host tool" => return Plan::UnknownHostTool,
-            "notifications" => return Plan::Notifications,
-            "slow" => return Plan::Slow,
-            "all events" => return Plan::AllEvents,
-            "local" => return Plan::Local,
-            "prompt result" => return Plan::PromptResult,
-            "late failure" => return Plan::LateFailure,
-            "compacted" => return Plan::Compacted,
-            "non-terminal" => return Plan::NonTerminal,
-            "thinking" => return Plan::Thinking,
-            "exact MiB" => return Plan::ExactMib,
-            "crash" => return Plan::Crash,
-            "hang" => return Plan::Hang,
-            "garbage" => return Plan::Garbage,
-            "ui then tool" => return Plan::UiThenTool,
-            "passive ui" => return Plan::PassiveUi,
-            "unknown ui" => return Plan::UnknownUi,
-            "ui dismiss" => return Plan::UiDismiss,
-            "duplicate response" => return Plan::DuplicateResponse,
-            "queued" => return Plan::Queued,
-            "stream until abort" => return Plan::Live,
-            "handoff" => return Plan::Handoff,
-            "/noop" => return Plan::SlashCommand,
-            _ => {}
-        }
-        if let Some((head, rest)) = message.split_once(' ') {
-            let rest = rest.trim();
-            let size = rest.parse::<usize>().ok().filter(|n| *n <= MAX_GENERATED_BYTES);
-            match (head, size) {
-                ("burst", _) => {
-                    if let Ok(n) = rest.parse::<u64>() {
-                        return Plan::Burst(n);
-                    }
-                }
-                ("stderr", _) => {
-                    if let Ok(n) = rest.parse::<u64>() {
-                        return Plan::Stderr(n);
-                    }
-                }
-                ("big", Some(n)) => return Plan::Big(n),
-                ("huge", Some(n)) => return Plan::Huge(n),
-                ("grandchild", _) if !rest.is_empty() => {
-                    return Plan::Grandchild(rest.to_owned())
-                }
-                _ => {}
-            }
-        }
-        Plan::Normal
+        turns::Scenario::parse(message)
+            .map(Plan::Turn)
+            .or_else(|| ui::Scenario::parse(message).map(Plan::Ui))
+            .or_else(|| host::Scenario::parse(message).map(Plan::Host))
+            .or_else(|| volume::Scenario::parse(message).map(Plan::Volume))
+            .or_else(|| faults::Scenario::parse(message).map(Plan::Fault))
+            .or_else(|| responses::Scenario::parse(message).map(Plan::Response))
+            .or_else(|| activity::Scenario::parse(message).map(Plan::Activity))
+            .unwrap_or(Plan::Turn(turns::Scenario::Normal))
     }
 }
 
@@ -199,23 +108,6 @@ impl State {
     }
 }
 
-pub fn usage() -> J {
-    obj! {
-        "input": 1,
-        "output": 1,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": 2,
-        "cost": obj! {
-            "input": 0.0,
-            "output": 0.0,
-            "cacheRead": 0.0,
-            "cacheWrite": 0.0,
-            "total": 0.0,
-        },
-    }
-}
-
 pub fn model_info(model_id: &str, provider: &str) -> J {
     obj! {
         "id": model_id,
@@ -236,31 +128,8 @@ pub fn model_info(model_id: &str, provider: &str) -> J {
     }
 }
 
-/// `n` bytes of the deterministic pattern "abc…xyzabc…" (byte i is
-/// `b'a' + i % 26`), so reassembly errors are detectable.
-pub fn pattern(n: usize) -> String {
-    let mut s = "abcdefghijklmnopqrstuvwxyz".repeat(n / 26 + 1);
-    s.truncate(n);
-    s
-}
-
-/// A text block whose text is [`pattern`]`(n)` (written without escaping).
-fn pattern_block(n: usize) -> J {
-    obj! {"type": "text", "text": J::Safe(pattern(n))}
-}
-
-fn text_block(text: &str) -> J {
-    obj! {"type": "text", "text": text}
-}
-
 fn sleep_ms(ms: u64) {
     thread::sleep(Duration::from_millis(ms));
-}
-
-fn stderr_write(bytes: &[u8]) {
-    let mut err = io::stderr().lock();
-    let _ = err.write_all(bytes);
-    let _ = err.flush();
 }
 
 pub struct Agent {
@@ -806,82 +675,6 @@ impl Agent {
         }
     }
 
-    // ----- control frames --------------------------------------------------
-
-    fn ui_response(&mut self, cmd: &Cmd<'_>) {
-        let ui_id = cmd.get("id").and_then(Value::as_str).map(str::to_owned);
-        // Unknown ids behave like FAKE_SERVER (which answers every UI response
-        // with the "ui acknowledged" turn); a consumed id becomes echo-only.
-        let action = match &ui_id {
-            Some(ui_id) => match self.ui.get_mut(ui_id) {
-                Some(action) => std::mem::replace(action, UiAction::EchoOnly),
-                None => UiAction::AckTurn,
-            },
-            None => UiAction::AckTurn,
-        };
-        match action {
-            UiAction::EchoOnly => self.seen("ui_response_seen", cmd.text),
-            UiAction::AckTurn => {
-                self.seen("ui_response_seen", cmd.text);
-                self.emit_prompt_turn("ui acknowledged", 0, false);
-            }
-            UiAction::PiDeferred { id, command } => {
-                self.ack(&id, &command);
-                self.seen("ui_response_seen", cmd.text);
-                self.emit_prompt_turn("ui acknowledged", 0, false);
-            }
-        }
-    }
-
-    fn open_host_call(&mut self, call_id: &str) -> Option<HostCall> {
-        self.host_calls.get(call_id).cloned()
-    }
-
-    fn host_tool_update(&mut self, cmd: &Cmd<'_>) {
-        let Some(call_id) = cmd.get("id").and_then(Value::as_str) else { return };
-        let Some(call) = self.open_host_call(call_id) else { return };
-        if call.mode != HostMode::Execute {
-            return;
-        }
-        let partial = cmd.raw("partialResult").unwrap_or(J::Null);
-        self.event(obj! {
-            "type": "tool_execution_update",
-            "toolCallId": call.tool_call_id,
-            "toolName": call.event_tool_name,
-            "args": call.event_args,
-            "partialResult": partial,
-        });
-    }
-
-    fn host_tool_result(&mut self, cmd: &Cmd<'_>) {
-        let Some(call_id) = cmd.get("id").and_then(Value::as_str) else { return };
-        let Some(call) = self.host_calls.remove(call_id) else { return };
-        match call.mode {
-            HostMode::Execute => {
-                let result = cmd.raw("result").unwrap_or(J::Null);
-                let is_error = cmd.raw("isError").unwrap_or(J::Bool(false));
-                self.event(obj! {
-                    "type": "tool_execution_end",
-                    "toolCallId": call.tool_call_id,
-                    "toolName": call.event_tool_name,
-                    "result": result,
-                    "isError": is_error,
-                });
-            }
-            HostMode::Echo => self.seen("host_result_seen", cmd.text),
-        }
-        self.event(obj! {"type": "agent_end", "messages": arr![]});
-    }
-
-    fn host_uri_result(&mut self, cmd: &Cmd<'_>) {
-        let Some(req_id) = cmd.get("id").and_then(Value::as_str) else { return };
-        if !self.uri_requests.remove(req_id) {
-            return;
-        }
-        self.seen("host_uri_result_seen", cmd.text);
-        self.event(obj! {"type": "agent_end", "messages": arr![]});
-    }
-
     // ----- prompts ---------------------------------------------------------
 
     fn prompt(&mut self, cmd: &Cmd<'_>) {
@@ -895,654 +688,25 @@ impl Agent {
         // pi delivers what was parked with the next prompt's run.
         self.parked = 0;
 
-        // pi answers a prompt whose extension command asks the UI only after
-        // the UI request was answered.
-        if self.flavor == Flavor::Pi {
-            if let Some(request) = match plan {
-                Plan::NeedsUi => Some(ui_input("ui-1")),
-                Plan::NeedsConfirm => Some(ui_confirm()),
-                Plan::NeedsCancel => Some(ui_editor()),
-                _ => None,
-            } {
-                let ui_id = match &plan {
-                    Plan::NeedsUi => "ui-1",
-                    Plan::NeedsConfirm => "ui-2",
-                    _ => "ui-3",
-                };
-                self.ui.insert(
-                    ui_id.to_owned(),
-                    UiAction::PiDeferred {
-                        id: id.clone(),
-                        command: ty.to_owned(),
-                    },
-                );
-                self.event(request);
+        if let Plan::Ui(ui) = &plan {
+            if self.pi_defers(ui, cmd) {
                 return;
             }
         }
 
-        match plan {
-            Plan::Local => return self.ok(id, ty, obj! {"agentInvoked": false}),
-            _ => self.ack(id, ty),
+        // The response comes first; "local" answers with data of its own.
+        if !matches!(plan, Plan::Response(responses::Scenario::Local)) {
+            self.ack(id, ty);
         }
 
         match plan {
-            Plan::NeedsUi => self.ui_request("ui-1", UiAction::AckTurn, ui_input("ui-1")),
-            Plan::NeedsConfirm => self.ui_request("ui-2", UiAction::AckTurn, ui_confirm()),
-            Plan::NeedsCancel => self.ui_request("ui-3", UiAction::AckTurn, ui_editor()),
-            Plan::NeedsHostTool => {
-                self.event(obj! {"type": "agent_start"});
-                self.host_call(
-                    "host-call-1",
-                    "toolu_host_1",
-                    "echo_host",
-                    obj! {"message": "hello"},
-                    "echo_host",
-                    obj! {"message": "hello"},
-                    HostMode::Execute,
-                );
-            }
-            Plan::NeedsXdTool => {
-                let write_args = obj! {
-                    "path": "xd://echo_host",
-                    "content": "{\"message\":\"hello\"}",
-                };
-                self.event(obj! {"type": "agent_start"});
-                self.event(obj! {
-                    "type": "tool_execution_start",
-                    "toolCallId": "toolu_host_1",
-                    "toolName": "write",
-                    "args": write_args.clone(),
-                });
-                self.host_call(
-                    "host-call-1",
-                    "toolu_host_1",
-                    "echo_host",
-                    obj! {"message": "hello"},
-                    "write",
-                    write_args,
-                    HostMode::Execute,
-                );
-            }
-            Plan::NeedsHostUri | Plan::NeedsHostUriWrite => {
-                self.event(obj! {"type": "agent_start"});
-                self.uri_requests.insert("uri-1".to_owned());
-                if matches!(plan, Plan::NeedsHostUri) && self.protocol11 {
-                    // Protocol 1.1: a ranged read, as its server sends for `?range=` on a
-                    // scheme registered with range:true.
-                    self.event(obj! {
-                        "type": "host_uri_request",
-                        "id": "uri-1",
-                        "operation": "read",
-                        "url": "memo://notes/today?range=0-99",
-                        "maxContentBytes": 1032192,
-                        "acceptsBase64": false,
-                        "range": obj! {"start": 0, "end": 99, "unit": "byte"},
-                    });
-                } else if matches!(plan, Plan::NeedsHostUri) {
-                    self.event(obj! {
-                        "type": "host_uri_request",
-                        "id": "uri-1",
-                        "operation": "read",
-                        "url": "memo://notes/today",
-                    });
-                } else {
-                    self.event(obj! {
-                        "type": "host_uri_request",
-                        "id": "uri-1",
-                        "operation": "write",
-                        "url": "memo://notes/today",
-                        "content": "new text",
-                    });
-                }
-            }
-            Plan::CancelHostTool => {
-                self.event(obj! {"type": "agent_start"});
-                self.host_calls.remove("host-call-1");
-                self.event(host_tool_call_frame(
-                    "host-call-1",
-                    "toolu_host_1",
-                    "echo_host",
-                    obj! {"message": "hello"},
-                ));
-                self.out.flush();
-                sleep_ms(100);
-                self.event(obj! {
-                    "type": "host_tool_cancel",
-                    "id": "cancel-1",
-                    "targetId": "host-call-1",
-                });
-                self.event(obj! {"type": "agent_end", "messages": arr![]});
-            }
-            Plan::BadHostCall => {
-                self.event(obj! {"type": "agent_start"});
-                self.host_call(
-                    "host-call-bad",
-                    "t",
-                    "echo_host",
-                    J::from("not an object"),
-                    "echo_host",
-                    J::from("not an object"),
-                    HostMode::Echo,
-                );
-            }
-            Plan::UnknownHostTool => {
-                self.event(obj! {"type": "agent_start"});
-                self.host_call(
-                    "host-call-unknown",
-                    "toolu_unknown",
-                    "no_such_tool",
-                    obj! {"message": "hello"},
-                    "no_such_tool",
-                    obj! {"message": "hello"},
-                    HostMode::Echo,
-                );
-            }
-            Plan::Notifications => {
-                self.event(obj! {
-                    "type": "extension_error",
-                    "extensionPath": "/tmp/ext.py",
-                    "event": "run",
-                    "error": "boom",
-                });
-                self.event(obj! {"type": "unknown_future_event", "value": 1});
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::Slow => self.emit_prompt_turn("pong", 300, false),
-            Plan::AllEvents => self.emit_prompt_turn("pong", 0, true),
-            Plan::Local => {}
-            Plan::PromptResult => {
-                let mut fields: Vec<(&'static str, J)> = vec![("type", J::from("prompt_result"))];
-                if let Some(id) = id {
-                    fields.push(("id", id.clone()));
-                }
-                fields.push(("agentInvoked", J::Bool(false)));
-                self.event(J::Obj(fields));
-            }
-            Plan::LateFailure => self.fail(id, ty, "late failure"),
-            Plan::Compacted => self.emit_compacted(),
-            Plan::NonTerminal => {
-                let first = self.assistant_message("first");
-                self.emit_turn_events(&first, &[("text_delta", 0, "first")], 0, false);
-                self.event(obj! {
-                    "type": "agent_end",
-                    "messages": arr![first],
-                    "isTerminal": false,
-                });
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::Thinking => {
-                let message = self.assistant_with_content(vec![
-                    obj! {"type": "thinking", "thinking": "hmm"},
-                    text_block("visible"),
-                ]);
-                self.emit_turn_events(
-                    &message,
-                    &[("thinking_delta", 0, "hmm"), ("text_delta", 1, "visible")],
-                    0,
-                    false,
-                );
-                self.event(obj! {"type": "agent_end", "messages": arr![message.clone()]});
-                self.st.last_assistant_text = Some("visible".to_owned());
-                self.st.messages = vec![message];
-            }
-            Plan::Burst(n) => self.emit_burst(n),
-            Plan::Big(n) => self.emit_single_message_run(n),
-            Plan::ExactMib => {
-                // Pad the text so the message_end line is exactly 1 MiB.
-                let empty = obj! {"type": "message_end", "message": self.assistant_message("")};
-                let base = empty.to_bytes().len();
-                self.emit_single_message_run(MIB.saturating_sub(base));
-            }
-            Plan::Huge(n) => {
-                let args = obj! {"path": "huge.txt"};
-                self.event(obj! {"type": "agent_start"});
-                self.event(obj! {
-                    "type": "tool_execution_start",
-                    "toolCallId": "tool-huge",
-                    "toolName": "read",
-                    "args": args,
-                });
-                self.event(obj! {
-                    "type": "tool_execution_end",
-                    "toolCallId": "tool-huge",
-                    "toolName": "read",
-                    "result": obj! {"content": arr![pattern_block(n)]},
-                    "isError": false,
-                });
-                self.event(obj! {"type": "agent_end", "messages": arr![]});
-            }
-            Plan::Crash => {
-                let partial = self.assistant_message("");
-                self.event(obj! {"type": "agent_start"});
-                self.event(message_update(&partial, "text_delta", 0, "po"));
-                self.out.flush();
-                stderr_write(b"fatal: crashed\n");
-                std::process::exit(3);
-            }
-            Plan::Hang => self.hanging = true,
-            Plan::Queued => {}
-            Plan::Live => self.start_live_run(&message),
-            Plan::Handoff => self.handoff(&message),
-            Plan::SlashCommand => self.slash_command(cmd),
-            Plan::Stderr(n) => {
-                {
-                    let mut err = io::BufWriter::with_capacity(1 << 16, io::stderr().lock());
-                    for i in 1..=n {
-                        let _ = writeln!(err, "stderr line {i}");
-                    }
-                    let _ = err.flush();
-                }
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::Garbage => {
-                self.out.raw(b"this is not json\n");
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::Grandchild(path) => {
-                if let Err(e) = crate::scenarios::spawn_grandchild(&path) {
-                    stderr_write(format!("omprpc-fake-agent: cannot spawn grandchild: {e}\n").as_bytes());
-                }
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::UiThenTool => {
-                self.ui_request("ui-9", UiAction::EchoOnly, ui_input("ui-9"));
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::PassiveUi => {
-                self.ui_request(
-                    "ui-notify",
-                    UiAction::EchoOnly,
-                    obj! {
-                        "type": "extension_ui_request",
-                        "id": "ui-notify",
-                        "method": "notify",
-                        "message": "heads up",
-                        "notifyType": "info",
-                    },
-                );
-                self.ui_request(
-                    "ui-status",
-                    UiAction::EchoOnly,
-                    obj! {
-                        "type": "extension_ui_request",
-                        "id": "ui-status",
-                        "method": "setStatus",
-                        "statusKey": "fake",
-                        "statusText": "working",
-                    },
-                );
-                self.ui_request(
-                    "ui-widget",
-                    UiAction::EchoOnly,
-                    obj! {
-                        "type": "extension_ui_request",
-                        "id": "ui-widget",
-                        "method": "setWidget",
-                        "widgetKey": "fake-widget",
-                        "widgetLines": arr!["line 1", "line 2"],
-                    },
-                );
-                self.ui_request(
-                    "ui-url",
-                    UiAction::EchoOnly,
-                    obj! {
-                        "type": "extension_ui_request",
-                        "id": "ui-url",
-                        "method": "open_url",
-                        "url": "https://example.com/login",
-                        "launchUrl": "http://127.0.0.1:9/launch",
-                        "instructions": "Sign in",
-                    },
-                );
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::UnknownUi => self.ui_request(
-                "ui-ask",
-                UiAction::AckTurn,
-                obj! {
-                    "type": "extension_ui_request",
-                    "id": "ui-ask",
-                    "method": "ask",
-                    "title": "Question",
-                    "questions": arr![obj! {
-                        "id": "q1",
-                        "question": "Proceed?",
-                        "options": arr!["yes", "no"],
-                    }],
-                },
-            ),
-            Plan::UiDismiss => {
-                self.ui_request(
-                    "ui-5",
-                    UiAction::EchoOnly,
-                    obj! {
-                        "type": "extension_ui_request",
-                        "id": "ui-5",
-                        "method": "select",
-                        "title": "Pick one",
-                        "options": arr!["a", "b"],
-                    },
-                );
-                self.out.flush();
-                sleep_ms(50);
-                self.event(obj! {
-                    "type": "extension_ui_request",
-                    "id": "ui-6",
-                    "method": "cancel",
-                    "targetId": "ui-5",
-                });
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::DuplicateResponse => {
-                self.ack(id, ty);
-                self.emit_prompt_turn("pong", 0, false);
-            }
-            Plan::Normal => self.emit_prompt_turn("pong", 0, false),
+            Plan::Turn(turn) => self.run_turn(turn),
+            Plan::Ui(ui) => self.run_ui(ui),
+            Plan::Host(host) => self.run_host(host),
+            Plan::Volume(volume) => self.run_volume(volume),
+            Plan::Fault(fault) => self.run_fault(fault),
+            Plan::Response(response) => self.run_response(response, cmd),
+            Plan::Activity(run) => self.run_activity(run, cmd, &message),
         }
-    }
-
-    fn ui_request(&mut self, ui_id: &str, action: UiAction, frame: J) {
-        self.ui.insert(ui_id.to_owned(), action);
-        self.event(frame);
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn host_call(
-        &mut self,
-        call_id: &str,
-        tool_call_id: &str,
-        tool_name: &str,
-        arguments: J,
-        event_tool_name: &str,
-        event_args: J,
-        mode: HostMode,
-    ) {
-        self.host_calls.insert(
-            call_id.to_owned(),
-            HostCall {
-                tool_call_id: tool_call_id.to_owned(),
-                event_tool_name: event_tool_name.to_owned(),
-                event_args,
-                mode,
-            },
-        );
-        self.event(host_tool_call_frame(call_id, tool_call_id, tool_name, arguments));
-    }
-
-    // ----- turns -----------------------------------------------------------
-
-    fn assistant_with_content(&self, content: Vec<J>) -> J {
-        obj! {
-            "role": "assistant",
-            "content": content,
-            "api": "anthropic-messages",
-            "provider": self.st.model_provider.as_str(),
-            "model": self.st.model_id.as_str(),
-            "usage": usage(),
-            "stopReason": "stop",
-            "timestamp": 1,
-        }
-    }
-
-    fn assistant_message(&self, text: &str) -> J {
-        self.assistant_with_content(vec![text_block(text)])
-    }
-
-    /// agent_start, turn_start, message_start, one message_update per delta,
-    /// [pause], [extra events], message_end, turn_end (no agent_end).
-    fn emit_turn_events(
-        &mut self,
-        message: &J,
-        deltas: &[(&str, usize, &str)],
-        delay_ms: u64,
-        extra: bool,
-    ) {
-        let partial = self.assistant_message("");
-        self.event(obj! {"type": "agent_start"});
-        self.event(obj! {"type": "turn_start"});
-        self.event(obj! {"type": "message_start", "message": partial.clone()});
-        for (kind, index, delta) in deltas {
-            self.event(message_update(&partial, kind, *index, delta));
-        }
-        if delay_ms > 0 {
-            self.out.flush();
-            sleep_ms(delay_ms);
-        }
-        if extra {
-            self.emit_extra_events();
-        }
-        self.event(obj! {"type": "message_end", "message": message.clone()});
-        self.event(obj! {"type": "turn_end", "message": message.clone(), "toolResults": arr![]});
-    }
-
-    /// FAKE_SERVER's `emit_prompt_turn`.
-    fn emit_prompt_turn(&mut self, text: &str, delay_ms: u64, extra: bool) {
-        let assistant = self.assistant_message(text);
-        self.emit_turn_events(&assistant, &[("text_delta", 0, text)], delay_ms, extra);
-        self.event(obj! {"type": "agent_end", "messages": arr![assistant.clone()]});
-        self.st.last_assistant_text = Some(text.to_owned());
-        self.st.messages = vec![assistant];
-    }
-
-    fn emit_extra_events(&mut self) {
-        self.event(obj! {
-            "type": "tool_execution_start",
-            "toolCallId": "tool-1",
-            "toolName": "read",
-            "args": obj! {"path": "README.md"},
-            "intent": "Inspect docs",
-        });
-        self.event(obj! {
-            "type": "tool_execution_update",
-            "toolCallId": "tool-1",
-            "toolName": "read",
-            "args": obj! {"path": "README.md"},
-            "partialResult": obj! {"bytes": 12},
-        });
-        self.event(obj! {
-            "type": "tool_execution_end",
-            "toolCallId": "tool-1",
-            "toolName": "read",
-            "result": obj! {"text": "docs"},
-            "isError": false,
-        });
-        self.event(obj! {
-            "type": "auto_compaction_start",
-            "reason": "threshold",
-            "action": "context-full",
-        });
-        self.event(obj! {
-            "type": "auto_compaction_end",
-            "action": "context-full",
-            "result": obj! {
-                "summary": "trimmed",
-                "shortSummary": "trimmed",
-                "firstKeptEntryId": "entry-1",
-                "tokensBefore": 123,
-            },
-            "aborted": false,
-            "willRetry": false,
-        });
-        self.event(obj! {
-            "type": "auto_retry_start",
-            "attempt": 1,
-            "maxAttempts": 3,
-            "delayMs": 25,
-            "errorMessage": "retrying",
-        });
-        self.event(obj! {"type": "auto_retry_end", "success": true, "attempt": 1});
-        self.event(obj! {
-            "type": "retry_fallback_applied",
-            "from": "a",
-            "to": "b",
-            "role": "primary",
-        });
-        self.event(obj! {"type": "retry_fallback_succeeded", "model": "b", "role": "primary"});
-        self.event(obj! {"type": "ttsr_triggered", "rules": arr![obj! {"id": "rule-1"}]});
-        self.event(obj! {
-            "type": "todo_reminder",
-            "attempt": 1,
-            "maxAttempts": 2,
-            "todos": arr![obj! {"id": "task-1", "content": "Map tools", "status": "pending"}],
-        });
-        self.event(obj! {"type": "todo_auto_clear"});
-    }
-
-    /// "compacted": agent_end carries only the suffix the client has not
-    /// seen, with `messageCount` giving the full length.
-    fn emit_compacted(&mut self) {
-        let pong = self.assistant_message("pong");
-        let terminal = obj! {
-            "role": "custom",
-            "customType": "terminal",
-            "content": "terminal",
-            "display": true,
-            "timestamp": 2,
-        };
-        self.event(obj! {"type": "agent_start"});
-        self.event(obj! {"type": "message_start", "message": self.assistant_message("")});
-        self.event(obj! {"type": "message_end", "message": pong.clone()});
-        self.event(obj! {"type": "message_end", "message": terminal.clone()});
-        self.event(obj! {
-            "type": "agent_end",
-            "messages": arr![terminal.clone()],
-            "messageCount": 2,
-        });
-        self.st.last_assistant_text = Some("pong".to_owned());
-        self.st.messages = vec![pong, terminal];
-    }
-
-    /// agent_start, message_end(assistant with text [`pattern`]`(n)`),
-    /// agent_end. Like omp, the agent_end is compacted to
-    /// `{"messages":[],"messageCount":1}` when the full one would not fit in
-    /// a 1 MiB line. The message is serialized once and framed by hand.
-    fn emit_single_message_run(&mut self, n: usize) {
-        let message = self.assistant_with_content(vec![pattern_block(n)]);
-        let body = message.to_bytes();
-        self.event(obj! {"type": "agent_start"});
-        self.out.line(&wrap(b"{\"type\":\"message_end\",\"message\":", &body, b"}"));
-        const END_PREFIX: &[u8] = b"{\"type\":\"agent_end\",\"messages\":[";
-        if END_PREFIX.len() + body.len() + 2 < MIB {
-            self.out.line(&wrap(END_PREFIX, &body, b"]}"));
-        } else {
-            self.event(obj! {"type": "agent_end", "messages": arr![], "messageCount": 1});
-        }
-        self.st.last_assistant_text = Some(pattern(n));
-        self.st.messages = vec![message];
-    }
-
-    /// "burst N": N identical ~640-byte message_update lines, written in
-    /// large blocks.
-    fn emit_burst(&mut self, n: u64) {
-        const TARGET_LINE: usize = 640; // without the newline
-        let partial = self.assistant_message("");
-        self.event(obj! {"type": "agent_start"});
-        self.event(obj! {"type": "turn_start"});
-        self.event(obj! {"type": "message_start", "message": partial});
-
-        let build = |text: &str, this: &Agent| -> Vec<u8> {
-            let small_partial = obj! {
-                "role": "assistant",
-                "content": arr![text_block("xxxxxxxx")],
-                "stopReason": "stop",
-                "timestamp": 1,
-            };
-            obj! {
-                "type": "message_update",
-                "message": this.assistant_message(text),
-                "assistantMessageEvent": obj! {
-                    "type": "text_delta",
-                    "contentIndex": 0,
-                    "delta": "xxxxxxxx",
-                    "partial": small_partial,
-                },
-            }
-            .to_bytes()
-        };
-        let base = build("", self).len();
-        let mut line = build(&pattern(TARGET_LINE.saturating_sub(base)), self);
-        line.push(b'\n');
-
-        let per_block = (MIB / line.len()).max(1);
-        let mut block = Vec::with_capacity(per_block * line.len());
-        for _ in 0..per_block {
-            block.extend_from_slice(&line);
-        }
-        let per_block = per_block as u64;
-        for _ in 0..n / per_block {
-            self.out.raw(&block);
-        }
-        for _ in 0..n % per_block {
-            self.out.raw(&line);
-        }
-
-        let assistant = self.assistant_message("pong");
-        self.event(obj! {"type": "message_end", "message": assistant.clone()});
-        self.event(obj! {"type": "turn_end", "message": assistant.clone(), "toolResults": arr![]});
-        self.event(obj! {"type": "agent_end", "messages": arr![assistant.clone()]});
-        self.st.last_assistant_text = Some("pong".to_owned());
-        self.st.messages = vec![assistant];
-    }
-}
-
-fn wrap(prefix: &[u8], body: &[u8], suffix: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(prefix.len() + body.len() + suffix.len());
-    v.extend_from_slice(prefix);
-    v.extend_from_slice(body);
-    v.extend_from_slice(suffix);
-    v
-}
-
-fn message_update(partial: &J, kind: &str, index: usize, delta: &str) -> J {
-    obj! {
-        "type": "message_update",
-        "message": partial.clone(),
-        "assistantMessageEvent": obj! {
-            "type": kind,
-            "contentIndex": index,
-            "delta": delta,
-            "partial": partial.clone(),
-        },
-    }
-}
-
-fn host_tool_call_frame(call_id: &str, tool_call_id: &str, tool_name: &str, arguments: J) -> J {
-    obj! {
-        "type": "host_tool_call",
-        "id": call_id,
-        "toolCallId": tool_call_id,
-        "toolName": tool_name,
-        "arguments": arguments,
-    }
-}
-
-fn ui_input(ui_id: &str) -> J {
-    obj! {
-        "type": "extension_ui_request",
-        "id": ui_id,
-        "method": "input",
-        "title": "Need input",
-        "placeholder": "value",
-    }
-}
-
-fn ui_confirm() -> J {
-    obj! {
-        "type": "extension_ui_request",
-        "id": "ui-2",
-        "method": "confirm",
-        "title": "Confirm",
-        "message": "Continue?",
-    }
-}
-
-fn ui_editor() -> J {
-    obj! {
-        "type": "extension_ui_request",
-        "id": "ui-3",
-        "method": "editor",
-        "title": "Edit",
-        "placeholder": "value",
     }
 }

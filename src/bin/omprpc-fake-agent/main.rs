@@ -127,7 +127,9 @@
 //! `emit_prompt_turn("pong")`: agent_start, turn_start, message_start
 //! (partial with empty text), message_update (text_delta "pong"),
 //! message_end, turn_end (`toolResults:[]`), agent_end (`messages:[assistant]`).
-//! Missing `message` → failure "missing field: message".
+//! Missing `message` → failure "missing field: message". The messages come in
+//! families, each in its module under `agent/`: `turns.rs`, `ui.rs`, `host.rs`,
+//! `volume.rs`, `faults.rs`, `responses.rs`, `activity.rs`.
 //!
 //! | message | behaviour |
 //! |---|---|

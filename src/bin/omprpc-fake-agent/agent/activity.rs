@@ -21,8 +21,29 @@
 
 use crate::json::{arr, obj, J};
 
-use super::{message_update, sleep_ms, Agent, Flavor};
+use super::turns::message_update;
+use super::{sleep_ms, Agent, Flavor};
 use crate::command::Cmd;
+
+/// The runs a prompt message can ask for.
+#[derive(Debug)]
+pub(super) enum Scenario {
+    Live,
+    Handoff,
+    SlashCommand,
+}
+
+impl Scenario {
+    /// None: not a keyword of this family.
+    pub(super) fn parse(message: &str) -> Option<Scenario> {
+        Some(match message {
+            "stream until abort" => Scenario::Live,
+            "handoff" => Scenario::Handoff,
+            "/noop" => Scenario::SlashCommand,
+            _ => return None,
+        })
+    }
+}
 
 /// The live run of "stream until abort".
 #[derive(Default)]
@@ -32,6 +53,15 @@ pub struct Live {
 }
 
 impl Agent {
+    /// After the prompt's response; `prompt` is its message.
+    pub(super) fn run_activity(&mut self, scenario: Scenario, cmd: &Cmd<'_>, prompt: &str) {
+        match scenario {
+            Scenario::Live => self.start_live_run(prompt),
+            Scenario::Handoff => self.handoff(prompt),
+            Scenario::SlashCommand => self.slash_command(cmd),
+        }
+    }
+
     fn user_message(&self, text: &str, steering: bool) -> J {
         let mut m = obj! {"role": "user", "content": arr![obj! {"type": "text", "text": text}]};
         if self.flavor == Flavor::Omp {
@@ -51,7 +81,7 @@ impl Agent {
     }
 
     /// After the prompt's response: the run starts and streams one delta, then waits.
-    pub(super) fn start_live_run(&mut self, prompt: &str) {
+    fn start_live_run(&mut self, prompt: &str) {
         self.event(obj! {"type": "agent_start"});
         self.user_turn_start(prompt, false);
         let partial = self.assistant_message("thinking ");
@@ -176,7 +206,7 @@ impl Agent {
     }
 
     /// omp's compaction handoff: the run ends non-terminally and nothing follows.
-    pub(super) fn handoff(&mut self, prompt: &str) {
+    fn handoff(&mut self, prompt: &str) {
         self.event(obj! {"type": "auto_compaction_start", "reason": "threshold", "action": "handoff"});
         self.event(obj! {"type": "auto_compaction_end", "action": "handoff", "aborted": false, "willRetry": false, "skipped": true});
         self.event(obj! {"type": "notice", "level": "warning", "source": "compaction", "message": "Context is over the compaction threshold"});
@@ -192,7 +222,7 @@ impl Agent {
     }
 
     /// An extension command: no run (pi: nothing after the response; omp: prompt_result).
-    pub(super) fn slash_command(&mut self, cmd: &Cmd<'_>) {
+    fn slash_command(&mut self, cmd: &Cmd<'_>) {
         if self.flavor == Flavor::Omp {
             let id = cmd.id.clone().unwrap_or(J::Null);
             self.event(obj! {"type": "prompt_result", "id": id, "agentInvoked": false});
