@@ -20,6 +20,16 @@ pub struct Field {
     pub ty: String,
 }
 
+/// The index just past the string literal that opens at `b[i]` (a quote, `'` or backtick).
+fn past_string(b: &[u8], mut i: usize) -> usize {
+    let q = b[i];
+    i += 1;
+    while i < b.len() && b[i] != q {
+        i += if b[i] == b'\\' { 2 } else { 1 };
+    }
+    (i + 1).min(b.len())
+}
+
 /// The source without `//` and `/* */` comments (string literals kept intact).
 pub fn strip_comments(src: &str) -> String {
     let b = src.as_bytes();
@@ -28,13 +38,8 @@ pub fn strip_comments(src: &str) -> String {
     while i < b.len() {
         match b[i] {
             b'"' | b'\'' | b'`' => {
-                let q = b[i];
                 let start = i;
-                i += 1;
-                while i < b.len() && b[i] != q {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
-                i = (i + 1).min(b.len());
+                i = past_string(b, i);
                 out.push_str(&src[start..i]);
             }
             b'/' if b.get(i + 1) == Some(&b'/') => {
@@ -71,11 +76,8 @@ fn split_top(text: &str, seps: &[u8]) -> Vec<String> {
     while i < b.len() {
         match b[i] {
             b'"' | b'\'' | b'`' => {
-                let q = b[i];
-                i += 1;
-                while i < b.len() && b[i] != q {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
+                i = past_string(b, i);
+                continue;
             }
             b'{' | b'(' | b'[' | b'<' => depth += 1,
             b'}' | b')' | b']' => depth -= 1,
@@ -150,11 +152,8 @@ fn braced(text: &str) -> Option<String> {
     while i < b.len() {
         match b[i] {
             b'"' | b'\'' | b'`' => {
-                let q = b[i];
-                i += 1;
-                while i < b.len() && b[i] != q {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
+                i = past_string(b, i);
+                continue;
             }
             b'{' => depth += 1,
             b'}' => {
