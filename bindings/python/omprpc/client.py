@@ -16,7 +16,6 @@ lives in the library; this module converts JSON to Python objects.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
@@ -28,7 +27,7 @@ import time
 import weakref
 from collections import deque
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Mapping, Optional, Sequence, TypeVar, Union, cast
+from typing import Any, Callable, Literal, Mapping, Optional, Sequence, TypeVar, Union, cast
 
 from . import _ffi, _lazy
 from ._ffi import lib
@@ -113,6 +112,27 @@ from .protocol import (
     to_notification,
 )
 from .summary import TurnSummary, parse_turn_summary
+# Defined in this module before; imported back from their new modules (the "as" form marks
+# them as re-exported for type checkers).
+from ._common import LIBRARY_DEFAULT as LIBRARY_DEFAULT
+from ._common import _LOG_LEVELS as _LOG_LEVELS
+from ._common import _interruptible as _interruptible
+from ._common import _LibraryDefault as _LibraryDefault
+from ._common import _loads as _loads
+from ._common import _loads_bulk as _loads_bulk
+from ._common import _ms as _ms
+from ._common import _request_ms as _request_ms
+from ._common import _typed_bulk as _typed_bulk
+from ._todos import TodoPhaseSeed as TodoPhaseSeed
+from ._todos import TodoSeed as TodoSeed
+from ._todos import _normalize_todo_phases as _normalize_todo_phases
+from ._turn import _TURN_PREFIX as _TURN_PREFIX
+from ._turn import _TURN_TAIL_MARK as _TURN_TAIL_MARK
+from ._turn import PromptTurn as PromptTurn
+from ._turn import _event_payload as _event_payload
+from ._turn import _parse_turn as _parse_turn
+from ._turn import _PromptLifecycle as _PromptLifecycle
+from ._turn import _RawEvents as _RawEvents
 
 __all__ = [
     "RpcClient",
@@ -149,9 +169,6 @@ PolicyHandler = Callable[[PolicyEvalEvent], PolicyVerdictValue]
 TListener = TypeVar("TListener", bound=Callable[..., None])
 _T = TypeVar("_T")
 
-TodoSeed = str | TodoItem | Mapping[str, object]
-TodoPhaseSeed = TodoPhase | Mapping[str, object]
-
 _ERROR_HISTORY_LIMIT = 128
 _BATCH_MAX_EVENTS = 4096
 _MESSAGES_PAGE_FALLBACK_CODES = frozenset({"session_busy", "stale_cursor"})
@@ -163,80 +180,6 @@ _HOST_FRAME_MARK = b'"host_'
 # cancellations, policy questions. A superset (any frame mentioning them) is fine.
 _HOST_MARK_RE = re.compile(rb'"host_')
 _POLICY_MARK_RE = re.compile(rb'"policy_eval"')
-_TURN_PREFIX = b'{"events":['
-_TURN_TAIL_MARK = b'],"requestId":'
-
-
-def _ms(timeout: float | None) -> int:
-    """Seconds → the library's milliseconds; None → no deadline."""
-    if timeout is None:
-        return _ffi.TIMEOUT_INFINITE
-    if timeout <= 0:
-        return 0
-    return max(1, int(round(timeout * 1000)))
-
-
-def _request_ms(timeout: float | None) -> int:
-    """A typed command's ``timeout=``: LIBRARY_DEFAULT → the client's ``request_timeout``,
-    None → no deadline, else seconds."""
-    return _ffi.TIMEOUT_DEFAULT if timeout is LIBRARY_DEFAULT else _ms(timeout)
-
-
-def _loads(data: bytes | None) -> Any:
-    return None if data is None else json.loads(data)
-
-
-def _loads_bulk(data: bytes) -> Any:
-    """json.loads for large batches. Decoded JSON holds no reference cycles, yet every
-    container it allocates counts towards the cyclic GC's thresholds: with the collector
-    paused while decoding, thousands of events decode 2-4x faster. The previous state is
-    restored at once (only if this call changed it)."""
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        return json.loads(data)
-    finally:
-        if paused:
-            gc.enable()
-
-
-def _typed_bulk(payloads: Sequence[Any]) -> tuple[RpcNotification, ...]:
-    """Typed events for many payloads (the GC paused as in :func:`_loads_bulk`)."""
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        return tuple(to_notification(p) for p in payloads)
-    finally:
-        if paused:
-            gc.enable()
-
-
-def _interruptible(call: Callable[[], Any]) -> Any:
-    """Runs a call that may block for long. On the main thread it runs on a helper thread while
-    the main thread waits in an interruptible wait, so Ctrl-C (KeyboardInterrupt) works even
-    though a ctypes call cannot be interrupted; the call itself then finishes in the
-    background (stop() ends it at once). Elsewhere the call runs directly."""
-    if threading.current_thread() is not threading.main_thread():
-        return call()
-    box: list[tuple[bool, Any]] = []
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            box.append((True, call()))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            box.append((False, exc))
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="omprpc-call", daemon=True).start()
-    done.wait()
-    ok, value = box[0]
-    if ok:
-        return value
-    raise value
 
 
 # --- listeners --------------------------------------------------------------------------------
@@ -365,242 +308,6 @@ class _WorkerPool:
             self._closed = True
             for _ in self._threads:
                 self._queue.put(None)
-
-
-# --- prompt turns --------------------------------------------------------------------------
-
-
-class _RawEvents:
-    """The events part of a turn (a JSON array), still in the library's buffer; decoded on
-    first use. The buffer is freed with the last object that needs it (the turn, or its lazy
-    events)."""
-
-    __slots__ = ("_owner", "_start", "_end")
-
-    def __init__(self, owner: _ffi.OwnedString, start: int, end: int):
-        self._owner = owner
-        self._start = start
-        self._end = end
-
-    def json(self) -> bytes:
-        return self._owner.slice(self._start, self._end)
-
-    def payloads(self) -> list[Any]:
-        result = _loads_bulk(self.json())
-        return result if isinstance(result, list) else []
-
-    def lazy(self) -> tuple[RpcNotification, ...] | None:
-        return _lazy.lazy_events(self._owner, self._start, self._end)
-
-
-class PromptTurn:
-    """One completed prompt: its events, the final messages, the assistant message and text.
-
-    ``events`` (typed notifications) and ``event_payloads`` (the frames as dicts) are decoded
-    on first access; until then the turn holds the library's JSON text only. Read-only.
-    """
-
-    __slots__ = ("_raw", "_payloads", "_events", "_lock", "_messages", "_assistant_message",
-                 "_assistant_text", "_request_id", "_agent_invoked", "_prompt_result", "_summary")
-
-    def __init__(
-        self,
-        events: Sequence[RpcNotification] = (),
-        messages: Sequence[AgentMessage] = (),
-        assistant_message: AssistantMessage | None = None,
-        assistant_text: str | None = None,
-        *,
-        request_id: str | None = None,
-        agent_invoked: bool = True,
-        prompt_result: JsonObject | None = None,
-    ):
-        self._raw: _RawEvents | None = None
-        self._payloads: list[Any] | None = None
-        self._events: tuple[RpcNotification, ...] | None = tuple(events)
-        self._lock = threading.Lock()
-        self._messages = tuple(messages)
-        self._assistant_message = assistant_message
-        self._assistant_text = assistant_text
-        self._request_id = request_id
-        self._agent_invoked = agent_invoked
-        self._prompt_result = prompt_result
-        self._summary: TurnSummary | None = None
-
-    @classmethod
-    def _from_turn(cls, tail: Mapping[str, Any], raw: _RawEvents | None,
-                   payloads: list[Any] | None) -> PromptTurn:
-        messages = tail.get("messages")
-        assistant = tail.get("assistantMessage")
-        text = tail.get("assistantText")
-        prompt_result = tail.get("promptResult")
-        turn = cls(
-            (),
-            tuple(messages) if isinstance(messages, list) else (),
-            cast(AssistantMessage, assistant) if isinstance(assistant, dict) else None,
-            text if isinstance(text, str) else None,
-            request_id=tail.get("requestId") if isinstance(tail.get("requestId"), str) else None,
-            agent_invoked=tail.get("agentInvoked") is not False,
-            prompt_result=prompt_result if isinstance(prompt_result, dict) else None,
-        )
-        turn._events = None
-        turn._raw = raw
-        turn._payloads = payloads
-        summary = tail.get("summary")
-        if isinstance(summary, dict):
-            turn._summary = parse_turn_summary(summary)
-        return turn
-
-    def _load_payloads(self) -> list[Any]:
-        with self._lock:
-            if self._payloads is None:
-                if self._raw is not None:
-                    self._payloads = self._raw.payloads()
-                    if self._events is not None:
-                        self._raw = None  # nothing needs the buffer any more
-                else:
-                    self._payloads = []
-            return self._payloads
-
-    @property
-    def events(self) -> tuple[RpcNotification, ...]:
-        """Every session event of the turn, typed (unknown frames as UnknownNotification).
-
-        Built on first access. With a library that writes a turn's events one per line, each
-        event is decoded only when one of its fields is first read (``type`` and
-        ``isinstance`` cost nothing; see ``omprpc._lazy``); otherwise all are decoded then."""
-        events = self._events
-        if events is None:
-            with self._lock:
-                events = self._events
-                if events is None and self._raw is not None and self._payloads is None:
-                    events = self._raw.lazy()
-                    if events is not None:
-                        self._events = events
-            if events is None:
-                events = _typed_bulk(self._load_payloads())
-                with self._lock:
-                    self._events = events
-                    self._raw = None
-        return events
-
-    @property
-    def event_payloads(self) -> tuple[JsonObject, ...]:
-        """The turn's events as the agent sent them (dicts), without typed objects."""
-        if self._events is not None and self._payloads is None and self._raw is None:
-            return tuple(_event_payload(e) for e in self._events)
-        return tuple(self._load_payloads())
-
-    def _events_json(self) -> bytes:
-        """The events as a JSON array, for the library (omprpc.summarize): the library's own
-        text when the turn still holds it."""
-        raw = self._raw
-        if raw is not None:
-            return raw.json()
-        payloads = self._payloads
-        if payloads is None:
-            payloads = list(self.event_payloads)
-        return _ffi.dumps(payloads)
-
-    @property
-    def summary(self) -> TurnSummary | None:
-        """The turn summary (text, reasoning, tool calls and their outcomes, stop reasons,
-        usage), computed by the library, when the client was started with
-        ``turn_summary=True``; None otherwise (``omprpc.summarize(turn)`` computes one)."""
-        return self._summary
-
-    @property
-    def messages(self) -> tuple[AgentMessage, ...]:
-        return self._messages
-
-    @property
-    def assistant_message(self) -> AssistantMessage | None:
-        return self._assistant_message
-
-    @property
-    def assistant_text(self) -> str | None:
-        return self._assistant_text
-
-    @property
-    def request_id(self) -> str | None:
-        return self._request_id
-
-    @property
-    def agent_invoked(self) -> bool:
-        """False when the prompt completed without an agent run (slash command, …)."""
-        return self._agent_invoked
-
-    @property
-    def prompt_result(self) -> JsonObject | None:
-        """The ``prompt_result`` frame that completed the prompt, when that is what did."""
-        return self._prompt_result
-
-    def require_assistant_text(self) -> str:
-        if self._assistant_text is None:
-            raise RpcError("Prompt completed without a text assistant message")
-        return self._assistant_text
-
-    def __repr__(self) -> str:
-        return (f"PromptTurn(request_id={self._request_id!r}, messages={len(self._messages)}, "
-                f"assistant_text={self._assistant_text!r})")
-
-
-def _event_payload(event: RpcNotification) -> JsonObject:
-    raw = getattr(event, "_omprpc_raw_payload", None)
-    if raw is not None:
-        return cast(JsonObject, raw())
-    return getattr(event, "payload", None) or {"type": event.type}
-
-
-def _parse_turn(owned: _ffi.OwnedString) -> PromptTurn:
-    """Reads the turn JSON ``{"events":[…],"requestId":…,…}`` without decoding the events:
-    the members after ``events`` are located from the end and decoded on their own."""
-    size = owned.size
-    if size > len(_TURN_PREFIX) and owned.slice(0, len(_TURN_PREFIX)) == _TURN_PREFIX:
-        window = 1 << 16
-        while True:
-            start = max(0, size - window)
-            chunk = owned.slice(start, size)
-            pos = len(chunk)
-            while True:
-                pos = chunk.rfind(_TURN_TAIL_MARK, 0, pos)
-                if pos < 0:
-                    break
-                try:
-                    tail = json.loads(b"{" + chunk[pos + 2:])
-                except ValueError:
-                    continue
-                if isinstance(tail, dict) and "requestId" in tail and "messages" in tail:
-                    raw = _RawEvents(owned, len(_TURN_PREFIX) - 1, start + pos + 1)
-                    return PromptTurn._from_turn(tail, raw, None)
-            if start == 0:
-                break
-            window *= 8
-    data = json.loads(owned.slice(0, size))
-    owned.release()
-    if not isinstance(data, dict):
-        raise RpcError("the library returned a turn that is not a JSON object")
-    events = data.get("events")
-    return PromptTurn._from_turn(data, None, events if isinstance(events, list) else [])
-
-
-class _PromptLifecycle:
-    """``client._prompt_lifecycle.active_operation``: the running collector, from the library."""
-
-    def __init__(self, client: RpcClient):
-        self._client = weakref.ref(client)
-
-    @property
-    def active_operation(self) -> str | None:
-        client = self._client()
-        session = client._session if client is not None else None
-        if session is None:
-            return None
-        try:
-            info = session.info()
-        except RpcError:
-            return None
-        op = info.get("activeOperation")
-        return op if isinstance(op, str) else None
 
 
 # --- one started client ----------------------------------------------------------------------
@@ -1161,29 +868,7 @@ class _Session:
 # --- the client ------------------------------------------------------------------------------
 
 
-class _LibraryDefault:
-    """The default of a keyword whose default is the library's own (docs/c-api.md)."""
-
-    _instance: _LibraryDefault | None = None
-
-    def __new__(cls) -> _LibraryDefault:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "LIBRARY_DEFAULT"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-#: A keyword left at the library's default (its value is not sent).
-LIBRARY_DEFAULT: Any = _LibraryDefault()
-
 _TURN_EVENTS = ("all", "no_updates", "none")
-#: The library's log levels and the `logging` level each is forwarded at (trace below DEBUG).
-_LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG, "trace": 5}
 _BRIDGE_MODES = ("auto", "always", "never")
 _BRIDGE_TRANSPORTS = ("unix", "tcp")
 
@@ -2371,87 +2056,3 @@ class RpcClient:
         if limit <= 0:
             raise ValueError(f"{name} must be greater than zero")
         return limit
-
-
-# --- set_todos normalisation ---------------------------------------------------------------------
-
-
-def _normalize_todo_phases(todos: Sequence[TodoSeed | TodoPhaseSeed]) -> list[JsonObject]:
-    """omp_rpc's set_todos input rules (spec §4.4), with status ``blocked`` accepted."""
-    if isinstance(todos, (str, bytes)):
-        raise RpcError("set_todos() takes a sequence of todo items or phases, not a string")
-    if len(todos) == 0:
-        return []
-    counter = 0
-
-    def next_task() -> str:
-        nonlocal counter
-        counter += 1
-        return f"task-{counter}"
-
-    def opt(value: object) -> str | None:
-        return value if isinstance(value, str) else None
-
-    def item(seed: object) -> JsonObject:
-        if isinstance(seed, str):
-            return {"id": next_task(), "content": seed, "status": "pending"}
-        if isinstance(seed, TodoItem):
-            if seed.status not in TODO_STATUSES:
-                raise RpcError(f"Unsupported todo status: {seed.status}")
-            if not seed.content.strip():
-                raise RpcError("Todo items must provide a non-empty 'content' value")
-            return {"id": seed.id or next_task(), "content": seed.content, "status": seed.status,
-                    "notes": seed.notes, "details": seed.details, "blocker": seed.blocker}
-        if not isinstance(seed, Mapping):
-            raise RpcError(f"Unsupported todo item: {seed!r}")
-        content = seed.get("content")
-        if not isinstance(content, str) or not content.strip():
-            raise RpcError("Todo items must provide a non-empty 'content' value")
-        raw_status = seed.get("status")
-        if isinstance(raw_status, str):
-            if raw_status not in TODO_STATUSES:
-                raise RpcError(f"Unsupported todo status: {raw_status}")
-            status = raw_status
-        else:
-            status = "pending"
-        raw_id = seed.get("id")
-        return {
-            "id": raw_id if isinstance(raw_id, str) and raw_id else next_task(),
-            "content": content,
-            "status": status,
-            "notes": opt(seed.get("notes")),
-            "details": opt(seed.get("details")),
-            "blocker": opt(seed.get("blocker")),
-        }
-
-    def is_phase(seed: object) -> bool:
-        if isinstance(seed, TodoPhase):
-            return True
-        if not isinstance(seed, Mapping):
-            return False
-        return "tasks" in seed or ("name" in seed and "content" not in seed)
-
-    def phase(seed: object, index: int) -> JsonObject:
-        if isinstance(seed, TodoPhase):
-            if not seed.name.strip():
-                raise RpcError("Todo phases must provide a non-empty 'name' value")
-            return {"id": seed.id or f"phase-{index}", "name": seed.name, "tasks": [item(t) for t in seed.tasks]}
-        assert isinstance(seed, Mapping)
-        name = seed.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise RpcError("Todo phases must provide a non-empty 'name' value")
-        raw_tasks = seed.get("tasks") or ()
-        if not isinstance(raw_tasks, Iterable) or isinstance(raw_tasks, (str, bytes, Mapping)):
-            raise RpcError("Todo phase 'tasks' must be a sequence")
-        raw_id = seed.get("id")
-        return {"id": raw_id if isinstance(raw_id, str) and raw_id else f"phase-{index}", "name": name,
-                "tasks": [item(t) for t in raw_tasks]}
-
-    if any(is_phase(t) for t in todos):
-        phases = []
-        for index, seed in enumerate(todos, start=1):
-            if not is_phase(seed):
-                raise RpcError("Cannot mix flat todo items with todo phases in one set_todos() call")
-            phases.append(phase(seed, index))
-        return phases
-    return [{"id": "phase-1", "name": "Todos", "tasks": [item(t) for t in todos]}]
