@@ -1,0 +1,85 @@
+'use strict';
+// Argument helpers: timeouts, strings without NUL, start options in the C keys, prompt
+// arguments and host tool results.
+
+const { TIMEOUT_INFINITE, TIMEOUT_DEFAULT } = require('./constants.cjs');
+const { Status, jsError } = require('./errors.cjs');
+
+function timeoutArg(v, what) {
+  if (v === undefined) return TIMEOUT_DEFAULT;
+  if (v === null || v === Infinity) return TIMEOUT_INFINITE;
+  if (typeof v !== 'number' || Number.isNaN(v)) throw new TypeError(`${what || 'timeoutMs'} must be a number, null or Infinity`);
+  if (v === TIMEOUT_INFINITE || v === TIMEOUT_DEFAULT) return v;
+  if (v < 0) throw new RangeError(`${what || 'timeoutMs'} must be >= 0 (or -1: infinite, -2: the client default)`);
+  return Math.floor(v);
+}
+
+function text(v, what) {
+  if (typeof v !== 'string') throw new TypeError(`${what} must be a string`);
+  if (v.includes('\0')) throw jsError(Status.INVALID_ARGUMENT, `${what} contains a NUL character`);
+  return v;
+}
+
+function snakeKey(k) {
+  return k.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());
+}
+
+/** Binding-only start options (not sent to the core). */
+const BINDING_OPTIONS = new Set(['closeOnExit', 'close_on_exit', 'ref', 'libraryPath', 'library_path']);
+
+/**
+ * Converts a start options object to the C keys: top-level camelCase keys become snake_case
+ * (`maxEventHistory` → `max_event_history`); values (e.g. `env`, tool specs) are untouched;
+ * `undefined` values are dropped. Binding-only keys are removed.
+ */
+function toCoreOptions(options) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError('options must be an object');
+  }
+  const out = {};
+  for (const [k, v] of Object.entries(options)) {
+    if (BINDING_OPTIONS.has(k) || v === undefined) continue;
+    const key = snakeKey(k);
+    if (Object.prototype.hasOwnProperty.call(out, key)) {
+      throw jsError(Status.INVALID_ARGUMENT, `option "${key}" is given twice (as "${k}" and in another spelling)`);
+    }
+    out[key] = v;
+  }
+  return out;
+}
+
+function optionsJson(opts, strip) {
+  if (opts === undefined || opts === null) return null;
+  const o = {};
+  let any = false;
+  for (const [k, v] of Object.entries(opts)) {
+    if (strip.includes(k) || v === undefined) continue;
+    o[k] = v;
+    any = true;
+  }
+  return any ? JSON.stringify(o) : null;
+}
+
+const CALL_OPTS = ['timeoutMs', 'signal'];
+
+/** (message, options_json) of prompt / steer / follow_up: a message with a NUL travels inside the options. */
+function promptArgs(message, opts) {
+  if (typeof message !== 'string') throw new TypeError('message must be a string');
+  if (!message.includes('\0')) return [message, optionsJson(opts, CALL_OPTS)];
+  return [null, optionsJson({ ...opts, message }, CALL_OPTS)];
+}
+
+/** Host tool results: `"text"` or `{content:[…], details?}`; anything else becomes text. */
+function toolResultJson(v) {
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (v === undefined || v === null) return JSON.stringify('');
+  if (typeof v === 'object' && Array.isArray(v.content)) return JSON.stringify(v);
+  return JSON.stringify(JSON.stringify(v));
+}
+
+function errorText(e) {
+  if (e instanceof Error) return e.message || String(e);
+  return typeof e === 'string' ? e : JSON.stringify(e);
+}
+
+module.exports = { timeoutArg, text, toCoreOptions, promptArgs, toolResultJson, errorText };

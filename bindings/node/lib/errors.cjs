@@ -1,0 +1,102 @@
+'use strict';
+// The C ABI's status codes and the error classes they map to, one per status.
+
+const Status = Object.freeze({
+  OK: 0,
+  INVALID_ARGUMENT: 1,
+  INVALID_JSON: 2,
+  INVALID_UTF8: 3,
+  TIMEOUT: 4,
+  COMMAND_FAILED: 5,
+  PROCESS_EXITED: 6,
+  CLOSED: 7,
+  CONCURRENCY: 8,
+  PROTOCOL: 9,
+  IO: 10,
+  NOT_FOUND: 11,
+  CANCELLED: 12,
+  LIMIT_EXCEEDED: 13,
+  PANIC: 14,
+});
+const STATUS_NAMES = Object.keys(Status);
+
+/** Every failure of an omprpc call: `status` (number), `code` (its name), `message`. */
+class OmprpcError extends Error {
+  constructor(message, status, code, details) {
+    super(message);
+    this.name = new.target.name;
+    this.status = status;
+    this.code = code !== undefined ? code : STATUS_NAMES[status] || 'UNKNOWN';
+    /** The core's whole error object (`{code,status,message,…}`). */
+    this.details = details || { code: this.code, status, message };
+  }
+}
+class InvalidArgumentError extends OmprpcError {}
+class InvalidJsonError extends OmprpcError {}
+class InvalidUtf8Error extends OmprpcError {}
+class TimeoutError extends OmprpcError {}
+/** The agent answered `success:false` (also a late prompt failure). */
+class CommandError extends OmprpcError {
+  constructor(message, status, code, details) {
+    super(message, status, code, details);
+    /** The command that failed (`"prompt"`, `"get_state"` …). */
+    this.command = details && details.command;
+    /** The agent's own error text. */
+    this.error = details && details.error;
+    /** The agent's error code, when it sent one. */
+    this.errorCode = details && details.errorCode;
+  }
+}
+class ProcessExitedError extends OmprpcError {}
+class ClosedError extends OmprpcError {}
+class ConcurrencyError extends OmprpcError {}
+class ProtocolError extends OmprpcError {}
+class IoError extends OmprpcError {}
+class NotFoundError extends OmprpcError {}
+class CancelledError extends OmprpcError {}
+class LimitExceededError extends OmprpcError {}
+class PanicError extends OmprpcError {}
+
+const ERROR_CLASSES = [
+  OmprpcError, InvalidArgumentError, InvalidJsonError, InvalidUtf8Error, TimeoutError,
+  CommandError, ProcessExitedError, ClosedError, ConcurrencyError, ProtocolError, IoError,
+  NotFoundError, CancelledError, LimitExceededError, PanicError,
+];
+
+function errorFromDetails(details, status) {
+  const st = typeof details.status === 'number' ? details.status : status;
+  const Cls = ERROR_CLASSES[st] || OmprpcError;
+  const message = typeof details.message === 'string' ? details.message : `omprpc: ${STATUS_NAMES[st] || st}`;
+  return new Cls(message, st, details.code, details);
+}
+
+function jsError(status, message, extra) {
+  return errorFromDetails({ code: STATUS_NAMES[status], status, message, ...extra }, status);
+}
+
+function closedError(message) {
+  return jsError(Status.CLOSED, message || 'the client is closed');
+}
+
+module.exports = {
+  Status,
+  STATUS_NAMES,
+  OmprpcError,
+  InvalidArgumentError,
+  InvalidJsonError,
+  InvalidUtf8Error,
+  TimeoutError,
+  CommandError,
+  ProcessExitedError,
+  ClosedError,
+  ConcurrencyError,
+  ProtocolError,
+  IoError,
+  NotFoundError,
+  CancelledError,
+  LimitExceededError,
+  PanicError,
+  errorFromDetails,
+  jsError,
+  closedError,
+};

@@ -1,0 +1,373 @@
+'use strict';
+// Event delivery. ClientEvents holds Client's methods for it (installed on Client.prototype by
+// lib/client.cjs): the pull queue (nextEvent), iterators and listeners, and the pump that
+// takes batches from the core (through the shared reactor, or on timers) and hands them to
+// host handlers and consumers.
+
+const { EVENT_BATCH, TIMEOUT_INFINITE, UNREF_POLL_MIN_MS, UNREF_POLL_MAX_MS } = require('./constants.cjs');
+const { Status, closedError, jsError } = require('./errors.cjs');
+const { native, take, failure, callOutRaw } = require('./native.cjs');
+const { timeoutArg } = require('./args.cjs');
+const { EventIterator } = require('./iterator.cjs');
+const { reactor } = require('./reactor.cjs');
+
+const RESERVED_EMIT = new Set(['error', 'event', 'close', 'newListener', 'removeListener']);
+const INTERNAL_LISTENERS = new Set(['close', 'error', 'newListener', 'removeListener']);
+
+class ClientEvents {
+  /**
+   * Before any call that waited on the agent resolves or rejects: delivers what the core has
+   * queued to listeners and iterators (non-blocking batches, on this thread), so they have
+   * seen every event that preceded the call's outcome — the core queues them before the call
+   * returns. An iterator past its highWaterMark takes these anyway (they are bounded by the
+   * core's queue). Not for the pull queue alone (nextEvent() takes its own).
+   */
+  _catchUp() {
+    if (this._st.freed || this._pumpEnded) return;
+    if (this._iterators.size === 0 && !this._hasListeners()) return;
+    while (this._drainOnce(true) > 0) {
+      // each batch is delivered in order; a closed client stops it
+    }
+  }
+  /**
+   * The next event straight from the core's queue (TimeoutError when none arrived in time;
+   * ClosedError once closed and drained). Do not mix with events()/listeners: whichever
+   * takes an event first gets it.
+   */
+  async nextEvent(opts = {}) {
+    this._pulls = true; // from now on the pull queue has a consumer (see _seenBy)
+    if (this._orphans.length || this._orphansDropped) return this._takeOrphans(1)[0];
+    const t = timeoutArg(opts.timeoutMs === undefined ? TIMEOUT_INFINITE : opts.timeoutMs);
+    const signal = opts.signal;
+    if (signal) signal.throwIfAborted();
+    if (this._closePromise !== null) {
+      // close() drains the core's queue into the pull queue before it frees the handle.
+      await this._closePromise.catch(() => {});
+      if (this._orphans.length || this._orphansDropped) return this._takeOrphans(1)[0];
+      throw closedError();
+    }
+    if (this._pumpEnded) throw this._pumpError || closedError();
+    if (t === 0) {
+      // Only the main thread takes events: a non-blocking poll keeps their order.
+      const r = callOutRaw(native().nextEvents, [this._st.h, EVENT_BATCH, 0]);
+      if (r.st === Status.OK) {
+        take(r.err);
+        this._keepOrphans(this._dispatchHost(JSON.parse(take(r.out)), true));
+        this._uiLane.serve();
+        return this._takeOrphans(1)[0];
+      }
+      throw failure(r.st, r.err);
+    }
+    return new Promise((resolve, reject) => {
+      const w = { resolve, reject, timer: null, signal, onAbort: null };
+      const done = () => {
+        if (w.timer) clearTimeout(w.timer);
+        if (signal) signal.removeEventListener('abort', w.onAbort);
+        const i = this._eventWaiters.indexOf(w);
+        if (i >= 0) this._eventWaiters.splice(i, 1);
+        if (this._eventWaiters.length === 0) process.nextTick(() => this._updatePump());
+      };
+      w.resolve = (v) => {
+        done();
+        resolve(v);
+      };
+      w.reject = (e) => {
+        done();
+        reject(e);
+      };
+      if (t >= 0) w.timer = setTimeout(() => w.reject(jsError(Status.TIMEOUT, 'no event arrived before the timeout')), t);
+      if (signal) {
+        w.onAbort = () => w.reject(signal.reason);
+        signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      this._eventWaiters.push(w);
+      this._updatePump();
+    });
+  }
+
+  _wakeEventWaiters() {
+    while (this._eventWaiters.length && (this._orphans.length || this._orphansDropped)) {
+      this._eventWaiters[0].resolve(this._takeOrphans(1)[0]);
+    }
+    if (this._eventWaiters.length && (this._pumpEnded || this._st.freed)) {
+      const e = this._pumpError || closedError();
+      for (const w of [...this._eventWaiters]) w.reject(e);
+    }
+  }
+  // --- events ------------------------------------------------------------------------
+
+  /**
+   * An async iterator over every event from now on (verbatim agent frames plus omprpc's
+   * synthetic ones). Ends when the client is closed and the queue drained. Options:
+   * `signal`, `types` (only these event types), `highWaterMark` (buffered events before
+   * delivery pauses).
+   */
+  events(opts = {}) {
+    const it = new EventIterator(this, opts);
+    if (it._done) return it;
+    this._iterators.add(it);
+    if (this._orphans.length || this._orphansDropped) it._push(this._takeOrphans(Infinity));
+    if (this._pumpEnded || this._st.freed) it._end(this._pumpError);
+    else this._updatePump();
+    return it;
+  }
+
+  _detachIterator(it) {
+    this._iterators.delete(it);
+    this._iteratorDrained();
+    this._updatePump();
+  }
+
+  _iteratorDrained() {
+    // Below the high-water mark again: the reactor may watch this client's events again.
+    if (this._closePromise === null) process.nextTick(() => this._updatePump());
+  }
+
+  /** Keeps the process alive while events are awaited (default). */
+  ref() {
+    this._refed = true;
+    this._updatePump();
+    return this;
+  }
+
+  /**
+   * Lets the process exit although events are awaited: the event pump then polls with
+   * unref'd timers instead of blocking pool calls.
+   */
+  unref() {
+    this._refed = false;
+    this._updatePump();
+    return this;
+  }
+
+  _hasListeners() {
+    for (const name of this.eventNames()) {
+      if (!INTERNAL_LISTENERS.has(name) && this.listenerCount(name) > 0) return true;
+    }
+    return false;
+  }
+
+  _hasConsumers() {
+    return this._iterators.size > 0 || this._eventWaiters.length > 0 || this._hasListeners();
+  }
+
+  /** Host registrations need the pump: their calls are served, delivered, or answered at once. */
+  _hasHandlers() {
+    return this._policyHandler !== null || this._tools.size > 0 || this._schemes.size > 0;
+  }
+
+  _pumpMode() {
+    if (this._st.freed || this._pumpEnded) return 'off';
+    const consumers = this._hasConsumers() || this._uiLane.waiting;
+    if (!consumers && !this._hasHandlers()) return 'off';
+    if (this._pending > 0 || this._eventWaiters.length > 0 || this._uiLane.waiting || (consumers && this._refed)) return 'block';
+    return 'timer';
+  }
+
+  /** Re-evaluates who waits for this client's events and how (reactor, timer, nothing). */
+  _updatePump() {
+    const mode = this._pumpMode();
+    if (mode === 'block' && reactor.available()) {
+      reactor.add(this);
+    } else {
+      reactor.remove(this);
+    }
+    if (mode === 'timer' || (mode === 'block' && !reactor.available())) this._runTimerLoop();
+    else if (this._wakeTimer) this._wakeTimer();
+  }
+
+  _reactorWants() {
+    return this._draining === null && !this._st.freed && !this._pumpEnded && this._pumpMode() === 'block' && !this._blockedIterator();
+  }
+
+  _blockedIterator() {
+    if (this._closePromise !== null) return false;
+    for (const it of this._iterators) if (it.blocked) return true;
+    return false;
+  }
+
+  /** Takes what is queued, batch by batch, yielding to the event loop in between. */
+  _startDrain() {
+    if (this._draining !== null) return this._draining;
+    this._draining = this._drain().then(
+      (n) => {
+        this._draining = null;
+        this._updatePump();
+        return n;
+      },
+      (e) => {
+        this._draining = null;
+        this._pumpFailed(e);
+        return 0;
+      },
+    );
+    return this._draining;
+  }
+
+  async _drain() {
+    let delivered = 0;
+    for (let first = true; ; first = false) {
+      if (!first) await new Promise((resolve) => setImmediate(resolve));
+      if (this._drainOnce() <= 0) return delivered;
+      delivered++;
+    }
+  }
+
+  /** One non-blocking batch: >0 events delivered, 0 none queued, -1 stop. `force`: past blocked iterators. */
+  _drainOnce(force) {
+    if (this._st.freed || this._pumpEnded) return -1;
+    if (this._closePromise === null && (this._pumpMode() === 'off' || (!force && this._blockedIterator()))) return -1;
+    const r = callOutRaw(native().nextEvents, [this._st.h, EVENT_BATCH, 0]);
+    if (r.st === Status.OK) {
+      take(r.err);
+      const evs = JSON.parse(take(r.out));
+      this._deliver(evs);
+      this._uiLane.serve();
+      return evs.length;
+    }
+    if (r.st === Status.TIMEOUT) {
+      take(r.err);
+      this._uiLane.serve();
+      return 0;
+    }
+    if (r.st === Status.CLOSED) {
+      take(r.err);
+      this._uiLane.serve();
+      this._pumpClosed(null);
+      return -1;
+    }
+    this._pumpClosed(failure(r.st, r.err));
+    return -1;
+  }
+
+  /**
+   * Without the reactor's pool call: non-blocking polls on a timer, unref'd unless the
+   * client must keep the process alive (no libc poll available).
+   */
+  async _runTimerLoop() {
+    if (this._timerLoop) {
+      if (this._wakeTimer) this._wakeTimer();
+      return;
+    }
+    this._timerLoop = true;
+    try {
+      for (;;) {
+        const mode = this._pumpMode();
+        const useTimer = mode === 'timer' || (mode === 'block' && !reactor.available());
+        if (!useTimer) return;
+        const n = await this._startDrain();
+        if (n > 0) this._unrefDelay = UNREF_POLL_MIN_MS;
+        else this._unrefDelay = Math.min(UNREF_POLL_MAX_MS, this._unrefDelay * 2);
+        if (this._pumpMode() === 'off') return;
+        await new Promise((resolve) => {
+          const t = setTimeout(resolve, this._unrefDelay);
+          if (this._pumpMode() !== 'block') t.unref();
+          this._wakeTimer = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+        this._wakeTimer = null;
+      }
+    } finally {
+      this._timerLoop = false;
+    }
+  }
+
+  _pumpClosed(error) {
+    this._pumpEnded = true;
+    this._pumpError = error;
+    reactor.remove(this);
+    for (const it of [...this._iterators]) it._end(error);
+    this._wakeEventWaiters();
+  }
+
+  _pumpFailed(e) {
+    this._pumpClosed(e instanceof Error ? e : new Error(String(e)));
+    if (this.listenerCount('error') > 0) this.emit('error', e);
+  }
+
+  /** Starts handlers for host calls / cancels; returns the events. */
+  _dispatchHost(evs, pulled) {
+    for (let i = 0; i < evs.length; i++) {
+      const ev = evs[i];
+      switch (ev.type) {
+        case 'host_tool_call':
+          this._onHostToolCall(ev, pulled);
+          break;
+        case 'host_uri_request':
+          this._onHostUriRequest(ev, pulled);
+          break;
+        case 'host_tool_cancel':
+        case 'host_uri_cancel':
+          this._onHostCancel(ev);
+          break;
+        case 'policy_eval':
+          this._onPolicyEval(ev);
+          break;
+        default:
+      }
+    }
+    return evs;
+  }
+
+  /**
+   * Hands a batch to everyone: host handlers, iterators, listeners; and to the pull queue
+   * (nextEvent(), later iterators) while a nextEvent() waits or nobody else consumes.
+   */
+  _deliver(evs) {
+    this._dispatchHost(evs);
+    const listeners = this._hasListeners();
+    if (this._eventWaiters.length > 0 || (this._iterators.size === 0 && !listeners)) {
+      this._keepOrphans(evs);
+      this._wakeEventWaiters();
+    }
+    for (const it of this._iterators) it._push(evs);
+    if (listeners) {
+      const all = this.listenerCount('event') > 0;
+      for (let i = 0; i < evs.length; i++) {
+        const ev = evs[i];
+        try {
+          if (all) this.emit('event', ev);
+          if (typeof ev.type === 'string' && !RESERVED_EMIT.has(ev.type) && this.listenerCount(ev.type) > 0) this.emit(ev.type, ev);
+        } catch (e) {
+          // A throwing listener must not stop the pump; surface it like any uncaught error.
+          queueMicrotask(() => {
+            throw e;
+          });
+        }
+      }
+    }
+  }
+
+  _keepOrphans(evs) {
+    for (const ev of evs) this._orphans.push(ev);
+    const over = this._orphans.length - this._orphanCapacity;
+    if (over > 0) {
+      // Oldest dropped, and said so (like the core's own queue) when they are handed out; a
+      // dropped event_overflow of the core's carries its count into ours.
+      for (const ev of this._orphans.splice(0, over)) {
+        if (ev && ev.type === 'event_overflow' && ev.omprpc === true && typeof ev.dropped === 'number') {
+          this._orphansDropped += ev.dropped;
+        } else {
+          this._orphansDropped++;
+          this._bindingDropped++;
+        }
+      }
+    }
+  }
+
+  /** Up to `max` kept events, led by a synthetic event_overflow when some were dropped. */
+  _takeOrphans(max) {
+    const out = [];
+    if (this._orphansDropped > 0) {
+      out.push({ type: 'event_overflow', dropped: this._orphansDropped, omprpc: true });
+      this._orphansDropped = 0;
+    }
+    const n = Math.min(max - out.length, this._orphans.length);
+    for (const ev of this._orphans.splice(0, n)) out.push(ev);
+    return out;
+  }
+}
+
+module.exports = { ClientEvents, INTERNAL_LISTENERS };

@@ -1,0 +1,119 @@
+'use strict';
+// EventIterator: a client's events as an async iterator, with its own buffer, a type filter
+// and backpressure (highWaterMark).
+
+const { DEFAULT_HIGH_WATER_MARK } = require('./constants.cjs');
+
+class EventIterator {
+  constructor(client, opts) {
+    this._client = client;
+    this._buf = [];
+    this._head = 0;
+    this._waiter = null;
+    this._done = false;
+    this._error = null;
+    this._hwm = opts.highWaterMark || DEFAULT_HIGH_WATER_MARK;
+    this._types = opts.types ? new Set(opts.types) : null;
+    this._signal = opts.signal || null;
+    if (this._signal) {
+      this._onAbort = () => this._finish(this._signal.reason || new Error('aborted'));
+      if (this._signal.aborted) this._done = true;
+      else this._signal.addEventListener('abort', this._onAbort, { once: true });
+    }
+  }
+
+  get _size() {
+    return this._buf.length - this._head;
+  }
+
+  _push(evs) {
+    if (this._done) return;
+    const types = this._types;
+    for (let i = 0; i < evs.length; i++) {
+      const ev = evs[i];
+      if (types === null || types.has(ev.type)) this._buf.push(ev);
+    }
+    if (this._waiter && this._size > 0) {
+      const w = this._waiter;
+      this._waiter = null;
+      w.resolve({ value: this._shift(), done: false });
+    }
+  }
+
+  _shift() {
+    const v = this._buf[this._head];
+    this._buf[this._head++] = undefined;
+    if (this._head > 4096 && this._head * 2 > this._buf.length) {
+      this._buf = this._buf.slice(this._head);
+      this._head = 0;
+    }
+    if (this._size === this._hwm - 1) this._client._iteratorDrained();
+    return v;
+  }
+
+  /** Ends the iterator once its buffer is consumed (error: rejects after the buffer). */
+  _end(error) {
+    if (this._done) return;
+    this._done = true;
+    this._error = error || null;
+    this._detach();
+    if (this._waiter) {
+      const w = this._waiter;
+      this._waiter = null;
+      if (this._size > 0) w.resolve({ value: this._shift(), done: false });
+      else if (this._error) {
+        const e = this._error;
+        this._error = null;
+        w.reject(e);
+      } else w.resolve({ value: undefined, done: true });
+    }
+  }
+
+  /** Ends now, dropping the buffer (return(), abort). */
+  _finish(error) {
+    this._buf = [];
+    this._head = 0;
+    this._end(error && this._signal && this._signal.aborted ? error : null);
+  }
+
+  _detach() {
+    if (this._signal && this._onAbort) this._signal.removeEventListener('abort', this._onAbort);
+    this._client._detachIterator(this);
+  }
+
+  get blocked() {
+    return !this._done && this._size >= this._hwm;
+  }
+
+  /** Whether events of this type reach this iterator. */
+  _accepts(type) {
+    return !this._done && (this._types === null || this._types.has(type));
+  }
+
+  next() {
+    if (this._size > 0) return Promise.resolve({ value: this._shift(), done: false });
+    if (this._done) {
+      if (this._error) {
+        const e = this._error;
+        this._error = null;
+        return Promise.reject(e);
+      }
+      return Promise.resolve({ value: undefined, done: true });
+    }
+    if (this._waiter) return Promise.reject(new Error('omprpc: concurrent next() on one event iterator'));
+    return new Promise((resolve, reject) => {
+      this._waiter = { resolve, reject };
+    });
+  }
+
+  return() {
+    this._finish(null);
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+}
+
+module.exports = { EventIterator };

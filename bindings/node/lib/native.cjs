@@ -1,0 +1,270 @@
+'use strict';
+// The native library: finding and loading it (through koffi, required on first load), its
+// bound functions, and the call wrappers that decode and free what it returns and turn a
+// failure status into an error.
+
+const fs = require('node:fs');
+const path = require('node:path');
+const { ABI_VERSION } = require('./constants.cjs');
+const { STATUS_NAMES, errorFromDetails } = require('./errors.cjs');
+
+/** The package's directory (this file is in its lib/). */
+const PACKAGE_DIR = path.join(__dirname, '..');
+
+let koffi = null;
+let N = null; // the bound functions, once loaded
+let loadedPath = null;
+
+function libraryFileName() {
+  if (process.platform === 'win32') return 'omprpc.dll';
+  if (process.platform === 'darwin') return 'libomprpc.dylib';
+  return 'libomprpc.so';
+}
+
+/** Where `load()` looks, in order (the first existing file wins; see README). */
+function libraryCandidates() {
+  const name = libraryFileName();
+  const out = [];
+  if (process.env.OMPRPC_LIBRARY) return [path.resolve(process.env.OMPRPC_LIBRARY)];
+  out.push(path.join(PACKAGE_DIR, 'lib', name));
+  // The repository's cargo output: the more recently built of release and debug.
+  const targets = [];
+  if (process.env.CARGO_TARGET_DIR) targets.push(path.resolve(process.env.CARGO_TARGET_DIR));
+  targets.push(path.resolve(PACKAGE_DIR, '..', '..', 'target'));
+  for (const t of targets) {
+    const builds = ['release', 'debug']
+      .map((p) => path.join(t, p, name))
+      .map((p) => ({ p, m: mtimeOf(p) }))
+      .filter((x) => x.m !== null)
+      .sort((a, b) => b.m - a.m);
+    for (const b of builds) out.push(b.p);
+    if (builds.length === 0) out.push(path.join(t, 'release', name), path.join(t, 'debug', name));
+  }
+  return out;
+}
+
+function mtimeOf(p) {
+  try {
+    return fs.statSync(p).mtimeMs;
+  } catch {
+    return null;
+  }
+}
+
+const DECLS = {
+  version: 'const char *omprpc_version(void)',
+  abiVersion: 'uint32_t omprpc_abi_version(void)',
+  statusName: 'const char *omprpc_status_name(int status)',
+  stringFree: 'void omprpc_string_free(void *s)',
+  buildArgv: 'int omprpc_build_argv(const char *options_json, _Out_ void **out, _Out_ void **err)',
+  start: 'int omprpc_client_start(const char *options_json, _Out_ void **out_client, _Out_ void **err)',
+  request: 'int omprpc_client_request(void *c, const char *type, const char *params_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  sendFrame: 'int omprpc_client_send_frame(void *c, const char *frame_json, _Out_ void **err)',
+  prompt: 'int omprpc_client_prompt(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  abortAndPrompt: 'int omprpc_client_abort_and_prompt(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  promptAndWait: 'int omprpc_client_prompt_and_wait(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  steer: 'int omprpc_client_steer(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **err)',
+  followUp: 'int omprpc_client_follow_up(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **err)',
+  abort: 'int omprpc_client_abort(void *c, int64_t timeout_ms, _Out_ void **err)',
+  getState: 'int omprpc_client_get_state(void *c, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  bash: 'int omprpc_client_bash(void *c, const char *command, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  collectEvents: 'int omprpc_client_collect_events(void *c, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  waitForIdle: 'int omprpc_client_wait_for_idle(void *c, int64_t timeout_ms, _Out_ void **err)',
+  nextEvent: 'int omprpc_client_next_event(void *c, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  nextEvents: 'int omprpc_client_next_events(void *c, size_t max_events, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  eventFd: 'int omprpc_client_event_fd(void *c, _Out_ int *out_fd, _Out_ void **err)',
+  nextUiRequest: 'int omprpc_client_next_ui_request(void *c, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  uiSendValue: 'int omprpc_client_ui_send_value(void *c, const char *request_id, const char *value, _Out_ void **err)',
+  uiSendConfirmation: 'int omprpc_client_ui_send_confirmation(void *c, const char *request_id, bool confirmed, _Out_ void **err)',
+  uiCancel: 'int omprpc_client_ui_cancel(void *c, const char *request_id, bool timed_out, _Out_ void **err)',
+  setUiPolicy: 'int omprpc_client_set_ui_policy(void *c, const char *policy_json, _Out_ void **err)',
+  setHostTools: 'int omprpc_client_set_host_tools(void *c, const char *tools_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  setHostUriSchemes: 'int omprpc_client_set_host_uri_schemes(void *c, const char *schemes_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+  hostToolUpdate: 'int omprpc_client_host_tool_update(void *c, const char *call_id, const char *partial_json, _Out_ void **err)',
+  hostToolResult: 'int omprpc_client_host_tool_result(void *c, const char *call_id, const char *result_json, bool is_error, _Out_ void **err)',
+  hostUriResult: 'int omprpc_client_host_uri_result(void *c, const char *request_id, const char *result_json, _Out_ void **err)',
+  stderr: 'int omprpc_client_stderr(void *c, _Out_ void **out, _Out_ void **err)',
+  protocolErrors: 'int omprpc_client_protocol_errors(void *c, _Out_ void **out, _Out_ void **err)',
+  info: 'int omprpc_client_info(void *c, _Out_ void **out, _Out_ void **err)',
+  close: 'int omprpc_client_close(void *c, _Out_ void **err)',
+  free: 'void omprpc_client_free(void *c)',
+};
+
+/** Later additions (same ABI version): bound when present, an error on use otherwise. */
+const OPTIONAL_DECLS = {
+  policyVerdict: 'int omprpc_client_policy_verdict(void *c, const char *request_id, bool allow, const char *reason, _Out_ void **err)',
+  summarize: 'int omprpc_summarize(const char *events_json, const char *options_json, _Out_ void **out, _Out_ void **err)',
+  summarizerNew: 'int omprpc_summarizer_new(const char *options_json, _Out_ void **out, _Out_ void **err)',
+  summarizerFeed: 'int omprpc_summarizer_feed(void *s, const char *event_json, _Out_ void **out, _Out_ void **err)',
+  summarizerSummary: 'int omprpc_summarizer_summary(void *s, _Out_ void **out, _Out_ void **err)',
+  summarizerFree: 'void omprpc_summarizer_free(void *s)',
+  envAllowlisted: 'int omprpc_env_allowlisted(const char *options_json, _Out_ void **out, _Out_ void **err)',
+  promptFromContent: 'int omprpc_prompt_from_content(const char *blocks_json, _Out_ void **out, _Out_ void **err)',
+  providerConfig: 'int omprpc_provider_config(const char *options_json, _Out_ void **out, _Out_ void **err)',
+  counters: 'int omprpc_client_counters(void *c, _Out_ void **out, _Out_ void **err)',
+  nextLogs: 'int omprpc_client_next_logs(void *c, size_t max_records, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
+};
+
+/**
+ * Loads the shared library (once) and checks its ABI version. `libraryPath` overrides the
+ * search (env `OMPRPC_LIBRARY`, the package's `lib/`, the repository's `target/`).
+ * Returns the path that was loaded.
+ */
+function load(libraryPath) {
+  if (N) {
+    if (libraryPath && path.resolve(libraryPath) !== loadedPath) {
+      throw new Error(`omprpc: the library is already loaded from ${loadedPath}; cannot load ${libraryPath} too`);
+    }
+    return loadedPath;
+  }
+  if (!koffi) koffi = require('koffi');
+  const candidates = libraryPath ? [path.resolve(libraryPath)] : libraryCandidates();
+  const file = candidates.find((p) => mtimeOf(p) !== null);
+  if (!file) {
+    throw new Error(
+      'omprpc: cannot find the omprpc shared library. Set OMPRPC_LIBRARY to its path, copy it to ' +
+        `${path.join(PACKAGE_DIR, 'lib', libraryFileName())}, or build it with \`cargo build\`. Looked at:\n  ` +
+        candidates.join('\n  '),
+    );
+  }
+  let lib;
+  try {
+    lib = koffi.load(file);
+  } catch (e) {
+    throw new Error(`omprpc: cannot load ${file}: ${e.message}`);
+  }
+  const abi = lib.func(DECLS.abiVersion)();
+  if (abi !== ABI_VERSION) {
+    throw new Error(
+      `omprpc: ABI mismatch: ${file} has ABI version ${abi}, this binding (omprpc for Node) needs ${ABI_VERSION}. ` +
+        'Use a library and a binding from the same omprpc release.',
+    );
+  }
+  const fns = {};
+  for (const [k, decl] of Object.entries(DECLS)) fns[k] = lib.func(decl);
+  for (const [k, decl] of Object.entries(OPTIONAL_DECLS)) {
+    try {
+      fns[k] = lib.func(decl);
+    } catch {
+      const name = /omprpc_\w+/.exec(decl)[0];
+      fns[k] = () => {
+        throw new Error(`omprpc: ${name} is not in ${file} (an older build of the library)`);
+      };
+    }
+  }
+  N = fns;
+  loadedPath = file;
+  return file;
+}
+
+function native() {
+  if (!N) load();
+  return N;
+}
+
+/** Decodes an omprpc-owned string and frees it. */
+function take(ptr) {
+  if (ptr === null || ptr === undefined || ptr === 0n || ptr === 0) return null;
+  try {
+    return koffi.decode.string(ptr);
+  } finally {
+    N.stringFree(ptr);
+  }
+}
+
+function failure(st, errPtr) {
+  const text = take(errPtr);
+  let details = null;
+  if (text) {
+    try {
+      details = JSON.parse(text);
+    } catch {
+      details = null;
+    }
+  }
+  if (!details || typeof details !== 'object') {
+    details = { code: STATUS_NAMES[st] || 'UNKNOWN', status: st, message: text || `omprpc call failed: ${STATUS_NAMES[st] || st}` };
+  }
+  return errorFromDetails(details, st);
+}
+
+/** A synchronous call with an out-string: the string, or throws. */
+function callOut(fn, args) {
+  const out = [null];
+  const err = [null];
+  const st = fn(...args, out, err);
+  if (st !== 0) throw failure(st, err[0]);
+  return take(out[0]);
+}
+
+/** A synchronous call without an out-parameter: undefined, or throws. */
+function callNoOut(fn, args) {
+  const err = [null];
+  const st = fn(...args, err);
+  if (st !== 0) throw failure(st, err[0]);
+}
+
+/**
+ * An async call on libuv's pool. Resolves `{st, out, err}` with the raw pointers; the
+ * caller takes (decodes + frees) them.
+ */
+function callAsyncRaw(fn, args, hasOut) {
+  return new Promise((resolve, reject) => {
+    const out = [null];
+    const err = [null];
+    const cb = (e, st) => {
+      if (e) reject(e);
+      else resolve({ st, out: out[0], err: err[0] });
+    };
+    if (hasOut) fn.async(...args, out, err, cb);
+    else fn.async(...args, err, cb);
+  });
+}
+
+function settle(r) {
+  if (r.st !== 0) {
+    take(r.out);
+    throw failure(r.st, r.err);
+  }
+  take(r.err);
+  return r.out === undefined ? undefined : take(r.out);
+}
+
+function callEventFd(h) {
+  const fd = [0];
+  callNoOut(native().eventFd, [h, fd]);
+  return fd[0];
+}
+
+function callOutRaw(fn, args) {
+  const out = [null];
+  const err = [null];
+  const st = fn(...args, out, err);
+  return { st, out: out[0], err: err[0] };
+}
+
+/** The koffi module the library was loaded with (null before load()). */
+function getKoffi() {
+  return koffi;
+}
+
+/** The path of the loaded library (null before load()). */
+function libraryPath() {
+  return loadedPath;
+}
+
+module.exports = {
+  load,
+  native,
+  getKoffi,
+  libraryPath,
+  libraryCandidates,
+  take,
+  failure,
+  callOut,
+  callNoOut,
+  callOutRaw,
+  callAsyncRaw,
+  callEventFd,
+  settle,
+};

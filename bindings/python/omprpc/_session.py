@@ -1,0 +1,441 @@
+"""One started client, ``_Session``: the library handle, the dispatcher thread that polls the
+event queue and runs the listeners, listener synchronisation, log forwarding and teardown.
+Host calls and policy questions are answered by its ``_HostCalls`` side (``_host``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import select
+import threading
+import time
+from typing import Any, Sequence
+
+from . import _ffi
+from ._common import _LOG_LEVELS, _loads, _loads_bulk
+from ._events import ListenerErrorEvent, PolicyHandler, _Listeners
+from ._ffi import lib
+from ._host import _HostCalls, _WorkerPool
+from .errors import RpcError, RpcProcessExitError, RpcProtocolError
+from .host_tools import HostTool
+from .host_uris import HostUri
+from .protocol import (
+    AGENT_EVENT_TYPES,
+    EventOverflow,
+    ExtensionUiRequest,
+    JsonObject,
+    PolicyEvalEvent,
+    UnknownNotification,
+    to_notification,
+)
+
+_BATCH_MAX_EVENTS = 4096
+_HOST_FRAME_MARK = b'"host_'
+# Frames the session handles itself even when nobody listens: host calls and their
+# cancellations, policy questions. A superset (any frame mentioning them) is fine.
+_HOST_MARK_RE = re.compile(rb'"host_')
+_POLICY_MARK_RE = re.compile(rb'"policy_eval"')
+
+
+class _Session(_HostCalls):
+    """Everything that lives from start() to stop(): the handle, the dispatcher, the workers."""
+
+    def __init__(self, ptr: int, listeners: _Listeners, tools: Sequence[HostTool[Any, Any]],
+                 uris: Sequence[HostUri[Any]], max_workers: int, listener_sync_timeout: float,
+                 stop_join_timeout: float, policy_handler: PolicyHandler | None = None):
+        self.handle = _ffi.Handle(ptr)
+        self.listeners = listeners
+        self.tools: dict[str, HostTool[Any, Any]] = {t.name: t for t in tools}
+        self.uris: dict[str, HostUri[Any]] = {u.scheme: u for u in uris}
+        self.policy_handler = policy_handler
+        self.flavor: str | None = None
+        #: Host tools served through the tool bridge: fixed at start (pi has no set_host_tools).
+        self.bridged_tools = False
+        self.pool = _WorkerPool(max_workers, "omprpc-host")
+        self.sync_timeout = listener_sync_timeout
+        self.join_timeout = stop_join_timeout
+        self.calls: dict[str, threading.Event] = {}
+        self.calls_lock = threading.Lock()
+        self.stderr_cache = ""
+        self.protocol_errors_cache: tuple[RpcProtocolError, ...] = ()
+        self.counters_cache: dict[str, Any] = {}
+        #: Log records left at stop (teardown's), for next_logs() after it (forward_logs=False).
+        self.logs_cache: list[dict[str, Any]] = []
+        #: Forwards the library's log records to `logging` (only when log_level was given).
+        self.log_thread: threading.Thread | None = None
+        self.protocol_version = 1
+        self._shutdown_lock = threading.Lock()
+        self._stopping = False
+        self._dispatcher_done = False
+        self._free_on_exit = False
+        # listener synchronisation (see settle())
+        self._sync = threading.Condition()
+        self._sync_req = 0
+        self._drained = 0
+        self._terminal_seen = 0
+        self._sync_waiters = 0
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.event_fd = self.handle.event_fd()
+        self.thread = threading.Thread(target=self._run, name="omprpc-dispatch", daemon=True)
+
+    def start(self) -> None:
+        try:
+            info = self.info()
+            self.flavor = info.get("flavor")
+            self.protocol_version = int(info.get("protocolVersion") or 1)
+        except (RpcError, ValueError, TypeError):
+            self.protocol_version = 1
+        self.thread.start()
+
+    def info(self) -> dict[str, Any]:
+        data = _loads(self.handle.call_out(lib.omprpc_client_info))
+        return data if isinstance(data, dict) else {}
+
+    def counters(self) -> dict[str, Any]:
+        data = _loads(self.handle.call_out(lib.omprpc_client_counters))
+        return data if isinstance(data, dict) else {}
+
+    def next_logs(self, max_records: int, timeout_ms: int) -> list[dict[str, Any]]:
+        out = self.handle.call_out(lib.omprpc_client_next_logs, max(1, max_records), timeout_ms)
+        records = _loads(out)
+        return [r for r in records if isinstance(r, dict)] if isinstance(records, list) else []
+
+    def forward_logs(self) -> None:
+        """Starts the thread that hands log records to the ``omprpc`` logger (its children
+        ``omprpc.<target>``) on a Python thread, never on a library thread. It ends once the
+        library reports CLOSED, after teardown's own records."""
+        self.log_thread = threading.Thread(target=self._forward_logs, name="omprpc-logs", daemon=True)
+        self.log_thread.start()
+
+    def _forward_logs(self) -> None:
+        while True:
+            try:
+                records = self.next_logs(256, -1)
+            except RpcError:
+                return  # CLOSED (or the handle is gone): every record was forwarded
+            for record in records:
+                target = str(record.get("target") or "omprpc").replace("::", ".")
+                logger = logging.getLogger(target if target.startswith("omprpc") else "omprpc")
+                level = _LOG_LEVELS.get(str(record.get("level")), logging.INFO)
+                if logger.isEnabledFor(level):
+                    logger.log(level, "%s", record.get("message", ""), extra={"omprpc": record})
+
+    # -- the dispatcher --
+
+    def _run(self) -> None:
+        poller = select.poll()
+        poller.register(self.event_fd, select.POLLIN)
+        poller.register(self._wake_r, select.POLLIN)
+        next_events = lib.omprpc_client_next_events
+        next_lines = lib.omprpc_client_next_events_lines
+        try:
+            while True:
+                with self._sync:
+                    pass_req = self._sync_req
+                # With listeners, a batch is one JSON array, decoded at once (faster than line
+                # by line). Without, JSON lines: only the session's own frames are decoded.
+                listening = self.listeners.count > 0
+                try:
+                    status, ptr, err = self.handle.call_raw(next_events if listening else next_lines,
+                                                            _BATCH_MAX_EVENTS, 0)
+                except RpcError:
+                    break
+                if status == _ffi.OK:
+                    if listening:
+                        data = _ffi.take_raw(ptr)
+                        if data:
+                            self._dispatch_batch(data)
+                    elif ptr and self.listeners.count > 0:
+                        # A listener came while the batch was taken (events queued after it
+                        # was added may be in it): the whole batch goes to the listeners.
+                        data = _ffi.take_raw(ptr)
+                        if data:
+                            self._dispatch_batch(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
+                    elif ptr:
+                        self._dispatch_lines(ptr)
+                    continue
+                if status == _ffi.TIMEOUT:
+                    with self._sync:
+                        self._drained = pass_req
+                        if self._sync_waiters:
+                            self._sync.notify_all()
+                    poller.poll()
+                    try:
+                        while os.read(self._wake_r, 512):
+                            pass
+                    except (BlockingIOError, OSError):
+                        pass
+                    continue
+                break  # CLOSED (after the queue was drained), or a fault
+        finally:
+            with self._sync:
+                self._drained = 1 << 62
+                self._terminal_seen = 1 << 62
+                self._sync.notify_all()
+            with self._shutdown_lock:
+                self._dispatcher_done = True
+                free_now = self._free_on_exit
+            if free_now:
+                self._release()
+
+    def _dispatch_lines(self, ptr: int) -> None:
+        """A batch of JSON lines while nobody listens: only host calls (when this session
+        serves host tools or URIs; the library answers the others) and policy questions (with
+        a policy handler) are decoded, found in the library's buffer without copying it."""
+        marks = []
+        if self.tools or self.uris:
+            marks.append(_HOST_MARK_RE)
+        if self.policy_handler is not None:
+            marks.append(_POLICY_MARK_RE)
+        if not marks:
+            lib.omprpc_string_free(ptr)
+            return
+        owned = _ffi.OwnedString(ptr)
+        try:
+            found = any(m.search(owned.view()) for m in marks)
+            data = owned.slice(0) if found else b""
+        finally:
+            owned.release()
+        for line in data.split(b"\n"):
+            if line and any(m.search(line) for m in marks):
+                try:
+                    frame = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(frame, dict):
+                    try:
+                        self._dispatch(frame)
+                    except Exception as exc:  # a bug here must not end the dispatcher
+                        kind = frame.get("type")
+                        self.listeners.record_error(ListenerErrorEvent(
+                            "dispatch", kind if isinstance(kind, str) else None, self._dispatch, exc))
+
+    def _dispatch_batch(self, data: bytes) -> None:
+        listeners = self.listeners
+        if listeners.count == 0 and _HOST_FRAME_MARK not in data and self.policy_handler is None:
+            return  # nobody listens and no host call: nothing to decode
+        try:
+            frames = _loads_bulk(data)
+        except ValueError:
+            return
+        for frame in frames:
+            if isinstance(frame, dict):
+                try:
+                    self._dispatch(frame)
+                except Exception as exc:  # a bug here must not end the dispatcher
+                    kind = frame.get("type")
+                    listeners.record_error(ListenerErrorEvent("dispatch", kind if isinstance(kind, str) else None,
+                                                              self._dispatch, exc))
+
+    def _dispatch(self, frame: JsonObject) -> None:
+        kind = frame.get("type")
+        frame_entries = self.listeners.lists["frame"]
+        if frame_entries and frame.get("omprpc") is not True:
+            self.listeners.run("frame", kind if isinstance(kind, str) else None, frame_entries, frame)
+        if kind == "response":
+            return  # queued for the frame listeners only (the start option queue_responses)
+        if kind == "protocol_error" and frame.get("omprpc") is not True:
+            return  # the agent's own report: the library's record of it follows (on_protocol_error)
+        raw_entries = self.listeners.lists["payload"]
+        if raw_entries:
+            self.listeners.run("payload", kind if isinstance(kind, str) else None, raw_entries, frame)
+        # Typed events share nothing with a frame the raw listeners were handed; otherwise the
+        # frame was decoded for this dispatch alone and no copy is needed.
+        private = not (frame_entries or raw_entries)
+        if kind == "host_tool_call":
+            self._host_tool_call(frame)
+            return
+        if kind == "host_uri_request":
+            self._host_uri_request(frame)
+            return
+        if kind in ("host_tool_cancel", "host_uri_cancel"):
+            target = frame.get("targetId")
+            if isinstance(target, str):
+                with self.calls_lock:
+                    event = self.calls.get(target)
+                if event is not None:
+                    event.set()
+            return
+        L = self.listeners
+        lists = L.lists
+        if kind == "policy_eval":
+            question = to_notification(frame, private=private)
+            if isinstance(question, PolicyEvalEvent):
+                handler = self.policy_handler
+                if handler is not None and question.id and not self._stopping:
+                    self.pool.submit(self._run_policy, handler, question)
+                L.run("notification", question.type, lists["notification"], question)
+                L.run("policy_eval", question.type, lists["policy_eval"], question)
+                return
+        if kind == "tool_blocked":
+            blocked = to_notification(frame, private=private)
+            L.run("notification", blocked.type, lists["notification"], blocked)
+            L.run("tool_blocked", blocked.type, lists["tool_blocked"], blocked)
+            return
+        if frame.get("omprpc") is True:
+            if kind == "protocol_error":
+                entries = lists["protocol_error"]
+                if entries:
+                    err = RpcProtocolError._from_record(frame)
+                    L.run("protocol_error", err.command, entries, err)
+                return
+            if kind == "event_overflow":
+                dropped = frame.get("dropped")
+                overflow = EventOverflow(dropped=dropped if isinstance(dropped, int) else 0)
+                L.run("notification", overflow.type, lists["notification"], overflow)
+                L.run("event_overflow", overflow.type, lists["event_overflow"], overflow)
+                return
+        if kind == "ready":
+            ready = to_notification(frame, private=private)
+            L.run("notification", ready.type, lists["notification"], ready)
+            L.run("ready", ready.type, lists["ready"], ready)
+            return
+        if kind == "extension_ui_request":
+            entries = lists["ui_request"]
+            if entries or lists["notification"]:
+                request = to_notification(frame, private=private)
+                L.run("notification", request.type, lists["notification"], request)
+                if isinstance(request, ExtensionUiRequest):
+                    L.run("ui_request", request.type, entries, request)
+            return
+        if kind == "extension_error":
+            note = to_notification(frame, private=private)
+            L.run("notification", note.type, lists["notification"], note)
+            L.run("extension_error", note.type, lists["extension_error"], note)
+            return
+        if isinstance(kind, str) and kind in AGENT_EVENT_TYPES:
+            typed = L.typed.get(kind, ())
+            if lists["notification"] or lists["event"] or typed or lists["unknown_notification"]:
+                note = to_notification(frame, private=private)
+                L.run("notification", note.type, lists["notification"], note)
+                if isinstance(note, UnknownNotification):
+                    L.run("unknown_notification", note.type, lists["unknown_notification"], note)
+                else:
+                    L.run("event", note.type, lists["event"], note)
+                    L.run("typed_event", note.type, typed, note)
+            if kind == "agent_end" and frame.get("isTerminal") is not False:
+                with self._sync:
+                    self._terminal_seen += 1
+                    if self._sync_waiters:
+                        self._sync.notify_all()
+            return
+        if lists["notification"] or lists["unknown_notification"]:
+            note = to_notification(frame, private=private)
+            L.run("notification", note.type, lists["notification"], note)
+            L.run("unknown_notification", note.type, lists["unknown_notification"], note)
+
+    # -- listener synchronisation --
+
+    def sync_mark(self) -> int:
+        """Where the dispatcher is, for :meth:`settle`; -1 when nobody listens (then batches
+        are not decoded and agent_end frames not counted)."""
+        if self.listeners.count == 0:
+            return -1
+        with self._sync:
+            return self._terminal_seen
+
+    def settle(self, mark: int, expect_terminal: bool) -> None:
+        """After a lifecycle call returned: waits (at most ``listener_sync_timeout``) until the
+        dispatcher has run the listeners for everything queued so far — and, when the call
+        ended at an ``agent_end``, for that ``agent_end`` — so listeners have seen the turn
+        when prompt_and_wait returns, as with omp_rpc."""
+        if self.sync_timeout <= 0 or self.listeners.count == 0:
+            return
+        if threading.current_thread() is self.thread or not self.thread.is_alive():
+            return
+        if mark < 0:
+            expect_terminal = False
+        deadline = time.monotonic() + self.sync_timeout
+        with self._sync:
+            self._sync_req += 1
+            req = self._sync_req
+            self._sync_waiters += 1
+        try:
+            try:
+                os.write(self._wake_w, b"s")
+            except (BlockingIOError, OSError):
+                pass
+            with self._sync:
+                while not (self._drained >= req and (not expect_terminal or self._terminal_seen > mark)):
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return
+                    self._sync.wait(remaining)
+        finally:
+            with self._sync:
+                self._sync_waiters -= 1
+
+    # -- teardown --
+
+    def shutdown(self) -> None:
+        """close → the dispatcher drains the queue (listeners see everything) → join → free."""
+        with self._shutdown_lock:
+            if self._stopping:
+                return
+            self._stopping = True
+        with self.calls_lock:
+            for event in self.calls.values():
+                event.set()
+        self.handle.close()
+        if self.log_thread is not None and self.log_thread is not threading.current_thread():
+            # close returned after teardown: the rest of the records are queued; take them.
+            self.log_thread.join(self.join_timeout)
+        self._cache_records()
+        self.pool.shutdown()
+        if threading.current_thread() is self.thread:
+            with self._shutdown_lock:
+                self._free_on_exit = True  # the dispatcher frees when it leaves its loop
+            return
+        if self.thread.ident is not None:
+            self.thread.join(self.join_timeout)
+        with self._shutdown_lock:
+            if self.thread.ident is not None and not self._dispatcher_done:
+                self._free_on_exit = True
+                return
+        self._release()
+
+    def _cache_records(self) -> None:
+        try:
+            self.stderr_cache = (self.handle.call_out(lib.omprpc_client_stderr) or b"").decode("utf-8", "replace")
+        except RpcError:
+            pass
+        try:
+            self.protocol_errors_cache = self.protocol_errors()
+        except RpcError:
+            pass
+        try:
+            self.counters_cache = self.counters()
+        except RpcError:
+            pass
+        if self.log_thread is None:
+            try:
+                while True:  # until CLOSED (all taken) or INVALID_ARGUMENT (logs are off)
+                    self.logs_cache.extend(self.next_logs(4096, 0))
+            except RpcError:
+                pass
+
+    def _release(self) -> None:
+        self.handle.free()
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def stderr(self) -> str:
+        if not self.handle.alive or self._stopping:
+            return self.stderr_cache
+        try:
+            return (self.handle.call_out(lib.omprpc_client_stderr) or b"").decode("utf-8", "replace")
+        except RpcProcessExitError:
+            return self.stderr_cache
+
+    def protocol_errors(self) -> tuple[RpcProtocolError, ...]:
+        records = _loads(self.handle.call_out(lib.omprpc_client_protocol_errors))
+        if not isinstance(records, list):
+            return ()
+        return tuple(RpcProtocolError._from_record(r) for r in records if isinstance(r, dict))
