@@ -59,8 +59,9 @@ impl Client {
     pub fn close(&self) -> Result<()> {
         let mut teardown = lock(&self.teardown);
         let s = &self.shared;
-        // The same words every binding uses for a call after close (Go ErrClosed, Node ClosedError).
-        s.shut(Error::new(Status::Closed, "the client is closed"));
+        // The words every binding uses for a call after close (Go ErrClosed, Node ClosedError), and
+        // why: omp_rpc users match "stopped" (its RpcProcessExitError said "RPC process stopped").
+        s.shut(Error::new(Status::Closed, "the client is closed: close() stopped the agent"));
         if teardown.is_some() {
             return Ok(());
         }

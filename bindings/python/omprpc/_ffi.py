@@ -284,7 +284,7 @@ class Handle:
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._inflight = 0
-        self.closed_message = "the client is closed"
+        self.closed_message = "the client is closed: close() stopped the agent"
 
     def _enter(self) -> int:
         with self._lock:
