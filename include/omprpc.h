@@ -70,15 +70,101 @@ typedef enum {
 } omprpc_status;
 
 /**
+ * How a prompt completed.
+ */
+typedef enum {
+    /**
+     * A terminal `agent_end` ended the run the prompt started.
+     */
+    OMPRPC_TURN_OUTCOME_AGENT_END = 0,
+    /**
+     * omp's `prompt_result` answered it (a command that ran no agent loop).
+     */
+    OMPRPC_TURN_OUTCOME_PROMPT_RESULT = 1,
+    /**
+     * The prompt's response said `agentInvoked:false`: nothing ran.
+     */
+    OMPRPC_TURN_OUTCOME_NOT_INVOKED = 2,
+} omprpc_turn_outcome;
+
+/**
  * An omprpc client: one agent process and its RPC session. Opaque.
  */
 typedef struct omprpc_client omprpc_client;
+
+/**
+ * Events taken from a client's queue, each with its type.
+ */
+typedef struct omprpc_event_batch omprpc_event_batch;
 
 /**
  * A turn summarizer: feed it raw events in order; it returns the derived items each one
  * produces and, at any time, the summary so far (see `omprpc_summarize`). Opaque.
  */
 typedef struct omprpc_summarizer omprpc_summarizer;
+
+/**
+ * A completed prompt: its metadata and its events, borrowed from it.
+ */
+typedef struct omprpc_turn omprpc_turn;
+
+/**
+ * Borrowed UTF-8 bytes (not NUL-terminated): `data` is NULL (and `len` 0) when absent.
+ */
+typedef struct {
+    const char *data;
+    size_t len;
+} omprpc_str;
+
+/**
+ * One event: its `type` (absent when the event has none) and the event verbatim.
+ */
+typedef struct {
+    omprpc_str event_type;
+    omprpc_str json;
+} omprpc_event_view;
+
+/**
+ * A completed turn's metadata. Every `omprpc_str` borrows from the turn (absent: `data` NULL);
+ * the `…_json` members are JSON, the others plain UTF-8 text.
+ */
+typedef struct {
+    omprpc_turn_outcome outcome;
+    bool agent_invoked;
+    /**
+     * How many events the turn retained (see `omprpc_turn_events`).
+     */
+    size_t event_count;
+    omprpc_str request_id;
+    /**
+     * The assistant message's visible text (its text blocks; thinking excluded).
+     */
+    omprpc_str assistant_text;
+    /**
+     * The assistant message's `stopReason` ("stop", "toolUse", "error", "aborted", …) and,
+     * for an error, its `errorMessage`.
+     */
+    omprpc_str stop_reason;
+    omprpc_str error_message;
+    /**
+     * The assistant message's `usage` object.
+     */
+    omprpc_str usage_json;
+    /**
+     * The terminal `agent_end` messages (a compacted `agent_end` rebuilt), a JSON array.
+     */
+    omprpc_str messages_json;
+    omprpc_str assistant_message_json;
+    omprpc_str prompt_result_json;
+    /**
+     * The turn summary (clients started with `turn_summary`).
+     */
+    omprpc_str summary_json;
+    /**
+     * The whole turn JSON, as `omprpc_client_prompt_and_wait` returns it.
+     */
+    omprpc_str turn_json;
+} omprpc_turn_info;
 
 #ifdef __cplusplus
 extern "C" {
@@ -678,6 +764,79 @@ omprpc_status omprpc_summarizer_summary(const omprpc_summarizer *summarizer,
  * Threads: the last call on the summarizer; never concurrent with another call on it.
  */
 void omprpc_summarizer_free(omprpc_summarizer *summarizer);
+
+/**
+ * Waits for one event, then takes up to `max_events` queued events as a batch: each event's
+ * type and its JSON, borrowed from the batch (see `omprpc_event_batch_events`). The same
+ * events, order and statuses as `omprpc_client_next_events`, without a JSON array to parse.
+ * Ownership: the caller frees `*out_batch` with `omprpc_event_batch_free`. Threads: any
+ * thread; each event goes to exactly one caller. Statuses: OK, TIMEOUT, CLOSED,
+ * INVALID_ARGUMENT, PANIC.
+ */
+omprpc_status omprpc_client_next_event_batch(const omprpc_client *client,
+                                             size_t max_events,
+                                             int64_t timeout_ms,
+                                             omprpc_event_batch **out_batch,
+                                             char **out_error);
+
+/**
+ * The batch's events, in queue order: `*out_events` points to `*out_count` views, each
+ * borrowing from the batch.
+ * Ownership: borrowed; valid until `omprpc_event_batch_free(batch)`. Threads: any thread
+ * (the batch is immutable). Statuses: OK, INVALID_ARGUMENT, PANIC.
+ */
+omprpc_status omprpc_event_batch_events(const omprpc_event_batch *batch,
+                                        const omprpc_event_view **out_events,
+                                        size_t *out_count,
+                                        char **out_error);
+
+/**
+ * Releases a batch and everything borrowed from it; NULL is a no-op.
+ * Ownership: takes `batch`. Threads: any thread, once, after the last use of its views.
+ */
+void omprpc_event_batch_free(omprpc_event_batch *batch);
+
+/**
+ * Prompts and waits until that prompt completes, like `omprpc_client_prompt_and_wait`, and
+ * returns the turn as structure: its metadata (`omprpc_turn_get_info`), `omprpc_turn_events`
+ * for its events — no JSON layout to scan.
+ * Ownership: the caller frees `*out_turn` with `omprpc_turn_free`. Threads: any thread (one
+ * collector at a time). Statuses: those of `omprpc_client_prompt_and_wait`: OK,
+ * COMMAND_FAILED, TIMEOUT, CONCURRENCY, LIMIT_EXCEEDED, INVALID_ARGUMENT, INVALID_JSON,
+ * INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
+ */
+omprpc_status omprpc_client_prompt_and_wait_turn(const omprpc_client *client,
+                                                 const char *message,
+                                                 const char *options_json,
+                                                 int64_t timeout_ms,
+                                                 omprpc_turn **out_turn,
+                                                 char **out_error);
+
+/**
+ * Fills `*out_info` with the turn's metadata.
+ * Ownership: every `omprpc_str` borrows from the turn; valid until `omprpc_turn_free(turn)`.
+ * Threads: any thread (the turn is immutable). Statuses: OK, INVALID_ARGUMENT, PANIC.
+ */
+omprpc_status omprpc_turn_get_info(const omprpc_turn *turn,
+                                   omprpc_turn_info *out_info,
+                                   char **out_error);
+
+/**
+ * The turn's events, in arrival order: `*out_events` points to `*out_count` views, each
+ * borrowing from the turn.
+ * Ownership: borrowed; valid until `omprpc_turn_free(turn)`. Threads: any thread. Statuses:
+ * OK, INVALID_ARGUMENT, PANIC.
+ */
+omprpc_status omprpc_turn_events(const omprpc_turn *turn,
+                                 const omprpc_event_view **out_events,
+                                 size_t *out_count,
+                                 char **out_error);
+
+/**
+ * Releases a turn and everything borrowed from it; NULL is a no-op.
+ * Ownership: takes `turn`. Threads: any thread, once, after the last use of its views.
+ */
+void omprpc_turn_free(omprpc_turn *turn);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -322,6 +322,11 @@ impl Client {
 
     /// The same, as bytes (UTF-8 JSON without NUL; not checked again — it can be 64 MiB).
     pub fn prompt_and_wait_json(&self, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<Vec<u8>> {
+        self.prompt_and_wait_turn(message, options, deadline).map(|t| t.json)
+    }
+
+    /// The same, with the turn's parts located in its JSON (the C ABI's `omprpc_turn`).
+    pub fn prompt_and_wait_turn(&self, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<turn::Turn> {
         let s = &self.shared;
         let (params, streaming) = Self::prompt_params(message, options)?;
         let id = s.next_request_id();
@@ -340,7 +345,7 @@ impl Client {
                 None
             }
         })?;
-        turn::build(&id, collector, s.opts.turn_summary.then(|| s.opts.model.clone()))
+        turn::build_turn(&id, collector, s.opts.turn_summary.then(|| s.opts.model.clone()))
     }
 
     /// Events from now through the next terminal `agent_end`, as a JSON array.

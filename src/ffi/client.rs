@@ -33,7 +33,7 @@ impl omprpc_client {
 }
 
 /// A call's hold on a live handle: counted in `calls` from entry until the call is done.
-struct Live<'a>(&'a omprpc_client);
+pub(super) struct Live<'a>(&'a omprpc_client);
 
 impl Live<'_> {
     fn new(h: &omprpc_client) -> Live<'_> {
@@ -55,7 +55,7 @@ impl Drop for Live<'_> {
     }
 }
 
-unsafe fn client<'a>(p: *const omprpc_client) -> Result<Live<'a>> {
+pub(super) unsafe fn client<'a>(p: *const omprpc_client) -> Result<Live<'a>> {
     if p.is_null() {
         return Err(Error::invalid("client is NULL"));
     }
@@ -126,7 +126,7 @@ pub unsafe extern "C" fn omprpc_client_send_frame(client: *const omprpc_client, 
 }
 
 /// The message argument: a string, or NULL when the options carry `"message"`.
-unsafe fn prompt_message<'a>(message: *const c_char, opts: Option<&serde_json::Map<String, Value>>) -> Result<&'a str> {
+pub(super) unsafe fn prompt_message<'a>(message: *const c_char, opts: Option<&serde_json::Map<String, Value>>) -> Result<&'a str> {
     match opt_text(message, "message")? {
         Some(m) => Ok(m),
         None if opts.is_some_and(|o| o.contains_key("message")) => Ok(""),

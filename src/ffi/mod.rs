@@ -9,8 +9,9 @@
 //! already inside (woken by its close) are waited for (`omprpc_client::calls`).
 //!
 //! One module per C type, each with its exports: `client` (the `omprpc_client` handle),
-//! `summarizer` (the `omprpc_summarizer` handle and `omprpc_summarize`), `strings` (C strings
-//! in and out, `omprpc_string_free`) and `helpers` (exports that need no handle). This module
+//! `summarizer` (the `omprpc_summarizer` handle and `omprpc_summarize`), `structured` (events
+//! and turns as structure: `omprpc_event_batch`, `omprpc_turn`), `strings` (C strings in and
+//! out, `omprpc_string_free`) and `helpers` (exports that need no handle). This module
 //! keeps what they all share: the ABI constants, the panic boundary, out-parameters, timeouts,
 //! and the library's identity and status names.
 
@@ -30,11 +31,13 @@ mod strings;
 mod helpers;
 mod client;
 mod summarizer;
+mod structured;
 
 // The exports and handle types stay reachable as `omprpc::ffi::…` (the fuzz targets use them).
 pub use client::*;
 pub use helpers::*;
 pub use strings::omprpc_string_free;
+pub use structured::*;
 pub use summarizer::*;
 
 use strings::give;

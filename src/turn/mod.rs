@@ -114,48 +114,140 @@ fn summarize(c: &Collector, model: Option<String>) -> Value {
     s.finish()
 }
 
+/// A byte range of [`Turn::json`].
+pub type Span = (usize, usize);
+
+/// How a prompt completed (the C ABI's `omprpc_turn_outcome`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TurnOutcome {
+    /// A terminal `agent_end` ended the run the prompt started.
+    AgentEnd,
+    /// omp's `prompt_result` frame answered it (a command that ran no agent loop).
+    PromptResult,
+    /// The prompt's response said `agentInvoked:false`: nothing ran.
+    NotInvoked,
+}
+
+/// A completed turn: its JSON (what `prompt_and_wait` returns) and where its parts are in it,
+/// so a caller reads the metadata and each event without parsing the JSON again.
+pub struct Turn {
+    /// The turn JSON: UTF-8 without NUL.
+    pub json: Vec<u8>,
+    /// Each retained event, verbatim.
+    pub events: Vec<Span>,
+    pub request_id: String,
+    pub outcome: TurnOutcome,
+    pub agent_invoked: bool,
+    /// The `messages` array.
+    pub messages: Span,
+    pub assistant_message: Option<Span>,
+    /// The assistant message's visible text (text blocks, thinking excluded).
+    pub assistant_text: Option<String>,
+    /// The assistant message's `stopReason` and, for an error, its `errorMessage`.
+    pub stop_reason: Option<String>,
+    pub error_message: Option<String>,
+    /// The assistant message's `usage` object.
+    pub usage: Option<Span>,
+    pub prompt_result: Option<Span>,
+    pub summary: Option<Span>,
+}
+
+/// Where `part` (a subslice of `whole`) sits in it.
+fn span_of(whole: &[u8], part: &[u8]) -> Span {
+    let start = part.as_ptr() as usize - whole.as_ptr() as usize;
+    (start, start + part.len())
+}
+
 /// The turn JSON for a completed prompt (UTF-8 JSON without NUL); with `summary`, a
 /// `summary` member too (the model named is the configured one, for usage that does not name
 /// its own).
 pub fn build(request_id: &str, c: Collector, summary: Option<Option<String>>) -> Result<Vec<u8>> {
+    build_turn(request_id, c, summary).map(|t| t.json)
+}
+
+/// [`build`], with the parts located.
+pub fn build_turn(request_id: &str, c: Collector, summary: Option<Option<String>>) -> Result<Turn> {
     let summary = summary.map(|model| summarize(&c, model));
     let Outcome { agent_end, agent_invoked, prompt_result } = c.outcome.expect("collector is complete")?;
+    let outcome = match (&agent_end, &prompt_result) {
+        (Some(_), _) => TurnOutcome::AgentEnd,
+        (None, Some(_)) => TurnOutcome::PromptResult,
+        (None, None) => TurnOutcome::NotInvoked,
+    };
     let msgs = match &agent_end {
         Some(end) => messages(end, &c.streamed)?,
         None => Vec::new(),
     };
     let assistant = find_assistant(&msgs, &c.events, &c.offsets);
-    let text = match assistant {
-        Some(a) => serde_json::from_slice::<Value>(a).ok().and_then(|v| assistant_text(&v)),
-        None => None,
-    };
+    let parsed = assistant.and_then(|a| serde_json::from_slice::<Value>(a).ok());
+    let text = parsed.as_ref().and_then(assistant_text);
+    let field = |name: &str| parsed.as_ref().and_then(|v| v[name].as_str()).map(str::to_string);
+    let (stop_reason, error_message) = (field("stopReason"), field("errorMessage"));
+    // The tail is appended to the events' buffer; `at` turns a tail offset into a turn offset.
+    let at = c.events.len();
     let mut tail = String::with_capacity(256);
     tail.push_str("],\"requestId\":");
     tail.push_str(&Value::String(request_id.to_string()).to_string());
     tail.push_str(",\"agentInvoked\":");
     tail.push_str(if agent_invoked { "true" } else { "false" });
-    tail.push_str(",\"messages\":[");
+    tail.push_str(",\"messages\":");
+    let messages_start = at + tail.len();
+    tail.push('[');
     for (i, m) in msgs.iter().enumerate() {
         if i > 0 {
             tail.push(',');
         }
         tail.push_str(m.get());
     }
-    tail.push_str("],\"assistantMessage\":");
-    tail.push_str(assistant.and_then(|a| std::str::from_utf8(a).ok()).unwrap_or("null"));
+    tail.push(']');
+    let messages_span = (messages_start, at + tail.len());
+    tail.push_str(",\"assistantMessage\":");
+    let assistant_text_json = assistant.and_then(|a| std::str::from_utf8(a).ok());
+    let assistant_span = assistant_text_json.map(|a| {
+        let start = at + tail.len();
+        (start, start + a.len())
+    });
+    tail.push_str(assistant_text_json.unwrap_or("null"));
     tail.push_str(",\"assistantText\":");
-    tail.push_str(&text.map(Value::String).unwrap_or(Value::Null).to_string());
+    tail.push_str(&text.clone().map(Value::String).unwrap_or(Value::Null).to_string());
     tail.push_str(",\"promptResult\":");
-    tail.push_str(prompt_result.as_deref().and_then(|p| std::str::from_utf8(p).ok()).unwrap_or("null"));
+    let prompt_text = prompt_result.as_deref().and_then(|p| std::str::from_utf8(p).ok());
+    let prompt_span = prompt_text.map(|p| {
+        let start = at + tail.len();
+        (start, start + p.len())
+    });
+    tail.push_str(prompt_text.unwrap_or("null"));
+    let mut summary_span = None;
     if let Some(s) = summary {
         tail.push_str(",\"summary\":");
+        let start = at + tail.len();
         tail.push_str(&s.to_string());
+        summary_span = Some((start, at + tail.len()));
     }
     tail.push('}');
     drop(msgs);
-    let mut out = c.events;
-    out.extend_from_slice(tail.as_bytes());
-    Ok(out)
+    let mut json = c.events;
+    json.extend_from_slice(tail.as_bytes());
+    let usage = assistant_span.and_then(|(start, end)| {
+        let mut f = Fields::new();
+        f.scan(&json, start..end).ok()?;
+        f.raw(&json, "usage").map(|u| span_of(&json, u))
+    });
+    Ok(Turn {
+        events: c.offsets,
+        request_id: request_id.to_string(),
+        outcome,
+        agent_invoked,
+        messages: messages_span,
+        assistant_message: assistant_span,
+        assistant_text: text,
+        stop_reason,
+        error_message,
+        usage,
+        prompt_result: prompt_span,
+        summary: summary_span,
+        json,
+    })
 }
 
 #[cfg(test)]
@@ -216,6 +308,41 @@ mod tests {
         let c = run(&[r#"{"type":"agent_start"}"#, end]);
         let e = build("r", c, None).unwrap_err();
         assert!(e.message.contains("references 3 streamed messages, but only 0 were retained"));
+    }
+
+    /// Every located part is the same bytes the turn JSON holds at that member.
+    #[test]
+    fn the_parts_of_a_turn_are_located_in_its_json() {
+        let pong = r#"{"role":"assistant","content":[{"type":"text","text":"pong"}],"usage":{"input":1,"output":2},"stopReason":"stop"}"#;
+        let end = format!(r#"{{"type":"agent_end","messages":[{pong}]}}"#);
+        let c = run(&[r#"{"type":"agent_start"}"#, r#"{"type":"turn_start"}"#, &end]);
+        let t = build_turn("req_9", c, Some(None)).unwrap();
+        let v: Value = serde_json::from_slice(&t.json).unwrap();
+        let part = |s: Span| -> Value { serde_json::from_slice(&t.json[s.0..s.1]).unwrap() };
+        assert_eq!(t.events.len(), 3);
+        for (i, &s) in t.events.iter().enumerate() {
+            assert_eq!(part(s), v["events"][i]);
+        }
+        assert_eq!(part(t.messages), v["messages"]);
+        assert_eq!(part(t.assistant_message.unwrap()), v["assistantMessage"]);
+        assert_eq!(part(t.usage.unwrap()), serde_json::json!({"input":1,"output":2}));
+        assert_eq!(part(t.summary.unwrap()), v["summary"]);
+        assert_eq!((t.outcome, t.agent_invoked, t.request_id.as_str()), (TurnOutcome::AgentEnd, true, "req_9"));
+        assert_eq!((t.assistant_text.as_deref(), t.stop_reason.as_deref(), t.error_message), (Some("pong"), Some("stop"), None));
+        assert!(t.prompt_result.is_none());
+    }
+
+    #[test]
+    fn a_prompt_result_turn_has_no_messages() {
+        let mut c = Collector::new(None, TURN_PREFIX, None, None, TurnEvents::All);
+        let pr = r#"{"type":"prompt_result","id":"r","agentInvoked":false}"#;
+        c.retain(pr.as_bytes(), &Mark::Other);
+        c.finish(Ok(Outcome { agent_end: None, agent_invoked: false, prompt_result: Some(pr.as_bytes().to_vec()) }));
+        let t = build_turn("r", c, None).unwrap();
+        assert_eq!((t.outcome, t.agent_invoked), (TurnOutcome::PromptResult, false));
+        assert_eq!(&t.json[t.messages.0..t.messages.1], b"[]");
+        assert_eq!(&t.json[t.prompt_result.unwrap().0..t.prompt_result.unwrap().1], pr.as_bytes());
+        assert!(t.assistant_message.is_none() && t.usage.is_none() && t.summary.is_none());
     }
 
     #[test]

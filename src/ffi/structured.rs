@@ -1,0 +1,307 @@
+//! Events and turns as structure, not as a JSON layout to re-scan: `omprpc_event_batch` (events
+//! taken from the queue) and `omprpc_turn` (a completed prompt). Each owns its bytes and hands
+//! out borrowed views into them — an event's `type` and its JSON, a turn's metadata and its
+//! parts — valid until the object is freed. The JSON forms (`next_events`, `prompt_and_wait`)
+//! stay for C callers who want them; the bindings build on these.
+
+use std::borrow::Cow;
+use std::ffi::c_char;
+use std::ptr;
+
+use crate::error::Result;
+use crate::protocol::scan::Fields;
+use crate::turn::{Span, Turn, TurnOutcome};
+
+use super::client::{client, prompt_message};
+use super::strings::opt_text;
+use super::{boundary, deadline, guarded, omprpc_client, out, omprpc_status};
+use crate::client::parse_params;
+
+/// Borrowed UTF-8 bytes (not NUL-terminated): `data` is NULL (and `len` 0) when absent.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct omprpc_str {
+    pub data: *const c_char,
+    pub len: usize,
+}
+
+impl omprpc_str {
+    const NONE: omprpc_str = omprpc_str { data: ptr::null(), len: 0 };
+
+    fn of(bytes: &[u8]) -> omprpc_str {
+        omprpc_str { data: bytes.as_ptr().cast(), len: bytes.len() }
+    }
+}
+
+/// One event: its `type` (absent when the event has none) and the event verbatim.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct omprpc_event_view {
+    pub event_type: omprpc_str,
+    pub json: omprpc_str,
+}
+
+/// Views of events held in `bytes`-owning storage. An event's type is a slice of its JSON
+/// unless the string holds an escape (then a decoded copy kept in `decoded`).
+struct Views {
+    views: Vec<omprpc_event_view>,
+    /// Decoded types; a `Box<str>` does not move when the vector grows.
+    _decoded: Vec<Box<str>>,
+}
+
+/// `events[i]` is a whole event; the views point into it (the caller keeps the bytes alive and
+/// unmoved for as long as the views live).
+fn views<'a>(events: impl Iterator<Item = &'a [u8]>) -> Views {
+    let mut decoded = Vec::new();
+    let mut f = Fields::new();
+    let views = events
+        .map(|ev| {
+            let event_type = match f.scan(ev, 0..ev.len()).ok().and_then(|()| f.str(ev, "type")) {
+                Some(Cow::Borrowed(t)) => omprpc_str::of(t.as_bytes()),
+                Some(Cow::Owned(t)) => {
+                    let boxed: Box<str> = t.into_boxed_str();
+                    let view = omprpc_str::of(boxed.as_bytes());
+                    decoded.push(boxed);
+                    view
+                }
+                None => omprpc_str::NONE,
+            };
+            omprpc_event_view { event_type, json: omprpc_str::of(ev) }
+        })
+        .collect();
+    Views { views, _decoded: decoded }
+}
+
+/// Events taken from a client's queue, each with its type.
+pub struct omprpc_event_batch {
+    views: Views,
+    _events: Vec<Vec<u8>>,
+}
+
+/// Waits for one event, then takes up to `max_events` queued events as a batch: each event's
+/// type and its JSON, borrowed from the batch (see `omprpc_event_batch_events`). The same
+/// events, order and statuses as `omprpc_client_next_events`, without a JSON array to parse.
+/// Ownership: the caller frees `*out_batch` with `omprpc_event_batch_free`. Threads: any
+/// thread; each event goes to exactly one caller. Statuses: OK, TIMEOUT, CLOSED,
+/// INVALID_ARGUMENT, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_next_event_batch(
+    client: *const omprpc_client,
+    max_events: usize,
+    timeout_ms: i64,
+    out_batch: *mut *mut omprpc_event_batch,
+    out_error: *mut *mut c_char,
+) -> omprpc_status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_batch, "out_batch")?;
+        let events = c.next_events(max_events, deadline(timeout_ms, None)?)?;
+        let views = views(events.iter().map(Vec::as_slice));
+        *slot = Box::into_raw(Box::new(omprpc_event_batch { views, _events: events }));
+        Ok(())
+    })
+}
+
+/// The batch's events, in queue order: `*out_events` points to `*out_count` views, each
+/// borrowing from the batch.
+/// Ownership: borrowed; valid until `omprpc_event_batch_free(batch)`. Threads: any thread
+/// (the batch is immutable). Statuses: OK, INVALID_ARGUMENT, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_event_batch_events(
+    batch: *const omprpc_event_batch,
+    out_events: *mut *const omprpc_event_view,
+    out_count: *mut usize,
+    out_error: *mut *mut c_char,
+) -> omprpc_status {
+    boundary(ptr::null(), out_error, || {
+        // SAFETY: NULL or a live batch from omprpc_client_next_event_batch (caller's contract).
+        let batch = unsafe { batch.as_ref() }.ok_or_else(|| crate::error::Error::invalid("batch is NULL"))?;
+        let (events, count) = (out(out_events, "out_events")?, out(out_count, "out_count")?);
+        *events = batch.views.views.as_ptr();
+        *count = batch.views.views.len();
+        Ok(())
+    })
+}
+
+/// Releases a batch and everything borrowed from it; NULL is a no-op.
+/// Ownership: takes `batch`. Threads: any thread, once, after the last use of its views.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_event_batch_free(batch: *mut omprpc_event_batch) {
+    if !batch.is_null() {
+        // SAFETY: a batch from omprpc_client_next_event_batch, freed once (caller's contract).
+        guarded((), || drop(unsafe { Box::from_raw(batch) }));
+    }
+}
+
+/// How a prompt completed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum omprpc_turn_outcome {
+    /// A terminal `agent_end` ended the run the prompt started.
+    AgentEnd = 0,
+    /// omp's `prompt_result` answered it (a command that ran no agent loop).
+    PromptResult = 1,
+    /// The prompt's response said `agentInvoked:false`: nothing ran.
+    NotInvoked = 2,
+}
+
+/// A completed turn's metadata. Every `omprpc_str` borrows from the turn (absent: `data` NULL);
+/// the `…_json` members are JSON, the others plain UTF-8 text.
+#[repr(C)]
+pub struct omprpc_turn_info {
+    pub outcome: omprpc_turn_outcome,
+    pub agent_invoked: bool,
+    /// How many events the turn retained (see `omprpc_turn_events`).
+    pub event_count: usize,
+    pub request_id: omprpc_str,
+    /// The assistant message's visible text (its text blocks; thinking excluded).
+    pub assistant_text: omprpc_str,
+    /// The assistant message's `stopReason` ("stop", "toolUse", "error", "aborted", …) and,
+    /// for an error, its `errorMessage`.
+    pub stop_reason: omprpc_str,
+    pub error_message: omprpc_str,
+    /// The assistant message's `usage` object.
+    pub usage_json: omprpc_str,
+    /// The terminal `agent_end` messages (a compacted `agent_end` rebuilt), a JSON array.
+    pub messages_json: omprpc_str,
+    pub assistant_message_json: omprpc_str,
+    pub prompt_result_json: omprpc_str,
+    /// The turn summary (clients started with `turn_summary`).
+    pub summary_json: omprpc_str,
+    /// The whole turn JSON, as `omprpc_client_prompt_and_wait` returns it.
+    pub turn_json: omprpc_str,
+}
+
+/// A completed prompt: its metadata and its events, borrowed from it.
+pub struct omprpc_turn {
+    views: Views,
+    turn: Turn,
+}
+
+/// Prompts and waits until that prompt completes, like `omprpc_client_prompt_and_wait`, and
+/// returns the turn as structure: its metadata (`omprpc_turn_get_info`), `omprpc_turn_events`
+/// for its events — no JSON layout to scan.
+/// Ownership: the caller frees `*out_turn` with `omprpc_turn_free`. Threads: any thread (one
+/// collector at a time). Statuses: those of `omprpc_client_prompt_and_wait`: OK,
+/// COMMAND_FAILED, TIMEOUT, CONCURRENCY, LIMIT_EXCEEDED, INVALID_ARGUMENT, INVALID_JSON,
+/// INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_prompt_and_wait_turn(
+    client: *const omprpc_client,
+    message: *const c_char,
+    options_json: *const c_char,
+    timeout_ms: i64,
+    out_turn: *mut *mut omprpc_turn,
+    out_error: *mut *mut c_char,
+) -> omprpc_status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_turn, "out_turn")?;
+        let opts = parse_params(opt_text(options_json, "options_json")?)?;
+        let message = prompt_message(message, opts.as_ref())?;
+        let d = deadline(timeout_ms, c.default_turn_deadline())?;
+        let turn = c.prompt_and_wait_turn(message, opts, d)?;
+        *slot = Box::into_raw(turn_object(turn));
+        Ok(())
+    })
+}
+
+fn turn_object(turn: Turn) -> Box<omprpc_turn> {
+    // The views point into `turn.json`'s heap buffer, which moving `turn` does not move.
+    let views = views(turn.events.iter().map(|&(start, end)| &turn.json[start..end]));
+    Box::new(omprpc_turn { views, turn })
+}
+
+/// Fills `*out_info` with the turn's metadata.
+/// Ownership: every `omprpc_str` borrows from the turn; valid until `omprpc_turn_free(turn)`.
+/// Threads: any thread (the turn is immutable). Statuses: OK, INVALID_ARGUMENT, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_turn_get_info(turn: *const omprpc_turn, out_info: *mut omprpc_turn_info, out_error: *mut *mut c_char) -> omprpc_status {
+    boundary(ptr::null(), out_error, || {
+        let t = turn_ref(turn)?;
+        *out(out_info, "out_info")? = info(t);
+        Ok(())
+    })
+}
+
+/// The turn's events, in arrival order: `*out_events` points to `*out_count` views, each
+/// borrowing from the turn.
+/// Ownership: borrowed; valid until `omprpc_turn_free(turn)`. Threads: any thread. Statuses:
+/// OK, INVALID_ARGUMENT, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_turn_events(
+    turn: *const omprpc_turn,
+    out_events: *mut *const omprpc_event_view,
+    out_count: *mut usize,
+    out_error: *mut *mut c_char,
+) -> omprpc_status {
+    boundary(ptr::null(), out_error, || {
+        let t = turn_ref(turn)?;
+        let (events, count) = (out(out_events, "out_events")?, out(out_count, "out_count")?);
+        *events = t.views.views.as_ptr();
+        *count = t.views.views.len();
+        Ok(())
+    })
+}
+
+/// Releases a turn and everything borrowed from it; NULL is a no-op.
+/// Ownership: takes `turn`. Threads: any thread, once, after the last use of its views.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_turn_free(turn: *mut omprpc_turn) {
+    if !turn.is_null() {
+        // SAFETY: a turn from omprpc_client_prompt_and_wait_turn, freed once (caller's contract).
+        guarded((), || drop(unsafe { Box::from_raw(turn) }));
+    }
+}
+
+fn turn_ref<'a>(turn: *const omprpc_turn) -> Result<&'a omprpc_turn> {
+    // SAFETY: NULL or a live turn from omprpc_client_prompt_and_wait_turn (caller's contract).
+    unsafe { turn.as_ref() }.ok_or_else(|| crate::error::Error::invalid("turn is NULL"))
+}
+
+fn info(t: &omprpc_turn) -> omprpc_turn_info {
+    let turn = &t.turn;
+    let span = |s: Option<Span>| s.map_or(omprpc_str::NONE, |(a, b)| omprpc_str::of(&turn.json[a..b]));
+    let text = |s: &Option<String>| s.as_deref().map_or(omprpc_str::NONE, |s| omprpc_str::of(s.as_bytes()));
+    omprpc_turn_info {
+        outcome: match turn.outcome {
+            TurnOutcome::AgentEnd => omprpc_turn_outcome::AgentEnd,
+            TurnOutcome::PromptResult => omprpc_turn_outcome::PromptResult,
+            TurnOutcome::NotInvoked => omprpc_turn_outcome::NotInvoked,
+        },
+        agent_invoked: turn.agent_invoked,
+        event_count: t.views.views.len(),
+        request_id: omprpc_str::of(turn.request_id.as_bytes()),
+        assistant_text: text(&turn.assistant_text),
+        stop_reason: text(&turn.stop_reason),
+        error_message: text(&turn.error_message),
+        usage_json: span(turn.usage),
+        messages_json: span(Some(turn.messages)),
+        assistant_message_json: span(turn.assistant_message),
+        prompt_result_json: span(turn.prompt_result),
+        summary_json: span(turn.summary),
+        turn_json: omprpc_str::of(&turn.json),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(s: omprpc_str) -> Option<String> {
+        // SAFETY: the view borrows from `events`/`decoded`, alive for the whole test.
+        (!s.data.is_null()).then(|| String::from_utf8(unsafe { std::slice::from_raw_parts(s.data.cast::<u8>(), s.len) }.to_vec()).unwrap())
+    }
+
+    #[test]
+    fn an_escaped_type_is_decoded_and_a_missing_one_is_absent() {
+        let events: Vec<&[u8]> = vec![br#"{"type":"message_end","x":1}"#, br#"{"type":"a\u0062c"}"#, br#"{"no":"type"}"#];
+        let v = views(events.iter().copied());
+        let types: Vec<Option<String>> = v.views.iter().map(|e| text(e.event_type)).collect();
+        assert_eq!(types, [Some("message_end".into()), Some("abc".into()), None]);
+        // A plain type borrows from its event; only the escaped one is a copy.
+        assert_eq!(v.views[0].event_type.data, events[0][9..].as_ptr().cast());
+        assert_eq!(v._decoded.len(), 1);
+        assert!(v.views.iter().zip(&events).all(|(e, ev)| text(e.json).unwrap().as_bytes() == *ev));
+    }
+}

@@ -1,0 +1,230 @@
+/*
+ * Events and turns as structure: omprpc_client_prompt_and_wait_turn (omprpc_turn_get_info,
+ * omprpc_turn_events) and omprpc_client_next_event_batch (omprpc_event_batch_events) hand out
+ * the same events and metadata as the JSON forms, as borrowed views — checked against the
+ * turn JSON the same turn carries; the local outcomes; bad arguments; close.
+ */
+#include "harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A NUL-terminated copy of a borrowed slice (NULL for an absent one). */
+static char *dup_str(omprpc_str s) {
+    char *out;
+    if (!s.data) return NULL;
+    out = malloc(s.len + 1);
+    if (!out) return NULL;
+    memcpy(out, s.data, s.len);
+    out[s.len] = '\0';
+    return out;
+}
+
+/* Parses a borrowed JSON slice; NULL (and a failed check) when it is absent or not JSON. */
+#define PARSE_STR(s) h_parse_str(__FILE__, __LINE__, #s, (s))
+static jval *h_parse_str(const char *file, int line, const char *expr, omprpc_str s) {
+    char *text = dup_str(s);
+    jval *v;
+    if (!text) {
+        h_fail(file, line, "%s is absent", expr);
+        return NULL;
+    }
+    v = h_parse(file, line, expr, text);
+    free(text);
+    return v;
+}
+
+static int str_is(omprpc_str s, const char *want) {
+    return s.data && s.len == strlen(want) && memcmp(s.data, want, s.len) == 0;
+}
+
+/* Each view: its json is one event whose "type" is the view's type, and equals `expected[i]`
+ * of the turn JSON's events when given. */
+static void check_views(const omprpc_event_view *views, size_t n, const jval *expected) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        jval *ev = PARSE_STR(views[i].json);
+        const char *type = jpath_str(ev, "type");
+        CHECKF(type && str_is(views[i].event_type, type), "event %u: view type vs its JSON's \"%s\"",
+               (unsigned)i, type ? type : "(none)");
+        if (expected) {
+            const char *want = jpath_str(jat(expected, i), "type");
+            CHECKF(type && want && strcmp(type, want) == 0 && jlen(ev) == jlen(jat(expected, i)),
+                   "event %u differs from the turn JSON's", (unsigned)i);
+        }
+        json_free(ev);
+    }
+}
+
+static void test_a_turn_is_its_json_located(void) {
+    omprpc_client *c = START(NULL, "\"turn_summary\":true");
+    omprpc_turn *turn = NULL;
+    omprpc_turn_info info;
+    const omprpc_event_view *views = NULL;
+    size_t n = 0;
+    char *err = NULL;
+    jval *whole, *v;
+    if (!c) return;
+    if (!CHECK_OK(omprpc_client_prompt_and_wait_turn(c, "say hello", NULL, WAIT_MS, &turn, &err), err)) {
+        omprpc_client_free(c);
+        return;
+    }
+    CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err);
+    whole = PARSE_STR(info.turn_json);
+    CHECK(info.outcome == OMPRPC_TURN_OUTCOME_AGENT_END);
+    CHECK(info.agent_invoked);
+    CHECK(str_is(info.assistant_text, "pong"));
+    CHECK(jpath_str(whole, "requestId") && str_is(info.request_id, jpath_str(whole, "requestId")));
+    CHECK(jpath_str(whole, "assistantMessage.stopReason") ? str_is(info.stop_reason, jpath_str(whole, "assistantMessage.stopReason"))
+                                                          : info.stop_reason.data == NULL);
+    CHECK(info.error_message.data == NULL);
+    CHECK(info.prompt_result_json.data == NULL);
+    v = PARSE_STR(info.messages_json);
+    CHECK(jlen(v) == 1 && jlen(v) == jlen(jget(whole, "messages")));
+    CHECK_STR(jpath_str(v, "0.content.0.text"), "pong");
+    json_free(v);
+    v = PARSE_STR(info.assistant_message_json);
+    CHECK_STR(jpath_str(v, "role"), "assistant");
+    json_free(v);
+    if (jpath(whole, "assistantMessage.usage")) {
+        v = PARSE_STR(info.usage_json);
+        CHECK(jlen(v) == jlen(jpath(whole, "assistantMessage.usage")));
+        json_free(v);
+    } else {
+        CHECK(info.usage_json.data == NULL);
+    }
+    v = PARSE_STR(info.summary_json);
+    CHECK_STR(jpath_str(v, "finalText"), "pong");
+    json_free(v);
+    CHECK_OK(omprpc_turn_events(turn, &views, &n, &err), err);
+    CHECKF(n == info.event_count && n == jlen(jget(whole, "events")) && n >= 3, "%u views, %u in info, %u in the JSON",
+           (unsigned)n, (unsigned)info.event_count, (unsigned)jlen(jget(whole, "events")));
+    check_views(views, n, jget(whole, "events"));
+    /* the views borrow from the turn's own bytes: no copies */
+    for (size_t i = 0; i < n; i++) {
+        CHECKF(views[i].json.data > info.turn_json.data && views[i].json.data + views[i].json.len < info.turn_json.data + info.turn_json.len,
+               "event %u is not inside the turn JSON", (unsigned)i);
+    }
+    CHECK(n > 0 && str_is(views[n - 1].event_type, "agent_end"));
+    json_free(whole);
+    omprpc_turn_free(turn);
+    omprpc_client_free(c);
+}
+
+static void test_local_outcomes(void) {
+    omprpc_client *c = START(NULL, NULL);
+    omprpc_turn *turn = NULL;
+    omprpc_turn_info info;
+    char *err = NULL;
+    jval *v;
+    if (!c) return;
+    if (CHECK_OK(omprpc_client_prompt_and_wait_turn(c, "local", NULL, WAIT_MS, &turn, &err), err)
+        && CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err)) {
+        CHECK(info.outcome == OMPRPC_TURN_OUTCOME_NOT_INVOKED && !info.agent_invoked);
+        CHECK(info.assistant_text.data == NULL && info.assistant_message_json.data == NULL);
+        CHECK(str_is(info.messages_json, "[]"));
+    }
+    omprpc_turn_free(turn);
+    turn = NULL;
+    if (CHECK_OK(omprpc_client_prompt_and_wait_turn(c, "prompt result", NULL, WAIT_MS, &turn, &err), err)
+        && CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err)) {
+        CHECK(info.outcome == OMPRPC_TURN_OUTCOME_PROMPT_RESULT && !info.agent_invoked);
+        v = PARSE_STR(info.prompt_result_json);
+        CHECK_STR(jpath_str(v, "type"), "prompt_result");
+        json_free(v);
+    }
+    omprpc_turn_free(turn);
+    omprpc_client_free(c);
+}
+
+static void test_event_batches(void) {
+    omprpc_client *c = START(NULL, NULL);
+    omprpc_event_batch *batch = NULL;
+    const omprpc_event_view *views = NULL;
+    size_t n = 0, i;
+    char *err = NULL, *id = NULL;
+    int ends = 0, starts = 0, ready = 0, rounds;
+    if (!c) return;
+    CHECK_OK(omprpc_client_prompt(c, "say hello", NULL, WAIT_MS, &id, &err), err);
+    h_strfree(&id);
+    for (rounds = 0; ends == 0 && rounds < 100; rounds++) {
+        if (!CHECK_OK(omprpc_client_next_event_batch(c, 2, WAIT_MS, &batch, &err), err)) break;
+        CHECK_OK(omprpc_event_batch_events(batch, &views, &n, &err), err);
+        CHECKF(n >= 1 && n <= 2, "a batch of %u with max_events 2", (unsigned)n);
+        check_views(views, n, NULL);
+        for (i = 0; i < n; i++) {
+            ready += str_is(views[i].event_type, "ready");
+            starts += str_is(views[i].event_type, "agent_start");
+            ends += str_is(views[i].event_type, "agent_end");
+        }
+        omprpc_event_batch_free(batch);
+        batch = NULL;
+    }
+    CHECK(ready == 1 && starts == 1 && ends == 1);
+    /* drained: a zero timeout polls, TIMEOUT, and the out-parameter stays untouched */
+    CHECK_STATUS(omprpc_client_next_event_batch(c, 8, 0, &batch, &err), OMPRPC_STATUS_TIMEOUT, err);
+    h_strfree(&err);
+    CHECK(batch == NULL);
+    /* after close the queue drains, then CLOSED */
+    CHECK_OK(omprpc_client_close(c, &err), err);
+    for (rounds = 0; rounds < 100; rounds++) {
+        omprpc_status st = omprpc_client_next_event_batch(c, 64, WAIT_MS, &batch, &err);
+        omprpc_event_batch_free(batch);
+        batch = NULL;
+        if (st != OMPRPC_STATUS_OK) {
+            CHECKF(st == OMPRPC_STATUS_CLOSED, "after close: %s", h_name(st));
+            break;
+        }
+    }
+    h_strfree(&err);
+    CHECK_STATUS(omprpc_client_prompt_and_wait_turn(c, "say hello", NULL, WAIT_MS, &(omprpc_turn *){NULL}, &err),
+                 OMPRPC_STATUS_CLOSED, err);
+    h_strfree(&err);
+    omprpc_client_free(c);
+}
+
+static void test_bad_arguments(void) {
+    omprpc_client *c = START(NULL, NULL);
+    omprpc_turn *turn = NULL;
+    omprpc_event_batch *batch = NULL;
+    omprpc_turn_info info;
+    const omprpc_event_view *views = NULL;
+    size_t n = 0;
+    char *err = NULL;
+    CHECK_STATUS(omprpc_client_prompt_and_wait_turn(NULL, "x", NULL, 0, &turn, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    h_strfree(&err);
+    CHECK_STATUS(omprpc_client_next_event_batch(NULL, 1, 0, &batch, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    h_strfree(&err);
+    CHECK_STATUS(omprpc_turn_get_info(NULL, &info, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    h_strfree(&err);
+    CHECK_STATUS(omprpc_turn_events(NULL, &views, &n, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    h_strfree(&err);
+    CHECK_STATUS(omprpc_event_batch_events(NULL, &views, &n, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    h_strfree(&err);
+    if (c) {
+        CHECK_STATUS(omprpc_client_prompt_and_wait_turn(c, "x", NULL, 0, NULL, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+        h_strfree(&err);
+        CHECK_STATUS(omprpc_client_next_event_batch(c, 1, WAIT_MS, NULL, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+        h_strfree(&err);
+        if (CHECK_OK(omprpc_client_prompt_and_wait_turn(c, "say hello", NULL, WAIT_MS, &turn, &err), err)) {
+            CHECK_STATUS(omprpc_turn_get_info(turn, NULL, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+            h_strfree(&err);
+            CHECK_STATUS(omprpc_turn_events(turn, NULL, &n, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+            h_strfree(&err);
+        }
+        omprpc_turn_free(turn);
+    }
+    /* NULL frees are no-ops */
+    omprpc_turn_free(NULL);
+    omprpc_event_batch_free(NULL);
+    omprpc_client_free(c);
+}
+
+int main(void) {
+    h_init();
+    RUN(test_a_turn_is_its_json_located);
+    RUN(test_local_outcomes);
+    RUN(test_event_batches);
+    RUN(test_bad_arguments);
+    return h_summary();
+}
