@@ -93,7 +93,7 @@ typedef enum {
 typedef struct omprpc_client omprpc_client;
 
 /**
- * Events taken from a client's queue, each with its type.
+ * Events, each with its type: taken from a client's queue or collected through a run.
  */
 typedef struct omprpc_event_batch omprpc_event_batch;
 
@@ -778,6 +778,19 @@ omprpc_status omprpc_client_next_event_batch(const omprpc_client *client,
                                              int64_t timeout_ms,
                                              omprpc_event_batch **out_batch,
                                              char **out_error);
+
+/**
+ * `omprpc_client_collect_events` as a batch: every session event from the call through the
+ * next terminal `agent_end`, each with its type (see `omprpc_event_batch_events`).
+ * Ownership: the caller frees `*out_batch` with `omprpc_event_batch_free`. Threads: any
+ * thread (one collector at a time). Statuses: those of `omprpc_client_collect_events`: OK,
+ * TIMEOUT, CONCURRENCY, LIMIT_EXCEEDED, INVALID_ARGUMENT, CLOSED (or the close reason:
+ * PROCESS_EXITED, PROTOCOL, IO), PANIC.
+ */
+omprpc_status omprpc_client_collect_event_batch(const omprpc_client *client,
+                                                int64_t timeout_ms,
+                                                omprpc_event_batch **out_batch,
+                                                char **out_error);
 
 /**
  * The batch's events, in queue order: `*out_events` points to `*out_count` views, each

@@ -354,6 +354,11 @@ impl Client {
     }
 
     pub fn collect_events_json(&self, deadline: Deadline) -> Result<Vec<u8>> {
+        self.collect_events_located(deadline).map(|(array, _)| array)
+    }
+
+    /// The same array, with where each event sits in it (the C ABI's event batch).
+    pub fn collect_events_located(&self, deadline: Deadline) -> Result<(Vec<u8>, Vec<turn::Span>)> {
         let s = &self.shared;
         {
             let mut st = s.state();
@@ -368,7 +373,7 @@ impl Client {
                 None
             }
         })?;
-        turn::events_array(collector)
+        turn::events_located(collector)
     }
 
     /// Waits until the agent is idle by its own account: no run open (whoever started it), no

@@ -72,10 +72,18 @@ fn views<'a>(events: impl Iterator<Item = &'a [u8]>) -> Views {
     Views { views, _decoded: decoded }
 }
 
-/// Events taken from a client's queue, each with its type.
+/// Events, each with its type: taken from a client's queue or collected through a run.
 pub struct omprpc_event_batch {
     views: Views,
-    _events: Vec<Vec<u8>>,
+    /// The bytes the views point into: the queue's events, or one collected array.
+    _storage: Storage,
+}
+
+// Held, never read: it keeps alive the bytes the views point into.
+#[allow(dead_code)]
+enum Storage {
+    Events(Vec<Vec<u8>>),
+    Array(Vec<u8>),
 }
 
 /// Waits for one event, then takes up to `max_events` queued events as a batch: each event's
@@ -97,7 +105,31 @@ pub unsafe extern "C" fn omprpc_client_next_event_batch(
         let slot = out(out_batch, "out_batch")?;
         let events = c.next_events(max_events, deadline(timeout_ms, None)?)?;
         let views = views(events.iter().map(Vec::as_slice));
-        *slot = Box::into_raw(Box::new(omprpc_event_batch { views, _events: events }));
+        *slot = Box::into_raw(Box::new(omprpc_event_batch { views, _storage: Storage::Events(events) }));
+        Ok(())
+    })
+}
+
+/// `omprpc_client_collect_events` as a batch: every session event from the call through the
+/// next terminal `agent_end`, each with its type (see `omprpc_event_batch_events`).
+/// Ownership: the caller frees `*out_batch` with `omprpc_event_batch_free`. Threads: any
+/// thread (one collector at a time). Statuses: those of `omprpc_client_collect_events`: OK,
+/// TIMEOUT, CONCURRENCY, LIMIT_EXCEEDED, INVALID_ARGUMENT, CLOSED (or the close reason:
+/// PROCESS_EXITED, PROTOCOL, IO), PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_collect_event_batch(
+    client: *const omprpc_client,
+    timeout_ms: i64,
+    out_batch: *mut *mut omprpc_event_batch,
+    out_error: *mut *mut c_char,
+) -> omprpc_status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_batch, "out_batch")?;
+        let (array, spans) = c.collect_events_located(deadline(timeout_ms, c.default_turn_deadline())?)?;
+        // The views point into `array`'s heap buffer, which moving `array` does not move.
+        let views = views(spans.iter().map(|&(start, end)| &array[start..end]));
+        *slot = Box::into_raw(Box::new(omprpc_event_batch { views, _storage: Storage::Array(array) }));
         Ok(())
     })
 }

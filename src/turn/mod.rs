@@ -21,10 +21,16 @@ pub const TURN_PREFIX: &[u8] = b"{\"events\":[";
 /// The collected events as a JSON array (the collector was started with prefix `[`). The
 /// bytes are validated frames joined by commas: UTF-8 JSON without NUL.
 pub fn events_array(c: Collector) -> Result<Vec<u8>> {
+    events_located(c).map(|(array, _)| array)
+}
+
+/// The collected events (the collector was started with prefix `[`) as that array and where
+/// each event sits in it.
+pub fn events_located(c: Collector) -> Result<(Vec<u8>, Vec<Span>)> {
     c.outcome.expect("collector is complete")?;
     let mut out = c.events;
     out.push(b']');
-    Ok(out)
+    Ok((out, c.offsets))
 }
 
 fn role(message: &[u8]) -> Option<String> {

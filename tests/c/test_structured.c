@@ -1,6 +1,7 @@
 /*
  * Events and turns as structure: omprpc_client_prompt_and_wait_turn (omprpc_turn_get_info,
- * omprpc_turn_events) and omprpc_client_next_event_batch (omprpc_event_batch_events) hand out
+ * omprpc_turn_events), omprpc_client_next_event_batch and omprpc_client_collect_event_batch
+ * (omprpc_event_batch_events) hand out
  * the same events and metadata as the JSON forms, as borrowed views — checked against the
  * turn JSON the same turn carries; the local outcomes; bad arguments; close.
  */
@@ -183,6 +184,26 @@ static void test_event_batches(void) {
     omprpc_client_free(c);
 }
 
+/* collect_event_batch: the session's events through the next terminal agent_end, as views. */
+static void test_collected_batch(void) {
+    omprpc_client *c = START(NULL, NULL);
+    omprpc_event_batch *batch = NULL;
+    const omprpc_event_view *views = NULL;
+    size_t n = 0;
+    char *err = NULL, *id = NULL;
+    if (!c) return;
+    CHECK_OK(omprpc_client_prompt(c, "say hello", NULL, WAIT_MS, &id, &err), err);
+    h_strfree(&id);
+    if (CHECK_OK(omprpc_client_collect_event_batch(c, WAIT_MS, &batch, &err), err)
+        && CHECK_OK(omprpc_event_batch_events(batch, &views, &n, &err), err)) {
+        CHECKF(n >= 3, "%u collected events", (unsigned)n);
+        check_views(views, n, NULL);
+        CHECK(n > 0 && str_is(views[n - 1].event_type, "agent_end"));
+    }
+    omprpc_event_batch_free(batch);
+    omprpc_client_free(c);
+}
+
 static void test_bad_arguments(void) {
     omprpc_client *c = START(NULL, NULL);
     omprpc_turn *turn = NULL;
@@ -225,6 +246,7 @@ int main(void) {
     RUN(test_a_turn_is_its_json_located);
     RUN(test_local_outcomes);
     RUN(test_event_batches);
+    RUN(test_collected_batch);
     RUN(test_bad_arguments);
     return h_summary();
 }
