@@ -491,7 +491,13 @@ fn gated_call_rules_allow_and_the_tool_runs() {
 
 #[test]
 fn gated_call_rules_deny_and_the_model_gets_the_reason() {
-    let c = start(json!({"tool_policy": {"mode": "rules", "block": {"bash": "no shell here"}, "default": "allow"}}));
+    for transport in ["unix", "tcp"] {
+        gated_deny_over(transport);
+    }
+}
+
+fn gated_deny_over(transport: &str) {
+    let c = start(json!({"bridge_transport": transport, "tool_policy": {"mode": "rules", "block": {"bash": "no shell here"}, "default": "allow"}}));
     let t = gated_turn(&c, GATED_BASH);
     let (id, result) = assert_gated_call(&t, false);
     // pi's block: the reason verbatim, details {}, no update.
