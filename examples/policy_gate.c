@@ -1,38 +1,37 @@
 /*
  * The policy gate over pi's own tools (bash, read, write, …). Before pi runs one of them,
  * the bridge extension omprpc loads into pi asks the library, and the tool runs only if the
- * gate allows it. The gate decides either by rules given at start, or by asking this
- * program (a policy_eval event, answered with omprpc_client_policy_verdict). It fails
- * closed: a question nobody answers in time blocks the tool.
+ * gate allows it; a blocked tool gives the model the reason as the tool's result. The gate
+ * decides either by rules given at start, or by asking this program (a policy_eval event,
+ * answered with omprpc_client_policy_verdict). It fails closed: a question nobody answers
+ * in time blocks the tool.
  *
  *   policy_gate AGENT [ARG...]     `make examples` passes the fake agent as pi (--flavor pi)
  *
  * Part 1 gates with rules (read allowed, bash blocked); part 2 asks this program, which
- * allows read and denies bash.
- *
- * The fake agent loads the extension (start waits for its hello) but has no model, so it
- * never calls a tool. This program therefore also plays pi's side: the functions under
- * "pi's side" at the end send the very question the extension sends when pi's model calls
- * a tool. With a real pi that part goes away — the model's tool calls raise the questions.
+ * allows read and denies bash. Each part sends two prompts, and each prompt makes the model
+ * call one tool; the program watches how the call ends (tool_execution_end).
  *
  * Exits 0 when both gates allowed read and blocked bash, and the host was told; 1 otherwise.
  * Build: cc -std=c99 -Iinclude -Itests/c examples/policy_gate.c -Ltarget/debug -lomprpc
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include "omprpc.h"
 #include "json.h" /* a small JSON reader (tests/c/json.h), as in examples/demo.c */
 
-#define WAIT_MS 30000
+/* How long to wait for the next event before giving up (a real model can be slow). */
+#define EVENT_TIMEOUT_MS 60000
+
+/* The prompts. With a real pi any request that makes the model use the tool will do ("show
+ * me README.md"); the fake agent has no model, and "gated TOOL ARGS" tells it which tool call
+ * its pretend model makes. */
+#define READ_PROMPT "gated read {\"path\":\"README.md\"}"
+#define BASH_PROMPT "gated bash {\"command\":\"rm -rf build\"}"
 
 /* Rules: the library answers by itself, without a round trip to this program. Tools in
  * neither list get the default ("block" unless said otherwise). */
@@ -43,16 +42,13 @@
  * the gate waits for a verdict before it blocks the tool. */
 #define HOST_POLICY "{\"mode\":\"host\",\"timeout_ms\":10000}"
 
-/* pi's side (defined at the end): a connection to the bridge, as the extension has. */
+/* How one prompt's tool call went. */
 typedef struct {
-    int fd;
-    char *token, *client_id;
-    int asked;
-} pi_side;
-static int pi_connect(omprpc_client *client, pi_side *pi);
-static int pi_ask(pi_side *pi, const char *tool, const char *args_json);
-static int pi_read_verdict(pi_side *pi, int *blocked, char *reason, size_t reason_cap);
-static void pi_disconnect(pi_side *pi);
+    int ended;      /* a tool_execution_end arrived */
+    int is_error;   /* it said isError: blocked (or the tool failed) */
+    int asked;      /* policy_eval questions this program answered */
+    int host_told;  /* tool_blocked events: the library's note of a blocked call */
+} outcome;
 
 static void report(const char *what, omprpc_status st, char *err) {
     jval *e = json_parse(err);
@@ -92,25 +88,6 @@ static omprpc_client *start_gated(int argc, char **argv, const char *policy) {
     return client;
 }
 
-/* Takes events until one of `type` arrives (NULL after `timeout_ms`, or on an error). */
-static jval *wait_for_event(omprpc_client *client, const char *type, int64_t timeout_ms) {
-    for (;;) {
-        char *event_json = NULL, *err = NULL;
-        jval *event;
-        const char *t;
-        omprpc_status st = omprpc_client_next_event(client, timeout_ms, &event_json, &err);
-        if (st != OMPRPC_STATUS_OK) {
-            report("next_event", st, err);
-            return NULL;
-        }
-        event = json_parse(event_json);
-        omprpc_string_free(event_json);
-        t = jstr(jget(event, "type"));
-        if (t && !strcmp(t, type)) return event;
-        json_free(event); /* any other event: not what this waits for */
-    }
-}
-
 /* This program's policy, for host mode: reading is fine, nothing else is. */
 static int host_allows(const char *tool, const char **reason) {
     if (tool && !strcmp(tool, "read")) return 1;
@@ -118,79 +95,119 @@ static int host_allows(const char *tool, const char **reason) {
     return 0;
 }
 
-/* Answers one policy_eval event; returns 1 if it allowed the tool, 0 if it denied it, -1 if
- * no question came or the verdict could not be given. */
-static int answer_one_question(omprpc_client *client) {
-    jval *question = wait_for_event(client, "policy_eval", WAIT_MS);
-    const char *id, *tool, *reason = NULL;
+/* Answers one policy_eval question. pi is paused on it: the tool neither runs nor fails
+ * until the verdict (or the gate's timeout) comes. Returns 0 when the verdict was given. */
+static int answer_question(omprpc_client *client, const jval *question) {
+    const char *id = jstr(jget(question, "id"));
+    const char *tool = jstr(jget(question, "toolName"));
+    const char *reason = "";
     char *err = NULL;
+    int allow = host_allows(tool, &reason);
     omprpc_status st;
-    int allow;
-    if (!question) return -1;
-    id = jstr(jget(question, "id"));
-    tool = jstr(jget(question, "toolName"));
-    allow = host_allows(tool, &reason);
-    printf("  policy_eval %s: %s -> %s\n", id ? id : "?", tool ? tool : "?", allow ? "allow" : "deny");
-    /* The verdict goes back to the extension at once; pi runs the tool or reports it blocked. */
+    printf("  the gate asks: may pi run %s? -> %s\n", tool ? tool : "?", allow ? "allow" : "deny");
     st = omprpc_client_policy_verdict(client, id ? id : "", allow, reason, &err);
-    json_free(question);
     if (st != OMPRPC_STATUS_OK) {
-        report("policy_verdict", st, err); /* NOT_FOUND: the gate's timeout had already blocked it */
-        return -1;
+        report("policy_verdict", st, err);
+        return 1;
     }
-    return allow;
+    return 0;
 }
 
-/* One tool call through the gate: pi asks, the gate (rules, or this program) decides, pi
- * gets the verdict. Returns 1 allowed, 0 blocked, -1 on failure. */
-static int call_tool(omprpc_client *client, pi_side *pi, const char *tool, const char *args_json,
-                     int host_decides) {
-    char reason[256];
-    int blocked;
-    printf("pi's model calls %s %s\n", tool, args_json);
-    if (pi_ask(pi, tool, args_json) != 0) return -1;
-    if (host_decides && answer_one_question(client) < 0) return -1;
-    if (pi_read_verdict(pi, &blocked, reason, sizeof reason) != 0) return -1;
-    if (blocked)
-        printf("  -> blocked: %s\n", reason);
-    else
-        printf("  -> allowed: pi runs %s\n", tool);
-    return !blocked;
+/* Prints the text of a tool result: {"content":[{"type":"text","text":…}, …]}. */
+static void print_result_text(const jval *result) {
+    const jval *content = jget(result, "content");
+    size_t i;
+    for (i = 0; i < jlen(content); i++) {
+        const char *text = jstr(jget(jat(content, i), "text"));
+        if (text) printf("%s", text);
+    }
 }
 
-/* Runs one gate: read must be allowed, bash blocked, and a tool_blocked event must tell the
- * host which call was blocked and why. Returns 0 when all of that happened. */
+/* Sends one prompt and takes its events until the run ends (pi's agent_end), answering the
+ * gate's questions on the way when the host decides. Returns 0 when the run ended.
+ * The question and the tool_blocked note come from the bridge, the rest from pi's output:
+ * two channels, so their order among pi's own events (tool_execution_start, …) may vary. */
+static int run_prompt(omprpc_client *client, const char *prompt, int host_decides, outcome *out) {
+    char *err = NULL, *request_id = NULL;
+    omprpc_status st;
+    printf("> %s\n", prompt);
+    st = omprpc_client_prompt(client, prompt, NULL, OMPRPC_TIMEOUT_DEFAULT, &request_id, &err);
+    if (st != OMPRPC_STATUS_OK) {
+        report("prompt", st, err);
+        return 1;
+    }
+    omprpc_string_free(request_id);
+
+    for (;;) {
+        char *event_json = NULL;
+        jval *event;
+        const char *type;
+        int done = 0, failed = 0;
+        st = omprpc_client_next_event(client, EVENT_TIMEOUT_MS, &event_json, &err);
+        if (st != OMPRPC_STATUS_OK) {
+            report("next_event", st, err); /* TIMEOUT: nothing came; CLOSED: the agent is gone */
+            return 1;
+        }
+        event = json_parse(event_json);
+        omprpc_string_free(event_json);
+        type = jstr(jget(event, "type"));
+        if (!type) {
+            /* not an event this program looks at */
+        } else if (!strcmp(type, "policy_eval")) {
+            /* Only in host mode: with rules the library never asks. */
+            if (!host_decides || answer_question(client, event) != 0) failed = 1;
+            out->asked++;
+        } else if (!strcmp(type, "tool_blocked")) {
+            /* Whoever blocked it, the host hears about every blocked call (a turn's summary
+             * marks that tool call "blocked" too). */
+            const char *tool = jstr(jget(event, "toolName"));
+            printf("  the host is told: %s was blocked\n", tool ? tool : "?");
+            out->host_told++;
+        } else if (!strcmp(type, "tool_execution_end")) {
+            /* A blocked call ends like a failed one, with the reason as its result: that is
+             * what the model reads, and it carries on from there. */
+            const char *tool = jstr(jget(event, "toolName"));
+            out->ended = 1;
+            out->is_error = jbool(jget(event, "isError")) == 1;
+            printf("  %s %s; the model reads: ", tool ? tool : "?", out->is_error ? "was blocked" : "ran");
+            print_result_text(jget(event, "result"));
+            printf("\n");
+        } else if (!strcmp(type, "agent_end")) {
+            done = 1; /* pi's run is over: the model has answered after the tool call */
+        }
+        json_free(event);
+        if (failed) return 1;
+        if (done) return 0;
+    }
+}
+
+/* Runs one gate: read must run, bash must be blocked, and the host must be told of the block
+ * (and, in host mode, asked about both). Returns 0 when all of that happened. */
 static int run_gate(int argc, char **argv, const char *policy, int host_decides) {
     omprpc_client *client = start_gated(argc, argv, policy);
-    pi_side pi = {-1, NULL, NULL, 0};
-    jval *blocked_event = NULL;
+    outcome read_call = {0, 0, 0, 0}, bash_call = {0, 0, 0, 0};
     char *err = NULL;
     omprpc_status st;
-    int rc = 1, read_ok, bash_ok;
+    int rc = 1;
     if (!client) return 1;
-    if (pi_connect(client, &pi) != 0) goto done;
 
-    read_ok = call_tool(client, &pi, "read", "{\"path\":\"README.md\"}", host_decides);
-    bash_ok = call_tool(client, &pi, "bash", "{\"command\":\"rm -rf build\"}", host_decides);
-    if (read_ok != 1 || bash_ok != 0) {
-        fprintf(stderr, "policy_gate: expected read allowed and bash blocked\n");
+    if (run_prompt(client, READ_PROMPT, host_decides, &read_call) != 0) goto done;
+    if (run_prompt(client, BASH_PROMPT, host_decides, &bash_call) != 0) goto done;
+    if (!read_call.ended || read_call.is_error || !bash_call.ended || !bash_call.is_error) {
+        fprintf(stderr, "policy_gate: expected read to run and bash to be blocked\n");
         goto done;
     }
-
-    /* Whoever blocked it, the host hears about every blocked call (a turn's summary marks
-     * that tool call "blocked" too). */
-    blocked_event = wait_for_event(client, "tool_blocked", WAIT_MS);
-    if (!blocked_event) goto done;
-    {
-        const char *tool = jstr(jget(blocked_event, "toolName"));
-        const char *reason = jstr(jget(blocked_event, "reason"));
-        printf("  the host is told: tool_blocked %s (%s)\n", tool ? tool : "?", reason ? reason : "?");
+    if (read_call.host_told != 0 || bash_call.host_told != 1) {
+        fprintf(stderr, "policy_gate: expected one tool_blocked event, for bash\n");
+        goto done;
+    }
+    if (host_decides && (read_call.asked != 1 || bash_call.asked != 1)) {
+        fprintf(stderr, "policy_gate: expected one policy_eval question per tool call\n");
+        goto done;
     }
     rc = 0;
 
 done:
-    json_free(blocked_event);
-    pi_disconnect(&pi);
     st = omprpc_client_close(client, &err);
     if (st != OMPRPC_STATUS_OK) {
         report("close", st, err);
@@ -209,127 +226,6 @@ int main(int argc, char **argv) {
     if (run_gate(argc, argv, RULES_POLICY, 0) != 0) return 1;
     printf("== 2. the gate asks this program: %s\n", HOST_POLICY);
     if (run_gate(argc, argv, HOST_POLICY, 1) != 0) return 1;
-    printf("both gates allowed read and blocked bash\n");
+    printf("both gates let read run and blocked bash\n");
     return 0;
-}
-
-/* ---- pi's side -------------------------------------------------------------------------
- * What the bridge extension does inside pi, reduced to the gate's question. A program using
- * a real pi never writes this. The extension omprpc generates for a client is named in the
- * agent's argv (`--extension PATH`); one line of it, `const CONFIG = {…};`, holds the
- * bridge's socket, the client id and the per-client token every request must carry. */
-
-static int pi_connect(omprpc_client *client, pi_side *pi) {
-    char *info_json = NULL, *err = NULL, *line = NULL;
-    const char *ext_path = NULL, *socket_path;
-    size_t cap = 0, i;
-    jval *info, *argv, *config = NULL;
-    struct sockaddr_un addr;
-    FILE *f = NULL;
-    omprpc_status st = omprpc_client_info(client, &info_json, &err);
-    int rc = 1;
-    if (st != OMPRPC_STATUS_OK) {
-        report("info", st, err);
-        return 1;
-    }
-    info = json_parse(info_json);
-    omprpc_string_free(info_json);
-    argv = jget(info, "argv");
-    for (i = 0; i + 1 < jlen(argv); i++) {
-        const char *word = jstr(jat(argv, i));
-        if (word && !strcmp(word, "--extension")) ext_path = jstr(jat(argv, i + 1));
-    }
-    if (ext_path) f = fopen(ext_path, "r");
-    while (f && getline(&line, &cap, f) > 0) {
-        if (strncmp(line, "const CONFIG = ", 15) == 0) {
-            char *end = strrchr(line, ';');
-            if (end) *end = '\0';
-            config = json_parse(line + 15);
-            break;
-        }
-    }
-    socket_path = jstr(jget(config, "socket"));
-    if (!socket_path || strlen(socket_path) >= sizeof addr.sun_path || !jstr(jget(config, "token"))) {
-        fprintf(stderr, "policy_gate: no bridge socket in the agent's extension (%s)\n",
-                ext_path ? ext_path : "no --extension");
-        goto out;
-    }
-    pi->token = json_quote(jstr(jget(config, "token")));
-    pi->client_id = json_quote(jstr(jget(config, "client")) ? jstr(jget(config, "client")) : "");
-    memset(&addr, 0, sizeof addr);
-    addr.sun_family = AF_UNIX;
-    strcpy(addr.sun_path, socket_path);
-    pi->fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (pi->fd < 0 || connect(pi->fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-        fprintf(stderr, "policy_gate: connecting to the bridge: %s\n", strerror(errno));
-        goto out;
-    }
-    rc = 0;
-out:
-    free(line);
-    if (f) fclose(f);
-    json_free(config);
-    json_free(info);
-    return rc;
-}
-
-/* Sends {"kind":"policy_eval","tool","toolCallId","args","id","token","client"}. */
-static int pi_ask(pi_side *pi, const char *tool, const char *args_json) {
-    char frame[1024];
-    int n;
-    pi->asked++;
-    n = snprintf(frame, sizeof frame,
-                 "{\"kind\":\"policy_eval\",\"tool\":\"%s\",\"toolCallId\":\"call-%d\",\"args\":%s,"
-                 "\"id\":\"q-%d\",\"token\":%s,\"client\":%s}\n",
-                 tool, pi->asked, args_json, pi->asked, pi->token, pi->client_id);
-    /* MSG_NOSIGNAL: a closed bridge is an error here, not a SIGPIPE. */
-    if (n < 0 || (size_t)n >= sizeof frame || send(pi->fd, frame, (size_t)n, MSG_NOSIGNAL) != n) {
-        fprintf(stderr, "policy_gate: sending the question to the bridge failed\n");
-        return 1;
-    }
-    return 0;
-}
-
-/* Reads the answer line {"id","verdict":{"block":bool,"reason":"…"}}. */
-static int pi_read_verdict(pi_side *pi, int *blocked, char *reason, size_t reason_cap) {
-    char buf[4096];
-    size_t got = 0;
-    jval *reply;
-    const char *why;
-    while (got == 0 || buf[got - 1] != '\n') {
-        struct pollfd p;
-        ssize_t n;
-        p.fd = pi->fd;
-        p.events = POLLIN;
-        if (got == sizeof buf - 1 || poll(&p, 1, WAIT_MS) != 1) {
-            fprintf(stderr, "policy_gate: no verdict from the bridge\n");
-            return 1;
-        }
-        n = read(pi->fd, buf + got, sizeof buf - 1 - got);
-        if (n <= 0) {
-            fprintf(stderr, "policy_gate: the bridge closed the connection\n");
-            return 1;
-        }
-        got += (size_t)n;
-    }
-    buf[got] = '\0';
-    reply = json_parse(buf);
-    *blocked = jbool(jpath(reply, "verdict.block")) == 1;
-    why = jpath_str(reply, "verdict.reason");
-    snprintf(reason, reason_cap, "%s", why ? why : "");
-    if (jbool(jpath(reply, "verdict.block")) < 0) {
-        fprintf(stderr, "policy_gate: not a verdict: %s", buf);
-        json_free(reply);
-        return 1;
-    }
-    json_free(reply);
-    return 0;
-}
-
-static void pi_disconnect(pi_side *pi) {
-    if (pi->fd >= 0) close(pi->fd);
-    free(pi->token);
-    free(pi->client_id);
-    pi->fd = -1;
-    pi->token = pi->client_id = NULL;
 }

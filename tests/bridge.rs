@@ -424,3 +424,146 @@ fn host_tools_work_with_the_pre_0_51_execute_signature() {
     assert_eq!(out["result"]["content"][0]["text"], "done");
     assert_eq!(out["aborted"], "cancelled", "the AbortSignal found in fifth position: {out}");
 }
+
+// ---- The fake agent's "gated TOOL JSON-ARGS": one tool call through the gate, as pi runs it ----
+
+const GATED_BASH: &str = r#"gated bash {"command":"echo hi"}"#;
+
+/// The turn's events of one type.
+fn of_type<'a>(turn: &'a Value, ty: &str) -> Vec<&'a Value> {
+    turn["events"].as_array().unwrap().iter().filter(|e| e["type"] == ty).collect()
+}
+
+/// The types of the agent's frames in the turn, in order, without the streaming
+/// message_update events and the library's own tool_blocked note (it comes from the bridge,
+/// not from the agent's stdout, so its place among the agent's frames is not fixed).
+fn frame_types(turn: &Value) -> Vec<String> {
+    let types = turn["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap().to_string());
+    types.filter(|t| t != "message_update" && t != "tool_blocked").collect()
+}
+
+fn gated_turn(c: &Client, message: &str) -> Value {
+    serde_json::from_str(&c.prompt_and_wait(message, None, secs(20)).unwrap_or_else(|e| panic!("{message}: {e}"))).unwrap()
+}
+
+/// The frames of one gated call, whichever way it went (agent/gate.rs; pi 0.73.1's, recorded):
+/// the assistant's toolCall block, then tool_execution_start, then the run or the block.
+fn assert_gated_call(t: &Value, ran: bool) -> (String, Value) {
+    let mut expected = vec!["agent_start", "turn_start", "message_start", "message_end", "message_start", "message_end", "tool_execution_start"];
+    if ran {
+        expected.extend(["tool_execution_update", "tool_execution_update"]);
+    }
+    expected.extend(["tool_execution_end", "message_start", "message_end", "turn_end", "turn_start", "message_start", "message_end", "turn_end", "agent_end"]);
+    assert_eq!(frame_types(t), expected);
+    let asked = &t["messages"].as_array().unwrap().iter().find(|m| m["role"] == "assistant").unwrap()["content"][0];
+    assert_eq!(asked["type"], "toolCall");
+    assert_eq!((asked["name"].as_str(), &asked["arguments"]), (Some("bash"), &json!({"command": "echo hi"})));
+    let start = of_type(t, "tool_execution_start")[0];
+    assert_eq!(start["toolCallId"], asked["id"]);
+    assert_eq!(start["args"], json!({"command": "echo hi"}));
+    let end = of_type(t, "tool_execution_end")[0];
+    assert_eq!((&end["toolCallId"], &end["toolName"]), (&asked["id"], &json!("bash")));
+    assert_eq!(end["isError"], !ran);
+    let result = of_type(t, "message_end").into_iter().find(|m| m["message"]["role"] == "toolResult").unwrap();
+    assert_eq!(result["message"]["content"], end["result"]["content"]);
+    (start["toolCallId"].as_str().unwrap().to_string(), end["result"].clone())
+}
+
+/// The events still queued (the turn's events, and what the bridge added).
+fn queued(c: &Client) -> Vec<Value> {
+    let evs = c.next_events(4096, deadline_after(Some(Duration::from_millis(100)))).unwrap_or_default();
+    evs.iter().map(|e| serde_json::from_slice::<Value>(e).unwrap()).collect()
+}
+
+#[test]
+fn gated_call_rules_allow_and_the_tool_runs() {
+    let c = start(json!({"tool_policy": {"mode": "rules", "allow": ["bash"]}}));
+    let t = gated_turn(&c, GATED_BASH);
+    let (_, result) = assert_gated_call(&t, true);
+    assert_eq!(result, json!({"content": [{"type": "text", "text": "hi\n"}]}));
+    let updates = of_type(&t, "tool_execution_update");
+    assert_eq!(updates[0]["partialResult"], json!({"content": []}));
+    assert_eq!(updates[1]["partialResult"], json!({"content": [{"type": "text", "text": "hi\n"}], "details": {}}));
+    assert_eq!(t["assistantText"], "after: hi\n");
+    assert!(of_type(&t, "tool_blocked").is_empty());
+    c.close().unwrap();
+}
+
+#[test]
+fn gated_call_rules_deny_and_the_model_gets_the_reason() {
+    for transport in ["unix", "tcp"] {
+        gated_deny_over(transport);
+    }
+}
+
+fn gated_deny_over(transport: &str) {
+    let c = start(json!({"bridge_transport": transport, "tool_policy": {"mode": "rules", "block": {"bash": "no shell here"}, "default": "allow"}}));
+    let t = gated_turn(&c, GATED_BASH);
+    let (id, result) = assert_gated_call(&t, false);
+    // pi's block: the reason verbatim, details {}, no update.
+    assert_eq!(result, json!({"content": [{"type": "text", "text": "no shell here"}], "details": {}}));
+    assert_eq!(t["assistantText"], "after: no shell here");
+    let notes = of_type(&t, "tool_blocked");
+    assert_eq!(notes.len(), 1, "the library notes the block among the turn's events");
+    let note = notes[0];
+    assert_eq!((note["toolCallId"].as_str(), note["toolName"].as_str(), note["reason"].as_str()), (Some(id.as_str()), Some("bash"), Some("no shell here")));
+    // The default decides tools the rules do not name: allowed here.
+    let t = gated_turn(&c, r#"gated read {"path":"README.md"}"#);
+    let end = of_type(&t, "tool_execution_end")[0];
+    assert_eq!((end["isError"].as_bool(), end["result"]["content"][0]["text"].as_str()), (Some(false), Some("ran read")));
+    c.close().unwrap();
+}
+
+#[test]
+fn gated_call_asks_the_host_which_allows_then_denies() {
+    let c = start(json!({"tool_policy": {"mode": "host"}}));
+    for (allow, reason) in [(true, ""), (false, "not on my machine")] {
+        std::thread::scope(|s| {
+            let run = s.spawn(|| gated_turn(&c, GATED_BASH));
+            let q = wait_event(&c, "policy_eval");
+            assert_eq!((q["toolName"].as_str(), &q["arguments"]), (Some("bash"), &json!({"command": "echo hi"})));
+            c.policy_verdict(q["id"].as_str().unwrap(), allow, reason).unwrap();
+            let t = run.join().unwrap();
+            let (id, result) = assert_gated_call(&t, allow);
+            assert_eq!(q["toolCallId"], id.as_str(), "the question names the call pi is about to run");
+            let text = if allow { "hi\n" } else { reason };
+            assert_eq!(result["content"][0]["text"], text);
+            assert_eq!(t["assistantText"], format!("after: {text}"));
+        });
+    }
+    // An empty reason with a deny: the library's own reason reaches the model.
+    std::thread::scope(|s| {
+        let run = s.spawn(|| gated_turn(&c, GATED_BASH));
+        let q = wait_event(&c, "policy_eval");
+        c.policy_verdict(q["id"].as_str().unwrap(), false, "").unwrap();
+        let (_, result) = assert_gated_call(&run.join().unwrap(), false);
+        assert_eq!(result["content"][0]["text"], "blocked by the host's policy");
+    });
+    c.close().unwrap();
+}
+
+#[test]
+fn gated_call_the_host_never_answers_and_the_timeout_blocks() {
+    let c = start(json!({"tool_policy": {"mode": "host", "timeout_ms": 300}}));
+    let t = gated_turn(&c, GATED_BASH);
+    let (id, result) = assert_gated_call(&t, false);
+    // The question was asked (a policy_eval event, left unanswered); no tool_blocked note:
+    // the library does not learn that the extension's timeout blocked the call.
+    let events = queued(&c);
+    let questions: Vec<&Value> = events.iter().filter(|e| e["type"] == "policy_eval").collect();
+    assert_eq!(questions.len(), 1, "the host was asked once");
+    assert_eq!(questions[0]["toolCallId"], id.as_str());
+    assert_eq!(result["content"][0]["text"], "blocked: the host's policy gave no verdict (omprpc bridge: no answer within 300 ms)");
+    c.close().unwrap();
+}
+
+#[test]
+fn gated_call_without_a_gate_just_runs() {
+    // The extension is loaded for a host tool, but the gate is off; then no extension at all.
+    for opts in [json!({}), json!({"host_tools": []})] {
+        let c = start(opts.clone());
+        let (_, result) = assert_gated_call(&gated_turn(&c, GATED_BASH), true);
+        assert_eq!(result["content"][0]["text"], "hi\n", "{opts}");
+        c.close().unwrap();
+    }
+}

@@ -6,8 +6,9 @@
 //! `turns` (text turns, and the pieces every run is made of), `ui` (UI
 //! requests), `host` (host tool calls and host URIs), `volume` (bursts and
 //! big frames), `faults` (crashes, hangs, stderr, garbage, grandchildren),
-//! `responses` (the prompt's response itself) and `activity` (runs the client
-//! did not start, and runs that end oddly). `rpc11` is protocol 1.1.
+//! `responses` (the prompt's response itself), `activity` (runs the client
+//! did not start, and runs that end oddly) and `gate` (a tool call through the
+//! bridge's policy gate). `rpc11` is protocol 1.1.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead};
@@ -18,6 +19,7 @@ use serde_json::Value;
 
 mod activity;
 mod faults;
+mod gate;
 mod host;
 mod responses;
 mod rpc11;
@@ -49,6 +51,7 @@ enum Plan {
     Fault(faults::Scenario),
     Response(responses::Scenario),
     Activity(activity::Scenario),
+    Gate(gate::Scenario),
 }
 
 impl Plan {
@@ -63,6 +66,7 @@ impl Plan {
             .or_else(|| faults::Scenario::parse(message).map(Plan::Fault))
             .or_else(|| responses::Scenario::parse(message).map(Plan::Response))
             .or_else(|| activity::Scenario::parse(message).map(Plan::Activity))
+            .or_else(|| gate::Scenario::parse(message).map(Plan::Gate))
             .unwrap_or(Plan::Turn(turns::Scenario::Normal))
     }
 }
@@ -151,6 +155,8 @@ pub struct Agent {
     hanging: bool,
     /// pi: steers and follow-ups that outlived an abort, kept for the next prompt.
     parked: usize,
+    /// "gated": tool calls made so far (their ids are `toolu_gated_<n>`).
+    gated_calls: u32,
     /// `--protocol 1.1`: the "omp-rpc" 1.1.0 server (agent/rpc11.rs).
     pub protocol11: bool,
     rpc11: rpc11::Rpc11,
@@ -171,6 +177,7 @@ impl Agent {
             live: None,
             hanging: false,
             parked: 0,
+            gated_calls: 0,
             protocol11: false,
             rpc11: rpc11::Rpc11::default(),
         }
@@ -707,6 +714,7 @@ impl Agent {
             Plan::Fault(fault) => self.run_fault(fault),
             Plan::Response(response) => self.run_response(response, cmd),
             Plan::Activity(run) => self.run_activity(run, cmd, &message),
+            Plan::Gate(gate) => self.run_gate(gate, &message),
         }
     }
 }

@@ -9,19 +9,135 @@
 //!   real extension sends when its factory runs, waiting for the acknowledgement as pi 0.51+
 //!   awaits the factory; the connection stays open for the agent's lifetime. Any other file is
 //!   ignored; a missing one is pi's load error (stderr, exit 1, nothing on stdout).
+//! * The gate (`gate:true` in CONFIG): [`tool_call_hook`] is the extension's `pi.on("tool_call")`
+//!   handler — before a tool runs it sends the extension's `policy_eval` frame over that same
+//!   connection and waits for the verdict as the generated JavaScript does (CONFIG's
+//!   `policyTimeoutMs`, 0 = no limit; `failOpen`; the same block reasons), so a prompt's tool
+//!   call (scenario "gated", agent/gate.rs) goes through the library's gate like pi's does.
+//!   Tools the extension bridges are not asked about (the library runs those itself).
 //! * `OMPRPC_FAKE_DROP_EXTENSION=1`: `--extension` is dropped silently, as pi before 0.35 does.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use omprpc::protocol::version::{OMP_NEWEST, PI_NEWEST};
 use serde_json::{json, Value};
 
-/// Connections of the loaded extensions: open until the process exits.
-static LOADED: Mutex<Vec<Box<dyn std::any::Any + Send>>> = Mutex::new(Vec::new());
+/// The loaded extensions, each with its bridge connection: open until the process exits.
+static LOADED: Mutex<Vec<Loaded>> = Mutex::new(Vec::new());
+
+/// One bridge connection, Unix socket or loopback TCP.
+enum Conn {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Conn {
+    fn try_clone(&self) -> io::Result<Conn> {
+        Ok(match self {
+            Conn::Unix(s) => Conn::Unix(s.try_clone()?),
+            Conn::Tcp(s) => Conn::Tcp(s.try_clone()?),
+        })
+    }
+
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Conn::Unix(s) => s.set_read_timeout(t),
+            Conn::Tcp(s) => s.set_read_timeout(t),
+        }
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Unix(s) => s.read(buf),
+            Conn::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Conn::Unix(s) => s.write(buf),
+            Conn::Tcp(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Conn::Unix(s) => s.flush(),
+            Conn::Tcp(s) => s.flush(),
+        }
+    }
+}
+
+/// A loaded extension: its CONFIG and its connection to the library's bridge.
+struct Loaded {
+    config: Value,
+    conn: Conn,
+    reader: BufReader<Conn>,
+    /// The part of a reply line read before a timeout (completed by the next read).
+    partial: Vec<u8>,
+    /// The extension numbers its requests `<client>-<n>`; the hello was 1.
+    seq: u64,
+}
+
+impl Loaded {
+    fn connect(config: Value) -> io::Result<Loaded> {
+        let conn = match config["socket"].as_str() {
+            Some(socket) => Conn::Unix(UnixStream::connect(socket)?),
+            None => Conn::Tcp(TcpStream::connect(("127.0.0.1", config["port"].as_u64().unwrap_or(0) as u16))?),
+        };
+        let reader = BufReader::new(conn.try_clone()?);
+        Ok(Loaded { config, conn, reader, partial: Vec::new(), seq: 0 })
+    }
+
+    /// Sends `frame` with a fresh id, the token and the client id (as the extension's
+    /// `request`), and waits up to `timeout_ms` (0: no limit) for the reply with that id.
+    /// Err: the text the extension settles the request with when no reply comes.
+    fn request(&mut self, frame: Value, timeout_ms: u64) -> Result<Value, String> {
+        let client = self.config["client"].as_str().unwrap_or_default().to_owned();
+        self.seq += 1;
+        let id = format!("{client}-{}", self.seq);
+        let mut frame = frame;
+        frame["id"] = json!(id);
+        frame["token"] = self.config["token"].clone();
+        frame["client"] = json!(client);
+        self.conn
+            .write_all(format!("{frame}\n").as_bytes())
+            .map_err(|e| format!("omprpc bridge unavailable: {e}"))?;
+        let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
+        let timed_out = || format!("omprpc bridge: no answer within {timeout_ms} ms");
+        loop {
+            let wait = match deadline {
+                Some(d) => Some(d.checked_duration_since(Instant::now()).filter(|w| !w.is_zero()).ok_or_else(timed_out)?),
+                None => None,
+            };
+            self.conn.set_read_timeout(wait).map_err(|e| format!("omprpc bridge connection failed: {e}"))?;
+            match self.reader.read_until(b'\n', &mut self.partial) {
+                Ok(0) => return Err("omprpc bridge connection closed".to_owned()),
+                Ok(_) if self.partial.ends_with(b"\n") => {
+                    let line = std::mem::take(&mut self.partial);
+                    // Replies to other requests (a verdict that came after its timeout) are
+                    // dropped, as the extension drops frames for ids it no longer waits on.
+                    match serde_json::from_slice::<Value>(&line) {
+                        Ok(reply) if reply["id"] == id.as_str() => return Ok(reply),
+                        _ => continue,
+                    }
+                }
+                Ok(_) => return Err("omprpc bridge connection closed".to_owned()),
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return Err(timed_out()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("omprpc bridge connection failed: {e}")),
+            }
+        }
+    }
+}
 
 fn flavor_of(args: &[String]) -> String {
     let mut flavor = None;
@@ -77,32 +193,44 @@ pub fn load(args: &[String]) -> Result<(), (String, i32)> {
     Ok(())
 }
 
-fn hello(config: &Value) -> std::io::Result<()> {
+fn hello(config: &Value) -> io::Result<()> {
     let tools: Vec<Value> = config["tools"].as_array().into_iter().flatten().map(|t| t["name"].clone()).collect();
-    let client = config["client"].as_str().unwrap_or_default();
-    let frame = json!({"kind": "hello", "tools": tools, "gate": config["gate"], "id": format!("{client}-1"),
-                       "token": config["token"], "client": client});
-    let line = format!("{frame}\n");
-    let timeout = Some(Duration::from_secs(10));
-    let mut reply = String::new();
-    if let Some(socket) = config["socket"].as_str() {
-        let mut s = UnixStream::connect(socket)?;
-        s.set_read_timeout(timeout)?;
-        s.write_all(line.as_bytes())?;
-        BufReader::new(s.try_clone()?).read_line(&mut reply)?;
-        LOADED.lock().unwrap().push(Box::new(s));
-    } else {
-        let port = config["port"].as_u64().unwrap_or(0) as u16;
-        let mut s = TcpStream::connect(("127.0.0.1", port))?;
-        s.set_read_timeout(timeout)?;
-        s.write_all(line.as_bytes())?;
-        BufReader::new(s.try_clone()?).read_line(&mut reply)?;
-        LOADED.lock().unwrap().push(Box::new(s));
+    let mut ext = Loaded::connect(config.clone())?;
+    let reply = ext.request(json!({"kind": "hello", "tools": tools, "gate": config["gate"]}), 10_000).map_err(io::Error::other)?;
+    if reply["hello"]["ok"] != true {
+        return Err(io::Error::other(format!("unexpected reply {reply}")));
     }
-    let ok = serde_json::from_str::<Value>(&reply).ok().is_some_and(|v| v["hello"]["ok"] == true);
-    if ok {
-        Ok(())
-    } else {
-        Err(std::io::Error::other(format!("unexpected reply {reply:?}")))
+    LOADED.lock().unwrap_or_else(|p| p.into_inner()).push(ext);
+    Ok(())
+}
+
+/// pi's `tool_call` hook as the loaded extensions run it, before the tool `tool` runs: each
+/// extension with the gate on (in load order) asks the library's gate, and the first block
+/// wins. Some(reason): the tool is blocked with that result text; None: it runs (no gate
+/// loaded, the gate allowed it, or it is a tool the extension bridges).
+pub fn tool_call_hook(tool: &str, tool_call_id: &str, args: &Value) -> Option<String> {
+    let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+    for ext in loaded.iter_mut() {
+        let bridged = ext.config["tools"].as_array().into_iter().flatten().any(|t| t["name"] == tool);
+        if ext.config["gate"] != true || bridged {
+            continue;
+        }
+        let timeout_ms = ext.config["policyTimeoutMs"].as_u64().unwrap_or(0);
+        let frame = json!({"kind": "policy_eval", "tool": tool, "toolCallId": tool_call_id, "args": args});
+        // The same outcomes, and texts, as the generated extension's handler.
+        let reply = ext.request(frame, timeout_ms).unwrap_or_else(|error| json!({"error": error}));
+        match reply["verdict"]["block"].as_bool() {
+            Some(true) => {
+                let reason = reply["verdict"]["reason"].as_str().filter(|r| !r.is_empty());
+                return Some(reason.unwrap_or("blocked by the host's policy").to_owned());
+            }
+            Some(false) => {}
+            None if ext.config["failOpen"] == true => {}
+            None => {
+                let why = reply["error"].as_str().map(str::to_owned).unwrap_or_else(|| "malformed verdict".to_owned());
+                return Some(format!("blocked: the host's policy gave no verdict ({why})"));
+            }
+        }
     }
+    None
 }

@@ -129,7 +129,7 @@
 //! message_end, turn_end (`toolResults:[]`), agent_end (`messages:[assistant]`).
 //! Missing `message` → failure "missing field: message". The messages come in
 //! families, each in its module under `agent/`: `turns.rs`, `ui.rs`, `host.rs`,
-//! `volume.rs`, `faults.rs`, `responses.rs`, `activity.rs`.
+//! `volume.rs`, `faults.rs`, `responses.rs`, `activity.rs`, `gate.rs`.
 //!
 //! | message | behaviour |
 //! |---|---|
@@ -171,6 +171,7 @@
 //! | stream until abort | a live run streaming "thinking " until `abort`; steer/follow_up queue (see `agent/activity.rs`: omp runs a queued steer by itself after the abort, pi parks it; a follow_up finishes the answer and runs in the same run) |
 //! | handoff | omp's compaction handoff: compaction events, a run ending `agent_end {isTerminal:false}`, then nothing |
 //! | /noop | an extension command: no run (omp adds `prompt_result {agentInvoked:false}`) |
+//! | gated TOOL JSON-ARGS | the model calls TOOL (e.g. `gated bash {"command":"echo hi"}`) and pi's `tool_call` hook asks the loaded bridge extension's gate (`policy_eval` over the bridge, the verdict awaited): blocked → `tool_execution_end` isError with the reason; allowed or no gate → the tool "runs" (`bash`: `echo X` outputs `X\n`, else `hello\n`; nothing is executed); then the answer "after: <result>" — pi 0.73.1's frames, see `agent/gate.rs` |
 //! | anything else | the normal turn |
 //!
 //! Generated texts ("big", "exact MiB", "huge", burst padding) are the

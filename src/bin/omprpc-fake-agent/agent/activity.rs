@@ -73,17 +73,19 @@ impl Agent {
         m.with("timestamp", J::from(1))
     }
 
-    fn user_turn_start(&mut self, text: &str, steering: bool) {
+    /// turn_start and the user message; returns the message.
+    pub(super) fn user_turn_start(&mut self, text: &str, steering: bool) -> J {
         let user = self.user_message(text, steering);
         self.event(obj! {"type": "turn_start"});
         self.event(obj! {"type": "message_start", "message": user.clone()});
-        self.event(obj! {"type": "message_end", "message": user});
+        self.event(obj! {"type": "message_end", "message": user.clone()});
+        user
     }
 
     /// After the prompt's response: the run starts and streams one delta, then waits.
     fn start_live_run(&mut self, prompt: &str) {
         self.event(obj! {"type": "agent_start"});
-        self.user_turn_start(prompt, false);
+        let _ = self.user_turn_start(prompt, false);
         let partial = self.assistant_message("thinking ");
         self.event(obj! {"type": "message_start", "message": partial.clone()});
         self.event(message_update(&partial, "text_start", 0, ""));
@@ -141,7 +143,7 @@ impl Agent {
             self.event(obj! {"type": "queue_update", "steering": arr![], "followUp": arr![]});
         }
         for text in live.steering.iter().chain(&live.follow_up) {
-            self.user_turn_start(text, false);
+            let _ = self.user_turn_start(text, false);
         }
         let answer = self.assistant_message("followed ok");
         self.event(obj! {"type": "message_start", "message": answer.clone()});
@@ -184,7 +186,7 @@ impl Agent {
                 sleep_ms(100);
                 self.event(obj! {"type": "agent_start"});
                 for text in &live.steering {
-                    self.user_turn_start(text, true);
+                    let _ = self.user_turn_start(text, true);
                 }
                 let answer = self.assistant_message("steered ok");
                 self.event(obj! {"type": "message_start", "message": answer.clone()});
@@ -211,7 +213,7 @@ impl Agent {
         self.event(obj! {"type": "auto_compaction_end", "action": "handoff", "aborted": false, "willRetry": false, "skipped": true});
         self.event(obj! {"type": "notice", "level": "warning", "source": "compaction", "message": "Context is over the compaction threshold"});
         self.event(obj! {"type": "agent_start"});
-        self.user_turn_start(prompt, false);
+        let _ = self.user_turn_start(prompt, false);
         let answer = self.assistant_message("got it");
         self.event(obj! {"type": "message_start", "message": answer.clone()});
         self.event(message_update(&answer, "text_delta", 0, "got it"));
