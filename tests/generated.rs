@@ -61,6 +61,8 @@ fn go_protocol_is_up_to_date() {
 #[path = "support/gen_py.rs"]
 mod gen_py;
 
+/// Generated: `bindings/python/omprpc/_protocol_gen.py` (TypedDicts, the generated commands'
+/// mixin, HAND_WRITTEN); emitted formatted, no formatter run.
 #[test]
 fn python_protocol_is_up_to_date() {
     check("bindings/python/omprpc/_protocol_gen.py", &gen_py::generate(&table()));
