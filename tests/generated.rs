@@ -57,3 +57,13 @@ fn table() -> table::Table {
 fn go_protocol_is_up_to_date() {
     check("bindings/go/protocol_gen.go", &gofmt(&gen_go::generate(&table())));
 }
+
+#[path = "support/gen_py.rs"]
+mod gen_py;
+
+/// Generated: `bindings/python/omprpc/_protocol_gen.py` (TypedDicts, the generated commands'
+/// mixin, HAND_WRITTEN); emitted formatted, no formatter run.
+#[test]
+fn python_protocol_is_up_to_date() {
+    check("bindings/python/omprpc/_protocol_gen.py", &gen_py::generate(&table()));
+}

@@ -1,6 +1,8 @@
-"""RpcClient's typed commands (a mixin): one method per agent command, each sending it through
-``_request`` / ``_request_data`` and parsing the answer into the protocol's types. A regular
-block on purpose: it is to be generated from a table of the protocol's commands."""
+"""RpcClient's hand-written typed commands (a mixin): omp_rpc's, with its names, signatures and
+result classes, and those with logic beyond sending the command; each sends it through
+``_request`` / ``_request_data`` and parses the answer into the protocol's types. The other
+commands of the protocol table are generated (``_protocol_gen``: its ``HAND_WRITTEN`` lists the
+commands here, each with the reason it is written by hand)."""
 
 from __future__ import annotations
 
@@ -53,8 +55,8 @@ _MESSAGES_PAGE_FALLBACK_ERRORS = frozenset(
 
 
 class _Commands(_ClientBase):
-    """The commands of omp_rpc's RpcClient, of omp protocol 1.1, of pi and of omp beyond
-    omp_rpc. Every one takes ``timeout=`` (seconds; LIBRARY_DEFAULT: ``request_timeout``)."""
+    """The commands of omp_rpc's RpcClient, of omp protocol 1.1, and of pi and omp where
+    they are shaped as omp_rpc's or need logic of their own. Every one takes ``timeout=`` (seconds; LIBRARY_DEFAULT: ``request_timeout``)."""
 
     def get_state(self, *, timeout: float | None = LIBRARY_DEFAULT) -> SessionState:
         return parse_session_state(self._request("get_state", _timeout=timeout))
@@ -263,16 +265,7 @@ class _Commands(_ClientBase):
         """pi: the user messages a fork can start from."""
         return parse_branch_messages(self._request("get_fork_messages", _timeout=timeout))
 
-    def get_commands(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[JsonObject, ...]:
-        """pi: the slash commands (extension commands, prompt templates, skills)."""
-        return self._listed("get_commands", "commands", timeout)
-
     # -- omp's commands beyond omp_rpc's --
-
-    def get_available_commands(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[JsonObject, ...]:
-        """omp: the slash commands (built-in, extension, custom, file), each ``{name, description?,
-        source, …}``."""
-        return self._listed("get_available_commands", "commands", timeout)
 
     def handoff(self, custom_instructions: str | None = None, *,
                 timeout: float | None = 600.0) -> JsonObject | None:
@@ -280,19 +273,3 @@ class _Commands(_ClientBase):
         ``{savedPath}``, or None when nothing was saved."""
         data = self._request_data("handoff", {"customInstructions": custom_instructions}, _timeout=timeout)
         return dict(data) if isinstance(data, dict) else None
-
-    def set_subagent_subscription(self, level: str, *,
-                                  timeout: float | None = LIBRARY_DEFAULT) -> JsonObject:
-        """omp: which subagent frames to receive, ``"off"``, ``"progress"`` or ``"events"``."""
-        return self._request("set_subagent_subscription", _timeout=timeout, level=level)
-
-    def get_subagents(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[JsonObject, ...]:
-        return self._listed("get_subagents", "subagents", timeout)
-
-    def get_subagent_messages(self, *, subagent_id: str | None = None, session_file: str | None = None,
-                              from_byte: int | None = None,
-                              timeout: float | None = LIBRARY_DEFAULT) -> JsonObject:
-        """omp: a subagent's transcript from ``from_byte`` on (``{sessionFile, fromByte, nextByte,
-        reset, entries, messages}``)."""
-        return self._request("get_subagent_messages", _timeout=timeout, subagentId=subagent_id,
-                             sessionFile=session_file, fromByte=from_byte)

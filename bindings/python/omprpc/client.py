@@ -18,8 +18,10 @@ handle, the dispatcher thread, teardown), ``_host`` (the host worker pool, host 
 URIs, the policy gate), ``_events`` (listeners), ``_turn`` (PromptTurn), ``_todos`` (set_todos'
 input), ``_common`` (helpers, LIBRARY_DEFAULT). RpcClient's methods are grouped by kind in
 mixins: listeners (``_events``), UI (``_ui``), host registrations (``_host``), the typed
-commands (``_commands``), prompts and turns (``_prompts``). This module keeps RpcClient's
-construction, lifecycle and state, and every name that was importable from it before the split.
+commands (``_commands``), prompts and turns (``_prompts``), and last the commands generated from
+src/protocol/table.json that no hand-written method covers (``_protocol_gen``). This module
+keeps RpcClient's construction, lifecycle and state, and every name that was importable from
+it before the split.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ._commands import _Commands
 from ._events import _EventListeners
 from ._host import _HostRegistration
 from ._prompts import _Prompts
+from ._protocol_gen import _GeneratedCommands
 from ._ui import _Ui
 
 # Names defined in this module before the split, imported back from their new homes (the
@@ -195,7 +198,7 @@ _BRIDGE_MODES = ("auto", "always", "never")
 _BRIDGE_TRANSPORTS = ("unix", "tcp")
 
 
-class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts):
+class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _GeneratedCommands):
     """A client for ``omp --mode rpc`` (and ``pi --mode rpc``), API-compatible with
     ``omp_rpc.RpcClient``. Use ``with RpcClient(...) as client:`` or start()/stop().
 

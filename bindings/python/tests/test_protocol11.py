@@ -198,20 +198,21 @@ def test_incremental_registration_on_agents_without_it(make_client: MakeClient) 
 
 def test_pi_and_omp_commands_have_typed_methods(make_client: MakeClient) -> None:
     """Commands outside omp_rpc: pi's (its RpcClient, 0.73.1) and omp's own, each refused by the
-    other agent as the real ones refuse them ("Unknown command")."""
+    other agent as the real ones refuse them ("Unknown command"). get_commands,
+    get_available_commands and the subagent commands are generated: the data as sent."""
     pi = make_client(flavor="pi")
     assert pi.get_fork_messages()[0].text == "say hello"
     assert pi.fork("5681c403", timeout=5).text == "say hello"
     assert pi.clone().cancelled is False
-    assert [c["name"] for c in pi.get_commands()] == ["quiet"]
+    assert [c["name"] for c in pi.get_commands()["commands"]] == ["quiet"]
     with pytest.raises(RpcCommandError, match="Unknown command: get_subagents"):
         pi.get_subagents()
     omp = make_client()
     assert omp.set_subagent_subscription("progress") == {"level": "progress"}
-    assert omp.get_subagents() == ()
+    assert omp.get_subagents() == {"subagents": []}
     with pytest.raises(RpcCommandError, match="Unknown subagent"):
         omp.get_subagent_messages(subagent_id="nope")
-    assert omp.get_available_commands() == ()
+    assert omp.get_available_commands() == {"commands": []}
     assert omp.handoff() is None
     with pytest.raises(RpcCommandError):
         omp.get_commands()

@@ -423,7 +423,7 @@ def test_pi_three_megabytes_of_tool_output(pi_main: tuple[Workspace, RpcClient, 
 def test_pi_typed_commands(pi_main: tuple[Workspace, RpcClient, Recorder, HostCalls]) -> None:
     """pi's own commands (its RpcClient's) through typed methods; omp protocol 1.1's are unknown."""
     _, client, _, _ = pi_main
-    commands = {c["name"]: c for c in client.get_commands()}
+    commands = {c["name"]: c for c in client.get_commands()["commands"]}
     assert {"ask", "quiet"} <= set(commands) and commands["ask"]["source"] == "extension", commands
     assert "say hello" in [m.text for m in client.get_fork_messages()]
     for call in (client.get_protocol_info, client.get_session_entries, client.get_available_commands):
@@ -585,10 +585,10 @@ def test_omp_typed_commands(omp: tuple[Workspace, RpcClient, Recorder, HostCalls
     entries, operations, incremental registration) are not in omp 18.2.3: "Unknown command",
     and a refused add_custom_tools keeps nothing (tests/support/OMP11-NOTES.md)."""
     _, client, _, calls = omp
-    commands = {c["name"]: c for c in client.get_available_commands()}
+    commands = {c["name"]: c for c in client.get_available_commands()["commands"]}
     assert commands["quiet"]["source"] == "extension" and commands["compact"]["source"] == "builtin", commands
     assert client.set_subagent_subscription("progress") == {"level": "progress"}
-    assert client.get_subagents() == ()
+    assert client.get_subagents() == {"subagents": []}
     with pytest.raises(RpcCommandError, match="Unknown subagent"):
         client.get_subagent_messages(subagent_id="nope")
     for name, call in (("get_protocol_info", client.get_protocol_info),
