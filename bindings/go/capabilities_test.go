@@ -188,7 +188,7 @@ func TestProviderConfig(t *testing.T) {
 	wantErr(t, err, ErrInvalidArgument, "no baseUrl, no models")
 }
 
-func TestTypedEventsAndEventLines(t *testing.T) {
+func TestTurnTypedEventsAndMetadata(t *testing.T) {
 	c := startFake(t)
 	tr := turn(t, c, "all events")
 	evs := tr.TypedEvents()
@@ -200,15 +200,22 @@ func TestTypedEventsAndEventLines(t *testing.T) {
 			t.Fatalf("event %d: %q, aliasing", i, ev.Type)
 		}
 	}
-	got, err := parseEventLines("t", []byte("{\"type\":\"a\"}\n{\"x\":1,\"type\":\"b\"}\n{\"t\\u0079pe\":\"c\"}\n[1]\n"))
-	if err != nil || len(got) != 4 || got[0].Type != "a" || got[1].Type != "b" || got[2].Type != "c" || got[3].Type != "" {
-		t.Fatalf("lines: %+v %v", got, err)
+	// The turn's metadata, as the library located it.
+	if tr.Outcome != TurnAgentEnd || !tr.AgentInvoked || tr.AssistantText == nil || *tr.AssistantText != "pong" {
+		t.Fatalf("turn: outcome %v invoked %v text %v", tr.Outcome, tr.AgentInvoked, tr.AssistantText)
 	}
-	if _, err := parseEventLines("t", []byte("{\"x\":\n")); err == nil {
-		t.Fatal("a broken line was accepted")
+	if want, ok := jget(t, tr.AssistantMessage, "stopReason").(string); ok != (tr.StopReason != nil) || (ok && *tr.StopReason != want) {
+		t.Fatalf("stop reason %v, the message says %q", tr.StopReason, want)
 	}
-	if got, err := parseEventLines("t", nil); err != nil || len(got) != 0 {
-		t.Fatalf("empty: %v %v", got, err)
+	if u := jget(t, tr.AssistantMessage, "usage"); (u != nil) != (tr.Usage != nil) || (u != nil && jget(t, tr.Usage, "input") != jget(t, tr.AssistantMessage, "usage.input")) {
+		t.Fatalf("usage %s, the message has %v", tr.Usage, u)
+	}
+	local := turn(t, c, "local")
+	if local.Outcome != TurnNotInvoked || local.AgentInvoked || local.AssistantText != nil || len(local.Messages) != 0 {
+		t.Fatalf("a local prompt: %+v", local)
+	}
+	if pr := turn(t, c, "prompt result"); pr.Outcome != TurnPromptResult || jstr(t, pr.PromptResult, "type") != "prompt_result" {
+		t.Fatalf("a prompt_result prompt: %+v", pr)
 	}
 }
 

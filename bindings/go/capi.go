@@ -11,6 +11,7 @@ package omprpc
 import "C"
 
 import (
+	"encoding/json"
 	"strings"
 	"sync"
 	"time"
@@ -145,4 +146,155 @@ func BuildArgv(opts Options) ([]string, error) {
 		return nil, err
 	}
 	return argv, nil
+}
+
+// --- structured results (omprpc_event_batch, omprpc_turn) --------------------------------------
+
+// borrowed views a borrowed omprpc_str as Go bytes without copying: valid only while the
+// object it borrows from is alive. nil for an absent one.
+func borrowed(s C.omprpc_str) []byte {
+	if s.data == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(s.data)), int(s.len))
+}
+
+// viewsOf is the array of n event views at p.
+func viewsOf(p *C.omprpc_event_view, n C.size_t) []C.omprpc_event_view {
+	if p == nil || n == 0 {
+		return nil
+	}
+	return unsafe.Slice(p, int(n))
+}
+
+// takeBatch copies a batch's events into Go memory (one allocation for all their bytes) and
+// frees the batch.
+func takeBatch(op string, batch *C.omprpc_event_batch) ([]Event, error) {
+	defer C.omprpc_event_batch_free(batch)
+	var p *C.omprpc_event_view
+	var n C.size_t
+	var cerr *C.char
+	if st := C.omprpc_event_batch_events(batch, &p, &n, &cerr); st != C.OMPRPC_STATUS_OK {
+		return nil, errorFromJSON(op, Status(st), takeBytes(cerr))
+	}
+	views := viewsOf(p, n)
+	total := 0
+	for _, v := range views {
+		total += int(v.json.len)
+	}
+	buf := make([]byte, total)
+	evs := make([]Event, len(views))
+	off := 0
+	for i, v := range views {
+		end := off + copy(buf[off:], borrowed(v.json))
+		evs[i] = Event{Type: internType(borrowed(v.event_type)), Raw: buf[off:end:end]}
+		off = end
+	}
+	return evs, nil
+}
+
+// takeTurn copies a turn into Go memory — its JSON once; the events, messages and the other
+// parts are slices of that copy, located by the library — and frees it.
+func takeTurn(op string, turn *C.omprpc_turn) (*Turn, error) {
+	var info C.omprpc_turn_info
+	var cerr *C.char
+	if st := C.omprpc_turn_get_info(turn, &info, &cerr); st != C.OMPRPC_STATUS_OK {
+		C.omprpc_turn_free(turn)
+		return nil, errorFromJSON(op, Status(st), takeBytes(cerr))
+	}
+	var p *C.omprpc_event_view
+	var n C.size_t
+	if st := C.omprpc_turn_events(turn, &p, &n, &cerr); st != C.OMPRPC_STATUS_OK {
+		C.omprpc_turn_free(turn)
+		return nil, errorFromJSON(op, Status(st), takeBytes(cerr))
+	}
+	whole := borrowed(info.turn_json)
+	buf := make([]byte, len(whole))
+	adviseHugePages(buf)
+	copy(buf, whole)
+	base := uintptr(unsafe.Pointer(info.turn_json.data))
+	part := func(s C.omprpc_str) json.RawMessage {
+		if s.data == nil {
+			return nil
+		}
+		off := int(uintptr(unsafe.Pointer(s.data)) - base)
+		end := off + int(s.len)
+		return buf[off:end:end]
+	}
+	text := func(s C.omprpc_str) *string {
+		if s.data == nil {
+			return nil
+		}
+		v := string(borrowed(s))
+		return &v
+	}
+	t := &Turn{
+		RequestID:        string(borrowed(info.request_id)),
+		AgentInvoked:     bool(info.agent_invoked),
+		Outcome:          turnOutcome(info.outcome),
+		AssistantMessage: part(info.assistant_message_json),
+		AssistantText:    text(info.assistant_text),
+		StopReason:       text(info.stop_reason),
+		ErrorMessage:     text(info.error_message),
+		Usage:            part(info.usage_json),
+		PromptResult:     part(info.prompt_result_json),
+		Summary:          part(info.summary_json),
+	}
+	views := viewsOf(p, n)
+	t.Events = make([]json.RawMessage, len(views))
+	t.types = make([]string, len(views))
+	for i, v := range views {
+		t.Events[i] = part(v.json)
+		t.types[i] = internType(borrowed(v.event_type))
+	}
+	messages := part(info.messages_json)
+	if len(whole) >= freeInBackground {
+		// As in takeBytes: a large turn's pages go back to the OS off the caller's path.
+		go C.omprpc_turn_free(turn)
+	} else {
+		C.omprpc_turn_free(turn)
+	}
+	if err := unmarshal(op, messages, &t.Messages); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func turnOutcome(o C.omprpc_turn_outcome) TurnOutcome {
+	switch o {
+	case C.OMPRPC_TURN_OUTCOME_PROMPT_RESULT:
+		return TurnPromptResult
+	case C.OMPRPC_TURN_OUTCOME_NOT_INVOKED:
+		return TurnNotInvoked
+	default:
+		return TurnAgentEnd
+	}
+}
+
+// internType returns the common event types as shared constant strings (no allocation for
+// the types every turn is made of), any other as a copy.
+func internType(b []byte) string {
+	switch string(b) {
+	case "message_update":
+		return "message_update"
+	case "message_start":
+		return "message_start"
+	case "message_end":
+		return "message_end"
+	case "tool_execution_start":
+		return "tool_execution_start"
+	case "tool_execution_update":
+		return "tool_execution_update"
+	case "tool_execution_end":
+		return "tool_execution_end"
+	case "turn_start":
+		return "turn_start"
+	case "turn_end":
+		return "turn_end"
+	case "agent_start":
+		return "agent_start"
+	case "agent_end":
+		return "agent_end"
+	}
+	return string(b)
 }

@@ -364,7 +364,7 @@ func (c *Client) SendFrame(frame any) error {
 }
 
 func (c *Client) promptLike(ctx context.Context, op, message string, opts *PromptOptions,
-	call func(p *C.omprpc_client, m, o *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status) ([]byte, error) {
+	call func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status) error {
 	defer runtime.KeepAlive(c)
 	var optv any
 	if opts != nil {
@@ -388,34 +388,31 @@ func (c *Client) promptLike(ctx context.Context, op, message string, opts *Promp
 	}
 	co, err := rawJSON(op, "options", optv)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer freeC(co)
-	var out *C.char
-	err = c.h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
-		return call(p, cm, co, t, &out, perr)
+	return c.h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return call(p, cm, co, t, perr)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return takeBytes(out), nil
 }
 
 // Prompt sends a prompt and returns its request id once the agent acknowledged it; the
 // run streams as events (WaitForIdle waits for it).
 func (c *Client) Prompt(ctx context.Context, message string, opts *PromptOptions) (string, error) {
-	id, err := c.promptLike(ctx, "prompt", message, opts, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_prompt(p, m, o, t, out, perr)
+	var out *C.char
+	err := c.promptLike(ctx, "prompt", message, opts, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_prompt(p, m, o, t, &out, perr)
 	})
-	return string(id), err
+	return takeString(out), err
 }
 
 // AbortAndPrompt sends abort_and_prompt; like Prompt.
 func (c *Client) AbortAndPrompt(ctx context.Context, message string, opts *PromptOptions) (string, error) {
-	id, err := c.promptLike(ctx, "abort_and_prompt", message, opts, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_abort_and_prompt(p, m, o, t, out, perr)
+	var out *C.char
+	err := c.promptLike(ctx, "abort_and_prompt", message, opts, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_abort_and_prompt(p, m, o, t, &out, perr)
 	})
-	return string(id), err
+	return takeString(out), err
 }
 
 // Turn is one prompt's completed turn, as the library assembled it.
@@ -435,17 +432,39 @@ type Turn struct {
 	// Summary is the turn summary (text, reasoning, tool calls, usage …) when the client
 	// was started with TurnSummary; nil otherwise.
 	Summary json.RawMessage `json:"summary,omitempty"`
+	// Outcome is how the prompt completed.
+	Outcome TurnOutcome `json:"-"`
+	// StopReason and ErrorMessage are the assistant message's stopReason ("stop", "toolUse",
+	// "error", "aborted" …) and errorMessage; nil when it has none.
+	StopReason   *string `json:"-"`
+	ErrorMessage *string `json:"-"`
+	// Usage is the assistant message's usage object; nil when it has none.
+	Usage json.RawMessage `json:"-"`
+	// types are the events' types, as the library read them.
+	types []string
 }
 
+// TurnOutcome is how a prompt completed.
+type TurnOutcome int
+
+const (
+	// TurnAgentEnd: a terminal agent_end ended the run the prompt started.
+	TurnAgentEnd TurnOutcome = iota
+	// TurnPromptResult: omp's prompt_result answered it (a command that ran no agent loop).
+	TurnPromptResult
+	// TurnNotInvoked: the prompt's response said agentInvoked:false; nothing ran.
+	TurnNotInvoked
+)
+
 // TypedEvents returns the turn's events with their types, as the event pump delivers them
-// (Event.Type is read from the event's leading members, without decoding it; a host
-// dispatching on it decodes only the events it needs). They alias Events.
+// (the library reads each type; a host dispatching on it decodes only the events it needs).
+// They alias Events.
 func (t *Turn) TypedEvents() []Event {
 	evs := make([]Event, len(t.Events))
 	for i, raw := range t.Events {
-		typ, ok := topLevelType(raw)
-		if !ok {
-			typ = decodeType(raw)
+		typ := ""
+		if i < len(t.types) {
+			typ = t.types[i]
 		}
 		evs[i] = Event{Type: typ, Raw: raw}
 	}
@@ -458,13 +477,14 @@ func (t *Turn) TypedEvents() []Event {
 // time (ErrConcurrency). A rejected or late-failed prompt is a *CommandError;
 // ErrLimitExceeded past max_event_history.
 func (c *Client) PromptAndWait(ctx context.Context, message string, opts *PromptOptions) (*Turn, error) {
-	js, err := c.promptLike(ctx, "prompt_and_wait", message, opts, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_prompt_and_wait(p, m, o, t, out, perr)
+	var turn *C.omprpc_turn
+	err := c.promptLike(ctx, "prompt_and_wait", message, opts, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_prompt_and_wait_turn(p, m, o, t, &turn, perr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return parseTurn(js)
+	return takeTurn("prompt_and_wait", turn)
 }
 
 func (c *Client) messageCommand(ctx context.Context, op, message string, images []ImageContent,
@@ -540,14 +560,14 @@ func decodeEvent(e Event, v any) error {
 // without losing events, so a cancellation without a deadline is seen only before it starts).
 func (c *Client) CollectEvents(ctx context.Context) ([]Event, error) {
 	defer runtime.KeepAlive(c)
-	var out *C.char
+	var batch *C.omprpc_event_batch
 	err := c.h.request(ctx, "collect_events", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_collect_events(p, t, &out, perr)
+		return C.omprpc_client_collect_event_batch(p, t, &batch, perr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return parseEventArray("collect_events", takeBytes(out))
+	return takeBatch("collect_events", batch)
 }
 
 // WaitForIdle waits until every accepted prompt has completed; a *CommandError when a
@@ -906,70 +926,4 @@ func unmarshal(op string, js []byte, v any) error {
 		return newError(op, StatusInvalidJSON, "the library returned JSON this package cannot read: %v", err)
 	}
 	return nil
-}
-
-// parseTurn reads the turn JSON. Its events and messages alias js: a turn can hold
-// hundreds of thousands of events, and copying each one again would double the cost.
-func parseTurn(js []byte) (*Turn, error) {
-	t := &Turn{}
-	ok := objectMembers(js, func(key string, b []byte, i int) int {
-		var end int
-		var ok bool
-		switch key {
-		case "events":
-			t.Events, end, ok = splitEventsAt(b, i)
-		case "messages":
-			t.Messages, end, ok = splitArrayAt(b, i)
-		default:
-			if end = valueEnd(b, i); end < 0 {
-				return -1
-			}
-			v := b[i:end:end]
-			ok = true
-			switch key {
-			case "assistantMessage":
-				if !isNull(v) {
-					t.AssistantMessage = v
-				}
-			case "promptResult":
-				if !isNull(v) {
-					t.PromptResult = v
-				}
-			case "summary":
-				if !isNull(v) {
-					t.Summary = v
-				}
-			case "assistantText":
-				if !isNull(v) {
-					t.AssistantText = new(string)
-					ok = json.Unmarshal(v, t.AssistantText) == nil
-				}
-			case "requestId":
-				ok = json.Unmarshal(v, &t.RequestID) == nil
-			case "agentInvoked":
-				ok = json.Unmarshal(v, &t.AgentInvoked) == nil
-			}
-		}
-		if !ok {
-			return -1
-		}
-		return end
-	})
-	if ok {
-		return t, nil
-	}
-	t = &Turn{}
-	if err := unmarshal("prompt_and_wait", js, t); err != nil {
-		return nil, err
-	}
-	if isNull(t.AssistantMessage) {
-		t.AssistantMessage = nil
-	}
-	if isNull(t.PromptResult) {
-		t.PromptResult = nil
-	}
-	if isNull(t.Summary) {
-		t.Summary = nil
-	}
-	return t, nil
 }

@@ -6,7 +6,6 @@ package omprpc
 import "C"
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"iter"
@@ -296,14 +295,14 @@ func (h *core) runPump() {
 // comes as JSON lines, cut at each newline with a byte search (events never contain a raw
 // newline) instead of scanning every byte of a JSON array.
 func (h *core) nextEvents() ([]Event, error) {
-	var out *C.char
+	var batch *C.omprpc_event_batch
 	err := h.do("next_events", func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
-		return C.omprpc_client_next_events_lines(p, C.size_t(maxBatch), C.int64_t(timeoutInfinite), &out, perr)
+		return C.omprpc_client_next_event_batch(p, C.size_t(maxBatch), C.int64_t(timeoutInfinite), &batch, perr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return parseEventLines("next_events", takeBytes(out))
+	return takeBatch("next_events", batch)
 }
 
 // libraryEvents is how many of the library's queued events batch accounts for: its events,
@@ -492,107 +491,4 @@ func (c *Client) Events(ctx context.Context) <-chan Event {
 		}
 	}()
 	return out
-}
-
-// parseEventLines reads events written one per line (each followed by a newline). The events
-// alias js.
-func parseEventLines(op string, js []byte) ([]Event, error) {
-	evs := make([]Event, 0, bytes.Count(js, []byte{'\n'}))
-	for len(js) > 0 {
-		n := bytes.IndexByte(js, '\n')
-		if n < 0 {
-			n = len(js)
-		}
-		line := json.RawMessage(js[:n:n])
-		if n < len(js) {
-			js = js[n+1:]
-		} else {
-			js = nil
-		}
-		if len(line) == 0 {
-			continue
-		}
-		t, ok := topLevelType(line)
-		if !ok {
-			if !json.Valid(line) {
-				return nil, newError(op, StatusInvalidJSON, "the library returned an event that is not JSON")
-			}
-			t = decodeType(line)
-		}
-		evs = append(evs, Event{Type: t, Raw: line})
-	}
-	return evs, nil
-}
-
-// parseEventArray reads a JSON array of events the library wrote (collect_events), cut at the
-// line separators when it wrote one event per line (see splitEventsAt).
-func parseEventArray(op string, js []byte) ([]Event, error) {
-	raws, end, ok := splitEventsAt(js, skipSpace(js, 0))
-	if !ok || skipSpace(js, end) != len(js) {
-		return parseEventsSlow(op, js)
-	}
-	evs := make([]Event, len(raws))
-	for i, r := range raws {
-		t, ok := topLevelType(r)
-		if !ok {
-			return parseEventsSlow(op, js)
-		}
-		evs[i] = Event{Type: t, Raw: r}
-	}
-	return evs, nil
-}
-
-// parseEvents reads a JSON array of events. The events alias js (one allocation per batch).
-func parseEvents(op string, js []byte) ([]Event, error) {
-	if raws, ok := splitArray(js); ok {
-		evs := make([]Event, len(raws))
-		for i, r := range raws {
-			t, ok := topLevelType(r)
-			if !ok {
-				return parseEventsSlow(op, js)
-			}
-			evs[i] = Event{Type: t, Raw: r}
-		}
-		return evs, nil
-	}
-	return parseEventsSlow(op, js)
-}
-
-func parseEventsSlow(op string, js []byte) ([]Event, error) {
-	var raws []json.RawMessage
-	if err := unmarshal(op, js, &raws); err != nil {
-		return nil, err
-	}
-	evs := make([]Event, len(raws))
-	for i, r := range raws {
-		evs[i] = Event{Type: decodeType(r), Raw: r}
-	}
-	return evs, nil
-}
-
-// decodeType is topLevelType the slow way: the first top-level member named exactly "type",
-// if it is a string; "" otherwise.
-func decodeType(raw []byte) string {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
-		return ""
-	}
-	for d.More() {
-		key, err := d.Token()
-		if err != nil {
-			return ""
-		}
-		var v json.RawMessage
-		if d.Decode(&v) != nil {
-			return ""
-		}
-		if key == "type" {
-			var s string
-			if json.Unmarshal(v, &s) != nil {
-				return ""
-			}
-			return s
-		}
-	}
-	return ""
 }

@@ -88,7 +88,7 @@ type Usage struct {
 
 // ParseSummary reads a summary's JSON (Turn.Summary); nil for nil or JSON null.
 func ParseSummary(raw json.RawMessage) (*Summary, error) {
-	if len(raw) == 0 || isNull(raw) {
+	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
 	s := &Summary{Raw: raw}
@@ -217,9 +217,9 @@ func (s *Summarizer) Feed(event any) ([]DerivedItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	raws, ok := splitArray(js)
-	if !ok {
-		return nil, newError(op, StatusInvalidJSON, "the library returned derived items that are not a JSON array")
+	var raws []json.RawMessage
+	if err := unmarshal(op, js, &raws); err != nil {
+		return nil, err
 	}
 	items := make([]DerivedItem, len(raws))
 	for i, r := range raws {
