@@ -547,13 +547,35 @@ fn gated_call_the_host_never_answers_and_the_timeout_blocks() {
     let c = start(json!({"tool_policy": {"mode": "host", "timeout_ms": 300}}));
     let t = gated_turn(&c, GATED_BASH);
     let (id, result) = assert_gated_call(&t, false);
-    // The question was asked (a policy_eval event, left unanswered); no tool_blocked note:
-    // the library does not learn that the extension's timeout blocked the call.
+    let reason = "blocked: the host's policy gave no verdict (omprpc bridge: no answer within 300 ms)";
+    assert_eq!(result["content"][0]["text"], reason);
+    // The question was asked once; when the gate gave up it told the library, which voided the
+    // question (policy_eval_cancel) and noted the block with the gate's own words.
+    // The queue holds every event: the turn's and the bridge's.
     let events = queued(&c);
-    let questions: Vec<&Value> = events.iter().filter(|e| e["type"] == "policy_eval").collect();
+    let of = |ty: &str| -> Vec<&Value> { events.iter().filter(|e| e["type"] == ty).collect() };
+    let questions = of("policy_eval");
     assert_eq!(questions.len(), 1, "the host was asked once");
     assert_eq!(questions[0]["toolCallId"], id.as_str());
-    assert_eq!(result["content"][0]["text"], "blocked: the host's policy gave no verdict (omprpc bridge: no answer within 300 ms)");
+    let question_id = questions[0]["id"].as_str().unwrap();
+    let voided = of("policy_eval_cancel");
+    assert_eq!(voided.len(), 1, "{events:#?}");
+    assert_eq!((voided[0]["targetId"].as_str(), voided[0]["toolCallId"].as_str()), (Some(question_id), Some(id.as_str())));
+    let blocked = of("tool_blocked");
+    assert_eq!(blocked.len(), 1, "{events:#?}");
+    assert_eq!((blocked[0]["toolCallId"].as_str(), blocked[0]["reason"].as_str()), (Some(id.as_str()), Some(reason)));
+    // A verdict after the gate gave up reaches nobody: NOT_FOUND, not a silent OK.
+    let late = c.policy_verdict(question_id, true, "").unwrap_err();
+    assert_eq!(late.status, Status::NotFound, "{late}");
+    c.close().unwrap();
+
+    // Failing open, the timeout lets the tool run: the question is voided, nothing blocked.
+    let c = start(json!({"tool_policy": {"mode": "host", "timeout_ms": 300, "fail_open": true}}));
+    let t = gated_turn(&c, GATED_BASH);
+    assert_gated_call(&t, true);
+    let events = queued(&c);
+    assert_eq!(events.iter().filter(|e| e["type"] == "policy_eval_cancel").count(), 1, "{events:#?}");
+    assert_eq!(events.iter().filter(|e| e["type"] == "tool_blocked").count(), 0, "{events:#?}");
     c.close().unwrap();
 }
 

@@ -406,6 +406,24 @@ fn native_tool_blocked_by_the_policy_gate() {
     });
     assert!(!env.work.join("ran-first").exists(), "the blocked command ran");
     c.close().unwrap();
+
+    // Host mode, and the host never answers: the gate's timeout blocks the call and tells the
+    // library, which voids the question (policy_eval_cancel), notes the block, and refuses a
+    // late verdict.
+    let c = start(&env, &[], json!({"tool_policy": {"mode": "host", "timeout_ms": 500}}));
+    let t = turn(&c, "run forbidden");
+    let reason = "blocked: the host's policy gave no verdict (omprpc bridge: no answer within 500 ms)";
+    let end = one(&t, "tool_execution_end");
+    assert_eq!((end["isError"].as_bool(), result_text(&end["result"])), (Some(true), reason.to_string()));
+    assert!(!env.work.join("ran-forbidden").exists(), "the blocked command ran");
+    let question = wait_event(&c, "policy_eval", |e| e["type"] == "policy_eval");
+    let voided = wait_event(&c, "policy_eval_cancel", |e| e["type"] == "policy_eval_cancel");
+    assert_eq!(voided["targetId"], question["id"]);
+    let blocked = wait_event(&c, "tool_blocked", |e| e["type"] == "tool_blocked");
+    assert_eq!((blocked["toolCallId"].as_str(), blocked["reason"].as_str()), (end["toolCallId"].as_str(), Some(reason)));
+    let late = c.policy_verdict(question["id"].as_str().unwrap(), true, "").unwrap_err();
+    assert_eq!(late.status, Status::NotFound, "{late}");
+    c.close().unwrap();
 }
 
 /// A recording with this machine's paths replaced by placeholders (it may become a committed

@@ -69,6 +69,12 @@ function keepAlive() {
   if (waiting.size > 0) conn.ref(); else conn.unref();
 }
 
+// Tells the library a request is given up (an abort, or its timeout): it voids the call or
+// the policy question, so the host learns of it and a late answer is refused.
+function sendCancel(id) {
+  try { connection().write(JSON.stringify({ kind: "cancel", target: id, id: id + "-cancel", token: CONFIG.token, client: CONFIG.client }) + "\n"); } catch {}
+}
+
 // One request; the promise always settles exactly once (reply, error, close, timeout, abort).
 function request(frame, timeoutMs, onUpdate) {
   const id = CONFIG.client + "-" + ++seq;
@@ -84,7 +90,7 @@ function request(frame, timeoutMs, onUpdate) {
       keepAlive();
       resolve(reply);
     };
-    if (timeoutMs > 0) timer = setTimeout(() => finish({ error: "omprpc bridge: no answer within " + timeoutMs + " ms" }), timeoutMs);
+    if (timeoutMs > 0) timer = setTimeout(() => { sendCancel(id); finish({ error: "omprpc bridge: no answer within " + timeoutMs + " ms" }); }, timeoutMs);
   });
   waiting.set(id, { finish, onUpdate });
   try {
@@ -117,7 +123,7 @@ for (const tool of CONFIG.tools) {
       if (signal && signal.aborted) throw new Error("cancelled");
       const call = request({ kind: "tool", tool: tool.name, toolCallId, args: params ?? {} }, CONFIG.callTimeoutMs, onUpdate);
       const onAbort = () => {
-        try { connection().write(JSON.stringify({ kind: "cancel", target: call.id, id: call.id + "-cancel", token: CONFIG.token, client: CONFIG.client }) + "\n"); } catch {}
+        sendCancel(call.id);
         call.finish({ error: "cancelled" });
       };
       if (signal) signal.addEventListener("abort", onAbort, { once: true });

@@ -400,9 +400,24 @@ impl bridge::Host for Shared {
 
     fn cancel(&self, conn: &Arc<Conn>, target: &str) {
         let target = &conn.host_id(target);
-        if self.state().host.on_cancel(target) {
+        let mut st = self.state();
+        if st.host.on_cancel(target) {
+            drop(st);
             let ev = json!({"type": "host_tool_cancel", "id": format!("{target}-cancel"), "targetId": target, "bridged": true});
             self.events.push(events::event_bytes(ev.to_string().as_bytes()));
+        } else if let Some((_, call, tool)) = st.policy.remove(target) {
+            drop(st);
+            // The gate stopped waiting for the verdict (its timeout, tool_policy.timeout_ms):
+            // the question is void — the host hears so, a late verdict gets NOT_FOUND — and,
+            // unless the gate fails open, the tool was blocked with the gate's own words.
+            let ev = json!({"type": "policy_eval_cancel", "omprpc": true, "id": format!("{target}-cancel"), "targetId": target,
+                            "toolCallId": call, "toolName": tool});
+            self.events.push(events::event_bytes(ev.to_string().as_bytes()));
+            let gate = self.opts.bridge.as_ref().and_then(|p| p.gate.as_ref());
+            if let Some(g) = gate.filter(|g| !g.fail_open) {
+                let reason = format!("blocked: the host's policy gave no verdict (omprpc bridge: no answer within {} ms)", g.timeout_ms);
+                self.bridge_session_event(json!({"type": "tool_blocked", "omprpc": true, "toolCallId": call, "toolName": tool, "reason": reason}));
+            }
         }
     }
 

@@ -192,11 +192,12 @@ static void test_collected_batch(void) {
     size_t n = 0;
     char *err = NULL, *id = NULL;
     if (!c) return;
-    CHECK_OK(omprpc_client_prompt(c, "say hello", NULL, WAIT_MS, &id, &err), err);
+    /* "slow" streams for a while: the collection starts before its agent_end */
+    CHECK_OK(omprpc_client_prompt(c, "slow", NULL, WAIT_MS, &id, &err), err);
     h_strfree(&id);
     if (CHECK_OK(omprpc_client_collect_event_batch(c, WAIT_MS, &batch, &err), err)
         && CHECK_OK(omprpc_event_batch_events(batch, &views, &n, &err), err)) {
-        CHECKF(n >= 3, "%u collected events", (unsigned)n);
+        CHECKF(n >= 1, "%u collected events", (unsigned)n);
         check_views(views, n, NULL);
         CHECK(n > 0 && str_is(views[n - 1].event_type, "agent_end"));
     }

@@ -112,10 +112,18 @@ impl Loaded {
             .write_all(format!("{frame}\n").as_bytes())
             .map_err(|e| format!("omprpc bridge unavailable: {e}"))?;
         let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
-        let timed_out = || format!("omprpc bridge: no answer within {timeout_ms} ms");
+        // As the extension does: a request given up is cancelled, so the library voids it.
+        let give_up = |conn: &mut Conn| {
+            let cancel = json!({"kind": "cancel", "target": id, "id": format!("{id}-cancel"), "token": self.config["token"], "client": client});
+            let _ = conn.write_all(format!("{cancel}\n").as_bytes());
+            Err(format!("omprpc bridge: no answer within {timeout_ms} ms"))
+        };
         loop {
             let wait = match deadline {
-                Some(d) => Some(d.checked_duration_since(Instant::now()).filter(|w| !w.is_zero()).ok_or_else(timed_out)?),
+                Some(d) => match d.checked_duration_since(Instant::now()).filter(|w| !w.is_zero()) {
+                    Some(w) => Some(w),
+                    None => return give_up(&mut self.conn),
+                },
                 None => None,
             };
             self.conn.set_read_timeout(wait).map_err(|e| format!("omprpc bridge connection failed: {e}"))?;
@@ -131,7 +139,7 @@ impl Loaded {
                     }
                 }
                 Ok(_) => return Err("omprpc bridge connection closed".to_owned()),
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return Err(timed_out()),
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return give_up(&mut self.conn),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(format!("omprpc bridge connection failed: {e}")),
             }
