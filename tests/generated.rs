@@ -5,7 +5,9 @@
 //!   file differs from a fresh generation;
 //! * `OMPRPC_UPDATE_GENERATED=1 cargo test --test generated` (`make generate`) rewrites them.
 //!
-//! Generated: `bindings/go/protocol_gen.go` (typed commands, events and UI requests).
+//! Generated: `bindings/go/protocol_gen.go` (typed commands, events and UI requests);
+//! `bindings/node/lib/protocol.gen.cjs` (the typed command methods, the event types and UI
+//! methods) and `bindings/node/protocol.gen.d.ts` (their TypeScript declarations).
 //! Go's output is formatted by `gofmt` (`OMPRPC_GOFMT` names it; else `gofmt` on PATH, else
 //! `go fmt`'s own beside `go`): its alignment is Go's to decide, and go-tests checks it.
 
@@ -56,4 +58,16 @@ fn table() -> table::Table {
 #[test]
 fn go_protocol_is_up_to_date() {
     check("bindings/go/protocol_gen.go", &gofmt(&gen_go::generate(&table())));
+}
+
+// --- Node (bindings/node/lib/protocol.gen.cjs, bindings/node/protocol.gen.d.ts) --------------
+
+#[path = "support/gen_node.rs"]
+mod gen_node;
+
+#[test]
+fn node_protocol_is_up_to_date() {
+    let out = gen_node::generate(&table());
+    check("bindings/node/lib/protocol.gen.cjs", &out.js);
+    check("bindings/node/protocol.gen.d.ts", &out.dts);
 }
