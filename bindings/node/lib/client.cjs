@@ -335,7 +335,8 @@ if (typeof Symbol.asyncDispose === 'symbol') {
 for (const group of [ClientCommands, ProtocolCommands, ClientPrompts, ClientEvents, ClientUi, ClientHost]) {
   for (const name of Object.getOwnPropertyNames(group.prototype)) {
     if (name === 'constructor') continue;
-    if (Object.prototype.hasOwnProperty.call(Client.prototype, name)) throw new Error(`omprpc: Client.${name} is defined twice`);
+    // `in`: a generated command must not shadow EventEmitter's methods either.
+    if (name in Client.prototype) throw new Error(`omprpc: Client.${name} is defined twice`);
     Object.defineProperty(Client.prototype, name, Object.getOwnPropertyDescriptor(group.prototype, name));
   }
 }
