@@ -5,9 +5,12 @@
 //!   file differs from a fresh generation;
 //! * `OMPRPC_UPDATE_GENERATED=1 cargo test --test generated` (`make generate`) rewrites them.
 //!
-//! Generated: `bindings/go/protocol_gen.go` (typed commands, events and UI requests).
-//! Go's output is formatted by `gofmt` (`OMPRPC_GOFMT` names it; else `gofmt` on PATH, else
-//! `go fmt`'s own beside `go`): its alignment is Go's to decide, and go-tests checks it.
+//! Generated: `bindings/go/protocol_gen.go` (typed commands, events and UI requests);
+//! `bindings/python/omprpc/_protocol_gen.py` (TypedDicts, the generated commands);
+//! `bindings/node/lib/protocol.gen.cjs` (the typed command methods, the event types and UI
+//! methods) and `bindings/node/protocol.gen.d.ts` (their TypeScript declarations).
+//! Go's output is formatted by `gofmt` (`OMPRPC_GOFMT` names it, else `gofmt` on PATH): its
+//! alignment is Go's to decide, and go-tests checks it.
 
 #[path = "support/gen_go.rs"]
 mod gen_go;
@@ -58,12 +61,26 @@ fn go_protocol_is_up_to_date() {
     check("bindings/go/protocol_gen.go", &gofmt(&gen_go::generate(&table())));
 }
 
+// --- Python (bindings/python/omprpc/_protocol_gen.py) -----------------------------------------
+
 #[path = "support/gen_py.rs"]
 mod gen_py;
 
-/// Generated: `bindings/python/omprpc/_protocol_gen.py` (TypedDicts, the generated commands'
-/// mixin, HAND_WRITTEN); emitted formatted, no formatter run.
+/// TypedDicts, the generated commands' mixin and HAND_WRITTEN; emitted formatted, no
+/// formatter run.
 #[test]
 fn python_protocol_is_up_to_date() {
     check("bindings/python/omprpc/_protocol_gen.py", &gen_py::generate(&table()));
+}
+
+// --- Node (bindings/node/lib/protocol.gen.cjs, bindings/node/protocol.gen.d.ts) --------------
+
+#[path = "support/gen_node.rs"]
+mod gen_node;
+
+#[test]
+fn node_protocol_is_up_to_date() {
+    let out = gen_node::generate(&table());
+    check("bindings/node/lib/protocol.gen.cjs", &out.js);
+    check("bindings/node/protocol.gen.d.ts", &out.dts);
 }

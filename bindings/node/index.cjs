@@ -8,7 +8,8 @@
 // This file is the CommonJS entry point (index.mjs re-exports it); the code is in lib/:
 // constants, errors, native (loading the library, call wrappers), args, lifetime (exit and GC
 // safety nets), iterator, reactor, turn (turns and their lazy events), client (Client, with
-// its methods grouped in commands, prompts, events, ui and host) and functions.
+// its methods grouped in commands, protocol.gen (the typed commands, generated from
+// src/protocol/table.json), prompts, events, ui and host) and functions.
 
 const {
   ABI_VERSION,
@@ -39,6 +40,7 @@ const { toCoreOptions } = require('./lib/args.cjs');
 const { EventIterator } = require('./lib/iterator.cjs');
 const { splitTurn, heldTurnStrings } = require('./lib/turn.cjs');
 const { Client } = require('./lib/client.cjs');
+const { EVENT_TYPES, UI_METHODS, isKnownEvent, isKnownUiRequest } = require('./lib/protocol.gen.cjs');
 const {
   version,
   abiVersion,
@@ -87,6 +89,10 @@ module.exports = {
   envAllowlisted,
   promptFromContent,
   providerConfig,
+  EVENT_TYPES,
+  UI_METHODS,
+  isKnownEvent,
+  isKnownUiRequest,
   /** Internals exposed for the tests only; not part of the API. */
   _internal: { splitTurn, turnStringsHeld: heldTurnStrings },
 };

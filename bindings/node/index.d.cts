@@ -2,6 +2,15 @@
 /// <reference types="node" />
 
 import { EventEmitter } from 'node:events';
+import type { HostToolCallEvent, HostUriRequestEvent, KnownEventMap, KnownEventType, ProtocolCommands } from './protocol.gen.js';
+
+/**
+ * The typed protocol, generated from src/protocol/table.json (`make generate`): the commands'
+ * options and results, an interface per event (`AgentEndEvent`, …) and UI request
+ * (`UiConfirmRequest`, …), the unions `KnownEvent` / `AnyEvent` and `KnownUiRequest` /
+ * `AnyUiRequest`, the guards `isKnownEvent()` / `isKnownUiRequest()` and the named types.
+ */
+export * from './protocol.gen.js';
 
 /** The C ABI version this binding needs (`OMPRPC_ABI_VERSION`). */
 export declare const ABI_VERSION: number;
@@ -328,26 +337,14 @@ export interface MessageOptions extends CallOptions {
   [key: string]: unknown;
 }
 
-/** Any event: agent frames verbatim, plus omprpc's synthetic ones (`omprpc: true`). */
+/**
+ * Any event: agent frames verbatim, plus omprpc's synthetic ones (`omprpc: true`). Loosely
+ * typed; `isKnownEvent(ev)` narrows it to the generated `KnownEvent` union, on which
+ * `switch (ev.type)` narrows to one event's interface.
+ */
 export interface AgentEvent {
   type: string;
   [key: string]: any;
-}
-
-export interface HostToolCallEvent extends AgentEvent {
-  type: 'host_tool_call';
-  id: string;
-  toolCallId: string;
-  toolName: string;
-  arguments: any;
-}
-
-export interface HostUriRequestEvent extends AgentEvent {
-  type: 'host_uri_request';
-  id: string;
-  operation: 'read' | 'write' | string;
-  url: string;
-  content?: string;
 }
 
 export interface UiRequest extends AgentEvent {
@@ -471,8 +468,6 @@ export declare class Client extends EventEmitter {
   steer(message: string, opts?: MessageOptions): Promise<void>;
   followUp(message: string, opts?: MessageOptions): Promise<void>;
   abort(opts?: CallOptions): Promise<void>;
-  getState<T = any>(opts?: CallOptions): Promise<T>;
-  bash(command: string, opts?: CallOptions): Promise<BashResult>;
   collectEvents(opts?: CallOptions): Promise<AgentEvent[]>;
   waitForIdle(opts?: WaitOptions): Promise<void>;
   nextEvent(opts?: WaitOptions): Promise<AgentEvent>;
@@ -511,12 +506,21 @@ export declare class Client extends EventEmitter {
   on(event: 'event', listener: (ev: AgentEvent) => void): this;
   on(event: 'close', listener: (reason: unknown) => void): this;
   on(event: 'error', listener: (err: Error) => void): this;
+  /** A type the protocol table names: the listener gets that event's interface. */
+  on<K extends KnownEventType>(event: K, listener: (ev: KnownEventMap[K]) => void): this;
   on(event: string, listener: (ev: AgentEvent) => void): this;
   once(event: 'event', listener: (ev: AgentEvent) => void): this;
   once(event: 'close', listener: (reason: unknown) => void): this;
   once(event: 'error', listener: (err: Error) => void): this;
+  once<K extends KnownEventType>(event: K, listener: (ev: KnownEventMap[K]) => void): this;
   once(event: string, listener: (ev: AgentEvent) => void): this;
 }
+
+/**
+ * The generated typed commands (`getState()`, `bash(command)`, `compact({customInstructions})`,
+ * `fork(entryId)`, …; protocol.gen.d.ts), merged into Client's declaration.
+ */
+export interface Client extends ProtocolCommands {}
 
 export declare function load(libraryPath?: string): string;
 export declare function libraryPath(): string | null;

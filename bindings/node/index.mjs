@@ -38,6 +38,10 @@ export const {
   envAllowlisted,
   promptFromContent,
   providerConfig,
+  EVENT_TYPES,
+  UI_METHODS,
+  isKnownEvent,
+  isKnownUiRequest,
 } = omprpc;
 
 export default omprpc;

@@ -20,6 +20,31 @@ function text(v, what) {
   return v;
 }
 
+/** The checks of the generated command methods' params (lib/protocol.gen.cjs): each returns the value. */
+const check = {
+  string: text,
+  boolean(v, what) {
+    if (typeof v !== 'boolean') throw new TypeError(`${what} must be a boolean`);
+    return v;
+  },
+  integer(v, what) {
+    if (!Number.isInteger(v)) throw new TypeError(`${what} must be an integer`);
+    return v;
+  },
+  number(v, what) {
+    if (typeof v !== 'number' || Number.isNaN(v)) throw new TypeError(`${what} must be a number`);
+    return v;
+  },
+  array(v, what) {
+    if (!Array.isArray(v)) throw new TypeError(`${what} must be an array`);
+    return v;
+  },
+  object(v, what) {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new TypeError(`${what} must be an object`);
+    return v;
+  },
+};
+
 function snakeKey(k) {
   return k.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());
 }
@@ -82,4 +107,4 @@ function errorText(e) {
   return typeof e === 'string' ? e : JSON.stringify(e);
 }
 
-module.exports = { timeoutArg, text, toCoreOptions, promptArgs, toolResultJson, errorText };
+module.exports = { timeoutArg, text, check, toCoreOptions, promptArgs, toolResultJson, errorText };

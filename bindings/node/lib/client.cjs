@@ -1,7 +1,8 @@
 'use strict';
 // Client: starting the agent, the handle and the call plumbing every method uses, the
 // information calls and close. Its other methods are grouped by kind in lib/commands.cjs,
-// prompts.cjs, events.cjs, ui.cjs and host.cjs, and installed on Client.prototype below.
+// protocol.gen.cjs (the typed commands, generated), prompts.cjs, events.cjs, ui.cjs and
+// host.cjs, and installed on Client.prototype below.
 
 const { EventEmitter } = require('node:events');
 const { TIMEOUT_INFINITE, POLL_SLICE_MS, ORPHAN_CAPACITY, UNREF_POLL_MIN_MS } = require('./constants.cjs');
@@ -11,6 +12,7 @@ const { timeoutArg, toCoreOptions } = require('./args.cjs');
 const { openAtExit, closeAtExit, finalizer } = require('./lifetime.cjs');
 const { reactor } = require('./reactor.cjs');
 const { ClientCommands } = require('./commands.cjs');
+const { ProtocolCommands } = require('./protocol.gen.cjs');
 const { ClientPrompts } = require('./prompts.cjs');
 const { ClientEvents, INTERNAL_LISTENERS } = require('./events.cjs');
 const { UiLane, ClientUi } = require('./ui.cjs');
@@ -330,10 +332,11 @@ if (typeof Symbol.asyncDispose === 'symbol') {
 
 // The method groups are classes only to hold methods: each method is defined on
 // Client.prototype with its own descriptor (non-enumerable, as if written in Client's body).
-for (const group of [ClientCommands, ClientPrompts, ClientEvents, ClientUi, ClientHost]) {
+for (const group of [ClientCommands, ProtocolCommands, ClientPrompts, ClientEvents, ClientUi, ClientHost]) {
   for (const name of Object.getOwnPropertyNames(group.prototype)) {
     if (name === 'constructor') continue;
-    if (Object.prototype.hasOwnProperty.call(Client.prototype, name)) throw new Error(`omprpc: Client.${name} is defined twice`);
+    // `in`: a generated command must not shadow EventEmitter's methods either.
+    if (name in Client.prototype) throw new Error(`omprpc: Client.${name} is defined twice`);
     Object.defineProperty(Client.prototype, name, Object.getOwnPropertyDescriptor(group.prototype, name));
   }
 }

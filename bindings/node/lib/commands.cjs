@@ -1,7 +1,7 @@
 'use strict';
-// Client's typed commands (installed on Client.prototype by lib/client.cjs): each one C
-// export, its arguments checked and its JSON answer parsed; request() sends any other command.
-// A regular block on purpose: it is to be generated from a table of the protocol's commands.
+// Client's generic command (installed on Client.prototype by lib/client.cjs): request() sends
+// any command and resolves its data. The typed commands (getState, bash, …) are generated from
+// src/protocol/table.json into lib/protocol.gen.cjs and all send through it.
 
 const { text, timeoutArg } = require('./args.cjs');
 
@@ -10,14 +10,6 @@ class ClientCommands {
   async request(type, params, opts = {}) {
     const p = params === undefined || params === null ? null : JSON.stringify(params);
     return JSON.parse(await this._async('request', [text(type, 'type'), p, timeoutArg(opts.timeoutMs)], true));
-  }
-
-  async getState(opts = {}) {
-    return JSON.parse(await this._async('getState', [timeoutArg(opts.timeoutMs)], true));
-  }
-
-  async bash(command, opts = {}) {
-    return JSON.parse(await this._async('bash', [text(command, 'command'), timeoutArg(opts.timeoutMs)], true));
   }
 }
 
