@@ -846,6 +846,17 @@ omprpc_status omprpc_turn_events(const omprpc_turn *turn,
                                  char **out_error);
 
 /**
+ * The turn's messages (those of `messages_json`), each a JSON object: `*out_messages` points
+ * to `*out_count` slices borrowing from the turn.
+ * Ownership: borrowed; valid until `omprpc_turn_free(turn)`. Threads: any thread. Statuses:
+ * OK, INVALID_ARGUMENT, PANIC.
+ */
+omprpc_status omprpc_turn_messages(const omprpc_turn *turn,
+                                   const omprpc_str **out_messages,
+                                   size_t *out_count,
+                                   char **out_error);
+
+/**
  * Releases a turn and everything borrowed from it; NULL is a no-op.
  * Ownership: takes `turn`. Threads: any thread, once, after the last use of its views.
  */

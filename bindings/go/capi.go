@@ -193,8 +193,8 @@ func takeBatch(op string, batch *C.omprpc_event_batch) ([]Event, error) {
 	return evs, nil
 }
 
-// takeTurn copies a turn into Go memory — its JSON once; the events, messages and the other
-// parts are slices of that copy, located by the library — and frees it.
+// takeTurn copies a turn into Go memory — its JSON once; the events, the messages and the
+// other parts are slices of that copy, located by the library — and frees it.
 func takeTurn(op string, turn *C.omprpc_turn) (*Turn, error) {
 	var info C.omprpc_turn_info
 	var cerr *C.char
@@ -247,15 +247,23 @@ func takeTurn(op string, turn *C.omprpc_turn) (*Turn, error) {
 		t.Events[i] = part(v.json)
 		t.types[i] = internType(borrowed(v.event_type))
 	}
-	messages := part(info.messages_json)
+	var mp *C.omprpc_str
+	var mn C.size_t
+	if st := C.omprpc_turn_messages(turn, &mp, &mn, &cerr); st != C.OMPRPC_STATUS_OK {
+		C.omprpc_turn_free(turn)
+		return nil, errorFromJSON(op, Status(st), takeBytes(cerr))
+	}
+	if mn > 0 {
+		t.Messages = make([]json.RawMessage, int(mn))
+		for i, m := range unsafe.Slice(mp, int(mn)) {
+			t.Messages[i] = part(m)
+		}
+	}
 	if len(whole) >= freeInBackground {
 		// As in takeBytes: a large turn's pages go back to the OS off the caller's path.
 		go C.omprpc_turn_free(turn)
 	} else {
 		C.omprpc_turn_free(turn)
-	}
-	if err := unmarshal(op, messages, &t.Messages); err != nil {
-		return nil, err
 	}
 	return t, nil
 }

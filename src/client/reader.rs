@@ -497,12 +497,18 @@ pub fn correlate(f: &Fields, line: &[u8], pending: &mut Pending) -> Correlation 
     Correlation::Unmatched { id, command, rejected, settled }
 }
 
-/// UTF-8 (checked only when not plain ASCII) and one JSON object; fills `fields`.
+/// UTF-8 (checked only when not plain ASCII), one JSON object, and at most one `type` member
+/// (with two, the agent's JSON.parse and a reader taking the first would disagree about what
+/// the frame is; JSON.stringify never writes one); fills `fields`.
 pub fn check_frame(fields: &mut Fields, line: &[u8]) -> Result<(), String> {
     if !line.is_ascii() {
         std::str::from_utf8(line).map_err(|e| format!("invalid UTF-8 ({e})"))?;
     }
-    fields.scan(line, 0..line.len()).map_err(|e| e.to_string())
+    fields.scan(line, 0..line.len()).map_err(|e| e.to_string())?;
+    match fields.count(line, "type") {
+        0 | 1 => Ok(()),
+        n => Err(format!("{n} \"type\" members")),
+    }
 }
 
 /// `data.agentInvoked === false` on a prompt's response: it completed without a run.
@@ -524,6 +530,15 @@ mod tests {
 
     // Found by the classify_correlate fuzz target: a failure whose string id does not decode
     // was taken for an id-less one and failed the only pending request of its command.
+    #[test]
+    fn a_frame_with_two_type_members_is_invalid() {
+        let mut f = Fields::new();
+        assert!(check_frame(&mut f, br#"{"type":"message_update","x":{"type":"text"}}"#).is_ok(), "a nested type is another object's");
+        let e = check_frame(&mut f, br#"{"type":"agent_end","messages":[],"type":"message_update"}"#).unwrap_err();
+        assert_eq!(e, "2 \"type\" members");
+        assert!(check_frame(&mut f, br#"{"type":"a","t\u0079pe":"b"}"#).is_err(), "an escaped key is the same key");
+    }
+
     #[test]
     fn undecodable_string_id_never_matches_by_command() {
         let mut p = Pending::default();

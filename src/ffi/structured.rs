@@ -56,6 +56,10 @@ fn views<'a>(events: impl Iterator<Item = &'a [u8]>) -> Views {
     let mut f = Fields::new();
     let views = events
         .map(|ev| {
+            // Agents (and the library) write "type" first: read it without scanning the event.
+            if let Some(t) = leading_type(ev) {
+                return omprpc_event_view { event_type: omprpc_str::of(t), json: omprpc_str::of(ev) };
+            }
             let event_type = match f.scan(ev, 0..ev.len()).ok().and_then(|()| f.str(ev, "type")) {
                 Some(Cow::Borrowed(t)) => omprpc_str::of(t.as_bytes()),
                 Some(Cow::Owned(t)) => {
@@ -70,6 +74,16 @@ fn views<'a>(events: impl Iterator<Item = &'a [u8]>) -> Views {
         })
         .collect();
     Views { views, _decoded: decoded }
+}
+
+/// The value of a leading `"type":"…"` member holding no escape, as a slice of `ev`: agents
+/// (JSON.stringify) and the library write `type` first, and the reader refuses a frame with two
+/// `type` members (client::reader::check_frame), so a leading one is the event's type — read
+/// without scanning the event.
+fn leading_type(ev: &[u8]) -> Option<&[u8]> {
+    let rest = ev.strip_prefix(b"{\"type\":\"")?;
+    let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+    (rest[end] == b'"').then(|| &rest[..end])
 }
 
 /// Events, each with its type: taken from a client's queue or collected through a run.
@@ -207,6 +221,7 @@ pub struct omprpc_turn_info {
 /// A completed prompt: its metadata and its events, borrowed from it.
 pub struct omprpc_turn {
     views: Views,
+    messages: Vec<omprpc_str>,
     turn: Turn,
 }
 
@@ -241,7 +256,8 @@ pub unsafe extern "C" fn omprpc_client_prompt_and_wait_turn(
 fn turn_object(turn: Turn) -> Box<omprpc_turn> {
     // The views point into `turn.json`'s heap buffer, which moving `turn` does not move.
     let views = views(turn.events.iter().map(|&(start, end)| &turn.json[start..end]));
-    Box::new(omprpc_turn { views, turn })
+    let messages = turn.message_spans.iter().map(|&(start, end)| omprpc_str::of(&turn.json[start..end])).collect();
+    Box::new(omprpc_turn { views, messages, turn })
 }
 
 /// Fills `*out_info` with the turn's metadata.
@@ -272,6 +288,26 @@ pub unsafe extern "C" fn omprpc_turn_events(
         let (events, count) = (out(out_events, "out_events")?, out(out_count, "out_count")?);
         *events = t.views.views.as_ptr();
         *count = t.views.views.len();
+        Ok(())
+    })
+}
+
+/// The turn's messages (those of `messages_json`), each a JSON object: `*out_messages` points
+/// to `*out_count` slices borrowing from the turn.
+/// Ownership: borrowed; valid until `omprpc_turn_free(turn)`. Threads: any thread. Statuses:
+/// OK, INVALID_ARGUMENT, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_turn_messages(
+    turn: *const omprpc_turn,
+    out_messages: *mut *const omprpc_str,
+    out_count: *mut usize,
+    out_error: *mut *mut c_char,
+) -> omprpc_status {
+    boundary(ptr::null(), out_error, || {
+        let t = turn_ref(turn)?;
+        let (messages, count) = (out(out_messages, "out_messages")?, out(out_count, "out_count")?);
+        *messages = t.messages.as_ptr();
+        *count = t.messages.len();
         Ok(())
     })
 }

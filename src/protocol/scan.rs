@@ -118,14 +118,12 @@ impl Fields {
 
     /// The last member named `name` (JSON.parse keeps the last of duplicate keys).
     pub fn get(&self, bytes: &[u8], name: &str) -> Option<&Field> {
-        self.items.iter().rev().find(|f| {
-            let raw = &bytes[f.key.clone()];
-            if f.key_escaped {
-                unescape(raw).map(|k| k == name).unwrap_or(false)
-            } else {
-                raw == name.as_bytes()
-            }
-        })
+        self.items.iter().rev().find(|f| key_is(bytes, f, name))
+    }
+
+    /// How many members are named `name`.
+    pub fn count(&self, bytes: &[u8], name: &str) -> usize {
+        self.items.iter().filter(|f| key_is(bytes, f, name)).count()
     }
 
     /// The string value of member `name`, if it is a string.
@@ -177,6 +175,15 @@ impl Fields {
 }
 
 /// The decoded text of a string field.
+fn key_is(bytes: &[u8], f: &Field, name: &str) -> bool {
+    let raw = &bytes[f.key.clone()];
+    if f.key_escaped {
+        unescape(raw).map(|k| k == name).unwrap_or(false)
+    } else {
+        raw == name.as_bytes()
+    }
+}
+
 pub fn string_value<'b>(bytes: &'b [u8], f: &Field) -> Option<Cow<'b, str>> {
     let body = &bytes[f.value.start + 1..f.value.end - 1];
     if f.value_escaped {

@@ -144,8 +144,9 @@ pub struct Turn {
     pub request_id: String,
     pub outcome: TurnOutcome,
     pub agent_invoked: bool,
-    /// The `messages` array.
+    /// The `messages` array, and each message in it.
     pub messages: Span,
+    pub message_spans: Vec<Span>,
     pub assistant_message: Option<Span>,
     /// The assistant message's visible text (text blocks, thinking excluded).
     pub assistant_text: Option<String>,
@@ -199,11 +200,14 @@ pub fn build_turn(request_id: &str, c: Collector, summary: Option<Option<String>
     tail.push_str(",\"messages\":");
     let messages_start = at + tail.len();
     tail.push('[');
+    let mut message_spans = Vec::with_capacity(msgs.len());
     for (i, m) in msgs.iter().enumerate() {
         if i > 0 {
             tail.push(',');
         }
+        let start = at + tail.len();
         tail.push_str(m.get());
+        message_spans.push((start, at + tail.len()));
     }
     tail.push(']');
     let messages_span = (messages_start, at + tail.len());
@@ -245,6 +249,7 @@ pub fn build_turn(request_id: &str, c: Collector, summary: Option<Option<String>
         outcome,
         agent_invoked,
         messages: messages_span,
+        message_spans,
         assistant_message: assistant_span,
         assistant_text: text,
         stop_reason,
@@ -330,6 +335,7 @@ mod tests {
             assert_eq!(part(s), v["events"][i]);
         }
         assert_eq!(part(t.messages), v["messages"]);
+        assert_eq!(t.message_spans.iter().map(|&s| part(s)).collect::<Vec<_>>(), *v["messages"].as_array().unwrap());
         assert_eq!(part(t.assistant_message.unwrap()), v["assistantMessage"]);
         assert_eq!(part(t.usage.unwrap()), serde_json::json!({"input":1,"output":2}));
         assert_eq!(part(t.summary.unwrap()), v["summary"]);

@@ -84,6 +84,17 @@ static void test_a_turn_is_its_json_located(void) {
     CHECK(jlen(v) == 1 && jlen(v) == jlen(jget(whole, "messages")));
     CHECK_STR(jpath_str(v, "0.content.0.text"), "pong");
     json_free(v);
+    {
+        const omprpc_str *messages = NULL;
+        size_t count = 0;
+        if (CHECK_OK(omprpc_turn_messages(turn, &messages, &count, &err), err) && count == 1) {
+            v = PARSE_STR(messages[0]);
+            CHECK_STR(jpath_str(v, "content.0.text"), "pong");
+            json_free(v);
+        } else {
+            CHECKF(0, "%u messages", (unsigned)count);
+        }
+    }
     v = PARSE_STR(info.assistant_message_json);
     CHECK_STR(jpath_str(v, "role"), "assistant");
     json_free(v);
