@@ -155,6 +155,8 @@ pub fn parse(header: &str) -> Header {
             panic!("gen_ffi: a declaration the generator does not read: `{stmt}`");
         }
     }
+    // After the last `;`: only the brace closing `extern "C"`.
+    assert!(rest.trim().trim_matches('}').trim().is_empty(), "gen_ffi: unread text after the last declaration: `{}`", rest.trim());
     assert!(!statuses.is_empty(), "gen_ffi: the header declares no {STATUS_ENUM}");
     assert!(!functions.is_empty(), "gen_ffi: the header declares no functions");
     Header { statuses, opaque, functions }
