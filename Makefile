@@ -4,7 +4,8 @@
 #   make release        the same, optimised
 #   make header         regenerate include/omprpc.h (cbindgen, via tests/header.rs)
 #   make check-header   the header compiles alone as C99 and as C++11, warnings as errors
-#   make generate       regenerate the bindings' typed protocol from src/protocol/table.json (tests/generated.rs)
+#   make generate       regenerate the bindings' typed protocol from src/protocol/table.json and their
+#                       FFI declarations from include/omprpc.h (tests/generated.rs)
 #   make c-tests        the C test programs against the shared library
 #   make c-real-agents  the real pi and omp through the C API (tests/c/real_agents.c)
 #   make c-tests-asan   the same programs with ASan + UBSan, against the static library
@@ -77,8 +78,10 @@ release:
 header:
 	OMPRPC_UPDATE_HEADER=1 $(CARGO) test $(LOCKED) --test header -- header_is_up_to_date
 
-# The bindings' typed commands and events are generated from src/protocol/table.json by the
-# same code that checks them (tests/generated.rs; cargo-test fails on a stale file).
+# The bindings' typed commands and events are generated from src/protocol/table.json, their FFI
+# declarations (ctypes and koffi signatures, status constants) from include/omprpc.h, by the
+# same code that checks them (tests/generated.rs; cargo-test fails on a stale file). After
+# `make header` changes the header, run this too.
 .PHONY: generate
 generate:
 	OMPRPC_UPDATE_GENERATED=1 $(CARGO) test $(LOCKED) --test generated

@@ -84,3 +84,60 @@ fn node_protocol_is_up_to_date() {
     check("bindings/node/lib/protocol.gen.cjs", &out.js);
     check("bindings/node/protocol.gen.d.ts", &out.dts);
 }
+
+// --- FFI declarations (issue 13) --------------------------------------------------------------
+// Generated from include/omprpc.h (tests/support/gen_ffi.rs): Python's ctypes signature table
+// and status constants (`bindings/python/omprpc/_ffi_gen.py`), Node's koffi declarations and
+// Status enum (`bindings/node/lib/native.gen.cjs`) and the `Status` block of its
+// `index.d.cts`, Go's Status constants (`bindings/go/status_gen.go`). A header that gains,
+// loses or changes a function or a status makes these stale.
+
+#[path = "support/gen_ffi.rs"]
+mod gen_ffi;
+
+mod ffi_declarations_are_up_to_date {
+    use super::{check, gen_ffi, gofmt, root};
+
+    fn header() -> gen_ffi::Header {
+        let text = std::fs::read_to_string(root().join("include/omprpc.h")).expect("reading include/omprpc.h");
+        gen_ffi::parse(&text)
+    }
+
+    #[test]
+    fn python() {
+        check("bindings/python/omprpc/_ffi_gen.py", &gen_ffi::python(&header()));
+    }
+
+    #[test]
+    fn node() {
+        check("bindings/node/lib/native.gen.cjs", &gen_ffi::node(&header()));
+    }
+
+    #[test]
+    fn typescript_status() {
+        let rel = "bindings/node/index.d.cts";
+        let text = std::fs::read_to_string(root().join(rel)).expect("reading index.d.cts");
+        check(rel, &gen_ffi::with_ts_status_block(&text, &header()));
+    }
+
+    #[test]
+    fn go() {
+        check("bindings/go/status_gen.go", &gofmt(&gen_ffi::go(&header())));
+    }
+
+    /// The parser reads every prototype of the header (a prototype it skipped would be missing
+    /// from every binding without a stale file to say so).
+    #[test]
+    fn parser_reads_every_prototype() {
+        let text = std::fs::read_to_string(root().join("include/omprpc.h")).unwrap();
+        let h = gen_ffi::parse(&text);
+        // A prototype opens at column 0 (comments, `#` lines and continuations do not).
+        let opened = text
+            .lines()
+            .filter(|l| !l.starts_with(|c: char| c.is_whitespace() || c == '/' || c == '#') && l.contains("omprpc_") && l.contains('('))
+            .count();
+        assert_eq!(h.functions.len(), opened, "gen_ffi::parse read {} functions, the header opens {opened} prototypes", h.functions.len());
+        assert_eq!(h.opaque, ["omprpc_client", "omprpc_summarizer"]);
+        assert_eq!(h.statuses.first(), Some(&("OK".to_string(), 0)));
+    }
+}

@@ -6,27 +6,9 @@ import (
 	"fmt"
 )
 
-// Status is an omprpc_status: the result of a C call. Its values are never renumbered.
+// Status is an omprpc_status: the result of a C call. Its values are never renumbered; its
+// constants (StatusOK …) are generated from the header's enum into status_gen.go.
 type Status int
-
-// The statuses of docs/c-api.md.
-const (
-	StatusOK              Status = 0
-	StatusInvalidArgument Status = 1
-	StatusInvalidJSON     Status = 2
-	StatusInvalidUTF8     Status = 3
-	StatusTimeout         Status = 4
-	StatusCommandFailed   Status = 5
-	StatusProcessExited   Status = 6
-	StatusClosed          Status = 7
-	StatusConcurrency     Status = 8
-	StatusProtocol        Status = 9
-	StatusIO              Status = 10
-	StatusNotFound        Status = 11
-	StatusCancelled       Status = 12
-	StatusLimitExceeded   Status = 13
-	StatusPanic           Status = 14
-)
 
 // String is the status name the library gives it ("TIMEOUT"; "UNKNOWN" for other values).
 func (s Status) String() string { return statusName(s) }

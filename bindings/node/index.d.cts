@@ -21,6 +21,7 @@ export declare const TIMEOUT_DEFAULT: -2;
 /** Longest single blocking poll handed to a libuv pool thread, in ms. */
 export declare const POLL_SLICE_MS: number;
 
+/** `omprpc_status` (include/omprpc.h): tests/generated.rs holds this block to the header's enum (`make generate` rewrites it). */
 export declare const Status: Readonly<{
   OK: 0;
   INVALID_ARGUMENT: 1;

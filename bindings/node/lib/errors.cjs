@@ -1,23 +1,8 @@
 'use strict';
 // The C ABI's status codes and the error classes they map to, one per status.
 
-const Status = Object.freeze({
-  OK: 0,
-  INVALID_ARGUMENT: 1,
-  INVALID_JSON: 2,
-  INVALID_UTF8: 3,
-  TIMEOUT: 4,
-  COMMAND_FAILED: 5,
-  PROCESS_EXITED: 6,
-  CLOSED: 7,
-  CONCURRENCY: 8,
-  PROTOCOL: 9,
-  IO: 10,
-  NOT_FOUND: 11,
-  CANCELLED: 12,
-  LIMIT_EXCEEDED: 13,
-  PANIC: 14,
-});
+// Status (OK: 0 … PANIC: 14) is generated from the header's enum (lib/native.gen.cjs).
+const { Status } = require('./native.gen.cjs');
 const STATUS_NAMES = Object.keys(Status);
 
 /** Every failure of an omprpc call: `status` (number), `code` (its name), `message`. */

@@ -6,6 +6,9 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { ABI_VERSION } = require('./constants.cjs');
+// The koffi declarations, generated from include/omprpc.h (`make generate`): DECLS are
+// required, OPTIONAL_DECLS (later additions, same ABI version) bound when present.
+const { DECLS, OPTIONAL_DECLS } = require('./native.gen.cjs');
 const { STATUS_NAMES, errorFromDetails } = require('./errors.cjs');
 
 /** The package's directory (this file is in its lib/). */
@@ -50,60 +53,6 @@ function mtimeOf(p) {
     return null;
   }
 }
-
-const DECLS = {
-  version: 'const char *omprpc_version(void)',
-  abiVersion: 'uint32_t omprpc_abi_version(void)',
-  statusName: 'const char *omprpc_status_name(int status)',
-  stringFree: 'void omprpc_string_free(void *s)',
-  buildArgv: 'int omprpc_build_argv(const char *options_json, _Out_ void **out, _Out_ void **err)',
-  start: 'int omprpc_client_start(const char *options_json, _Out_ void **out_client, _Out_ void **err)',
-  request: 'int omprpc_client_request(void *c, const char *type, const char *params_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
-  sendFrame: 'int omprpc_client_send_frame(void *c, const char *frame_json, _Out_ void **err)',
-  prompt: 'int omprpc_client_prompt(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
-  abortAndPrompt: 'int omprpc_client_abort_and_prompt(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
-  promptAndWait: 'int omprpc_client_prompt_and_wait(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
-  steer: 'int omprpc_client_steer(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **err)',
-  followUp: 'int omprpc_client_follow_up(void *c, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **err)',
-  abort: 'int omprpc_client_abort(void *c, int64_t timeout_ms, _Out_ void **err)',
-  getState: 'int omprpc_client_get_state(void *c, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
-  bash: 'int omprpc_client_bash(void *c, const char *command, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
-  collectEvents: 'int omprpc_client_collect_events(void *c, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
-  waitForIdle: 'int omprpc_client_wait_for_idle(void *c, int64_t timeout_ms, _Out_ void **err)',
-  nextEvent: 'int omprpc_client_next_event(void *c, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
-  nextEvents: 'int omprpc_client_next_events(void *c, size_t max_events, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
-  eventFd: 'int omprpc_client_event_fd(void *c, _Out_ int *out_fd, _Out_ void **err)',
-  nextUiRequest: 'int omprpc_client_next_ui_request(void *c, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
-  uiSendValue: 'int omprpc_client_ui_send_value(void *c, const char *request_id, const char *value, _Out_ void **err)',
-  uiSendConfirmation: 'int omprpc_client_ui_send_confirmation(void *c, const char *request_id, bool confirmed, _Out_ void **err)',
-  uiCancel: 'int omprpc_client_ui_cancel(void *c, const char *request_id, bool timed_out, _Out_ void **err)',
-  setUiPolicy: 'int omprpc_client_set_ui_policy(void *c, const char *policy_json, _Out_ void **err)',
-  setHostTools: 'int omprpc_client_set_host_tools(void *c, const char *tools_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
-  setHostUriSchemes: 'int omprpc_client_set_host_uri_schemes(void *c, const char *schemes_json, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
-  hostToolUpdate: 'int omprpc_client_host_tool_update(void *c, const char *call_id, const char *partial_json, _Out_ void **err)',
-  hostToolResult: 'int omprpc_client_host_tool_result(void *c, const char *call_id, const char *result_json, bool is_error, _Out_ void **err)',
-  hostUriResult: 'int omprpc_client_host_uri_result(void *c, const char *request_id, const char *result_json, _Out_ void **err)',
-  stderr: 'int omprpc_client_stderr(void *c, _Out_ void **out, _Out_ void **err)',
-  protocolErrors: 'int omprpc_client_protocol_errors(void *c, _Out_ void **out, _Out_ void **err)',
-  info: 'int omprpc_client_info(void *c, _Out_ void **out, _Out_ void **err)',
-  close: 'int omprpc_client_close(void *c, _Out_ void **err)',
-  free: 'void omprpc_client_free(void *c)',
-};
-
-/** Later additions (same ABI version): bound when present, an error on use otherwise. */
-const OPTIONAL_DECLS = {
-  policyVerdict: 'int omprpc_client_policy_verdict(void *c, const char *request_id, bool allow, const char *reason, _Out_ void **err)',
-  summarize: 'int omprpc_summarize(const char *events_json, const char *options_json, _Out_ void **out, _Out_ void **err)',
-  summarizerNew: 'int omprpc_summarizer_new(const char *options_json, _Out_ void **out, _Out_ void **err)',
-  summarizerFeed: 'int omprpc_summarizer_feed(void *s, const char *event_json, _Out_ void **out, _Out_ void **err)',
-  summarizerSummary: 'int omprpc_summarizer_summary(void *s, _Out_ void **out, _Out_ void **err)',
-  summarizerFree: 'void omprpc_summarizer_free(void *s)',
-  envAllowlisted: 'int omprpc_env_allowlisted(const char *options_json, _Out_ void **out, _Out_ void **err)',
-  promptFromContent: 'int omprpc_prompt_from_content(const char *blocks_json, _Out_ void **out, _Out_ void **err)',
-  providerConfig: 'int omprpc_provider_config(const char *options_json, _Out_ void **out, _Out_ void **err)',
-  counters: 'int omprpc_client_counters(void *c, _Out_ void **out, _Out_ void **err)',
-  nextLogs: 'int omprpc_client_next_logs(void *c, size_t max_records, int64_t timeout_ms, _Out_ void **out, _Out_ void **err)',
-};
 
 /**
  * Loads the shared library (once) and checks its ABI version. `libraryPath` overrides the

@@ -3,8 +3,9 @@
 * The shared library is found through ``OMPRPC_LIBRARY``, else next to the package
   (``omprpc/_lib/libomprpc.so``), else — when running from a checkout — the repository's
   ``target/release`` or ``target/debug`` (the more recently built one).
-* Every function gets ``argtypes`` / ``restype``. Owned strings come back as ``c_void_p``,
-  are copied with ``ctypes.string_at`` and released with ``omprpc_string_free``.
+* Every function gets ``argtypes`` / ``restype`` from ``_ffi_gen.SIGNATURES``, generated from
+  the header (as are the status constants; ``make generate``). Owned strings come back as
+  ``c_void_p``, are copied with ``ctypes.string_at`` and released with ``omprpc_string_free``.
 * ``omprpc_abi_version()`` is checked against :data:`ABI_VERSION` at import.
 * :class:`Handle` guards a client pointer: calls count themselves in, so ``free`` waits
   until every call that is still inside the library (all woken by ``close``) has returned.
@@ -17,10 +18,13 @@ import json
 import os
 import sys
 import threading
-from ctypes import POINTER, c_bool, c_char_p, c_int, c_int64, c_size_t, c_uint32, c_void_p
+from ctypes import c_int, c_size_t, c_void_p
 from pathlib import Path
 from typing import Any, Callable
 
+# The status constants (OK, TIMEOUT …) and the signature table, generated from the header.
+from ._ffi_gen import *  # noqa: F403
+from ._ffi_gen import SIGNATURES as _SIGNATURES
 from .errors import (
     RpcCommandError,
     RpcConcurrencyError,
@@ -35,81 +39,7 @@ ABI_VERSION = 1
 TIMEOUT_INFINITE = -1
 TIMEOUT_DEFAULT = -2
 
-OK = 0
-INVALID_ARGUMENT = 1
-INVALID_JSON = 2
-INVALID_UTF8 = 3
-TIMEOUT = 4
-COMMAND_FAILED = 5
-PROCESS_EXITED = 6
-CLOSED = 7
-CONCURRENCY = 8
-PROTOCOL = 9
-IO = 10
-NOT_FOUND = 11
-CANCELLED = 12
-LIMIT_EXCEEDED = 13
-PANIC = 14
-
 _LIB_NAME = {"darwin": "libomprpc.dylib", "win32": "omprpc.dll"}.get(sys.platform, "libomprpc.so")
-
-_PP = POINTER(c_void_p)
-
-# name: (restype, argtypes)
-_SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
-    "omprpc_version": (c_void_p, []),
-    "omprpc_abi_version": (c_uint32, []),
-    "omprpc_status_name": (c_void_p, [c_int]),
-    "omprpc_string_free": (None, [c_void_p]),
-    "omprpc_build_argv": (c_int, [c_char_p, _PP, _PP]),
-    "omprpc_client_start": (c_int, [c_char_p, _PP, _PP]),
-    "omprpc_client_request": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
-    "omprpc_client_send_frame": (c_int, [c_void_p, c_char_p, _PP]),
-    "omprpc_client_prompt": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
-    "omprpc_client_abort_and_prompt": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
-    "omprpc_client_prompt_and_wait": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
-    "omprpc_client_steer": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP]),
-    "omprpc_client_follow_up": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP]),
-    "omprpc_client_abort": (c_int, [c_void_p, c_int64, _PP]),
-    "omprpc_client_get_state": (c_int, [c_void_p, c_int64, _PP, _PP]),
-    "omprpc_client_bash": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
-    "omprpc_client_collect_events": (c_int, [c_void_p, c_int64, _PP, _PP]),
-    "omprpc_client_wait_for_idle": (c_int, [c_void_p, c_int64, _PP]),
-    "omprpc_client_next_event": (c_int, [c_void_p, c_int64, _PP, _PP]),
-    "omprpc_client_next_events": (c_int, [c_void_p, c_size_t, c_int64, _PP, _PP]),
-    "omprpc_client_next_events_lines": (c_int, [c_void_p, c_size_t, c_int64, _PP, _PP]),
-    "omprpc_client_event_fd": (c_int, [c_void_p, POINTER(c_int), _PP]),
-    "omprpc_client_next_ui_request": (c_int, [c_void_p, c_int64, _PP, _PP]),
-    "omprpc_client_ui_send_value": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
-    "omprpc_client_ui_send_confirmation": (c_int, [c_void_p, c_char_p, c_bool, _PP]),
-    "omprpc_client_ui_cancel": (c_int, [c_void_p, c_char_p, c_bool, _PP]),
-    "omprpc_client_set_ui_policy": (c_int, [c_void_p, c_char_p, _PP]),
-    "omprpc_client_set_host_tools": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
-    "omprpc_client_set_host_uri_schemes": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
-    "omprpc_client_add_host_tools": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
-    "omprpc_client_remove_host_tools": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
-    "omprpc_client_add_host_uri_schemes": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
-    "omprpc_client_remove_host_uri_schemes": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
-    "omprpc_client_host_tool_update": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
-    "omprpc_client_host_tool_result": (c_int, [c_void_p, c_char_p, c_char_p, c_bool, _PP]),
-    "omprpc_client_host_uri_result": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
-    "omprpc_client_policy_verdict": (c_int, [c_void_p, c_char_p, c_bool, c_char_p, _PP]),
-    "omprpc_summarize": (c_int, [c_char_p, c_char_p, _PP, _PP]),
-    "omprpc_summarizer_new": (c_int, [c_char_p, _PP, _PP]),
-    "omprpc_summarizer_feed": (c_int, [c_void_p, c_char_p, _PP, _PP]),
-    "omprpc_summarizer_summary": (c_int, [c_void_p, _PP, _PP]),
-    "omprpc_summarizer_free": (None, [c_void_p]),
-    "omprpc_env_allowlisted": (c_int, [c_char_p, _PP, _PP]),
-    "omprpc_prompt_from_content": (c_int, [c_char_p, _PP, _PP]),
-    "omprpc_provider_config": (c_int, [c_char_p, _PP, _PP]),
-    "omprpc_client_stderr": (c_int, [c_void_p, _PP, _PP]),
-    "omprpc_client_protocol_errors": (c_int, [c_void_p, _PP, _PP]),
-    "omprpc_client_info": (c_int, [c_void_p, _PP, _PP]),
-    "omprpc_client_counters": (c_int, [c_void_p, _PP, _PP]),
-    "omprpc_client_next_logs": (c_int, [c_void_p, c_size_t, c_int64, _PP, _PP]),
-    "omprpc_client_close": (c_int, [c_void_p, _PP]),
-    "omprpc_client_free": (None, [c_void_p]),
-}
 
 
 def _candidates() -> list[Path]:

@@ -1,0 +1,103 @@
+"""The ctypes declarations of the omprpc C ABI: its status codes and every function's signature.
+
+GENERATED FILE: produced from include/omprpc.h by tests/support/gen_ffi.rs. Do not edit; run
+``make generate`` to regenerate. ``_ffi.py`` binds these (every one is required).
+"""
+
+from __future__ import annotations
+
+from ctypes import POINTER, c_bool, c_char_p, c_int, c_int64, c_size_t, c_uint32, c_void_p
+from typing import Any
+
+__all__ = [
+    "OK",
+    "INVALID_ARGUMENT",
+    "INVALID_JSON",
+    "INVALID_UTF8",
+    "TIMEOUT",
+    "COMMAND_FAILED",
+    "PROCESS_EXITED",
+    "CLOSED",
+    "CONCURRENCY",
+    "PROTOCOL",
+    "IO",
+    "NOT_FOUND",
+    "CANCELLED",
+    "LIMIT_EXCEEDED",
+    "PANIC",
+]
+
+# omprpc_status: the result of every fallible call (values never renumbered).
+OK = 0
+INVALID_ARGUMENT = 1
+INVALID_JSON = 2
+INVALID_UTF8 = 3
+TIMEOUT = 4
+COMMAND_FAILED = 5
+PROCESS_EXITED = 6
+CLOSED = 7
+CONCURRENCY = 8
+PROTOCOL = 9
+IO = 10
+NOT_FOUND = 11
+CANCELLED = 12
+LIMIT_EXCEEDED = 13
+PANIC = 14
+
+_PP = POINTER(c_void_p)
+
+# name: (restype, argtypes)
+SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
+    "omprpc_version": (c_void_p, []),
+    "omprpc_abi_version": (c_uint32, []),
+    "omprpc_status_name": (c_void_p, [c_int]),
+    "omprpc_string_free": (None, [c_void_p]),
+    "omprpc_build_argv": (c_int, [c_char_p, _PP, _PP]),
+    "omprpc_env_allowlisted": (c_int, [c_char_p, _PP, _PP]),
+    "omprpc_prompt_from_content": (c_int, [c_char_p, _PP, _PP]),
+    "omprpc_provider_config": (c_int, [c_char_p, _PP, _PP]),
+    "omprpc_client_start": (c_int, [c_char_p, _PP, _PP]),
+    "omprpc_client_request": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_send_frame": (c_int, [c_void_p, c_char_p, _PP]),
+    "omprpc_client_prompt": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_abort_and_prompt": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_prompt_and_wait": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_steer": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP]),
+    "omprpc_client_follow_up": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP]),
+    "omprpc_client_abort": (c_int, [c_void_p, c_int64, _PP]),
+    "omprpc_client_get_state": (c_int, [c_void_p, c_int64, _PP, _PP]),
+    "omprpc_client_bash": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_collect_events": (c_int, [c_void_p, c_int64, _PP, _PP]),
+    "omprpc_client_wait_for_idle": (c_int, [c_void_p, c_int64, _PP]),
+    "omprpc_client_next_event": (c_int, [c_void_p, c_int64, _PP, _PP]),
+    "omprpc_client_next_events": (c_int, [c_void_p, c_size_t, c_int64, _PP, _PP]),
+    "omprpc_client_next_events_lines": (c_int, [c_void_p, c_size_t, c_int64, _PP, _PP]),
+    "omprpc_client_event_fd": (c_int, [c_void_p, POINTER(c_int), _PP]),
+    "omprpc_client_next_ui_request": (c_int, [c_void_p, c_int64, _PP, _PP]),
+    "omprpc_client_ui_send_value": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
+    "omprpc_client_ui_send_confirmation": (c_int, [c_void_p, c_char_p, c_bool, _PP]),
+    "omprpc_client_ui_cancel": (c_int, [c_void_p, c_char_p, c_bool, _PP]),
+    "omprpc_client_set_ui_policy": (c_int, [c_void_p, c_char_p, _PP]),
+    "omprpc_client_set_host_tools": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_set_host_uri_schemes": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_add_host_tools": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_remove_host_tools": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_add_host_uri_schemes": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_remove_host_uri_schemes": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_client_host_tool_update": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
+    "omprpc_client_host_tool_result": (c_int, [c_void_p, c_char_p, c_char_p, c_bool, _PP]),
+    "omprpc_client_host_uri_result": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
+    "omprpc_client_policy_verdict": (c_int, [c_void_p, c_char_p, c_bool, c_char_p, _PP]),
+    "omprpc_client_stderr": (c_int, [c_void_p, _PP, _PP]),
+    "omprpc_client_protocol_errors": (c_int, [c_void_p, _PP, _PP]),
+    "omprpc_client_info": (c_int, [c_void_p, _PP, _PP]),
+    "omprpc_client_counters": (c_int, [c_void_p, _PP, _PP]),
+    "omprpc_client_next_logs": (c_int, [c_void_p, c_size_t, c_int64, _PP, _PP]),
+    "omprpc_client_close": (c_int, [c_void_p, _PP]),
+    "omprpc_client_free": (None, [c_void_p]),
+    "omprpc_summarize": (c_int, [c_char_p, c_char_p, _PP, _PP]),
+    "omprpc_summarizer_new": (c_int, [c_char_p, _PP, _PP]),
+    "omprpc_summarizer_feed": (c_int, [c_void_p, c_char_p, _PP, _PP]),
+    "omprpc_summarizer_summary": (c_int, [c_void_p, _PP, _PP]),
+    "omprpc_summarizer_free": (None, [c_void_p]),
+}
