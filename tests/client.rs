@@ -473,10 +473,28 @@ fn pi_has_no_host_tools_and_says_so() {
     let c = start_with(json!({"command": [FAKE, "--flavor", "pi"], "flavor": "pi"}));
     let e = c.set_host_tools(json!([{"name": "t", "description": "d", "parameters": {"type": "object"}}]), secs(10)).unwrap_err();
     assert_eq!(e.status, Status::InvalidArgument, "refused before pi is asked: {e}");
-    assert!(e.message.contains("only at start"), "{}", e.message);
+    assert!(e.message.contains("registered at start"), "{}", e.message);
     // pi itself has no such command either.
     let e = c.request("set_host_tools", parse_params(Some(r#"{"tools":[]}"#)).unwrap().as_ref(), secs(10)).unwrap_err();
     assert!(e.message.contains("Unknown command"), "{}", e.message);
+    assert_eq!(parse(&c.info())["bridgedTools"], json!([]));
+}
+
+/// Tools served through the bridge are fixed at start on omp too (`bridge:"always"`): the
+/// library says which (info's bridgedTools) and refuses to change them.
+#[test]
+fn bridged_tools_are_fixed_at_start_on_omp_too() {
+    let tool = json!({"name": "echo_host", "description": "d", "parameters": {"type": "object"}});
+    let c = start_with(json!({"command": [FAKE], "host_tools": [tool.clone()], "bridge": "always"}));
+    assert_eq!(parse(&c.info())["bridgedTools"], json!(["echo_host"]));
+    for e in [c.set_host_tools(json!([tool.clone()]), secs(10)), c.add_host_tools(json!([tool.clone()]), secs(10)), c.remove_host_tools(json!(["echo_host"]), secs(10))] {
+        let e = e.unwrap_err();
+        assert_eq!(e.status, Status::InvalidArgument, "{e}");
+        assert!(e.message.contains("registered at start"), "{e}");
+    }
+    // Without the bridge, omp registers them natively and says none are bridged.
+    let c = start_with(json!({"command": [FAKE], "host_tools": [tool]}));
+    assert_eq!(parse(&c.info())["bridgedTools"], json!([]));
 }
 
 #[test]

@@ -484,6 +484,12 @@ fn protocol_v2_negotiation_and_large_frames() {
     let reqs = env.llm_requests();
     assert_eq!(reqs.len(), 1);
     assert_eq!(last_user_texts(&reqs[0]).last().map(String::len), Some(big.len()));
+    // The transcript through get_messages: on v2 the library walks omp's get_messages_page
+    // (the big message arrives whole, in chunks) — in every binding, through the one request.
+    let m: Value = serde_json::from_str(&c.request("get_messages", None, secs(60)).unwrap()).unwrap();
+    assert_eq!(m["messages"].as_array().map(Vec::len), Some(2), "{}", &m.to_string()[..200]);
+    assert_eq!(m["messages"][0]["content"][0]["text"].as_str().map(str::len), Some(big.len()));
+    assert_eq!(m["messages"][1]["content"][0]["text"], "got it");
     c.close().unwrap();
 
     // negotiate_v2:false stays on v1: omp shrinks the frame to fit one 1 MiB line, eliding

@@ -234,7 +234,16 @@ impl Client {
     /// Any command: returns the response's `data` JSON verbatim (`null` when absent). When the
     /// agent acknowledges it as an operation (omp protocol 1.1, client::operations), waits for
     /// the operation's end within the same deadline and returns the end's `data` instead.
+    /// `get_messages` under protocol v2 is the page walk of client::messages.
     pub fn request(&self, ty: &str, params: Option<&Map<String, Value>>, deadline: Deadline) -> Result<String> {
+        if ty == "get_messages" && params.is_none_or(Map::is_empty) {
+            return self.get_messages(deadline);
+        }
+        self.command(ty, params, deadline)
+    }
+
+    /// [`Client::request`] as sent: no page walk.
+    pub(super) fn command(&self, ty: &str, params: Option<&Map<String, Value>>, deadline: Deadline) -> Result<String> {
         let data = self.shared.request(ty, params, deadline)?;
         if operations::waits_for_operation(ty) {
             if let Some(op) = data.as_deref().and_then(operations::acknowledged_operation) {
@@ -443,13 +452,7 @@ impl Client {
     }
 
     pub fn set_host_tools(&self, tools: Value, deadline: Deadline) -> Result<String> {
-        if self.shared.flavor == Flavor::Pi {
-            // pi has no set_host_tools; its host tools come from the bridge extension, which
-            // pi loads once, at start. Refuse before anything changes.
-            return Err(Error::invalid(
-                "pi takes host tools only at start (the start option host_tools, served through the tool bridge)",
-            ));
-        }
+        self.refuse_bridged("set_host_tools")?;
         let names = HostRegistry::check_tools(&tools)?;
         self.register("set_host_tools", "tools", tools, deadline, |h, ok| h.set_tools(if ok { names.clone() } else { Vec::new() }))
     }
@@ -458,7 +461,7 @@ impl Client {
     /// 1.1). The names are known before the request goes out; a refusal takes back the ones
     /// that were new.
     pub fn add_host_tools(&self, tools: Value, deadline: Deadline) -> Result<String> {
-        self.refuse_on_pi("add_host_tools")?;
+        self.refuse_bridged("add_host_tools")?;
         let names = HostRegistry::check_tools(&tools)?;
         let added = self.shared.state().host.add_tools(&names);
         self.update_registry("add_host_tools", "tools", tools, deadline, |h| h.remove_tools(&added))
@@ -467,7 +470,7 @@ impl Client {
     /// `remove_host_tools {toolNames}`: the names leave the registry once the agent agreed
     /// (until then it may still call them).
     pub fn remove_host_tools(&self, names: Value, deadline: Deadline) -> Result<String> {
-        self.refuse_on_pi("remove_host_tools")?;
+        self.refuse_bridged("remove_host_tools")?;
         let list = HostRegistry::check_names(&names, "host tool names")?;
         let r = self.update_registry("remove_host_tools", "toolNames", names, deadline, |_| {})?;
         self.shared.state().host.remove_tools(&list);
@@ -490,10 +493,14 @@ impl Client {
         Ok(r)
     }
 
-    fn refuse_on_pi(&self, command: &str) -> Result<()> {
-        if self.shared.flavor == Flavor::Pi {
+    /// pi has no host tool commands: its host tools come from the bridge extension, which it
+    /// loads once, at start; on omp too, tools served through the bridge (`bridge:"always"`)
+    /// are fixed at start. Refused before anything changes.
+    fn refuse_bridged(&self, command: &str) -> Result<()> {
+        let bridged = self.shared.opts.bridge.as_ref().is_some_and(|p| !p.tools.is_empty());
+        if self.shared.flavor == Flavor::Pi || bridged {
             return Err(Error::invalid(format!(
-                "pi has no {command}: its host tools come from the tool bridge, fixed at start (the start option host_tools)"
+                "{command}: the host tools of a bridged client are registered at start (the start option host_tools, served through the tool bridge); start a new client with the new tools"
             )));
         }
         Ok(())
@@ -568,6 +575,8 @@ impl Client {
             "flavor": s.flavor.name(),
             "agentVersion": s.opts.agent_version.as_ref().map(|v| v.to_string()),
             "bridgeLoaded": st.bridge_hello.is_some(),
+            // The host tools served through the tool bridge: fixed at start.
+            "bridgedTools": s.opts.bridge.as_ref().map(|p| p.tool_names()).unwrap_or_default(),
             "protocolVersion": st.protocol_version,
             "ready": ready,
             "closed": st.close_reason.is_some(),

@@ -10,6 +10,7 @@
 pub mod events;
 pub mod host;
 pub mod lifecycle;
+mod messages;
 pub mod operations;
 pub mod options;
 pub mod pending;

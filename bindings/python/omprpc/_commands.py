@@ -48,11 +48,6 @@ from .protocol import (
     parse_todo_phases,
 )
 
-_MESSAGES_PAGE_FALLBACK_CODES = frozenset({"session_busy", "stale_cursor"})
-_MESSAGES_PAGE_FALLBACK_ERRORS = frozenset(
-    {"Cannot page messages while the session is changing", "RPC message cursor is stale"}
-)
-
 
 class _Commands(_ClientBase):
     """The commands of omp_rpc's RpcClient, of omp protocol 1.1, and of pi and omp where
@@ -161,36 +156,9 @@ class _Commands(_ClientBase):
         return self.set_todos((), timeout=timeout)
 
     def get_messages(self, *, timeout: float | None = LIBRARY_DEFAULT) -> tuple[AgentMessage, ...]:
-        """The session's messages. Under protocol v2 the pages of ``get_messages_page`` are
-        walked (falling back to ``get_messages`` when the session is busy or a cursor goes
-        stale); under v1 ``get_messages`` is used."""
-        session = self._require()
-        if session.protocol_version == 2:
-            try:
-                messages: list[AgentMessage] = []
-                seen: set[str] = set()
-                total: int | None = None
-                cursor: str | None = None
-                while True:
-                    page = self.get_messages_page(cursor=cursor, limit=256, timeout=timeout)
-                    if total is not None and page.total_messages != total:
-                        raise RpcError("RPC message pagination returned an inconsistent total")
-                    total = page.total_messages
-                    messages.extend(page.messages)
-                    cursor = page.next_cursor
-                    if cursor is None:
-                        break
-                    if cursor in seen:
-                        raise RpcError("RPC message pagination repeated a cursor")
-                    seen.add(cursor)
-                if len(messages) != total:
-                    raise RpcError("RPC message pagination ended before the advertised total")
-                return tuple(messages)
-            except RpcCommandError as error:
-                if error.command != "get_messages_page" or not (
-                    error.code in _MESSAGES_PAGE_FALLBACK_CODES or error.error in _MESSAGES_PAGE_FALLBACK_ERRORS
-                ):
-                    raise
+        """The session's messages. Under protocol v2 the library walks the pages of
+        ``get_messages_page`` (falling back to ``get_messages`` when the session is busy or a
+        cursor goes stale); under v1 it sends ``get_messages``."""
         return parse_agent_messages(self._request("get_messages", _timeout=timeout).get("messages"))
 
     def get_messages_page(self, *, cursor: str | None = None, limit: int | None = None,

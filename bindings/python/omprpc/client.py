@@ -50,8 +50,6 @@ from ._common import _loads_bulk as _loads_bulk
 from ._common import _ms as _ms
 from ._common import _request_ms as _request_ms
 from ._common import _typed_bulk as _typed_bulk
-from ._commands import _MESSAGES_PAGE_FALLBACK_CODES as _MESSAGES_PAGE_FALLBACK_CODES
-from ._commands import _MESSAGES_PAGE_FALLBACK_ERRORS as _MESSAGES_PAGE_FALLBACK_ERRORS
 from ._events import _ERROR_HISTORY_LIMIT as _ERROR_HISTORY_LIMIT
 from ._events import AgentEventListener as AgentEventListener
 from ._events import EventOverflowListener as EventOverflowListener
@@ -507,8 +505,8 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
             session.start()
             if self._log_level is not None and self._forward_logs:
                 session.forward_logs()
-            session.bridged_tools = bool(self._custom_tools) and (
-                self._bridge == "always" or (self._bridge != "never" and session.flavor == "pi"))
+            # Which tools the bridge serves is the library's decision (info's bridgedTools).
+            session.bridged_tools = bool(session.info().get("bridgedTools"))
         # as with omp_rpc, ready (and whatever came before it) has reached the listeners
         session.settle(session.sync_mark(), expect_terminal=False)
         return self
