@@ -171,7 +171,7 @@ fn incremental_registration_is_refused_where_it_cannot_work() {
     let c = fake::start_with(json!({"command": [FAKE, "--flavor", "pi"], "flavor": "pi"}));
     let e = c.add_host_tools(json!([{"name": "t", "description": "d", "parameters": {"type": "object"}}]), secs(10)).unwrap_err();
     assert_eq!(e.status, Status::InvalidArgument);
-    assert!(e.message.contains("fixed at start"), "{e}");
+    assert!(e.message.contains("registered at start"), "{e}");
     c.close().unwrap();
     // An agent without the command refuses it; the registry is as it was.
     let c = fake::start_with(json!({"command": [FAKE]}));
