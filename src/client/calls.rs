@@ -347,13 +347,7 @@ impl Client {
         }
         let _slot = Slot { shared: s, op: "prompt_and_wait" };
         s.call(&id, "prompt", &line, deadline, Some(streaming))?;
-        let collector = s.wait_state_since(deadline, "Timed out waiting for agent_end", s.turn_wait(), &mut |st| {
-            if st.life.collector_done() {
-                st.life.take_collector()
-            } else {
-                None
-            }
-        })?;
+        let collector = self.completed_collector(deadline)?;
         turn::build_turn(&id, collector, s.opts.turn_summary.then(|| s.opts.model.clone()))
     }
 
@@ -375,14 +369,20 @@ impl Client {
             st.life.collect(None, b"[");
         }
         let _slot = Slot { shared: s, op: "collect_events" };
-        let collector = s.wait_state_since(deadline, "Timed out waiting for agent_end", s.turn_wait(), &mut |st| {
+        let collector = self.completed_collector(deadline)?;
+        turn::events_located(collector)
+    }
+
+    /// Waits for the active collector to complete and takes it.
+    fn completed_collector(&self, deadline: Deadline) -> Result<turn::Collector> {
+        let s = &self.shared;
+        s.wait_state_since(deadline, "Timed out waiting for agent_end", s.turn_wait(), &mut |st| {
             if st.life.collector_done() {
                 st.life.take_collector()
             } else {
                 None
             }
-        })?;
-        turn::events_located(collector)
+        })
     }
 
     /// Waits until the agent is idle by its own account: no run open (whoever started it), no

@@ -86,6 +86,14 @@ fn leading_type(ev: &[u8]) -> Option<&[u8]> {
     (rest[end] == b'"').then(|| &rest[..end])
 }
 
+/// Hands out a borrowed array: its first element and length.
+fn lend<T>(items: &[T], out_items: *mut *const T, out_count: *mut usize, what: &str) -> Result<()> {
+    let (first, count) = (out(out_items, what)?, out(out_count, "out_count")?);
+    *first = items.as_ptr();
+    *count = items.len();
+    Ok(())
+}
+
 /// Events, each with its type: taken from a client's queue or collected through a run.
 pub struct omprpc_event_batch {
     views: Views,
@@ -162,10 +170,7 @@ pub unsafe extern "C" fn omprpc_event_batch_events(
     boundary(ptr::null(), out_error, || {
         // SAFETY: NULL or a live batch from omprpc_client_next_event_batch (caller's contract).
         let batch = unsafe { batch.as_ref() }.ok_or_else(|| crate::error::Error::invalid("batch is NULL"))?;
-        let (events, count) = (out(out_events, "out_events")?, out(out_count, "out_count")?);
-        *events = batch.views.views.as_ptr();
-        *count = batch.views.views.len();
-        Ok(())
+        lend(&batch.views.views, out_events, out_count, "out_events")
     })
 }
 
@@ -284,11 +289,7 @@ pub unsafe extern "C" fn omprpc_turn_events(
     out_error: *mut *mut c_char,
 ) -> omprpc_status {
     boundary(ptr::null(), out_error, || {
-        let t = turn_ref(turn)?;
-        let (events, count) = (out(out_events, "out_events")?, out(out_count, "out_count")?);
-        *events = t.views.views.as_ptr();
-        *count = t.views.views.len();
-        Ok(())
+        lend(&turn_ref(turn)?.views.views, out_events, out_count, "out_events")
     })
 }
 
@@ -304,11 +305,7 @@ pub unsafe extern "C" fn omprpc_turn_messages(
     out_error: *mut *mut c_char,
 ) -> omprpc_status {
     boundary(ptr::null(), out_error, || {
-        let t = turn_ref(turn)?;
-        let (messages, count) = (out(out_messages, "out_messages")?, out(out_count, "out_count")?);
-        *messages = t.messages.as_ptr();
-        *count = t.messages.len();
-        Ok(())
+        lend(&turn_ref(turn)?.messages, out_messages, out_count, "out_messages")
     })
 }
 
