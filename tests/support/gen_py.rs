@@ -251,7 +251,7 @@ pub fn generate(t: &Table) -> String {
         "0.73.1", "18.2.3"
     );
     out.push_str(
-        "from __future__ import annotations\n\nimport sys\nfrom typing import Any, Final, Literal, TypeAlias, TypedDict, Union, cast\n\nfrom ._base import _ClientBase\nfrom ._common import LIBRARY_DEFAULT\n\nif sys.version_info >= (3, 11):\n    from typing import NotRequired\nelse:  # pragma: no cover - Python 3.10\n    try:\n        from typing_extensions import NotRequired\n    except ImportError:\n\n        class NotRequired:  # type: ignore[no-redef]\n            \"\"\"Stand-in: these annotations are never evaluated at run time.\"\"\"\n\n            def __class_getitem__(cls, item: Any) -> Any:\n                return item\n\n",
+        "from __future__ import annotations\n\nfrom typing import Any, Final, Literal, TypeAlias, TypedDict, Union, cast\n\nfrom ._base import _ClientBase\nfrom ._common import LIBRARY_DEFAULT\nfrom .protocol import NotRequired  # the one Python 3.10 fallback\n\n",
     );
 
     // The command lists.

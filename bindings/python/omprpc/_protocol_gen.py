@@ -7,24 +7,11 @@ agent sent it, typed by the table. The table describes pi 0.73.1 and omp 18.2.3.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Final, Literal, TypeAlias, TypedDict, Union, cast
 
 from ._base import _ClientBase
 from ._common import LIBRARY_DEFAULT
-
-if sys.version_info >= (3, 11):
-    from typing import NotRequired
-else:  # pragma: no cover - Python 3.10
-    try:
-        from typing_extensions import NotRequired
-    except ImportError:
-
-        class NotRequired:  # type: ignore[no-redef]
-            """Stand-in: these annotations are never evaluated at run time."""
-
-            def __class_getitem__(cls, item: Any) -> Any:
-                return item
+from .protocol import NotRequired  # the one Python 3.10 fallback
 
 #: Commands with hand-written methods (omp_rpc's shapes, or logic of their own), and why.
 HAND_WRITTEN: Final[dict[str, str]] = {
