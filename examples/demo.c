@@ -29,9 +29,10 @@ static int fail(const char *what, omprpc_status st, char *err) {
     return 1;
 }
 
-/* {"command":[argv...],"inherit_env":true} */
+/* {"command":[argv...],"inherit_env":true,"prompt_complete_events":true}: the library says
+ * when the prompt is done (a prompt_complete event), so this loop decides nothing itself. */
 static char *options_for(int argc, char **argv) {
-    size_t cap = 64, n;
+    size_t cap = 96, n;
     int i;
     char *opts;
     for (i = 1; i < argc; i++) cap += strlen(argv[i]) * 6 + 3;
@@ -42,7 +43,7 @@ static char *options_for(int argc, char **argv) {
         if (i > 1) opts[n++] = ',';
         n += json_quote_into(opts + n, argv[i]);
     }
-    sprintf(opts + n, "],\"inherit_env\":true}");
+    sprintf(opts + n, "],\"inherit_env\":true,\"prompt_complete_events\":true}");
     return opts;
 }
 
@@ -75,7 +76,7 @@ int main(int argc, char **argv) {
         done = 1;
     }
 
-    /* Stream: print every text delta until the run ends. */
+    /* Stream: print every text delta until the library says the prompt is complete. */
     while (!done) {
         char *event_json = NULL;
         jval *ev;
@@ -95,11 +96,10 @@ int main(int argc, char **argv) {
                 fputs(delta, stdout);
                 fflush(stdout);
             }
-        } else if (type && !strcmp(type, "agent_end")) {
-            /* isTerminal:false means the run continues */
-            done = jbool(jget(ev, "isTerminal")) != 0;
-        } else if (type && !strcmp(type, "prompt_result") && jbool(jget(ev, "agentInvoked")) == 0) {
-            done = 1; /* handled without an agent run (e.g. a slash command) */
+        } else if (type && !strcmp(type, "prompt_complete") && request_id
+                   && !strcmp(jstr(jget(ev, "requestId")) ? jstr(jget(ev, "requestId")) : "", request_id)) {
+            /* The library's word: this prompt's run ended, or nothing needed to run. */
+            done = 1;
         }
         json_free(ev);
     }

@@ -598,3 +598,42 @@ fn turns_can_keep_fewer_events_and_are_bounded_in_bytes() {
     assert_eq!(e.status, Status::LimitExceeded);
     assert!(e.message.contains("max_turn_bytes"));
 }
+
+/// With `prompt_complete_events`, every tracked prompt's completion is an event after the frame
+/// that completed it: what a host streaming events waits for (examples/demo.c).
+#[test]
+fn prompt_complete_events_say_when_each_prompt_is_done() {
+    let c = start_with(json!({"command": [FAKE], "prompt_complete_events": true}));
+    let until_complete = |id: &str| -> (Vec<String>, Value) {
+        let mut seen = Vec::new();
+        loop {
+            let evs = c.next_events(64, secs(10)).unwrap_or_else(|e| panic!("waiting for {id}'s prompt_complete: {e}"));
+            for ev in evs {
+                let v: Value = serde_json::from_slice(&ev).unwrap();
+                if v["type"] == "prompt_complete" && v["requestId"] == id {
+                    return (seen, v);
+                }
+                seen.push(v["type"].as_str().unwrap_or_default().to_string());
+            }
+        }
+    };
+    let id = c.prompt("prompt", "say hello", None, secs(10)).unwrap();
+    let (before, done) = until_complete(&id);
+    assert_eq!(before.last().map(String::as_str), Some("agent_end"), "{before:?}");
+    assert_eq!((done["outcome"].as_str(), done["agentInvoked"].as_bool(), done["omprpc"].as_bool()), (Some("agent_end"), Some(true), Some(true)));
+    let id = c.prompt("prompt", "local", None, secs(10)).unwrap();
+    assert_eq!(until_complete(&id).1["outcome"], "not_invoked");
+    let id = c.prompt("prompt", "prompt result", None, secs(10)).unwrap();
+    let (before, done) = until_complete(&id);
+    assert_eq!((done["outcome"].as_str(), before.last().map(String::as_str)), (Some("prompt_result"), Some("prompt_result")));
+    let id = c.prompt("prompt", "late failure", None, secs(10)).unwrap();
+    let done = until_complete(&id).1;
+    assert_eq!((done["outcome"].as_str(), done["error"]["command"].as_str()), (Some("failed"), Some("prompt")), "{done}");
+    c.close().unwrap();
+
+    // Off by default: the stream holds only the agent's frames (and the library's reports).
+    let c = start(&[]);
+    c.prompt_and_wait("say hello", None, secs(10)).unwrap();
+    let evs = c.next_events(4096, deadline_after(Some(Duration::from_millis(100)))).unwrap();
+    assert!(evs.iter().all(|e| !String::from_utf8_lossy(e).contains("prompt_complete")));
+}

@@ -44,7 +44,12 @@ impl Shared {
         if let Err(e) = self.write(line, deadline) {
             lock(&self.pending).remove(id);
             if track.is_some() {
-                self.state().life.rejected(id, &e);
+                let done = {
+                    let mut st = self.state();
+                    st.life.rejected(id, &e);
+                    st.life.take_completions()
+                };
+                self.push_completions(done);
             }
             self.log.log(Level::Warn, "request", "sending a request failed", json!({"type": ty, "id": id, "status": e.status.name()}));
             return Err(e);
@@ -124,6 +129,13 @@ impl Shared {
                         let answer = self.probe_answer(&reply);
                         self.log.log(Level::Debug, "activity", "the agent said whether it is idle", json!({"id": id, "answer": format!("{answer:?}")}));
                         st.life.probed(answer, starts);
+                        // An idle answer may complete a prompt (pi's silent preflight).
+                        let done = st.life.take_completions();
+                        if !done.is_empty() {
+                            drop(st);
+                            self.push_completions(done);
+                            st = self.state();
+                        }
                         continue;
                     }
                     if now >= p.sent + self.probe_patience() {

@@ -29,6 +29,10 @@
 //! without a run stands only when a second answer agrees too. An idle answer ends what it was due
 //! for: the non-terminal `agent_end` stands as the run's end, an acknowledged prompt without a
 //! run completes with `agentInvoked:false`.
+//!
+//! Every completion of a tracked prompt is also kept (`take_completions`) for the
+//! `prompt_complete` event, so a host that streams events learns when its prompt is done
+//! exactly as a waiter would.
 
 pub use crate::turn::{Collector, Mark, Outcome, TurnEvents};
 use crate::error::{Error, Result, Status};
@@ -67,6 +71,35 @@ impl Probe {
     }
 }
 
+/// A tracked prompt that completed: what the `prompt_complete` event says.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Completion {
+    pub id: String,
+    /// `agent_end` (its run ended), `prompt_result`, `not_invoked` (the response or a probe
+    /// said nothing ran) or `failed` (refused, never sent, or a late failure).
+    pub outcome: &'static str,
+    pub agent_invoked: bool,
+    pub error: Option<Error>,
+}
+
+impl Completion {
+    /// `{"type":"prompt_complete","omprpc":true,"requestId","outcome","agentInvoked","error"?}`.
+    pub fn event(&self) -> Vec<u8> {
+        let mut v = format!(
+            "{{\"type\":\"prompt_complete\",\"omprpc\":true,\"requestId\":{},\"outcome\":\"{}\",\"agentInvoked\":{}",
+            serde_json::Value::from(self.id.as_str()),
+            self.outcome,
+            self.agent_invoked
+        );
+        if let Some(e) = &self.error {
+            v.push_str(",\"error\":");
+            v.push_str(&e.to_json());
+        }
+        v.push('}');
+        v.into_bytes()
+    }
+}
+
 /// The longest quiet wait between two probes that found the agent busy.
 const PROBE_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -94,6 +127,8 @@ pub struct Lifecycle {
     collector: Option<Collector>,
     /// The first late failure since the last prompt was sent (wait_for_idle raises it).
     sticky: Option<Error>,
+    /// Completed prompts not yet announced (`take_completions`).
+    completions: Vec<Completion>,
     max_events: Option<usize>,
     max_bytes: Option<usize>,
     keep: TurnEvents,
@@ -115,6 +150,7 @@ impl Lifecycle {
             active: None,
             collector: None,
             sticky: None,
+            completions: Vec::new(),
             max_events,
             max_bytes,
             keep,
@@ -268,7 +304,12 @@ impl Lifecycle {
         self.sticky.as_ref()
     }
 
-    fn complete(&mut self, id: &str, outcome: impl FnOnce() -> Result<Outcome>) {
+    /// Takes the completions not yet announced, in the order they happened.
+    pub fn take_completions(&mut self) -> Vec<Completion> {
+        std::mem::take(&mut self.completions)
+    }
+
+    fn complete(&mut self, id: &str, done: Completion, outcome: impl FnOnce() -> Result<Outcome>) {
         let before = self.prompts.len();
         self.prompts.retain(|p| p.id != id);
         let was_running = self.prompts.len() != before;
@@ -277,16 +318,22 @@ impl Lifecycle {
                 c.finish(outcome());
             }
         }
+        if was_running {
+            self.completions.push(done);
+        }
     }
 
     /// The prompt's own response was a failure (or never went out): it will not run.
     pub fn rejected(&mut self, id: &str, err: &Error) {
-        self.complete(id, || Err(err.clone()));
+        let done = Completion { id: id.to_string(), outcome: "failed", agent_invoked: false, error: Some(err.clone()) };
+        self.complete(id, done, || Err(err.clone()));
     }
 
     /// `data.agentInvoked:false` on the response, or a `prompt_result` frame.
     pub fn completed_without_run(&mut self, id: &str, prompt_result: Option<&[u8]>, agent_invoked: bool) {
-        self.complete(id, || {
+        let outcome = if prompt_result.is_some() { "prompt_result" } else { "not_invoked" };
+        let done = Completion { id: id.to_string(), outcome, agent_invoked, error: None };
+        self.complete(id, done, || {
             Ok(Outcome { agent_end: None, agent_invoked, prompt_result: prompt_result.map(<[u8]>::to_vec) })
         });
     }
@@ -296,7 +343,8 @@ impl Lifecycle {
         if self.sticky.is_none() {
             self.sticky = Some(err.clone());
         }
-        self.complete(id, || Err(err));
+        let done = Completion { id: id.to_string(), outcome: "failed", agent_invoked: true, error: Some(err.clone()) };
+        self.complete(id, done, || Err(err));
     }
 
     /// One event that belongs to the session's event stream, in arrival order.
@@ -341,6 +389,7 @@ impl Lifecycle {
             }
             !ends
         });
+        self.completions.extend(done.iter().map(|id| Completion { id: id.clone(), outcome: "agent_end", agent_invoked: true, error: None }));
         if let Some(c) = &mut self.collector {
             let mine = match &c.prompt_id {
                 None => true,
@@ -366,6 +415,35 @@ mod tests {
 
     fn end(l: &mut Lifecycle) {
         l.event(b"{\"type\":\"agent_end\"}", Mark::AgentEnd { terminal: true });
+    }
+
+    fn outcomes(l: &mut Lifecycle) -> Vec<(String, &'static str)> {
+        l.take_completions().into_iter().map(|c| (c.id, c.outcome)).collect()
+    }
+
+    #[test]
+    fn every_way_a_prompt_completes_is_announced_once() {
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        for id in ["run", "local", "result", "refused", "late"] {
+            l.track(id, false);
+        }
+        l.acknowledged("run");
+        l.event(b"{\"type\":\"agent_start\"}", Mark::AgentStart);
+        l.completed_without_run("local", None, false);
+        l.completed_without_run("result", Some(b"{\"type\":\"prompt_result\"}"), false);
+        l.rejected("refused", &Error::new(Status::CommandFailed, "no"));
+        assert_eq!(outcomes(&mut l), [("local".into(), "not_invoked"), ("result".into(), "prompt_result"), ("refused".into(), "failed")]);
+        // The run ends every prompt it carried ("late" was sent before the run started too).
+        end(&mut l);
+        assert_eq!(outcomes(&mut l), [("run".into(), "agent_end"), ("late".into(), "agent_end")]);
+        // A failure after a prompt completed, or for an id never tracked, announces nothing.
+        l.late_failure("late", Error::new(Status::CommandFailed, "late"));
+        l.completed_without_run("unknown", None, false);
+        assert!(outcomes(&mut l).is_empty());
+        let c = Completion { id: "r\"1".into(), outcome: "failed", agent_invoked: true, error: Some(Error::new(Status::CommandFailed, "x")) };
+        let v: serde_json::Value = serde_json::from_slice(&c.event()).unwrap();
+        assert_eq!((v["type"].as_str(), v["requestId"].as_str(), v["error"]["code"].as_str()), (Some("prompt_complete"), Some("r\"1"), Some("COMMAND_FAILED")));
+        assert!(c.event().starts_with(b"{\"type\":\"prompt_complete\""), "type leads (ffi::structured reads it there)");
     }
 
     #[test]

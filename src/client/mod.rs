@@ -315,6 +315,17 @@ impl Shared {
 
     /// A session event from outside the reader (the bridge): retained for the active
     /// collector, then queued.
+    /// Queues a `prompt_complete` event for each completion (taken under the state lock,
+    /// queued after it is released), when the client was started with `prompt_complete_events`.
+    pub(crate) fn push_completions(&self, done: Vec<lifecycle::Completion>) {
+        if !self.opts.prompt_complete_events {
+            return;
+        }
+        for c in done {
+            self.events.push(events::event_bytes(&c.event()));
+        }
+    }
+
     fn bridge_session_event(&self, v: Value) {
         let bytes = v.to_string().into_bytes();
         self.state().life.event(&bytes, lifecycle::Mark::Other);

@@ -23,7 +23,7 @@ const KNOWN: &[&str] = &[
     "tool_policy", "host_tool_timeout_ms", "turn_summary", "turn_idle_timeout_ms", "env_passthrough",
     "system_prompt_via_file", "event_queue_max_bytes", "max_turn_bytes", "turn_events",
     "log_level", "log_queue_capacity",
-    "record_path", "activity_probe_ms", "agent_version", "approval_mode", "queue_responses",
+    "record_path", "activity_probe_ms", "agent_version", "approval_mode", "queue_responses", "prompt_complete_events",
     "fault_panic",
 ];
 
@@ -130,6 +130,10 @@ pub struct Options {
     /// Response frames are queued too, verbatim, as events (a raw-frame tap: omp_rpc's
     /// `on_frame`); off, responses reach only the calls that wait for them.
     pub queue_responses: bool,
+    /// Queue a `prompt_complete` event when a prompt completes (lifecycle::Completion): what a
+    /// host streaming events watches for instead of deciding completion itself. Off by default:
+    /// omp_rpc's listeners see only the agent's frames.
+    pub prompt_complete_events: bool,
     /// Test hook (debug builds): the library thread that panics at its next unit of work
     /// (`FAULT_POINTS`), to test the panic boundary around library threads.
     pub fault_panic: Option<String>,
@@ -401,6 +405,7 @@ impl Options {
             turn_idle_timeout: o.millis("turn_idle_timeout_ms", None)?,
             activity_probe: o.millis("activity_probe_ms", Some(DEFAULT_ACTIVITY_PROBE))?,
             queue_responses: o.bool("queue_responses")?.unwrap_or(false),
+            prompt_complete_events: o.bool("prompt_complete_events")?.unwrap_or(false),
             fault_panic: match o.str("fault_panic")? {
                 None => None,
                 Some(_) if !cfg!(debug_assertions) => {

@@ -151,6 +151,18 @@ impl Router<'_> {
         self.emit(event_bytes(line));
     }
 
+    /// Queues a `prompt_complete` event for each prompt the last frame completed, after that
+    /// frame (lifecycle::Completion).
+    fn announce(&mut self) {
+        let done = self.shared.state().life.take_completions();
+        if !done.is_empty() && self.shared.opts.prompt_complete_events {
+            for c in done {
+                self.emit(event_bytes(&c.event()));
+            }
+            self.flush();
+        }
+    }
+
     fn flush(&mut self) {
         if !self.batch.is_empty() && self.shared.events.push_all(self.batch.drain(..)) {
             self.shared.log.log(
@@ -327,6 +339,7 @@ impl Router<'_> {
                     self.shared.cond.notify_all();
                 }
                 self.session_event(line, Mark::Other);
+                self.announce();
             }
             _ => self.session_event(line, Mark::Other),
         }
@@ -342,6 +355,7 @@ impl Router<'_> {
             self.flush();
             self.shared.state().life.event(line, mark);
             self.shared.cond.notify_all();
+            self.announce();
         } else {
             self.shared.state().life.event(line, mark);
             self.emit_line(line);
@@ -383,6 +397,7 @@ impl Router<'_> {
                     }
                     drop(st);
                     s.cond.notify_all();
+                    self.announce();
                 }
                 return;
             }
@@ -403,6 +418,7 @@ impl Router<'_> {
                 self.flush();
                 s.state().life.late_failure(id, e);
                 s.cond.notify_all();
+                self.announce();
             }
             return;
         }
