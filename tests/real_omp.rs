@@ -18,7 +18,7 @@ mod pi;
 use std::time::{Duration, Instant};
 
 use omp::OmpEnv;
-use common::{parse, secs, turn};
+use common::{parse, secs, turn, wait_event, wait_event_after};
 use omprpc::client::{deadline_after, parse_params};
 use omprpc::{Client, Status};
 use serde_json::{json, Value};
@@ -35,25 +35,6 @@ fn one<'a>(turn: &'a Value, ty: &str) -> &'a Value {
     let evs = events(turn, ty);
     assert_eq!(evs.len(), 1, "expected one {ty} event, got {}: {:#}", evs.len(), turn["events"]);
     evs[0]
-}
-
-/// Pulls queued events until one matches; the events after it stay queued.
-fn wait_event(c: &Client, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
-    wait_event_after(c, what, matches).1
-}
-
-/// The same, also returning the events it skipped (in order).
-fn wait_event_after(c: &Client, what: &str, matches: impl Fn(&Value) -> bool) -> (Vec<Value>, Value) {
-    let deadline = secs(120);
-    let mut skipped = Vec::new();
-    loop {
-        let evs = c.next_events(1, deadline).unwrap_or_else(|e| panic!("waiting for {what}: {e}\nstderr: {}", c.stderr()));
-        let v = parse(&evs[0]);
-        if matches(&v) {
-            return (skipped, v);
-        }
-        skipped.push(v);
-    }
 }
 
 fn tool_names(request: &Value) -> Vec<String> {

@@ -13,7 +13,7 @@ mod pi;
 
 use std::time::{Duration, Instant};
 
-use common::{parse, secs, turn};
+use common::{parse, secs, turn, wait_event, wait_event_after};
 use omprpc::client::{deadline_after, parse_params};
 use omprpc::{Client, Status};
 use pi::PiEnv;
@@ -31,18 +31,6 @@ fn one<'a>(turn: &'a Value, ty: &str) -> &'a Value {
     let evs = events(turn, ty);
     assert_eq!(evs.len(), 1, "expected one {ty} event, got {}: {:#}", evs.len(), turn["events"]);
     evs[0]
-}
-
-/// Pulls queued events until one matches; the events after it stay queued.
-fn wait_event(c: &Client, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
-    let deadline = secs(120);
-    loop {
-        let evs = c.next_events(1, deadline).unwrap_or_else(|e| panic!("waiting for {what}: {e}\nstderr: {}", c.stderr()));
-        let v = parse(&evs[0]);
-        if matches(&v) {
-            return v;
-        }
-    }
 }
 
 fn tool_names(request: &Value) -> Vec<String> {
@@ -202,6 +190,24 @@ fn extension_ui_round_trip() {
     c.wait_for_idle(secs(60)).unwrap();
     // A command runs no agent loop and never reaches the model.
     assert!(env.llm_requests().is_empty());
+    c.close().unwrap();
+}
+
+// prompt_complete_events on the real pi: a text turn completes after its agent_end; an
+// extension command that runs nothing (pi's silent preflight) completes after the waiter's
+// probe found pi idle — the event says not_invoked.
+#[test]
+fn prompt_complete_events_on_real_pi() {
+    let Some(env) = PiEnv::new("prompt_complete", json!([{"match": "say hello", "replies": [{"text": "hi there"}]}])) else { return };
+    let ext = env.write_file("ask.mjs", ASK_EXTENSION);
+    let c = start(&env, &["--extension", ext.to_str().unwrap()], json!({"prompt_complete_events": true}));
+    let id = c.prompt("prompt", "say hello", None, secs(60)).unwrap();
+    let (before, done) = wait_event_after(&c, "prompt_complete", |e| e["type"] == "prompt_complete" && e["requestId"] == id.as_str());
+    assert_eq!(before.last().map(|e| e["type"].clone()), Some(json!("agent_end")));
+    assert_eq!((done["outcome"].as_str(), done["agentInvoked"].as_bool()), (Some("agent_end"), Some(true)));
+    let turn: Value = serde_json::from_str(&c.prompt_and_wait("/quiet", None, secs(60)).unwrap()).unwrap();
+    let quiet = wait_event(&c, "prompt_complete", |e| e["type"] == "prompt_complete" && e["requestId"] == turn["requestId"]);
+    assert_eq!((quiet["outcome"].as_str(), quiet["agentInvoked"].as_bool()), (Some("not_invoked"), Some(false)), "{quiet}");
     c.close().unwrap();
 }
 

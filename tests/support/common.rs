@@ -27,6 +27,26 @@ pub fn start_with(agent: &str, mut opts: Value, extra_opts: Value) -> Client {
     c
 }
 
+/// Pulls queued events until one matches, returning it and the events it skipped (in order);
+/// the events after it stay queued.
+pub fn wait_event_after(c: &Client, what: &str, matches: impl Fn(&Value) -> bool) -> (Vec<Value>, Value) {
+    let deadline = secs(120);
+    let mut skipped = Vec::new();
+    loop {
+        let evs = c.next_events(1, deadline).unwrap_or_else(|e| panic!("waiting for {what}: {e}\nstderr: {}", c.stderr()));
+        let v = parse(&evs[0]);
+        if matches(&v) {
+            return (skipped, v);
+        }
+        skipped.push(v);
+    }
+}
+
+/// [`wait_event_after`] without the skipped events.
+pub fn wait_event(c: &Client, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
+    wait_event_after(c, what, matches).1
+}
+
 pub fn turn(c: &Client, message: &str) -> Value {
     let started = Instant::now();
     let t = c.prompt_and_wait(message, None, secs(120)).unwrap_or_else(|e| panic!("{message}: {e}\nstderr: {}", c.stderr()));
