@@ -137,7 +137,65 @@ mod ffi_declarations_are_up_to_date {
             .filter(|l| !l.starts_with(|c: char| c.is_whitespace() || c == '/' || c == '#') && l.contains("omprpc_") && l.contains('('))
             .count();
         assert_eq!(h.functions.len(), opened, "gen_ffi::parse read {} functions, the header opens {opened} prototypes", h.functions.len());
-        assert_eq!(h.opaque, ["omprpc_client", "omprpc_summarizer"]);
+        assert_eq!(h.opaque, ["omprpc_client", "omprpc_event_batch", "omprpc_summarizer", "omprpc_turn"]);
         assert_eq!(h.statuses.first(), Some(&("OK".to_string(), 0)));
+        let enums: Vec<(&str, Vec<&str>)> = h.enums.iter().map(|e| (e.name.as_str(), e.items.iter().map(|(n, _)| n.as_str()).collect())).collect();
+        assert_eq!(enums, [("omprpc_turn_outcome", vec!["AGENT_END", "PROMPT_RESULT", "NOT_INVOKED"])]);
+        // Every struct with a body, each member (type, name) in header order.
+        let structs: Vec<&str> = h.structs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(structs, ["omprpc_str", "omprpc_event_view", "omprpc_turn_info"]);
+        let fields = |name: &str| -> Vec<(String, String)> {
+            h.structs.iter().find(|s| s.name == name).unwrap().fields.iter().map(|f| (f.ty.clone(), f.name.clone())).collect()
+        };
+        let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> { v.iter().map(|(t, n)| (t.to_string(), n.to_string())).collect() };
+        assert_eq!(fields("omprpc_str"), pairs(&[("const char *", "data"), ("size_t", "len")]));
+        assert_eq!(fields("omprpc_event_view"), pairs(&[("omprpc_str", "event_type"), ("omprpc_str", "json")]));
+        let info = fields("omprpc_turn_info");
+        assert_eq!(info[..3], pairs(&[("omprpc_turn_outcome", "outcome"), ("bool", "agent_invoked"), ("size_t", "event_count")]));
+        assert_eq!(info.len(), 13);
+        assert!(info[3..].iter().all(|(t, _)| t == "omprpc_str"));
+        assert_eq!(info.last().unwrap().1, "turn_json");
+        // The new parameter kinds, as normalised.
+        let params = |f: &str| -> Vec<String> { h.functions.iter().find(|x| x.name == f).unwrap().params.iter().map(|p| p.ty.clone()).collect() };
+        assert_eq!(params("omprpc_turn_events"), ["const omprpc_turn *", "const omprpc_event_view **", "size_t *", "char **"]);
+        assert_eq!(params("omprpc_turn_get_info"), ["const omprpc_turn *", "omprpc_turn_info *", "char **"]);
+        assert_eq!(params("omprpc_client_next_event_batch")[3], "omprpc_event_batch **");
+    }
+
+    /// What the parser does not read is a panic, never skipped.
+    #[test]
+    fn parser_fails_loudly() {
+        let base = "typedef enum { OMPRPC_STATUS_OK = 0, } omprpc_status;\nvoid omprpc_f(void);\n";
+        let fails = |extra: &str| std::panic::catch_unwind(|| gen_ffi::parse(&format!("{base}{extra}"))).is_err();
+        assert!(!fails(""));
+        assert!(!fails("typedef struct { const char *data; size_t len; } omprpc_str;\n"));
+        assert!(fails("typedef struct { int a[4]; } omprpc_x;\n"), "an array member");
+        assert!(fails("typedef struct { void (*cb)(int); } omprpc_x;\n"), "a function-pointer member");
+        assert!(fails("typedef struct { unsigned a : 3; } omprpc_x;\n"), "a bit-field");
+        assert!(fails("typedef struct { omprpc_later x; } omprpc_x;\n"), "a member of an undeclared type");
+        assert!(fails("typedef struct omprpc_x { int a; } omprpc_x;\n"), "a tagged struct body");
+        assert!(fails("typedef enum { OMPRPC_X_A, } omprpc_x;\n"), "an item without a value");
+        assert!(fails("typedef enum { OTHER_A = 0, } omprpc_x;\n"), "an item without the enum's prefix");
+        assert!(fails("typedef union { int a; } omprpc_x;\n"), "a union");
+        assert!(fails("}\n"), "a stray brace");
+        assert!(fails("int omprpc_g(void)\n"), "text after the last `;`");
+    }
+
+    /// A type no mapping knows stops the generation, in each binding.
+    #[test]
+    fn unknown_types_fail_loudly() {
+        use gen_ffi::Pos;
+        let h = gen_ffi::parse("typedef enum { OMPRPC_STATUS_OK = 0, } omprpc_status;\ntypedef struct { size_t len; } omprpc_s;\nvoid omprpc_f(void);\n");
+        let fails = |pos: Pos, ty: &str| {
+            let (h1, h2, t1, t2) = (h.clone(), h.clone(), ty.to_string(), ty.to_string());
+            std::panic::catch_unwind(move || gen_ffi::py_type(&h1, pos, &t1, "test")).is_err()
+                && std::panic::catch_unwind(move || gen_ffi::node_type(&h2, pos, &t2, "test")).is_err()
+        };
+        assert!(!fails(Pos::Param, "const omprpc_s **") && !fails(Pos::Member, "omprpc_s"));
+        assert!(fails(Pos::Return, "double"));
+        assert!(fails(Pos::Param, "float *"));
+        assert!(fails(Pos::Return, "omprpc_s"), "a struct returned by value");
+        assert!(fails(Pos::Param, "omprpc_s **"), "a struct array out-parameter without const");
+        assert!(fails(Pos::Member, "char **"), "an out-parameter kind as a member");
     }
 }

@@ -6,9 +6,10 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { ABI_VERSION } = require('./constants.cjs');
-// The koffi declarations, generated from include/omprpc.h (`make generate`): DECLS are
+// The koffi declarations, generated from include/omprpc.h (`make generate`): the header's
+// structs (defineStructs, registered before binding: the declarations name them), DECLS
 // required, OPTIONAL_DECLS (later additions, same ABI version) bound when present.
-const { DECLS, OPTIONAL_DECLS } = require('./native.gen.cjs');
+const { defineStructs, DECLS, OPTIONAL_DECLS } = require('./native.gen.cjs');
 const { STATUS_NAMES, errorFromDetails } = require('./errors.cjs');
 
 /** The package's directory (this file is in its lib/). */
@@ -16,6 +17,7 @@ const PACKAGE_DIR = path.join(__dirname, '..');
 
 let koffi = null;
 let N = null; // the bound functions, once loaded
+let structs = null; // the header's struct types (koffi.struct), by C name, once loaded
 let loadedPath = null;
 
 function libraryFileName() {
@@ -89,13 +91,18 @@ function load(libraryPath) {
         'Use a library and a binding from the same omprpc release.',
     );
   }
+  // Once per process: koffi refuses a second type of the same name (and a load() that failed
+  // below, e.g. on a missing required function, may be retried).
+  if (!structs) structs = defineStructs(koffi);
   const fns = {};
   for (const [k, decl] of Object.entries(DECLS)) fns[k] = lib.func(decl);
   for (const [k, decl] of Object.entries(OPTIONAL_DECLS)) {
     try {
       fns[k] = lib.func(decl);
-    } catch {
+    } catch (e) {
       const name = /omprpc_\w+/.exec(decl)[0];
+      // Only an absent symbol makes a stub; a declaration koffi cannot read is a bug.
+      if (!/Cannot find function/.test(e.message)) throw new Error(`omprpc: cannot declare ${name}: ${e.message}`);
       fns[k] = () => {
         throw new Error(`omprpc: ${name} is not in ${file} (an older build of the library)`);
       };
@@ -197,6 +204,11 @@ function getKoffi() {
   return koffi;
 }
 
+/** The header's struct types (`omprpc_str`, `omprpc_event_view` …) by C name (null before load()). */
+function structTypes() {
+  return structs;
+}
+
 /** The path of the loaded library (null before load()). */
 function libraryPath() {
   return loadedPath;
@@ -206,6 +218,7 @@ module.exports = {
   load,
   native,
   getKoffi,
+  structTypes,
   libraryPath,
   libraryCandidates,
   take,

@@ -1,7 +1,40 @@
 'use strict';
-// The koffi declarations of the omprpc C ABI and its status codes.
+// The koffi declarations of the omprpc C ABI: its structs, functions, status codes and other
+// enums' constants.
 // GENERATED FILE: produced from include/omprpc.h by tests/support/gen_ffi.rs. Do not edit;
 // run `make generate` to regenerate. native.cjs binds them; errors.cjs re-exports Status.
+
+/**
+ * Registers the header's structs with `koffi` under their C names (the declarations below use
+ * them); once per koffi instance, before binding. Returns the struct types by name.
+ */
+function defineStructs(koffi) {
+  const types = {};
+  types.omprpc_str = koffi.struct('omprpc_str', {
+    data: 'void *',
+    len: 'size_t',
+  });
+  types.omprpc_event_view = koffi.struct('omprpc_event_view', {
+    event_type: 'omprpc_str',
+    json: 'omprpc_str',
+  });
+  types.omprpc_turn_info = koffi.struct('omprpc_turn_info', {
+    outcome: 'int',
+    agent_invoked: 'bool',
+    event_count: 'size_t',
+    request_id: 'omprpc_str',
+    assistant_text: 'omprpc_str',
+    stop_reason: 'omprpc_str',
+    error_message: 'omprpc_str',
+    usage_json: 'omprpc_str',
+    messages_json: 'omprpc_str',
+    assistant_message_json: 'omprpc_str',
+    prompt_result_json: 'omprpc_str',
+    summary_json: 'omprpc_str',
+    turn_json: 'omprpc_str',
+  });
+  return types;
+}
 
 /** Required: loading fails without them. */
 const DECLS = {
@@ -61,6 +94,15 @@ const OPTIONAL_DECLS = {
   summarizerFeed: 'int omprpc_summarizer_feed(void *summarizer, const char *event_json, _Out_ void **out_derived_json, _Out_ void **out_error)',
   summarizerSummary: 'int omprpc_summarizer_summary(void *summarizer, _Out_ void **out_summary_json, _Out_ void **out_error)',
   summarizerFree: 'void omprpc_summarizer_free(void *summarizer)',
+  nextEventBatch: 'int omprpc_client_next_event_batch(void *client, size_t max_events, int64_t timeout_ms, _Out_ void **out_batch, _Out_ void **out_error)',
+  collectEventBatch: 'int omprpc_client_collect_event_batch(void *client, int64_t timeout_ms, _Out_ void **out_batch, _Out_ void **out_error)',
+  eventBatchEvents: 'int omprpc_event_batch_events(void *batch, _Out_ const omprpc_event_view **out_events, _Out_ size_t *out_count, _Out_ void **out_error)',
+  eventBatchFree: 'void omprpc_event_batch_free(void *batch)',
+  promptAndWaitTurn: 'int omprpc_client_prompt_and_wait_turn(void *client, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **out_turn, _Out_ void **out_error)',
+  turnGetInfo: 'int omprpc_turn_get_info(void *turn, _Out_ omprpc_turn_info *out_info, _Out_ void **out_error)',
+  turnEvents: 'int omprpc_turn_events(void *turn, _Out_ const omprpc_event_view **out_events, _Out_ size_t *out_count, _Out_ void **out_error)',
+  turnMessages: 'int omprpc_turn_messages(void *turn, _Out_ const omprpc_str **out_messages, _Out_ size_t *out_count, _Out_ void **out_error)',
+  turnFree: 'void omprpc_turn_free(void *turn)',
 };
 
 /** `omprpc_status`: the result of every fallible call (values never renumbered). */
@@ -82,4 +124,11 @@ const Status = Object.freeze({
   PANIC: 14,
 });
 
-module.exports = { DECLS, OPTIONAL_DECLS, Status };
+/** `omprpc_turn_outcome`. */
+const TurnOutcome = Object.freeze({
+  AGENT_END: 0,
+  PROMPT_RESULT: 1,
+  NOT_INVOKED: 2,
+});
+
+module.exports = { defineStructs, DECLS, OPTIONAL_DECLS, Status, TurnOutcome };

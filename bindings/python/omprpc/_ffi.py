@@ -4,8 +4,13 @@
   (``omprpc/_lib/libomprpc.so``), else — when running from a checkout — the repository's
   ``target/release`` or ``target/debug`` (the more recently built one).
 * Every function gets ``argtypes`` / ``restype`` from ``_ffi_gen.SIGNATURES``, generated from
-  the header (as are the status constants; ``make generate``). Owned strings come back as
-  ``c_void_p``, are copied with ``ctypes.string_at`` and released with ``omprpc_string_free``.
+  the header (as are the status constants and the structs; ``make generate``). Owned strings
+  come back as ``c_void_p``, are copied with ``ctypes.string_at`` and released with
+  ``omprpc_string_free``.
+* The functions of ``_ffi_gen.REQUIRED`` (the first ABI-1 surface; the same list as Node's)
+  must be exported: a library without one is an ImportError. The others, added later within
+  the same ABI version, are optional: a library without one still loads, the name is bound to
+  a stand-in raising :class:`RpcError` when called, and :func:`has` tells them apart.
 * ``omprpc_abi_version()`` is checked against :data:`ABI_VERSION` at import.
 * :class:`Handle` guards a client pointer: calls count themselves in, so ``free`` waits
   until every call that is still inside the library (all woken by ``close``) has returned.
@@ -24,6 +29,7 @@ from typing import Any, Callable
 
 # The status constants (OK, TIMEOUT …) and the signature table, generated from the header.
 from ._ffi_gen import *  # noqa: F403
+from ._ffi_gen import REQUIRED as _REQUIRED
 from ._ffi_gen import SIGNATURES as _SIGNATURES
 from .errors import (
     RpcCommandError,
@@ -73,14 +79,45 @@ def _load() -> tuple[ctypes.CDLL, str]:
     )
 
 
-def _bind(lib: ctypes.CDLL) -> None:
+class _Missing:
+    """Stands in for an optional function the loaded library does not export (an older build):
+    an error when called, instead of an ImportError for every program."""
+
+    argtypes = None
+    restype = None
+
+    def __init__(self, name: str, path: str):
+        self.__name__ = name
+        self._path = path
+
+    def __call__(self, *args: Any) -> Any:
+        raise RpcError(f"omprpc: {self.__name__} is not in {self._path} (an older build of the library)")
+
+
+#: The optional functions the loaded library does not export (see :func:`has`).
+MISSING: frozenset[str] = frozenset()
+
+
+def _bind(lib: ctypes.CDLL, path: str) -> frozenset[str]:
+    """Sets every function's signature; returns the optional ones the library lacks."""
+    missing = set()
     for name, (restype, argtypes) in _SIGNATURES.items():
         try:
             fn = getattr(lib, name)
         except AttributeError as exc:
-            raise ImportError(f"omprpc: the library does not export {name}: {exc}") from None
+            if name in _REQUIRED:
+                raise ImportError(f"omprpc: the library does not export {name}: {exc}") from None
+            setattr(lib, name, _Missing(name, path))
+            missing.add(name)
+            continue
         fn.restype = restype
         fn.argtypes = argtypes
+    return frozenset(missing)
+
+
+def has(name: str) -> bool:
+    """Whether the loaded library exports ``name`` (a function of the header)."""
+    return name in _SIGNATURES and name not in MISSING
 
 
 def check_abi(found: int, path: str) -> None:
@@ -94,7 +131,7 @@ def check_abi(found: int, path: str) -> None:
 
 
 lib, LIBRARY_PATH = _load()
-_bind(lib)
+MISSING = _bind(lib, LIBRARY_PATH)
 check_abi(int(lib.omprpc_abi_version()), LIBRARY_PATH)
 
 LIBRARY_VERSION: str = ctypes.string_at(lib.omprpc_version()).decode("utf-8", "replace")

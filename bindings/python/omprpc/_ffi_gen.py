@@ -1,12 +1,15 @@
-"""The ctypes declarations of the omprpc C ABI: its status codes and every function's signature.
+"""The ctypes declarations of the omprpc C ABI: its status codes, its other enums' constants, its
+structs and every function's signature.
 
 GENERATED FILE: produced from include/omprpc.h by tests/support/gen_ffi.rs. Do not edit; run
-``make generate`` to regenerate. ``_ffi.py`` binds these (every one is required).
+``make generate`` to regenerate. ``_ffi.py`` binds the functions: those of ``REQUIRED`` must be
+exported (an ImportError otherwise), the others are bound when present (an error on use
+otherwise). The structs keep their C names (``omprpc_str`` …), as in the header, koffi and cgo.
 """
 
 from __future__ import annotations
 
-from ctypes import POINTER, c_bool, c_char_p, c_int, c_int64, c_size_t, c_uint32, c_void_p
+from ctypes import POINTER, Structure, c_bool, c_char_p, c_int, c_int64, c_size_t, c_uint32, c_void_p
 from typing import Any
 
 __all__ = [
@@ -25,6 +28,12 @@ __all__ = [
     "CANCELLED",
     "LIMIT_EXCEEDED",
     "PANIC",
+    "TURN_OUTCOME_AGENT_END",
+    "TURN_OUTCOME_PROMPT_RESULT",
+    "TURN_OUTCOME_NOT_INVOKED",
+    "omprpc_str",
+    "omprpc_event_view",
+    "omprpc_turn_info",
 ]
 
 # omprpc_status: the result of every fallible call (values never renumbered).
@@ -43,6 +52,44 @@ NOT_FOUND = 11
 CANCELLED = 12
 LIMIT_EXCEEDED = 13
 PANIC = 14
+
+# omprpc_turn_outcome
+TURN_OUTCOME_AGENT_END = 0
+TURN_OUTCOME_PROMPT_RESULT = 1
+TURN_OUTCOME_NOT_INVOKED = 2
+
+
+class omprpc_str(Structure):
+    _fields_ = [
+        ("data", c_void_p),
+        ("len", c_size_t),
+    ]
+
+
+class omprpc_event_view(Structure):
+    _fields_ = [
+        ("event_type", omprpc_str),
+        ("json", omprpc_str),
+    ]
+
+
+class omprpc_turn_info(Structure):
+    _fields_ = [
+        ("outcome", c_int),
+        ("agent_invoked", c_bool),
+        ("event_count", c_size_t),
+        ("request_id", omprpc_str),
+        ("assistant_text", omprpc_str),
+        ("stop_reason", omprpc_str),
+        ("error_message", omprpc_str),
+        ("usage_json", omprpc_str),
+        ("messages_json", omprpc_str),
+        ("assistant_message_json", omprpc_str),
+        ("prompt_result_json", omprpc_str),
+        ("summary_json", omprpc_str),
+        ("turn_json", omprpc_str),
+    ]
+
 
 _PP = POINTER(c_void_p)
 
@@ -100,4 +147,53 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "omprpc_summarizer_feed": (c_int, [c_void_p, c_char_p, _PP, _PP]),
     "omprpc_summarizer_summary": (c_int, [c_void_p, _PP, _PP]),
     "omprpc_summarizer_free": (None, [c_void_p]),
+    "omprpc_client_next_event_batch": (c_int, [c_void_p, c_size_t, c_int64, _PP, _PP]),
+    "omprpc_client_collect_event_batch": (c_int, [c_void_p, c_int64, _PP, _PP]),
+    "omprpc_event_batch_events": (c_int, [c_void_p, POINTER(POINTER(omprpc_event_view)), POINTER(c_size_t), _PP]),
+    "omprpc_event_batch_free": (None, [c_void_p]),
+    "omprpc_client_prompt_and_wait_turn": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
+    "omprpc_turn_get_info": (c_int, [c_void_p, POINTER(omprpc_turn_info), _PP]),
+    "omprpc_turn_events": (c_int, [c_void_p, POINTER(POINTER(omprpc_event_view)), POINTER(c_size_t), _PP]),
+    "omprpc_turn_messages": (c_int, [c_void_p, POINTER(POINTER(omprpc_str)), POINTER(c_size_t), _PP]),
+    "omprpc_turn_free": (None, [c_void_p]),
 }
+
+# The functions the binding cannot load without; every other one is optional.
+REQUIRED: frozenset[str] = frozenset({
+    "omprpc_version",
+    "omprpc_abi_version",
+    "omprpc_status_name",
+    "omprpc_string_free",
+    "omprpc_build_argv",
+    "omprpc_client_start",
+    "omprpc_client_request",
+    "omprpc_client_send_frame",
+    "omprpc_client_prompt",
+    "omprpc_client_abort_and_prompt",
+    "omprpc_client_prompt_and_wait",
+    "omprpc_client_steer",
+    "omprpc_client_follow_up",
+    "omprpc_client_abort",
+    "omprpc_client_get_state",
+    "omprpc_client_bash",
+    "omprpc_client_collect_events",
+    "omprpc_client_wait_for_idle",
+    "omprpc_client_next_event",
+    "omprpc_client_next_events",
+    "omprpc_client_event_fd",
+    "omprpc_client_next_ui_request",
+    "omprpc_client_ui_send_value",
+    "omprpc_client_ui_send_confirmation",
+    "omprpc_client_ui_cancel",
+    "omprpc_client_set_ui_policy",
+    "omprpc_client_set_host_tools",
+    "omprpc_client_set_host_uri_schemes",
+    "omprpc_client_host_tool_update",
+    "omprpc_client_host_tool_result",
+    "omprpc_client_host_uri_result",
+    "omprpc_client_stderr",
+    "omprpc_client_protocol_errors",
+    "omprpc_client_info",
+    "omprpc_client_close",
+    "omprpc_client_free",
+})

@@ -28,12 +28,13 @@ from omprpc import (
 from conftest import HERE, IMPORT_ROOT, REPO, agent_command
 
 
-def _run_python(code: str, *, env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+def _run_python(code: str, *, env: dict[str, str] | None = None, args: tuple[str, ...] = (),
+                argv: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = os.pathsep.join([str(IMPORT_ROOT), str(HERE), full_env.get("PYTHONPATH", "")])
     full_env.update(env or {})
-    return subprocess.run([sys.executable, *args, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run([sys.executable, *args, "-c", textwrap.dedent(code), *argv], env=full_env,
+                          capture_output=True, text=True, timeout=120)
 
 
 def test_versions() -> None:
@@ -85,10 +86,62 @@ def test_every_declared_function_is_in_the_header() -> None:
     exported = set(re.findall(r"\b(omprpc_[a-z_]+)\(", header.read_text()))
     assert set(_ffi._SIGNATURES) <= exported
     for name in _ffi._SIGNATURES:
+        if name in _ffi.MISSING:
+            continue
         fn = getattr(_ffi.lib, name)
         assert fn.argtypes is not None
         # owned strings never come back as c_char_p (that would leak them)
         assert fn.restype is not __import__("ctypes").c_char_p
+
+
+_HIDE_EXPORTS = textwrap.dedent("""
+    import ctypes, sys
+    hide = set(sys.argv[1:])
+    real = ctypes.CDLL
+    class Patched(real):
+        def __getattr__(self, name):
+            if name in hide:
+                raise AttributeError(f"undefined symbol: {name}")
+            return super().__getattr__(name)
+    ctypes.CDLL = Patched
+""")
+
+
+def test_required_and_optional_functions() -> None:
+    from omprpc import _ffi_gen
+
+    assert _ffi_gen.REQUIRED <= set(_ffi_gen.SIGNATURES)
+    # The first surface is required; the structured results (added later) are optional.
+    assert {"omprpc_abi_version", "omprpc_client_start", "omprpc_client_free"} <= _ffi_gen.REQUIRED
+    assert not {"omprpc_client_prompt_and_wait_turn", "omprpc_turn_free", "omprpc_event_batch_free"} & _ffi_gen.REQUIRED
+    assert _ffi.MISSING == frozenset() and _ffi.has("omprpc_turn_free") and not _ffi.has("omprpc_nope")
+
+
+def test_an_older_library_without_an_optional_function_loads() -> None:
+    result = _run_python(_HIDE_EXPORTS + textwrap.dedent("""
+        import omprpc
+        from omprpc import _ffi
+        print("MISSING", sorted(_ffi.MISSING), _ffi.has("omprpc_turn_free"), _ffi.has("omprpc_turn_events"))
+        try:
+            _ffi.lib.omprpc_turn_free(None)
+        except omprpc.RpcError as exc:
+            print("RAISED", exc)
+    """), argv=("omprpc_turn_free", "omprpc_client_next_event_batch"))
+    assert result.returncode == 0, result.stderr
+    assert "MISSING ['omprpc_client_next_event_batch', 'omprpc_turn_free'] False True" in result.stdout
+    assert "RAISED omprpc: omprpc_turn_free is not in " in result.stdout and "older build" in result.stdout
+
+
+def test_a_library_without_a_required_function_is_refused() -> None:
+    result = _run_python(_HIDE_EXPORTS + textwrap.dedent("""
+        try:
+            import omprpc
+        except ImportError as exc:
+            print("REFUSED:", exc)
+        else:
+            print("LOADED")
+    """), argv=("omprpc_client_start",))
+    assert "REFUSED: omprpc: the library does not export omprpc_client_start" in result.stdout, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("status,cls", [
