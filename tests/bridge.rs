@@ -248,6 +248,9 @@ fn policy_rules_answer_without_the_host() {
     assert_eq!(ext.recv().unwrap()["verdict"]["block"], false);
     ext.send(json!({"id": "p3", "kind": "policy_eval", "tool": "write", "toolCallId": "tc3", "args": {}}), true);
     assert_eq!(ext.recv().unwrap()["verdict"]["block"], true, "default block");
+    // A note waits for its call's tool_execution_end (no agent plays pi here, so none comes);
+    // closing delivers the notes still waiting: nothing is lost.
+    c.close().unwrap();
     let blocked = wait_event(&c, "tool_blocked");
     assert_eq!(blocked["toolCallId"], "tc");
 }
@@ -505,6 +508,10 @@ fn gated_deny_over(transport: &str) {
     assert_eq!(t["assistantText"], "after: no shell here");
     let notes = of_type(&t, "tool_blocked");
     assert_eq!(notes.len(), 1, "the library notes the block among the turn's events");
+    // …right before the end of the call it blocked, whichever thread read what first.
+    let types: Vec<&str> = t["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let at = types.iter().position(|t| *t == "tool_blocked").unwrap();
+    assert_eq!((types[at - 1], types[at + 1]), ("tool_execution_start", "tool_execution_end"), "{types:?}");
     let note = notes[0];
     assert_eq!((note["toolCallId"].as_str(), note["toolName"].as_str(), note["reason"].as_str()), (Some(id.as_str()), Some("bash"), Some("no shell here")));
     // The default decides tools the rules do not name: allowed here.

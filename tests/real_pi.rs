@@ -390,6 +390,11 @@ fn native_tool_blocked_by_the_policy_gate() {
     assert!(!env.work.join("ran-forbidden").exists(), "the blocked command ran");
     let blocked = wait_event(&c, "tool_blocked", |e| e["type"] == "tool_blocked");
     assert_eq!((blocked["toolName"].as_str(), blocked["reason"].as_str()), (Some("bash"), Some("no shell for you")));
+    // The note sits right before the end of the call it blocked (pi decides over the socket
+    // while its frames may still be in the pipe: the library orders them).
+    let types: Vec<&str> = t["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let at = types.iter().position(|t| *t == "tool_blocked").expect("the note is among the turn's events");
+    assert_eq!(types[at + 1], "tool_execution_end", "{types:?}");
     c.close().unwrap();
 
     // Host mode: each native call raises policy_eval; block the first, allow the second.

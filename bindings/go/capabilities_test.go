@@ -332,6 +332,9 @@ func TestBridgedHostToolsAndPolicyOnPi(t *testing.T) {
 	if v := ext.recv(t); jget(t, v, "verdict.block") != true || jstr(t, v, "verdict.reason") != "not here" {
 		t.Fatalf("verdict: %s", v)
 	}
+	// The block's note waits for its call's tool_execution_end; no agent plays that call
+	// here (this test speaks for the extension), so it comes when the client closes.
+	go func() { _ = c.Close() }()
 	for {
 		ev, err, ok := next()
 		if !ok || err != nil {
@@ -344,6 +347,25 @@ func TestBridgedHostToolsAndPolicyOnPi(t *testing.T) {
 			break
 		}
 	}
+}
+
+// The fake agent plays pi's gated call: the tool_blocked note sits right before its end.
+func TestABlockedCallIsNotedRightBeforeItsEnd(t *testing.T) {
+	o := fakeOptions("--flavor", "pi")
+	o.Flavor = "pi"
+	o.ToolPolicy = &ToolPolicy{Mode: "rules", Block: map[string]string{"bash": "no shell"}}
+	c := start(t, o)
+	tr := turn(t, c, `gated bash {"command":"ls"}`)
+	evs := tr.TypedEvents()
+	for i, ev := range evs {
+		if ev.Type == "tool_blocked" {
+			if i == 0 || i+1 >= len(evs) || evs[i-1].Type != "tool_execution_start" || evs[i+1].Type != "tool_execution_end" {
+				t.Fatalf("tool_blocked at %d of %v", i, evs)
+			}
+			return
+		}
+	}
+	t.Fatalf("no tool_blocked among %d events", len(evs))
 }
 
 func TestPolicyHandlerAnswersTheGate(t *testing.T) {

@@ -562,7 +562,7 @@ impl Client {
         };
         let reason = if !allow && reason.is_empty() { "blocked by the host's policy" } else { reason };
         if !allow {
-            s.bridge_session_event(json!({"type": "tool_blocked", "omprpc": true, "toolCallId": call, "toolName": tool, "reason": reason}));
+            s.note_blocked(&call, &tool, reason);
         }
         conn.send(json!({"id": conn.ext_id(request_id), "verdict": {"block": !allow, "reason": reason}}).to_string().as_bytes())
             .map_err(|e| Error::new(Status::Io, format!("the tool bridge connection is gone: {e}")))

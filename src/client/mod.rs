@@ -69,6 +69,10 @@ struct State {
     close_reason: Option<Error>,
     /// policy_eval requests waiting for the host's verdict: id → (connection, toolCallId, tool).
     policy: std::collections::HashMap<String, (Arc<Conn>, String, String)>,
+    /// `tool_blocked` notes waiting for their call's `tool_execution_end` (by toolCallId): the
+    /// gate decides over the bridge socket while the agent's frames of the same call may still
+    /// be in the stdout pipe, so a note queued at once could overtake them (BlockedNotes).
+    blocked: BlockedNotes,
     /// The bridge extension's hello (its authenticated frame): the agent loaded it.
     bridge_hello: Option<Map<String, Value>>,
     /// The activity probe in flight: it outlives the wait that sent it (a waiter whose
@@ -76,6 +80,46 @@ struct State {
     probe: Option<InflightProbe>,
     /// Operation ends not yet claimed by the call that waits on them (client::operations).
     ops: operations::Operations,
+}
+
+/// `tool_blocked` notes, each queued right before its call's `tool_execution_end` — after the
+/// call's earlier frames, whichever thread saw what first. pi writes that end only after the
+/// gate's verdict reached it, and the library notes a block before it answers, so the note is
+/// here when the end arrives; the one exception — the gate's own timeout, which the library
+/// hears of on the socket while pi may already be writing the end — is caught by remembering
+/// the last calls that ended: a note for one of them is queued at once.
+#[derive(Default)]
+struct BlockedNotes {
+    waiting: std::collections::HashMap<String, Vec<u8>>,
+    ended: VecDeque<String>,
+}
+
+/// How many ended calls BlockedNotes remembers (a late note is about the last few).
+const ENDED_CALLS_REMEMBERED: usize = 64;
+
+impl BlockedNotes {
+    /// Keeps `note` for call `id`; returns it when that call already ended (queue it now).
+    fn hold(&mut self, id: &str, note: Vec<u8>) -> Option<Vec<u8>> {
+        if self.ended.iter().any(|e| e == id) {
+            return Some(note);
+        }
+        self.waiting.insert(id.to_string(), note);
+        None
+    }
+
+    /// Call `id` ended: its note, if one waits.
+    fn ended(&mut self, id: &str) -> Option<Vec<u8>> {
+        if self.ended.len() >= ENDED_CALLS_REMEMBERED {
+            self.ended.pop_front();
+        }
+        self.ended.push_back(id.to_string());
+        self.waiting.remove(id)
+    }
+
+    /// The notes whose end never came (the client is closing): delivered, not lost.
+    fn drain(&mut self) -> Vec<Vec<u8>> {
+        self.waiting.drain().map(|(_, n)| n).collect()
+    }
 }
 
 /// A `get_state` sent to learn whether the agent is idle (client::lifecycle).
@@ -326,10 +370,17 @@ impl Shared {
         }
     }
 
-    fn bridge_session_event(&self, v: Value) {
-        let bytes = v.to_string().into_bytes();
-        self.state().life.event(&bytes, lifecycle::Mark::Other);
-        self.events.push(events::event_bytes(&bytes));
+    /// A tool the gate blocked: `{"type":"tool_blocked","omprpc":true,"toolCallId","toolName","reason"}`,
+    /// queued right before the call's `tool_execution_end` (BlockedNotes).
+    fn note_blocked(&self, tool_call_id: &str, tool: &str, reason: &str) {
+        let note = json!({"type": "tool_blocked", "omprpc": true, "toolCallId": tool_call_id, "toolName": tool, "reason": reason});
+        let bytes = note.to_string().into_bytes();
+        let mut st = self.state();
+        if let Some(now) = st.blocked.hold(tool_call_id, bytes) {
+            st.life.event(&now, lifecycle::Mark::Other);
+            drop(st);
+            self.events.push(events::event_bytes(&now));
+        }
     }
 
     /// The host answers an open call: the answer restarts the turn's idle clock, which stood
@@ -428,7 +479,7 @@ impl bridge::Host for Shared {
             let gate = self.opts.bridge.as_ref().and_then(|p| p.gate.as_ref());
             if let Some(g) = gate.filter(|g| !g.fail_open) {
                 let reason = format!("blocked: the host's policy gave no verdict (omprpc bridge: no answer within {} ms)", g.timeout_ms);
-                self.bridge_session_event(json!({"type": "tool_blocked", "omprpc": true, "toolCallId": call, "toolName": tool, "reason": reason}));
+                self.note_blocked(&call, &tool, &reason);
             }
         }
     }
@@ -454,7 +505,7 @@ impl bridge::Host for Shared {
 
     fn policy_decided(&self, tool_call_id: &str, tool: &str, block: bool, reason: &str) {
         if block {
-            self.bridge_session_event(json!({"type": "tool_blocked", "omprpc": true, "toolCallId": tool_call_id, "toolName": tool, "reason": reason}));
+            self.note_blocked(tool_call_id, tool, reason);
         }
     }
 
@@ -489,6 +540,24 @@ impl bridge::Host for Shared {
 
 #[cfg(test)]
 mod tests {
+    use super::BlockedNotes;
+
+    #[test]
+    fn a_blocked_note_waits_for_its_calls_end_unless_the_end_came_first() {
+        let mut n = BlockedNotes::default();
+        assert_eq!(n.hold("a", b"note a".to_vec()), None, "held until a ends");
+        assert_eq!(n.ended("b"), None, "b had no note");
+        assert_eq!(n.ended("a"), Some(b"note a".to_vec()));
+        // The gate's timeout: pi's end may be read before the note is made.
+        assert_eq!(n.hold("b", b"late b".to_vec()), Some(b"late b".to_vec()), "b ended already: now");
+        assert_eq!(n.hold("c", b"note c".to_vec()), None);
+        assert_eq!(n.drain(), [b"note c".to_vec()], "at close, what still waits");
+        for i in 0..super::ENDED_CALLS_REMEMBERED {
+            n.ended(&format!("x{i}"));
+        }
+        assert_eq!(n.hold("a", b"a again".to_vec()), None, "an end long past is forgotten");
+    }
+
     use super::*;
 
     #[test]

@@ -273,12 +273,19 @@ impl Router<'_> {
                 self.protocol_error(r);
             }
             b"tool_execution_update" | b"tool_execution_end" => {
-                let renamed = match (f.str(line, "toolCallId"), f.str(line, "toolName")) {
+                let (renamed, note) = match (f.str(line, "toolCallId"), f.str(line, "toolName")) {
                     (Some(call), Some(name)) => {
-                        self.shared.state().host.rename(&call, &name, ty == b"tool_execution_end")
+                        let mut st = self.shared.state();
+                        let ended = ty == b"tool_execution_end";
+                        let note = if ended { st.blocked.ended(&call) } else { None };
+                        (st.host.rename(&call, &name, ended), note)
                     }
-                    _ => None,
+                    _ => (None, None),
                 };
+                if let Some(note) = note {
+                    // The gate's note goes right before the end of the call it blocked.
+                    self.session_event(&note, Mark::Other);
+                }
                 match renamed {
                     None => self.session_event(line, Mark::Other),
                     Some(name) => {

@@ -134,6 +134,7 @@ impl Client {
                 protocol_errors: VecDeque::new(),
                 close_reason: None,
                 policy: Default::default(),
+                blocked: Default::default(),
                 bridge_hello: None,
                 probe: None,
                 ops: operations::Operations::default(),

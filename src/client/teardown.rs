@@ -24,7 +24,7 @@ impl Shared {
             return;
         }
         self.log.log(Level::Info, "lifecycle", "the client is closing", json!({"status": reason.status.name(), "reason": reason.message}));
-        let (policy_questions, bridge_replies) = {
+        let (policy_questions, bridge_replies, blocked_notes) = {
             let mut st = self.state();
             st.close_reason = Some(reason.clone());
             // The reason, the request table and the turn close together, under the state lock
@@ -34,7 +34,7 @@ impl Shared {
             lock(&self.pending).close(&reason);
             st.life.close(&reason);
             let questions: Vec<(String, Arc<Conn>)> = st.policy.drain().map(|(id, (conn, _, _))| (id, conn)).collect();
-            (questions, st.host.close())
+            (questions, st.host.close(), st.blocked.drain())
         };
         // Written after the state lock is released (no I/O under it): every open policy
         // question and every bridged call still open gets its one reply, an error saying why.
@@ -45,6 +45,10 @@ impl Shared {
             if let Outgoing::Bridge(conn, frame) = r {
                 let _ = conn.send(&frame);
             }
+        }
+        // Blocks whose tool_execution_end never came: delivered before the queue closes.
+        for note in blocked_notes {
+            self.events.push(super::events::event_bytes(&note));
         }
         self.cond.notify_all();
         self.ui.close(&reason);

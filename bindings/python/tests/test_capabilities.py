@@ -219,11 +219,23 @@ def test_policy_eval_events_and_verdicts(pi_client) -> None:
         assert ext.recv()["verdict"]["block"] is False
     finally:
         ext.close()
-    deadline = time.monotonic() + 10
-    while not blocked and time.monotonic() < deadline:
-        time.sleep(0.01)
+    # The block's note waits for its call's tool_execution_end: here no agent played that call
+    # (this test spoke for the extension), so it comes when the client stops — not lost.
+    assert not blocked
+    client.stop()
     assert blocked and isinstance(blocked[0], ToolBlockedEvent)
     assert (blocked[0].tool_call_id, blocked[0].tool_name, blocked[0].reason) == ("tc-1", "bash", "not in tests")
+
+
+def test_a_blocked_call_is_noted_right_before_its_end(pi_client) -> None:
+    """The fake agent plays pi's gated call (tool_execution_start, the gate's question over the
+    bridge, then the blocked end): the library's tool_blocked note sits right before that end."""
+    client = pi_client(tool_policy={"mode": "host", "timeout_ms": 5000})
+    client.set_policy_handler(lambda q: (False, "not in tests"))
+    turn = client.prompt_and_wait('gated bash {"command":"ls"}', timeout=30)
+    types = [e["type"] for e in turn.event_payloads]
+    at = types.index("tool_blocked")
+    assert types[at - 1:at + 2] == ["tool_execution_start", "tool_blocked", "tool_execution_end"], types
 
 
 def test_policy_handler_answers_on_the_worker_pool(pi_client) -> None:
