@@ -52,23 +52,40 @@ struct Views {
 /// `events[i]` is a whole event; the views point into it (the caller keeps the bytes alive and
 /// unmoved for as long as the views live).
 fn views<'a>(events: impl Iterator<Item = &'a [u8]>) -> Views {
-    let mut decoded = Vec::new();
+    /// Where an event's type is: in the event, in `decoded`, or nowhere.
+    enum At<'a> {
+        In(&'a [u8]),
+        Decoded(usize),
+        Absent,
+    }
+    let mut decoded: Vec<Box<str>> = Vec::new();
     let mut f = Fields::new();
-    let views = events
+    // First every type, then the views: a view of a decoded type points into its Box only once
+    // no Box moves any more.
+    let found: Vec<(&[u8], At)> = events
         .map(|ev| {
             // Agents (and the library) write "type" first: read it without scanning the event.
             if let Some(t) = leading_type(ev) {
-                return omprpc_event_view { event_type: omprpc_str::of(t), json: omprpc_str::of(ev) };
+                return (ev, At::In(t));
             }
-            let event_type = match f.scan(ev, 0..ev.len()).ok().and_then(|()| f.str(ev, "type")) {
-                Some(Cow::Borrowed(t)) => omprpc_str::of(t.as_bytes()),
+            let at = match f.scan(ev, 0..ev.len()).ok().and_then(|()| f.str(ev, "type")) {
+                Some(Cow::Borrowed(t)) => At::In(t.as_bytes()),
                 Some(Cow::Owned(t)) => {
-                    let boxed: Box<str> = t.into_boxed_str();
-                    let view = omprpc_str::of(boxed.as_bytes());
-                    decoded.push(boxed);
-                    view
+                    decoded.push(t.into_boxed_str());
+                    At::Decoded(decoded.len() - 1)
                 }
-                None => omprpc_str::NONE,
+                None => At::Absent,
+            };
+            (ev, at)
+        })
+        .collect();
+    let views = found
+        .into_iter()
+        .map(|(ev, at)| {
+            let event_type = match at {
+                At::In(t) => omprpc_str::of(t),
+                At::Decoded(i) => omprpc_str::of(decoded[i].as_bytes()),
+                At::Absent => omprpc_str::NONE,
             };
             omprpc_event_view { event_type, json: omprpc_str::of(ev) }
         })
