@@ -136,6 +136,21 @@ fn guarded(host: &Arc<dyn Host>, thread: &str, body: impl FnOnce()) {
     }
 }
 
+/// Reports a panic to the host the moment unwinding reaches it (see its use); `guarded` then
+/// reports the panic's message, which the log keeps.
+struct ClosesOnPanic<'a> {
+    host: &'a dyn Host,
+    thread: &'static str,
+}
+
+impl Drop for ClosesOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.host.panicked(self.thread, "(unwinding; its message follows in the log)");
+        }
+    }
+}
+
 enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
@@ -414,6 +429,11 @@ fn accept_loop(listener: Listener, stop: i32, conns: Arc<Mutex<Vec<Arc<Conn>>>>,
             Listener::Tcp(l) => l.accept().map(|(s, _)| Stream::Tcp(s)),
         };
         let Ok(stream) = stream else { continue };
+        // Declared after `stream`, so dropped before it while unwinding: a panic from here on
+        // closes the client (PANIC) before the accepted connection closes — else the agent
+        // would see its hello's connection reset, exit, and the client might close first as
+        // PROCESS_EXITED, hiding the bug.
+        let _closes_first = ClosesOnPanic { host: &*host, thread: "bridge acceptor" };
         host.fault("bridge_accept");
         readers.retain(|t| !t.is_finished());
         if readers.len() >= MAX_CONNECTIONS {
