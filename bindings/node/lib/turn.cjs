@@ -17,10 +17,9 @@
 // that never reads `events` still has its turns freed as they are collected. Where koffi
 // cannot view foreign memory (a V8 sandbox), the JSON is copied once and the turn freed at once.
 
-const os = require('node:os');
-const { getKoffi, native, structTypes, failure } = require('./native.cjs');
+const { getKoffi, native, failure } = require('./native.cjs');
 const { TurnOutcome } = require('./native.gen.cjs');
-const { lent, decodeViews, strText } = require('./views.cjs');
+const { lent, viewNumbers, viewsInPlace, strText } = require('./views.cjs');
 
 const OUTCOMES = {
   [TurnOutcome.AGENT_END]: 'agent_end',
@@ -79,76 +78,19 @@ function takeTurn(ptr) {
   }
 }
 
-// A view array read as memory: the generated struct's offsets, pointers and sizes as numbers
-// (little-endian, 4- or 8-byte words; user-space addresses fit a double exactly).
-let layout; // undefined: not computed; null: unusable (decoded through koffi instead)
-function viewLayout(koffi) {
-  if (layout !== undefined) return layout;
-  layout = null;
-  const word = koffi.sizeof('void *');
-  if (os.endianness() === 'LE' && (word === 4 || word === 8) && koffi.sizeof('size_t') === word) {
-    const T = structTypes();
-    const type = koffi.offsetof(T.omprpc_event_view, 'event_type');
-    const json = koffi.offsetof(T.omprpc_event_view, 'json');
-    const data = koffi.offsetof(T.omprpc_str, 'data');
-    const len = koffi.offsetof(T.omprpc_str, 'len');
-    const stride = koffi.sizeof(T.omprpc_event_view);
-    if (stride % 4 === 0) layout = { word, stride, at: [type + data, type + len, json + data, json + len].map((o) => o / 4) };
-  }
-  return layout;
-}
-
-/**
- * The views as numbers: for event i, [4i] its type's address, [4i+1] its length, [4i+2] its
- * JSON's address, [4i+3] its length (address 0: absent).
- */
-function viewNumbers(koffi, viewsPtr, count) {
-  const out = new Float64Array(4 * count);
-  const l = viewLayout(koffi);
-  let words = null;
-  if (l !== null) {
-    try {
-      words = new Uint32Array(koffi.view(viewsPtr, count * l.stride));
-    } catch {
-      layout = null; // no external ArrayBuffers here: decoded through koffi from now on
-    }
-  }
-  if (words !== null) {
-    const step = l.stride / 4;
-    const wide = l.word === 8;
-    for (let i = 0, w = 0, o = 0; i < count; i++, w += step) {
-      for (let k = 0; k < 4; k++, o++) {
-        const a = w + l.at[k];
-        out[o] = wide ? words[a] + words[a + 1] * 4294967296 : words[a];
-      }
-    }
-    return out;
-  }
-  const views = decodeViews(viewsPtr, count);
-  const num = (p) => (p === null || p === 0n ? 0 : Number(koffi.address(p)));
-  for (let i = 0, o = 0; i < count; i++, o += 4) {
-    const v = views[i];
-    out[o] = num(v.event_type.data);
-    out[o + 1] = Number(v.event_type.len);
-    out[o + 2] = num(v.json.data);
-    out[o + 3] = Number(v.json.len);
-  }
-  return out;
-}
-
 /**
  * Where the events are: the turn JSON as a Buffer (over the library's memory, the turn then
  * owned by the source; or a copy), and each event's type and bounds from its view.
  */
 function eventSource(turnPtr, turnJson, viewsPtr, count, koffi) {
   const n = Number(turnJson.len);
-  const base = Number(koffi.address(turnJson.data));
-  const nums = viewNumbers(koffi, viewsPtr, count);
+  const base = Number(turnJson.data);
+  const nums = viewNumbers(viewsPtr, count);
   // lastType: the previous event's type, reused when the next has the same bytes (a burst's
   // 100k message_update share one string).
   const source = { buf: null, turn: null, pressure: null, starts: new Float64Array(count), ends: new Float64Array(count), types: new Array(count), pending: count };
   let buf = null;
-  if (layout !== null) {
+  if (viewsInPlace()) {
     try {
       buf = Buffer.from(koffi.view(turnJson.data, n));
       source.turn = turnPtr;
@@ -183,7 +125,7 @@ function eventSource(turnPtr, turnJson, viewsPtr, count, koffi) {
       lastAt = at;
     } else {
       // A type the library decoded (it held an escape): its own copy, outside the turn JSON.
-      type = strText(koffi.decode(viewsPtr, i * koffi.sizeof(structTypes().omprpc_event_view), structTypes().omprpc_event_view).event_type);
+      type = koffi.decode.string(t, len);
     }
     source.types[i] = type;
   }
