@@ -7,9 +7,10 @@
 //
 // This file is the CommonJS entry point (index.mjs re-exports it); the code is in lib/:
 // constants, errors, native (loading the library, call wrappers), args, lifetime (exit and GC
-// safety nets), iterator, reactor, turn (turns and their lazy events), client (Client, with
-// its methods grouped in commands, protocol.gen (the typed commands, generated from
-// src/protocol/table.json), prompts, events, ui and host) and functions.
+// safety nets), iterator, reactor, views (the library's structured results: event batches),
+// turn (turns and their lazy events), client (Client, with its methods grouped in commands,
+// protocol.gen (the typed commands, generated from src/protocol/table.json), prompts, events,
+// ui and host) and functions.
 
 const {
   ABI_VERSION,
@@ -38,7 +39,7 @@ const {
 const { load, libraryPath, libraryCandidates } = require('./lib/native.cjs');
 const { toCoreOptions } = require('./lib/args.cjs');
 const { EventIterator } = require('./lib/iterator.cjs');
-const { splitTurn, heldTurnStrings } = require('./lib/turn.cjs');
+const { heldTurns } = require('./lib/turn.cjs');
 const { Client } = require('./lib/client.cjs');
 const { EVENT_TYPES, UI_METHODS, isKnownEvent, isKnownUiRequest } = require('./lib/protocol.gen.cjs');
 const {
@@ -94,5 +95,5 @@ module.exports = {
   isKnownEvent,
   isKnownUiRequest,
   /** Internals exposed for the tests only; not part of the API. */
-  _internal: { splitTurn, turnStringsHeld: heldTurnStrings },
+  _internal: { turnsHeld: heldTurns },
 };

@@ -369,14 +369,30 @@ export interface Turn {
   promptResult: any | null;
   /**
    * Every event of the turn, in order (per `turn_events`). Each event is parsed on its first
-   * use: `ev.type` is read without parsing it; any other use (a field, `in`, keys, spread,
+   * use: `ev.type` is the library's (read without parsing the event); any other use (a field, `in`, keys, spread,
    * JSON.stringify, util.inspect) parses that event, once. The events are Proxies over
    * plain objects: `structuredClone` / `postMessage` need a copy (`{ ...ev }`).
    */
   events: AgentEvent[];
   /** With the `turn_summary` option. */
   summary?: TurnSummary;
+  /**
+   * How the prompt completed: a terminal `agent_end` ended its run, omp's `prompt_result`
+   * answered it (a command that ran no agent loop), or its response said
+   * `agentInvoked: false` (nothing ran). This and the members below are not enumerable: the
+   * object's own keys (spread, `JSON.stringify`) are the core's turn JSON.
+   */
+  outcome: TurnOutcome;
+  /** The assistant message's `stopReason` (`'stop'`, `'toolUse'`, `'error'`, `'aborted'`, …); null without one. */
+  stopReason: string | null;
+  /** The assistant message's `errorMessage` (a failed LLM call); null without one. */
+  errorMessage: string | null;
+  /** The assistant message's `usage` object, as the agent sent it; null without one. */
+  usage: any | null;
 }
+
+/** How a prompt completed (`omprpc_turn_outcome`). */
+export type TurnOutcome = 'agent_end' | 'prompt_result' | 'not_invoked';
 
 export interface TurnSummary {
   complete: boolean;

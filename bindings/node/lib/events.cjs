@@ -7,6 +7,7 @@
 const { EVENT_BATCH, TIMEOUT_INFINITE, UNREF_POLL_MIN_MS, UNREF_POLL_MAX_MS } = require('./constants.cjs');
 const { Status, closedError, jsError } = require('./errors.cjs');
 const { native, take, failure, callOutRaw } = require('./native.cjs');
+const { takeBatch } = require('./views.cjs');
 const { timeoutArg } = require('./args.cjs');
 const { EventIterator } = require('./iterator.cjs');
 const { reactor } = require('./reactor.cjs');
@@ -49,10 +50,11 @@ class ClientEvents {
     if (this._pumpEnded) throw this._pumpError || closedError();
     if (t === 0) {
       // Only the main thread takes events: a non-blocking poll keeps their order.
-      const r = callOutRaw(native().nextEvents, [this._st.h, EVENT_BATCH, 0]);
+      const r = callOutRaw(native().nextEventBatch, [this._st.h, EVENT_BATCH, 0]);
       if (r.st === Status.OK) {
         take(r.err);
-        this._keepOrphans(this._dispatchHost(JSON.parse(take(r.out)), true));
+        const { events, types } = takeBatch(r.out);
+        this._keepOrphans(this._dispatchHost(events, types, true));
         this._uiLane.serve();
         return this._takeOrphans(1)[0];
       }
@@ -217,13 +219,13 @@ class ClientEvents {
   _drainOnce(force) {
     if (this._st.freed || this._pumpEnded) return -1;
     if (this._closePromise === null && (this._pumpMode() === 'off' || (!force && this._blockedIterator()))) return -1;
-    const r = callOutRaw(native().nextEvents, [this._st.h, EVENT_BATCH, 0]);
+    const r = callOutRaw(native().nextEventBatch, [this._st.h, EVENT_BATCH, 0]);
     if (r.st === Status.OK) {
       take(r.err);
-      const evs = JSON.parse(take(r.out));
-      this._deliver(evs);
+      const { events, types } = takeBatch(r.out);
+      this._deliver(events, types);
       this._uiLane.serve();
-      return evs.length;
+      return events.length;
     }
     if (r.st === Status.TIMEOUT) {
       take(r.err);
@@ -287,11 +289,11 @@ class ClientEvents {
     if (this.listenerCount('error') > 0) this.emit('error', e);
   }
 
-  /** Starts handlers for host calls / cancels; returns the events. */
-  _dispatchHost(evs, pulled) {
+  /** Starts handlers for host calls / cancels (by the library's `types[i]` of `evs[i]`); returns the events. */
+  _dispatchHost(evs, types, pulled) {
     for (let i = 0; i < evs.length; i++) {
       const ev = evs[i];
-      switch (ev.type) {
+      switch (types[i]) {
         case 'host_tool_call':
           this._onHostToolCall(ev, pulled);
           break;
@@ -315,8 +317,8 @@ class ClientEvents {
    * Hands a batch to everyone: host handlers, iterators, listeners; and to the pull queue
    * (nextEvent(), later iterators) while a nextEvent() waits or nobody else consumes.
    */
-  _deliver(evs) {
-    this._dispatchHost(evs);
+  _deliver(evs, types) {
+    this._dispatchHost(evs, types);
     const listeners = this._hasListeners();
     if (this._eventWaiters.length > 0 || (this._iterators.size === 0 && !listeners)) {
       this._keepOrphans(evs);
@@ -328,8 +330,9 @@ class ClientEvents {
       for (let i = 0; i < evs.length; i++) {
         const ev = evs[i];
         try {
+          const type = types[i];
           if (all) this.emit('event', ev);
-          if (typeof ev.type === 'string' && !RESERVED_EMIT.has(ev.type) && this.listenerCount(ev.type) > 0) this.emit(ev.type, ev);
+          if (type !== null && !RESERVED_EMIT.has(type) && this.listenerCount(type) > 0) this.emit(type, ev);
         } catch (e) {
           // A throwing listener must not stop the pump; surface it like any uncaught error.
           queueMicrotask(() => {

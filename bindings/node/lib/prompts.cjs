@@ -4,9 +4,10 @@
 // collectEvents, waitForIdle.
 
 const { TIMEOUT_DEFAULT } = require('./constants.cjs');
-const { native, take, settle } = require('./native.cjs');
+const { native, take, failure } = require('./native.cjs');
 const { promptArgs, timeoutArg } = require('./args.cjs');
 const { takeTurn } = require('./turn.cjs');
+const { takeBatch } = require('./views.cjs');
 
 class ClientPrompts {
   /** Sends `prompt`; resolves its request id once the agent acknowledged it. */
@@ -27,11 +28,9 @@ class ClientPrompts {
   async promptAndWait(message, opts = {}) {
     const n = native();
     this._handle();
-    const r = await this._asyncRaw(n.promptAndWait, [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], true);
+    const r = await this._asyncRaw(n.promptAndWaitTurn, [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], true);
     this._catchUp();
-    if (r.st !== 0) return settle(r);
-    take(r.err);
-    return takeTurn(r.out);
+    return takeTurn(structured(r, n.turnFree));
   }
   async steer(message, opts = {}) {
     await this._async('steer', [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], false);
@@ -46,7 +45,11 @@ class ClientPrompts {
   }
   /** Events from now through the next terminal `agent_end` (holds a pool thread meanwhile). */
   async collectEvents(opts = {}) {
-    return JSON.parse(await this._async('collectEvents', [timeoutArg(opts.timeoutMs)], true));
+    const n = native();
+    this._handle();
+    const r = await this._asyncRaw(n.collectEventBatch, [timeoutArg(opts.timeoutMs)], true);
+    this._catchUp();
+    return takeBatch(structured(r, n.eventBatchFree)).events;
   }
 
   /**
@@ -59,6 +62,16 @@ class ClientPrompts {
     if (t === undefined || t === TIMEOUT_DEFAULT) t = this._turnTimeoutMs;
     await this._sliced('waitForIdle', [], false, t, opts.signal);
   }
+}
+
+/** A structured result (a turn, a batch) of a call on the pool, or throws its failure. */
+function structured(r, free) {
+  if (r.st !== 0) {
+    if (r.out) free(r.out);
+    throw failure(r.st, r.err);
+  }
+  take(r.err);
+  return r.out;
 }
 
 module.exports = { ClientPrompts };

@@ -1,115 +1,157 @@
 'use strict';
-// Turns: a turn's `events` can be large (a burst of 100k events is 64 MB of JSON) and most
-// callers read its text, each event's `type` and the fields of a few events. The turn object
-// is parsed from the small rest of the JSON; `events` is built when first read, and each event
-// in it is parsed on its first use. This relies on the core writing `{"events":[…],` first and
-// the events one per line, each followed by `,\n` (src/turn/mod.rs; an event never contains
-// a raw newline); any other shape is simply parsed whole.
+// Turns, built from the library's structure (omprpc_client_prompt_and_wait_turn): the
+// metadata of omprpc_turn_get_info, and a view per event (its `type`, and where its JSON is)
+// from omprpc_turn_events. Nothing here reads the turn JSON's layout.
 //
-// The library's string is not copied: copying (or decoding) 64 MB into fresh memory costs
-// ~90 ms of page faults alone. The turn reads it in place through a Buffer over the C memory
-// (koffi.view), and frees it once nothing needs it: when every event has been parsed, when
-// the events were parsed whole, or when the turn is garbage-collected (a FinalizationRegistry).
-// V8 does not see that memory, so an untouched ArrayBuffer of the same size (zero pages, no
-// RSS) stands for it in the GC's accounting of external memory: a host that never reads
-// `events` still has these strings freed as its turns are collected.
+// A turn's `events` can be large (a burst of 100k events is 64 MB of JSON) and most callers
+// read its text, each event's `type` and the fields of a few events. So the turn object is
+// built from the small parts; `events` is built when first read, and each event in it is
+// parsed on its first use, from the bounds its view gives.
+//
+// The turn's bytes are not copied: copying (or decoding) 64 MB into fresh memory costs ~90 ms
+// of page faults alone. The events are read in place through a Buffer over the turn's JSON
+// (koffi.view), and the turn is freed once nothing needs it: when every event has been
+// parsed, when `events` is replaced unread, or when the turn object is garbage-collected (a
+// FinalizationRegistry). V8 does not see that memory, so an untouched ArrayBuffer of the same
+// size (zero pages, no RSS) stands for it in the GC's accounting of external memory: a host
+// that never reads `events` still has its turns freed as they are collected. Where koffi
+// cannot view foreign memory (a V8 sandbox), the JSON is copied once and the turn freed at once.
 
-const { getKoffi, native, take } = require('./native.cjs');
+const { getKoffi, native, failure } = require('./native.cjs');
+const { TurnOutcome } = require('./native.gen.cjs');
+const { lent, viewNumbers, viewsInPlace, strText } = require('./views.cjs');
 
-const TURN_PREFIX = '{"events":[';
-const TURN_MARK = Buffer.from('],"requestId":');
-const TYPE_HEAD = Buffer.from('{"type":"');
+const OUTCOMES = {
+  [TurnOutcome.AGENT_END]: 'agent_end',
+  [TurnOutcome.PROMPT_RESULT]: 'prompt_result',
+  [TurnOutcome.NOT_INVOKED]: 'not_invoked',
+};
 
-let strlenFn; // undefined: not looked up; null: unavailable (turns are then decoded whole)
-function cStrlen() {
-  if (strlenFn === undefined) {
-    try {
-      strlenFn = typeof getKoffi().view === 'function' ? getKoffi().load(null).func('size_t strlen(const void *s)') : null;
-    } catch {
-      strlenFn = null;
-    }
-  }
-  return strlenFn;
-}
-
-/** The library's turn strings the binding holds (for the tests). */
-let turnStringsHeld = 0;
+/** The library's turns the binding holds (for the tests). */
+let turnsHeld = 0;
 const turnMemory = new FinalizationRegistry((ptr) => {
-  turnStringsHeld--;
-  native().stringFree(ptr);
+  turnsHeld--;
+  native().turnFree(ptr);
 });
 
+const parsed = (s) => (s.data === null || s.data === 0n ? null : JSON.parse(strText(s)));
+
+/** The turn object of an `omprpc_turn` (which it then owns: freed when no longer needed). */
 function takeTurn(ptr) {
-  if (ptr === null || ptr === undefined || ptr === 0n || ptr === 0) return null;
-  const strlen = cStrlen();
-  if (strlen === null) return splitTurn(take(ptr));
-  const n = Number(strlen(ptr));
-  let buf;
+  const N = native();
+  const koffi = getKoffi();
+  let source = null;
   try {
-    buf = Buffer.from(getKoffi().view(ptr, n));
-  } catch {
-    // A runtime without external ArrayBuffers (a V8 sandbox): decode the string instead.
-    strlenFn = null;
-    return splitTurn(take(ptr));
-  }
-  return turnFrom(buf, ptr);
-}
-
-/** The turn of a JSON text (the tests, and turns without the C string path). */
-function splitTurn(json) {
-  return turnFrom(Buffer.from(json, 'utf8'), null);
-}
-
-/** The turn in `buf`; `ptr`: the library's string `buf` views (null: `buf` is ours). */
-function turnFrom(buf, ptr) {
-  const n = buf.length;
-  if (buf.latin1Slice(0, Math.min(n, TURN_PREFIX.length)) === TURN_PREFIX) {
-    // The true boundary is the last `],"requestId":` after which the rest is one JSON object:
-    // from any later match (inside a message) the rest would close more than it opens.
-    for (let b = buf.lastIndexOf(TURN_MARK); b > 0; b = buf.lastIndexOf(TURN_MARK, b - 1)) {
-      let turn;
-      try {
-        turn = JSON.parse('{' + buf.utf8Slice(b + 2, n));
-      } catch {
-        continue;
-      }
-      if (turn === null || typeof turn !== 'object' || Array.isArray(turn)) break;
-      return lazyEvents(turn, eventSource(buf, ptr, TURN_PREFIX.length - 1, b)); // b: the `]`
+    const info = {};
+    const err = [null];
+    const st = N.turnGetInfo(ptr, info, err);
+    if (st !== 0) throw failure(st, err[0]);
+    const turn = {
+      events: null, // replaced below: in the turn JSON's place
+      requestId: strText(info.request_id),
+      agentInvoked: info.agent_invoked,
+      messages: parsed(info.messages_json) || [],
+      assistantMessage: parsed(info.assistant_message_json),
+      assistantText: strText(info.assistant_text),
+      promptResult: parsed(info.prompt_result_json),
+    };
+    const summary = parsed(info.summary_json);
+    if (summary !== null) turn.summary = summary;
+    // Additions to the turn JSON's members: not enumerable, so the object still is that JSON.
+    const extra = (value) => ({ value, writable: true, enumerable: false, configurable: true });
+    Object.defineProperties(turn, {
+      outcome: extra(OUTCOMES[info.outcome] || 'agent_end'),
+      stopReason: extra(strText(info.stop_reason)),
+      errorMessage: extra(strText(info.error_message)),
+      usage: extra(parsed(info.usage_json)),
+    });
+    const { ptr: viewsPtr, count } = lent(N.turnEvents, ptr);
+    if (count === 0) {
+      turn.events = [];
+      return turn;
     }
+    source = eventSource(ptr, info.turn_json, viewsPtr, count, koffi);
+    return lazyEvents(turn, source);
+  } finally {
+    // Freed now unless the events are read in place (the source then owns the turn).
+    if (source === null || source.turn === null) N.turnFree(ptr);
   }
-  const json = buf.utf8Slice(0, n);
-  if (ptr !== null) native().stringFree(ptr);
-  return JSON.parse(json);
 }
 
-/** The JSON array of events at buf[start..last] (`[` … `]`), and who owns `buf`. */
-function eventSource(buf, ptr, start, last) {
+/**
+ * Where the events are: the turn JSON as a Buffer (over the library's memory, the turn then
+ * owned by the source; or a copy), and each event's type and bounds from its view.
+ */
+function eventSource(turnPtr, turnJson, viewsPtr, count, koffi) {
+  const n = Number(turnJson.len);
+  const base = Number(turnJson.data);
+  const nums = viewNumbers(viewsPtr, count);
   // lastType: the previous event's type, reused when the next has the same bytes (a burst's
   // 100k message_update share one string).
-  const source = { buf, ptr, start, last, pending: 0, pressure: null, lastType: '' };
-  if (ptr !== null) {
+  const source = { buf: null, turn: null, pressure: null, starts: new Float64Array(count), ends: new Float64Array(count), types: new Array(count), pending: count };
+  let buf = null;
+  if (viewsInPlace()) {
     try {
-      source.pressure = new ArrayBuffer(buf.length);
+      buf = Buffer.from(koffi.view(turnJson.data, n));
+      source.turn = turnPtr;
+    } catch {
+      buf = null;
+    }
+  }
+  if (buf === null) buf = Buffer.from(koffi.decode(turnJson.data, koffi.array('uint8_t', n, 'Typed')).buffer);
+  source.buf = buf;
+  let lastAt = -1;
+  let lastLen = -1;
+  let lastType;
+  for (let i = 0, o = 0; i < count; i++, o += 4) {
+    const start = nums[o + 2] - base;
+    source.starts[i] = start;
+    source.ends[i] = start + nums[o + 3];
+    const t = nums[o];
+    const len = nums[o + 1];
+    let type;
+    if (t === 0) {
+      type = undefined; // the event has no type
+    } else if (t >= base && t + len <= base + n) {
+      const at = t - base;
+      let same = len === lastLen;
+      for (let j = 0; same && j < len; j++) same = buf[at + j] === buf[lastAt + j];
+      if (same) {
+        type = lastType;
+      } else {
+        type = lastType = buf.utf8Slice(at, at + len);
+        lastLen = len;
+      }
+      lastAt = at;
+    } else {
+      // A type the library decoded (it held an escape): its own copy, outside the turn JSON.
+      type = koffi.decode.string(t, len);
+    }
+    source.types[i] = type;
+  }
+  if (source.turn !== null) {
+    try {
+      source.pressure = new ArrayBuffer(n);
     } catch {
       // no address space for the stand-in: the GC just sees less
     }
-    turnMemory.register(source, ptr, source);
-    turnStringsHeld++;
+    turnMemory.register(source, turnPtr, source);
+    turnsHeld++;
   }
   return source;
 }
 
-/** Nothing reads `source.buf` any more: the library's string is freed now. */
+/** Nothing reads `source.buf` any more: the library's turn is freed now. */
 function releaseSource(source) {
   if (source.buf === null) return;
   source.buf = null;
   source.pressure = null;
-  if (source.ptr !== null) {
-    const ptr = source.ptr;
-    source.ptr = null;
+  if (source.turn !== null) {
+    const ptr = source.turn;
+    source.turn = null;
     turnMemory.unregister(source);
-    turnStringsHeld--;
-    native().stringFree(ptr);
+    turnsHeld--;
+    native().turnFree(ptr);
   }
 }
 
@@ -120,7 +162,7 @@ function lazyEvents(turn, src) {
     configurable: true,
     enumerable: true,
     get() {
-      const value = splitEvents(source);
+      const value = eventsOf(source);
       source = null;
       define(value);
       return value;
@@ -134,47 +176,19 @@ function lazyEvents(turn, src) {
   return turn;
 }
 
-/** The events parsed whole (a layout this does not cut); the source is released. */
-function wholeEvents(source) {
-  try {
-    return JSON.parse(source.buf.utf8Slice(source.start, source.last + 1));
-  } finally {
-    releaseSource(source);
-  }
-}
-
-/** The events of a source: lazy events when written one per line, else parsed whole. */
-function splitEvents(source) {
-  const { buf, start, last } = source;
-  if (buf[start] !== 0x5b /* [ */ || buf[last] !== 0x5d /* ] */) return wholeEvents(source);
-  if (start + 1 === last) {
-    releaseSource(source);
-    return [];
-  }
-  const events = [];
-  for (let pos = start + 1; ; ) {
-    // Searched as the newline alone (commas are everywhere in JSON, newlines only here).
-    let k = buf.indexOf(0x0a, pos);
-    if (k < 0 || k > last) k = last;
-    else if (buf[k - 1] !== 0x2c /* , */) return wholeEvents(source);
-    else k--;
-    // Without a separator there is one event, or a layout this does not know: parse whole.
-    if (k === last && events.length === 0) return wholeEvents(source);
-    if (buf[pos] !== 0x7b /* { */ || buf[k - 1] !== 0x7d /* } */) return wholeEvents(source);
-    events.push(lazyEvent(source, pos));
-    if (k === last) break;
-    pos = k + 2;
-  }
-  source.pending = events.length;
+function eventsOf(source) {
+  const count = source.types.length;
+  const events = new Array(count);
+  for (let i = 0; i < count; i++) events[i] = new Proxy(lazyTarget(i, source), LAZY_EVENT);
   return events;
 }
 
-// Each lazy event is a Proxy whose `type` is read from the event's leading `{"type":"…"`
-// without parsing it, and whose first use of anything else (a field, `in`, Object.keys,
-// spread, JSON.stringify, a write, util.inspect) parses that one event into its target, once.
-// From then on it is that plain object behind a pass-through Proxy.
+// Each lazy event is a Proxy whose `type` is the view's (without parsing the event), and whose first use of anything else
+// (a field, `in`, Object.keys, spread, JSON.stringify, a write, util.inspect) parses that one
+// event into its target, once. From then on it is that plain object behind a pass-through
+// Proxy.
 
-const LAZY_AT = Symbol('omprpc.lazyAt'); // where the event starts in its source
+const LAZY_AT = Symbol('omprpc.lazyAt'); // the event's index in its source
 const LAZY_IN = Symbol('omprpc.lazyIn'); // its source (eventSource)
 
 // util.inspect shows a Proxy's target without running its traps, and looks this hook up on
@@ -187,9 +201,9 @@ function inspectLazyEvent() {
   return this;
 }
 
-/** An unparsed event's target: `type` when it was read cheaply, and where its JSON is. */
-function lazyTarget(type, at, source) {
-  const t = type === undefined ? {} : { type };
+/** An unparsed event's target: which event it is (its type is `source.types[at]`). */
+function lazyTarget(at, source) {
+  const t = {};
   t[LAZY_AT] = at;
   t[LAZY_IN] = source;
   t[INSPECT] = inspectLazyEvent;
@@ -200,15 +214,12 @@ function lazyTarget(type, at, source) {
 function fillEvent(t) {
   const source = t[LAZY_IN];
   if (source === undefined) return;
-  const at = t[LAZY_AT];
+  const i = t[LAZY_AT];
   // Removed newest first, so each is the last property (the object keeps a fast shape).
   delete t[INSPECT];
   delete t[LAZY_IN];
   delete t[LAZY_AT];
-  const buf = source.buf;
-  let end = buf.indexOf(0x0a, at) - 1; // the separator's comma
-  if (end < 0 || end > source.last) end = source.last;
-  const json = buf.utf8Slice(at, end);
+  const json = source.buf.utf8Slice(source.starts[i], source.ends[i]);
   if (--source.pending === 0) releaseSource(source);
   let v;
   try {
@@ -223,7 +234,9 @@ function fillEvent(t) {
 const LAZY_EVENT = {
   get(t, k, r) {
     if (k === 'type') {
-      const type = t.type; // own (read cheaply or parsed), else not read yet
+      const source = t[LAZY_IN];
+      if (source === undefined) return t.type; // parsed
+      const type = source.types[t[LAZY_AT]]; // the view's (undefined: the event has none)
       if (type !== undefined) return type;
     }
     fillEvent(t);
@@ -240,29 +253,8 @@ const LAZY_EVENT = {
   preventExtensions: (t) => (fillEvent(t), Reflect.preventExtensions(t)),
 };
 
-/** The event at `at` of `source`, its type read when it leads the object as a plain string. */
-function lazyEvent(source, at) {
-  const buf = source.buf;
-  let type;
-  let i = 0;
-  while (i < TYPE_HEAD.length && buf[at + i] === TYPE_HEAD[i]) i++;
-  if (i === TYPE_HEAD.length) {
-    const a = at + i;
-    let b = a;
-    // ASCII without escapes (else JSON.parse reads it): bytes are characters.
-    for (let c = buf[b]; c !== 0x22 && c !== 0x5c && c < 0x80 && b < source.last; c = buf[++b]);
-    if (buf[b] === 0x22) {
-      type = source.lastType;
-      let same = type.length === b - a;
-      for (let j = 0; same && j < type.length; j++) same = type.charCodeAt(j) === buf[a + j];
-      if (!same) type = source.lastType = buf.latin1Slice(a, b);
-    }
-  }
-  return new Proxy(lazyTarget(type, at, source), LAZY_EVENT);
+function heldTurns() {
+  return turnsHeld;
 }
 
-function heldTurnStrings() {
-  return turnStringsHeld;
-}
-
-module.exports = { takeTurn, splitTurn, heldTurnStrings };
+module.exports = { takeTurn, heldTurns };

@@ -1,6 +1,6 @@
 // The generated koffi structs and structured-result declarations (lib/native.gen.cjs), read
-// against the library: a low-level test of the declarations, not of the binding's API (which
-// still reads the JSON forms). The layout is checked by the library itself: it writes a whole
+// against the library: a low-level test of the declarations (the binding's API builds on them:
+// lib/turn.cjs, lib/views.cjs; test/prompt.test.mjs). The layout is checked by the library itself: it writes a whole
 // omprpc_turn_info (its own size) into a sentinel-filled buffer, which koffi then decodes with
 // the generated type; the arrays of views have the library's stride only if every view matches
 // its event in the JSON form.

@@ -57,23 +57,23 @@ test('a client collected without close() is closed and its agent stopped', async
   assert.ok(agentGone(pid), 'the agent of a collected client is still running');
 });
 
-test("a turn's string is freed once its events are parsed, or when the turn is collected", async (t) => {
+test("a turn is freed once its events are parsed, or when the turn is collected", async (t) => {
   const { _internal } = (await import('../index.cjs')).default;
   const c = await start(t, [], { maxEventHistory: null, eventQueueCapacity: 16 });
-  const base = _internal.turnStringsHeld();
+  const base = _internal.turnsHeld();
   // every event used: freed at the last one
   let turn = await c.promptAndWait('burst 30');
-  assert.equal(_internal.turnStringsHeld(), base + 1);
+  assert.equal(_internal.turnsHeld(), base + 1);
   const evs = turn.events;
   assert.equal(evs.filter((e) => e.type === 'message_update').length, 30); // types alone parse nothing
-  assert.equal(_internal.turnStringsHeld(), base + 1);
+  assert.equal(_internal.turnsHeld(), base + 1);
   const copies = evs.map((e) => ({ ...e }));
-  assert.equal(_internal.turnStringsHeld(), base);
+  assert.equal(_internal.turnsHeld(), base);
   assert.equal(copies[3].assistantMessageEvent.type, 'text_delta');
   // events replaced unread: freed at once
   turn = await c.promptAndWait('burst 30');
   turn.events = [];
-  assert.equal(_internal.turnStringsHeld(), base);
+  assert.equal(_internal.turnsHeld(), base);
   // turns never read, or read in part: freed as they are collected
   for (let i = 0; i < 5; i++) {
     turn = await c.promptAndWait('burst 30');
@@ -81,9 +81,9 @@ test("a turn's string is freed once its events are parsed, or when the turn is c
   }
   turn = null;
   const deadline = Date.now() + 10_000;
-  while (_internal.turnStringsHeld() !== base && Date.now() < deadline) {
+  while (_internal.turnsHeld() !== base && Date.now() < deadline) {
     gc();
     await sleep(20);
   }
-  assert.equal(_internal.turnStringsHeld(), base);
+  assert.equal(_internal.turnsHeld(), base);
 });

@@ -308,27 +308,55 @@ test('an AbortSignal ends an event iterator; break detaches it', async (t) => {
   assert.equal(c._iterators.size, 0);
 });
 
-test('turn splitting: events are parsed lazily, whatever the messages contain', async () => {
-  const { _internal } = (await import('../index.cjs')).default;
-  const ev = (i) => ({ type: 'message_update', i, tricky: '],"requestId":"x"', nested: { a: [1], requestId: 'y' } });
+test('a turn is the library\'s turn JSON, with outcome, stopReason, errorMessage and usage besides', async (t) => {
+  const { createRequire } = await import('node:module');
+  const require = createRequire(import.meta.url);
+  const { native, take } = require('../lib/native.cjs');
+  const { takeTurn } = require('../lib/turn.cjs');
+  const c = await start(t, [], { maxEventHistory: null, turnSummary: true });
+  // One omprpc_turn, read both ways: its whole turn_json parsed, and the binding's turn.
+  const both = (message) => {
+    const out = [null];
+    const err = [null];
+    assert.equal(native().promptAndWaitTurn(c._st.h, message, null, WAIT_MS, out, err), 0);
+    take(err[0]);
+    const info = {};
+    assert.equal(native().turnGetInfo(out[0], info, err), 0);
+    const json = JSON.parse(require('../lib/views.cjs').strText(info.turn_json));
+    return [takeTurn(out[0]), json];
+  };
   const cases = [
-    { events: [ev(1), ev(2)], requestId: 'req_1', agentInvoked: true, messages: [], assistantMessage: null, assistantText: null, promptResult: null },
-    { events: [], requestId: 'r"q', agentInvoked: false, messages: [{ content: [1], requestId: 'z' }], assistantMessage: { role: 'assistant', content: [2], requestId: 'w' }, assistantText: 'a],"requestId":"b', promptResult: { x: [1], requestId: 'p' } },
-    { events: [ev(3)], requestId: 'req_2', agentInvoked: true, messages: [[[]]], assistantMessage: null, assistantText: '', promptResult: { requestId: [] } },
+    ['say hello', 'agent_end'],
+    ['all events', 'agent_end'],
+    ['thinking', 'agent_end'],
+    ['prompt result', 'prompt_result'],
+    ['local', 'not_invoked'],
   ];
-  for (const c of cases) {
-    const json = JSON.stringify(c);
-    const turn = _internal.splitTurn(json);
-    assert.deepEqual(Object.getOwnPropertyDescriptor(turn, 'events').get !== undefined, true);
-    assert.deepEqual({ ...turn }, c); // reading events parses them
-    assert.deepEqual(turn.events, c.events);
+  for (const [message, outcome] of cases) {
+    const [turn, want] = both(message);
+    assert.deepEqual(Object.keys(turn), Object.keys(want), message);
+    assert.deepStrictEqual(turn, want, message);
+    assert.deepStrictEqual(JSON.parse(JSON.stringify(turn)), want, message);
+    assert.equal(turn.outcome, outcome, message);
+    const msg = want.assistantMessage;
+    assert.equal(turn.stopReason, msg && typeof msg.stopReason === 'string' ? msg.stopReason : null, message);
+    assert.equal(turn.errorMessage, msg && typeof msg.errorMessage === 'string' ? msg.errorMessage : null, message);
+    assert.deepStrictEqual(turn.usage, msg && msg.usage !== undefined ? msg.usage : null, message);
+    for (const k of ['outcome', 'stopReason', 'errorMessage', 'usage']) assert.equal(Object.keys(turn).includes(k), false);
   }
-  // another shape (events not first) is parsed whole
-  const other = { requestId: 'r', events: [ev(1)] };
-  assert.deepEqual(_internal.splitTurn(JSON.stringify(other)), other);
-  const turn = _internal.splitTurn(JSON.stringify(cases[0]));
+  const turn = await c.promptAndWait('say hello', { timeoutMs: WAIT_MS });
+  assert.equal(turn.outcome, 'agent_end');
+  assert.equal(typeof turn.stopReason, 'string');
+  assert.equal(typeof turn.usage, 'object');
+  assert.equal((await c.promptAndWait('local', { timeoutMs: WAIT_MS })).outcome, 'not_invoked');
+  // events replaced unread
   turn.events = [];
   assert.deepEqual(turn.events, []);
+  // collectEvents: the events of the run, as the library took them
+  await c.prompt('slow', { timeoutMs: WAIT_MS });
+  const events = await c.collectEvents({ timeoutMs: WAIT_MS });
+  assert.equal(events.at(-1).type, 'agent_end');
+  assert.ok(events.every((e) => typeof e.type === 'string' && Object.getPrototypeOf(e) === Object.prototype));
 });
 
 test('turn events are lazy: the same events as listeners get, each parsed on first use', async (t) => {
@@ -340,7 +368,7 @@ test('turn events are lazy: the same events as listeners get, each parsed on fir
   const evs = turn.events;
   assert.ok(Array.isArray(evs));
   assert.equal(evs.length, 26);
-  assert.ok(evs.every((ev) => util.types.isProxy(ev)), 'the core wrote one event per line: every event is lazy');
+  assert.ok(evs.every((ev) => util.types.isProxy(ev)), 'every event is lazy');
   assert.deepEqual(evs.map((ev) => ev.type), seen.map((ev) => ev.type));
   // util.inspect parses (and shows) the event, as console.log would
   assert.match(util.inspect(evs[3], { depth: 4 }), /assistantMessageEvent: \{/);
@@ -358,30 +386,4 @@ test('turn events are lazy: the same events as listeners get, each parsed on fir
   assert.deepEqual(Object.keys(evs[8]), ['type', 'assistantMessageEvent', 'mine']);
   assert.deepStrictEqual(structuredClone({ ...evs[9] }), seen[9]);
   assert.throws(() => structuredClone(evs[9]), /could not be cloned/);
-});
-
-test('turn splitting: lazy events from the core layout, and what does not fit it', async () => {
-  const { _internal } = (await import('../index.cjs')).default;
-  const evs = [
-    { type: 'a', x: 1, nested: { type: 'inner', list: [1, { b: 2 }] } },
-    { x: 2, type: 'type-not-first' },
-    { noType: true },
-    { type: 'esc\\aped"', s: 'é ü \u2028 ],"requestId":"x"' },
-    { type: '', empty: '' },
-    { type: 'last' },
-  ];
-  const wrap = (body) => `{"events":[${body}],"requestId":"r","agentInvoked":true,"messages":[],"assistantMessage":null,"assistantText":null,"promptResult":null}`;
-  const lines = wrap(evs.map((e) => JSON.stringify(e)).join(',\n'));
-  const turn = _internal.splitTurn(lines);
-  assert.equal(turn.requestId, 'r');
-  assert.deepStrictEqual(turn.events.map((e) => e.type), evs.map((e) => e.type));
-  assert.deepStrictEqual(turn.events, evs);
-  // one event (no separator to go by), no events, and an array not written one per line
-  for (const body of [JSON.stringify(evs[0]), '', evs.map((e) => JSON.stringify(e)).join(',')]) {
-    const got = _internal.splitTurn(wrap(body)).events;
-    assert.deepStrictEqual(got, body === '' ? [] : JSON.parse(`[${body}]`));
-  }
-  // a layout with newlines that are not the core's separators is parsed whole
-  const pretty = wrap(JSON.stringify(evs, null, 1).slice(1, -1));
-  assert.deepStrictEqual(_internal.splitTurn(pretty).events, evs);
 });

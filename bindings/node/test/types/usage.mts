@@ -2,7 +2,7 @@
 import omprpc, {
   Client, ClosedError, CommandError, OmprpcError, TimeoutError, Status, TIMEOUT_INFINITE, buildArgv,
   Summarizer, summarize, envAllowlisted, promptFromContent,
-  type AgentEvent, type HostToolContext, type StartOptions, type Turn, type UiRequest,
+  type AgentEvent, type HostToolContext, type StartOptions, type Turn, type TurnOutcome, type UiRequest,
 } from 'omprpc';
 
 export async function main(fake: string): Promise<string | null> {
@@ -30,6 +30,13 @@ export async function main(fake: string): Promise<string | null> {
   const turn: Turn = await client.promptAndWait('say hello', { timeoutMs: 10_000 });
   const events: AgentEvent[] = turn.events;
   void events;
+  const outcome: TurnOutcome = turn.outcome;
+  const stop: string | null = turn.stopReason;
+  const failed: string | null = turn.errorMessage;
+  void [outcome, stop, failed, turn.usage];
+  // @ts-expect-error: not an outcome
+  const notOutcome: TurnOutcome = 'done';
+  void notOutcome;
   const id: string = await client.prompt('needs ui', { streamingBehavior: 'steer' });
   void id;
   const ac = new AbortController();

@@ -1,0 +1,120 @@
+'use strict';
+// The library's structured results (src/ffi/structured.rs): arrays of `omprpc_event_view
+// {event_type, json}` (each an `omprpc_str {data, len}`, borrowed, not NUL-terminated) lent by
+// an event batch or a turn, and the text of an `omprpc_str`. The struct types are the
+// generated ones (lib/native.gen.cjs, registered by native.cjs).
+
+const os = require('node:os');
+const { getKoffi, native, structTypes, failure } = require('./native.cjs');
+
+/** `fn(obj, &array, &count, &err)`: the lent array's pointer and its length. */
+function lent(fn, obj) {
+  const arr = [null];
+  const count = [0];
+  const err = [null];
+  const st = fn(obj, arr, count, err);
+  if (st !== 0) throw failure(st, err[0]);
+  return { ptr: arr[0], count: Number(count[0]) };
+}
+
+// A view array read as memory: the generated struct's offsets, its pointers and sizes as
+// numbers (little-endian, 4- or 8-byte words; user-space addresses fit a double exactly), which
+// koffi takes as pointers. Decoding the array as structs costs ~3 µs a view (an object per
+// struct and member); this, ~0.1 µs.
+let layout; // undefined: not computed; null: unusable (the views are decoded as structs)
+function viewLayout() {
+  if (layout !== undefined) return layout;
+  layout = null;
+  const koffi = getKoffi();
+  const word = koffi.sizeof('void *');
+  if (os.endianness() === 'LE' && (word === 4 || word === 8) && koffi.sizeof('size_t') === word) {
+    const T = structTypes();
+    const type = koffi.offsetof(T.omprpc_event_view, 'event_type');
+    const json = koffi.offsetof(T.omprpc_event_view, 'json');
+    const data = koffi.offsetof(T.omprpc_str, 'data');
+    const len = koffi.offsetof(T.omprpc_str, 'len');
+    const stride = koffi.sizeof(T.omprpc_event_view);
+    if (stride % 4 === 0) layout = { wide: word === 8, step: stride / 4, at: [type + data, type + len, json + data, json + len].map((o) => o / 4) };
+  }
+  return layout;
+}
+
+/** Whether foreign memory is read in place (koffi.view); false in a V8 sandbox. */
+function viewsInPlace() {
+  return viewLayout() !== null;
+}
+
+/**
+ * The `count` views at `ptr` as numbers: for view i, [4i] its type's address, [4i+1] its
+ * length, [4i+2] its JSON's address, [4i+3] its length (address 0: absent).
+ */
+function viewNumbers(ptr, count) {
+  const out = new Float64Array(4 * count);
+  if (count === 0) return out;
+  const koffi = getKoffi();
+  const l = viewLayout();
+  let words = null;
+  if (l !== null) {
+    try {
+      words = new Uint32Array(koffi.view(ptr, count * l.step * 4));
+    } catch {
+      layout = null; // no external ArrayBuffers here: decoded as structs from now on
+    }
+  }
+  if (words !== null) {
+    const [a0, a1, a2, a3] = l.at;
+    const wide = l.wide;
+    for (let w = 0, o = 0; o < out.length; w += l.step, o += 4) {
+      if (wide) {
+        out[o] = words[w + a0] + words[w + a0 + 1] * 4294967296;
+        out[o + 1] = words[w + a1] + words[w + a1 + 1] * 4294967296;
+        out[o + 2] = words[w + a2] + words[w + a2 + 1] * 4294967296;
+        out[o + 3] = words[w + a3] + words[w + a3 + 1] * 4294967296;
+      } else {
+        out[o] = words[w + a0];
+        out[o + 1] = words[w + a1];
+        out[o + 2] = words[w + a2];
+        out[o + 3] = words[w + a3];
+      }
+    }
+    return out;
+  }
+  const views = koffi.decode(ptr, structTypes().omprpc_event_view, count);
+  for (let i = 0, o = 0; i < count; i++, o += 4) {
+    const v = views[i];
+    out[o] = Number(v.event_type.data || 0);
+    out[o + 1] = Number(v.event_type.len);
+    out[o + 2] = Number(v.json.data || 0);
+    out[o + 3] = Number(v.json.len);
+  }
+  return out;
+}
+
+/** An `omprpc_str`'s text; null when absent (data NULL). */
+function strText(s) {
+  return s.data === null || s.data === 0n ? null : getKoffi().decode.string(s.data, Number(s.len));
+}
+
+/**
+ * A batch's events, parsed: JSON.parse of each view's JSON. `types[i]`: the view's
+ * `event_type` (null when the event has none). The batch is freed.
+ */
+function takeBatch(batch) {
+  const N = native();
+  try {
+    const { ptr, count } = lent(N.eventBatchEvents, batch);
+    const nums = viewNumbers(ptr, count);
+    const events = new Array(count);
+    const types = new Array(count);
+    const decode = getKoffi().decode.string;
+    for (let i = 0, o = 0; i < count; i++, o += 4) {
+      events[i] = JSON.parse(decode(nums[o + 2], nums[o + 3]));
+      types[i] = nums[o] === 0 ? null : decode(nums[o], nums[o + 1]);
+    }
+    return { events, types };
+  } finally {
+    N.eventBatchFree(batch);
+  }
+}
+
+module.exports = { lent, viewNumbers, viewsInPlace, strText, takeBatch };
