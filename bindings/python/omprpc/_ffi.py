@@ -25,7 +25,7 @@ import sys
 import threading
 from ctypes import c_int, c_size_t, c_void_p
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 # The status constants (OK, TIMEOUT …) and the signature table, generated from the header.
 from ._ffi_gen import *  # noqa: F403
@@ -394,10 +394,14 @@ _FLAT_VIEWS = (_VIEW_SIZE == 4 * ctypes.sizeof(c_size_t) == 4 * ctypes.sizeof(c_
                and omprpc_event_view.json.offset == 2 * ctypes.sizeof(c_size_t))  # noqa: F405
 
 
-def view_columns(fn: Callable[..., int], obj: int) -> tuple[list[int], list[int], list[int], list[int]]:
+Columns = Sequence[int]
+
+
+def view_columns(fn: Callable[..., int], obj: int) -> tuple[Columns, Columns, Columns, Columns]:
     """``fn(obj, &views, &count, &err)`` (``omprpc_turn_events``, ``omprpc_event_batch_events``):
     the views as columns — type addresses, type lengths, JSON addresses, JSON lengths (an
-    absent type: address 0, length 0)."""
+    absent type: address 0, length 0): strided views of one copy of the array (no Python int
+    per member until one is read)."""
     arr, count, err = ctypes.POINTER(omprpc_event_view)(), c_size_t(), c_void_p()  # noqa: F405
     status = fn(obj, ctypes.byref(arr), ctypes.byref(count), ctypes.byref(err))
     if status != OK:  # noqa: F405
@@ -408,7 +412,7 @@ def view_columns(fn: Callable[..., int], obj: int) -> tuple[list[int], list[int]
     if _FLAT_VIEWS:
         addr = ctypes.cast(arr, c_void_p).value or 0
         flat = memoryview(ctypes.string_at(addr, n * _VIEW_SIZE)).cast("P")
-        return flat[0::4].tolist(), flat[1::4].tolist(), flat[2::4].tolist(), flat[3::4].tolist()
+        return flat[0::4], flat[1::4], flat[2::4], flat[3::4]
     items = [arr[i] for i in range(n)]  # pragma: no cover - a platform where the words differ
     return ([v.event_type.data or 0 for v in items], [v.event_type.len for v in items],
             [v.json.data or 0 for v in items], [v.json.len for v in items])

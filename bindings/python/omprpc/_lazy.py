@@ -25,7 +25,7 @@ import threading
 from collections import deque
 from itertools import repeat
 from operator import add, sub
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from . import _ffi
 from .errors import RpcError
@@ -169,7 +169,7 @@ class EventSource:
 
     __slots__ = ("_owner", "_ptrs", "_lens", "_region", "_lock", "count", "_decoded", "_payloads")
 
-    def __init__(self, owner: _ffi.Owned, ptrs: list[int], lens: list[int],
+    def __init__(self, owner: _ffi.Owned, ptrs: Sequence[int], lens: Sequence[int],
                  region: tuple[int, int] | None = None):
         self._owner = owner
         self._ptrs = ptrs
@@ -223,7 +223,7 @@ class EventSource:
         return json.loads(self._owner.read(self._ptrs[i], self._lens[i]))
 
 
-def event_types(region: tuple[int, int] | None, ptrs: list[int], lens: list[int]) -> list[bytes]:
+def event_types(region: tuple[int, int] | None, ptrs: Sequence[int], lens: Sequence[int]) -> list[bytes]:
     """The events' types (the views' ``event_type``; b"" when absent), read from the library's
     buffer: sliced from one view of ``region`` when every type lies in it, else one by one."""
     if region is not None and ptrs:

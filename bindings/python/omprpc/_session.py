@@ -5,13 +5,13 @@ Host calls and policy questions are answered by its ``_HostCalls`` side (``_host
 from __future__ import annotations
 
 import ctypes
-import gc
 import json
 import logging
 import os
 import select
 import threading
 import time
+from operator import sub
 from typing import Any, Sequence
 
 from . import _ffi
@@ -137,19 +137,25 @@ class _Session(_HostCalls):
         poller.register(self.event_fd, select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
         structured = _ffi.has("omprpc_client_next_event_batch")
-        next_batch = lib.omprpc_client_next_event_batch if structured else lib.omprpc_client_next_events
-        dispatch = self._dispatch_batch if structured else self._dispatch_array
+        next_batch, next_array = lib.omprpc_client_next_event_batch, lib.omprpc_client_next_events
         try:
             while True:
                 with self._sync:
                     pass_req = self._sync_req
+                # While something takes the streamed message_update events (nearly every event),
+                # a batch is one JSON array decoded at once: cheaper than copying the events out
+                # one by one. Otherwise a batch of views, decoded selectively by type.
+                whole = not structured or self._streaming()
                 try:
-                    status, ptr, err = self.handle.call_raw(next_batch, _BATCH_MAX_EVENTS, 0)
+                    status, ptr, err = self.handle.call_raw(next_array if whole else next_batch, _BATCH_MAX_EVENTS, 0)
                 except RpcError:
                     break
                 if status == _ffi.OK:
                     if ptr:
-                        dispatch(ptr)
+                        if whole:
+                            self._dispatch_array(ptr)
+                        else:
+                            self._dispatch_batch(ptr)
                     continue
                 if status == _ffi.TIMEOUT:
                     with self._sync:
@@ -187,31 +193,39 @@ class _Session(_HostCalls):
             if self._idle():
                 return
             tptrs, tlens, ptrs, lens = _ffi.view_columns(lib.omprpc_event_batch_events, batch)
-            if self.listeners.lists["frame"] or self.listeners.lists["payload"]:
-                wanted: list[int] | range = range(len(ptrs))  # the raw listeners see every frame
-            else:
-                types = list(map(ctypes.string_at, tptrs, tlens))
+            # Every event copied out (one call each); a type is then a slice of its event's copy
+            # when the view points into the event (else read on its own: a decoded escape).
+            parts = list(map(ctypes.string_at, ptrs, lens))
+            if not (self.listeners.lists["frame"] or self.listeners.lists["payload"]):
+                string_at = ctypes.string_at
+                types = [part[o:o + n] if 0 <= o <= len(part) - n else string_at(t, n)
+                         for part, o, n, t in zip(parts, map(sub, tptrs, ptrs), tlens, tptrs)]
                 needed: dict[bytes, bool] = {}
                 for t in set(types):
                     needed[t] = self._needed(t.decode("utf-8", "replace"))
-                wanted = [i for i, t in enumerate(types) if needed[t]]
-                if not wanted:
+                parts = [part for part, t in zip(parts, types) if needed[t]]
+                if not parts:
                     return
-            paused = gc.isenabled()  # as in _loads_bulk: decoded JSON holds no cycles
-            if paused:
-                gc.disable()
-            try:
-                frames = [_loads_lenient(ctypes.string_at(ptrs[i], lens[i])) for i in wanted]
-            finally:
-                if paused:
-                    gc.enable()
         finally:
             lib.omprpc_event_batch_free(batch)
-        self._dispatch_frames(frames)
+        # One array decoded at once beats one json.loads per event (the GC paused: decoded JSON
+        # holds no cycles); an event that does not parse spoils only itself.
+        try:
+            frames = _loads_bulk(b"[" + b",".join(parts) + b"]")
+        except ValueError:
+            frames = [_loads_lenient(part) for part in parts]
+        self._dispatch_frames(frames if isinstance(frames, list) else [])
+
+    def _streaming(self) -> bool:
+        """Whether nearly every event is needed: a frame or payload listener, or one that takes
+        the message_update events (an agent's bulk)."""
+        lists = self.listeners.lists
+        return bool(lists["frame"] or lists["payload"]) or self._needed("message_update")
 
     def _dispatch_array(self, ptr: int) -> None:
-        """A JSON array of events (``omprpc_client_next_events``: an older library without
-        ``omprpc_client_next_event_batch``), decoded whole when something needs events."""
+        """A JSON array of events (``omprpc_client_next_events``: while nearly every event is
+        needed, or from an older library without ``omprpc_client_next_event_batch``), decoded
+        whole when something needs events."""
         if self._idle():
             lib.omprpc_string_free(ptr)
             return

@@ -38,7 +38,7 @@ class _TurnEvents:
         self._owner = owner
         self._region = region
         self._src: _lazy.EventSource | None = None
-        self._types: tuple[list[int], list[int]] | None = None
+        self._types: tuple[_ffi.Columns, _ffi.Columns] | None = None
         self._lock = threading.Lock()
 
     def source(self) -> _lazy.EventSource:
