@@ -25,7 +25,7 @@ import sys
 import threading
 from ctypes import c_int, c_size_t, c_void_p
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 # The status constants (OK, TIMEOUT …) and the signature table, generated from the header.
 from ._ffi_gen import *  # noqa: F403
@@ -341,31 +341,34 @@ class Handle:
             lib.omprpc_client_free(ptr)
 
 
-class OwnedString:
-    """A string owned by the library, read without copying it all (``view``), freed once."""
+class Owned:
+    """A library object whose bytes Python reads in place (a turn, an event batch): ``ptr``
+    until ``release`` (or the garbage collector) frees it with ``free``, once. Its views
+    (``omprpc_str``) are absolute addresses, read with :meth:`read`."""
 
-    __slots__ = ("_ptr", "size", "__weakref__")
+    __slots__ = ("_ptr", "_free", "__weakref__")
 
-    def __init__(self, ptr: int):
+    def __init__(self, ptr: int, free: Callable[[int], None]):
         self._ptr: int | None = ptr
-        self.size = _strlen(ptr)
+        self._free = free
 
-    def view(self) -> memoryview:
+    @property
+    def ptr(self) -> int:
         if self._ptr is None:
-            raise ValueError("the string was released")
-        return memoryview((ctypes.c_char * self.size).from_address(self._ptr)).cast("B")
+            raise ValueError("the library object was released")
+        return self._ptr
 
-    def slice(self, start: int, end: int | None = None) -> bytes:
+    def read(self, data: int, size: int) -> bytes:
+        """``size`` bytes at ``data``, an address inside this object."""
         if self._ptr is None:
-            raise ValueError("the string was released")
-        end = self.size if end is None else end
-        return ctypes.string_at(self._ptr + start, max(0, end - start))
+            raise ValueError("the library object was released")
+        return ctypes.string_at(data, size)
 
     def release(self) -> None:
         ptr, self._ptr = self._ptr, None
         if ptr:
             try:
-                lib.omprpc_string_free(ptr)
+                self._free(ptr)
             except Exception:  # interpreter shutdown
                 pass
 
@@ -373,16 +376,43 @@ class OwnedString:
         self.release()
 
 
-try:
-    _libc = ctypes.CDLL(None)
-    _libc_strlen = _libc.strlen
-    _libc_strlen.argtypes = [c_void_p]
-    _libc_strlen.restype = c_size_t
+def text(s: Any) -> str | None:
+    """An ``omprpc_str`` as text; None when absent (``data`` NULL)."""
+    return ctypes.string_at(s.data, s.len).decode("utf-8", "replace") if s.data else None
 
-    def _strlen(ptr: int) -> int:
-        return int(_libc_strlen(ptr))
 
-except (OSError, AttributeError):  # pragma: no cover - no libc symbol lookup
+def json_of(s: Any) -> Any:
+    """An ``omprpc_str`` holding JSON, decoded; None when absent."""
+    return json.loads(ctypes.string_at(s.data, s.len)) if s.data else None
 
-    def _strlen(ptr: int) -> int:
-        return len(ctypes.string_at(ptr))
+
+# An omprpc_event_view is four words (type data/len, json data/len): an array of them is read
+# as one run of size_t, its columns taken with strided slices (C loops, not one ctypes struct
+# per event).
+_VIEW_SIZE = ctypes.sizeof(omprpc_event_view)  # noqa: F405
+_FLAT_VIEWS = (_VIEW_SIZE == 4 * ctypes.sizeof(c_size_t) == 4 * ctypes.sizeof(c_void_p)
+               and omprpc_event_view.json.offset == 2 * ctypes.sizeof(c_size_t))  # noqa: F405
+
+
+Columns = Sequence[int]
+
+
+def view_columns(fn: Callable[..., int], obj: int) -> tuple[Columns, Columns, Columns, Columns]:
+    """``fn(obj, &views, &count, &err)`` (``omprpc_turn_events``, ``omprpc_event_batch_events``):
+    the views as columns — type addresses, type lengths, JSON addresses, JSON lengths (an
+    absent type: address 0, length 0): strided views of one copy of the array (no Python int
+    per member until one is read)."""
+    arr, count, err = ctypes.POINTER(omprpc_event_view)(), c_size_t(), c_void_p()  # noqa: F405
+    status = fn(obj, ctypes.byref(arr), ctypes.byref(count), ctypes.byref(err))
+    if status != OK:  # noqa: F405
+        raise error_from(status, take(err))
+    n = count.value
+    if n == 0:
+        return [], [], [], []
+    if _FLAT_VIEWS:
+        addr = ctypes.cast(arr, c_void_p).value or 0
+        flat = memoryview(ctypes.string_at(addr, n * _VIEW_SIZE)).cast("P")
+        return flat[0::4], flat[1::4], flat[2::4], flat[3::4]
+    items = [arr[i] for i in range(n)]  # pragma: no cover - a platform where the words differ
+    return ([v.event_type.data or 0 for v in items], [v.event_type.len for v in items],
+            [v.json.data or 0 for v in items], [v.json.len for v in items])

@@ -1,12 +1,13 @@
 """Lazily decoded turn events.
 
 A turn of 100 000 events is ~64 MB of JSON; decoding all of it into Python objects takes
-seconds, while most hosts read a few fields of a few events. When the library writes a
-turn's events one per line (each event, then ``,\\n``: events never contain a raw newline),
-``PromptTurn.events`` is built without decoding them: one regular-expression pass over the
-library's buffer finds every event's ``type``, and each event becomes an instance of a lazy
-subclass of its typed class (``isinstance(ev, MessageUpdateEvent)`` holds, ``ev.type`` costs
-nothing). Its other fields decode that one event on first access (then it is cached).
+seconds, while most hosts read a few fields of a few events. The library hands the events out
+as structure (``omprpc_turn_events``, ``omprpc_event_batch_events``): each event's ``type`` and
+its JSON, borrowed from the turn or batch. ``PromptTurn.events`` (and ``collect_events``) are
+built from those views without decoding any event: each becomes an instance of a lazy subclass
+of its typed class (``isinstance(ev, MessageUpdateEvent)`` holds, ``ev.type`` costs nothing).
+Its other fields decode that one event, read from the library's buffer, on first access (then
+it is cached).
 
 Equality, hashing, ``repr``, pickling and copying behave as for the eager object (they decode
 it; copies and pickles are plain typed objects). A frame of a known type whose fields do not
@@ -16,14 +17,15 @@ an ``UnknownNotification`` with ``parse_error``).
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import gc
 import json
-import re
 import threading
 from collections import deque
 from itertools import repeat
-from typing import Any, Callable
+from operator import add, sub
+from typing import Any, Callable, Sequence
 
 from . import _ffi
 from .errors import RpcError
@@ -56,12 +58,6 @@ from .protocol import (
     UnknownNotification,
     to_notification,
 )
-
-#: Between two events of a turn written one per line; the type of the next event when it is
-#: the first member (as every agent writes it). An empty group: the type must be decoded.
-_SEPARATOR = re.compile(rb',\n(?:\{"type":"([^"\\]*)")?')
-_FIRST_TYPE = re.compile(rb'\{"type":"([^"\\]*)"')
-_SEP = b",\n"
 
 
 def _identity(obj: Any) -> Any:
@@ -165,62 +161,55 @@ _LAZY_UNKNOWN = _lazy_class(UnknownNotification)
 _CLASSES: dict[bytes, type] = {k.encode(): _lazy_class(v) for k, v in _BASES.items()}
 
 
-class _EventSource:
-    """The events of one turn: ``[ev0,\\nev1,\\n…]`` in a library buffer (``OwnedString``) or in
-    bytes, from ``start`` (the ``[``) to ``end`` (just past the ``]``). Keeps the buffer alive
-    while any lazy event of it does."""
+class EventSource:
+    """The events of one turn or batch, in a library object (``_ffi.Owned``) kept alive while
+    any lazy event of it is: event ``i`` is the JSON at ``ptrs[i]`` (``lens[i]`` bytes).
+    ``region`` (address, size): one buffer holding them all, in order, as the consecutive
+    elements of one JSON array (a turn's events in the turn JSON)."""
 
-    __slots__ = ("_buf", "_lo", "_hi", "_starts", "_lock", "count", "_decoded", "_payloads")
+    __slots__ = ("_owner", "_ptrs", "_lens", "_region", "_lock", "count", "_decoded", "_payloads")
 
-    def __init__(self, buf: _ffi.OwnedString | bytes, start: int, end: int):
-        self._buf = buf
-        self._lo = start + 1
-        self._hi = end - 1
-        self._starts: list[int] | None = None
+    def __init__(self, owner: _ffi.Owned, ptrs: Sequence[int], lens: Sequence[int],
+                 region: tuple[int, int] | None = None):
+        self._owner = owner
+        self._ptrs = ptrs
+        self._lens = lens
+        self._region = region
         self._lock = threading.Lock()
-        self.count = 0
+        self.count = len(ptrs)
         self._decoded = 0
         self._payloads: list[Any] | None = None
 
-    def view(self) -> memoryview:
-        buf = self._buf
-        mv = buf.view() if isinstance(buf, _ffi.OwnedString) else memoryview(buf)
-        return mv[self._lo:self._hi]
+    def array_json(self) -> bytes:
+        """The events as one JSON array, copied out of the library's buffer."""
+        ptrs, lens, read = self._ptrs, self._lens, self._owner.read
+        if not ptrs:
+            return b"[]"
+        region = self._region
+        if region is not None:
+            # Consecutive elements of one array: between them only commas and white space.
+            first, end = ptrs[0], ptrs[-1] + lens[-1]
+            base, size = region
+            if base < first and end < base + size and read(first - 1, 1) == b"[" and read(end, 1) == b"]":
+                return read(first - 1, end - first + 2)
+            return b"[" + read(first, end - first) + b"]"
+        return b"[" + b",".join(map(read, ptrs, lens)) + b"]"
 
-    def _bytes(self, start: int, end: int) -> bytes:
-        buf = self._buf
-        if isinstance(buf, _ffi.OwnedString):
-            return buf.slice(self._lo + start, self._lo + end)
-        return buf[self._lo + start:self._lo + end]
-
-    def _last(self) -> Any:
-        """The last event (often read alone: the agent_end) without finding all the others."""
-        size = self._hi - self._lo
-        window = 1 << 16
-        while True:
-            lo = max(0, size - window)
-            tail = self._bytes(lo, size)
-            cut = tail.rfind(_SEP)
-            if cut >= 0:
-                return json.loads(tail[cut + 2:])
-            if lo == 0:
-                return json.loads(tail)
-            window *= 8
-
-    def _all(self) -> list[Any]:
+    def all(self) -> list[Any]:
         """Every event at once: one bulk decode (the GC paused) beats one decode per event
         once a host reads most of them."""
         with self._lock:
             if self._payloads is None:
-                data = self._bytes(-1, self._hi - self._lo + 1)
+                data = self.array_json()
                 paused = gc.isenabled()
                 if paused:
                     gc.disable()
                 try:
-                    self._payloads = json.loads(data)
+                    payloads = json.loads(data)
                 finally:
                     if paused:
                         gc.enable()
+                self._payloads = payloads if isinstance(payloads, list) else []
             return self._payloads
 
     def payload(self, i: int) -> Any:
@@ -230,46 +219,28 @@ class _EventSource:
         # After an eighth of a large turn was read event by event, decode the rest in bulk.
         self._decoded += 1
         if self._decoded > 256 and self._decoded > self.count >> 3:
-            return self._all()[i]
-        starts = self._starts
-        if starts is None and i == self.count - 1:
-            return self._last()
-        if starts is None:
-            with self._lock:
-                starts = self._starts
-                if starts is None:
-                    starts = [0]
-                    starts.extend(m.start() + 2 for m in re.finditer(_SEP, self.view()))
-                    self._starts = starts
-        start = starts[i]
-        end = starts[i + 1] - 2 if i + 1 < len(starts) else self._hi - self._lo
-        return json.loads(self._bytes(start, end))
+            return self.all()[i]
+        return json.loads(self._owner.read(self._ptrs[i], self._lens[i]))
 
 
-def lazy_events(buf: _ffi.OwnedString | bytes, start: int, end: int) -> tuple[RpcNotification, ...] | None:
-    """The events of ``buf[start:end]`` (a JSON array) as lazy typed events, or None when the
-    array is not written one event per line (an older library): decode it then."""
-    src = _EventSource(buf, start, end)
-    view = src.view()
-    n = len(view)
+def event_types(region: tuple[int, int] | None, ptrs: Sequence[int], lens: Sequence[int]) -> list[bytes]:
+    """The events' types (the views' ``event_type``; b"" when absent), read from the library's
+    buffer: sliced from one view of ``region`` when every type lies in it, else one by one."""
+    if region is not None and ptrs:
+        base, size = region
+        if min(ptrs) >= base and max(map(add, ptrs, lens)) <= base + size:
+            view = memoryview((ctypes.c_char * size).from_address(base)).cast("B")
+            starts = list(map(sub, ptrs, repeat(base)))
+            return list(map(bytes, map(view.__getitem__, map(slice, starts, map(add, starts, lens)))))
+    return list(map(ctypes.string_at, ptrs, lens))
+
+
+def lazy_events(src: EventSource, types: list[bytes]) -> tuple[RpcNotification, ...]:
+    """The events of ``src`` as lazy typed events of the given types (``event_types``); an
+    event without a type is decoded at once."""
+    n = src.count
     if n == 0:
         return ()
-    types: list[bytes] = _SEPARATOR.findall(view)
-    if not types:
-        # One event, or an older library's `ev,ev,…` (no newlines): tell them apart. A large
-        # one is decoded eagerly either way (one event costs the same; many: the old format).
-        if n > 1 << 20:
-            return None
-        try:
-            one = json.loads(bytes(view))
-        except ValueError:
-            return None
-        if not isinstance(one, dict):
-            return None
-    first = _FIRST_TYPE.match(view)
-    types.insert(0, first.group(1) if first is not None else b"")
-    del view
-    n = src.count = len(types)
     # C-level loops (map/zip) and the cyclic GC paused: 100 000 objects in a few ms each.
     paused = gc.isenabled()
     if paused:
@@ -282,6 +253,6 @@ def lazy_events(buf: _ffi.OwnedString | bytes, start: int, end: int) -> tuple[Rp
             gc.enable()
     if b"" in types:
         for i, t in enumerate(types):
-            if not t:  # "type" is not the first member: decode this one now
+            if not t:  # an event without a type: decoded now
                 objs[i] = to_notification(src.payload(i), private=True)
     return tuple(objs)

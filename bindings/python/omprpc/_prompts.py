@@ -9,7 +9,7 @@ from . import _ffi, _lazy
 from ._base import _ClientBase
 from ._common import LIBRARY_DEFAULT, _interruptible, _loads_bulk, _ms, _request_ms, _typed_bulk
 from ._ffi import lib
-from ._turn import PromptTurn, _parse_turn
+from ._turn import PromptTurn
 from .errors import RpcError
 from .helpers import prompt_from_content
 from .protocol import ImageContent, JsonObject, RpcNotification, StreamingBehavior
@@ -115,28 +115,50 @@ class _Prompts(_ClientBase):
         options = self._prompt_options(images, streaming_behavior, content)
         ms = self._turn_ms(timeout)
 
-        def call() -> _ffi.OwnedString:
-            status, ptr, err = session.handle.call_raw(lib.omprpc_client_prompt_and_wait, encoded, options, ms)
+        if not _ffi.has("omprpc_client_prompt_and_wait_turn"):  # an older library: the JSON form
+            return self._synced(session, lambda: PromptTurn._from_json(_loads_bulk(_interruptible(
+                lambda: session.handle.call_out(lib.omprpc_client_prompt_and_wait, encoded, options, ms)) or b"null")),
+                lambda turn: turn.agent_invoked and turn.prompt_result is None)
+
+        def call() -> PromptTurn:
+            status, ptr, err = session.handle.call_raw(lib.omprpc_client_prompt_and_wait_turn, encoded, options, ms)
             if status != _ffi.OK:
                 raise _ffi.error_from(status, err)
             if not ptr:
                 raise RpcError("the library returned no turn")
-            return _ffi.OwnedString(ptr)  # freed with the turn (or at once if nobody takes it)
+            return PromptTurn._from_turn(ptr)  # freed with the turn (or at once if nobody takes it)
 
-        return self._synced(session, lambda: _parse_turn(_interruptible(call)),
-                            lambda turn: turn.agent_invoked and turn.prompt_result is None)
+        def wait() -> PromptTurn:
+            turn: PromptTurn = _interruptible(call)
+            return turn
+
+        return self._synced(session, wait, lambda turn: turn.agent_invoked and turn.prompt_result is None)
 
     def collect_events(self, timeout: float | None = None) -> tuple[RpcNotification, ...]:
         """Events from now through the next terminal ``agent_end`` (typed)."""
         session = self._require()
         ms = self._turn_ms(timeout)
-        raw = self._synced(session, lambda: _interruptible(lambda: session.handle.call_out(
-            lib.omprpc_client_collect_events, ms)), lambda _raw: True)
-        events = _lazy.lazy_events(raw, 0, len(raw)) if raw and raw[:1] == b"[" else None
-        if events is None:
+        if not _ffi.has("omprpc_client_collect_event_batch"):  # an older library: the JSON form
+            raw = self._synced(session, lambda: _interruptible(lambda: session.handle.call_out(
+                lib.omprpc_client_collect_events, ms)), lambda _raw: True)
             data = _loads_bulk(raw) if raw is not None else None
-            events = _typed_bulk(data if isinstance(data, list) else ())
-        return events
+            return _typed_bulk(data if isinstance(data, list) else ())
+
+        def call() -> tuple[RpcNotification, ...]:
+            status, ptr, err = session.handle.call_raw(lib.omprpc_client_collect_event_batch, ms)
+            if status != _ffi.OK:
+                raise _ffi.error_from(status, err)
+            if not ptr:
+                raise RpcError("the library returned no events")
+            batch = _ffi.Owned(ptr, lib.omprpc_event_batch_free)  # freed with the lazy events
+            tptrs, tlens, ptrs, lens = _ffi.view_columns(lib.omprpc_event_batch_events, ptr)
+            return _lazy.lazy_events(_lazy.EventSource(batch, ptrs, lens), _lazy.event_types(None, tptrs, tlens))
+
+        def wait() -> tuple[RpcNotification, ...]:
+            events: tuple[RpcNotification, ...] = _interruptible(call)
+            return events
+
+        return self._synced(session, wait, lambda _events: True)
 
     def wait_for_idle(self, timeout: float | None = None) -> None:
         """Waits until every accepted prompt has completed; raises the first late prompt

@@ -4,13 +4,14 @@ Host calls and policy questions are answered by its ``_HostCalls`` side (``_host
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import os
-import re
 import select
 import threading
 import time
+from operator import sub
 from typing import Any, Sequence
 
 from . import _ffi
@@ -32,11 +33,16 @@ from .protocol import (
 )
 
 _BATCH_MAX_EVENTS = 4096
-_HOST_FRAME_MARK = b'"host_'
-# Frames the session handles itself even when nobody listens: host calls and their
-# cancellations, policy questions. A superset (any frame mentioning them) is fine.
-_HOST_MARK_RE = re.compile(rb'"host_')
-_POLICY_MARK_RE = re.compile(rb'"policy_eval"')
+#: Host calls and their cancellations: the session serves them even when nobody listens.
+_HOST_TYPES = frozenset({"host_tool_call", "host_uri_request", "host_tool_cancel", "host_uri_cancel"})
+
+
+def _loads_lenient(data: bytes) -> Any:
+    """An event's JSON, decoded; None (skipped) if it does not parse."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
 
 
 class _Session(_HostCalls):
@@ -130,33 +136,26 @@ class _Session(_HostCalls):
         poller = select.poll()
         poller.register(self.event_fd, select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
-        next_events = lib.omprpc_client_next_events
-        next_lines = lib.omprpc_client_next_events_lines
+        structured = _ffi.has("omprpc_client_next_event_batch")
+        next_batch, next_array = lib.omprpc_client_next_event_batch, lib.omprpc_client_next_events
         try:
             while True:
                 with self._sync:
                     pass_req = self._sync_req
-                # With listeners, a batch is one JSON array, decoded at once (faster than line
-                # by line). Without, JSON lines: only the session's own frames are decoded.
-                listening = self.listeners.count > 0
+                # While something takes the streamed message_update events (nearly every event),
+                # a batch is one JSON array decoded at once: cheaper than copying the events out
+                # one by one. Otherwise a batch of views, decoded selectively by type.
+                whole = not structured or self._streaming()
                 try:
-                    status, ptr, err = self.handle.call_raw(next_events if listening else next_lines,
-                                                            _BATCH_MAX_EVENTS, 0)
+                    status, ptr, err = self.handle.call_raw(next_array if whole else next_batch, _BATCH_MAX_EVENTS, 0)
                 except RpcError:
                     break
                 if status == _ffi.OK:
-                    if listening:
-                        data = _ffi.take_raw(ptr)
-                        if data:
-                            self._dispatch_batch(data)
-                    elif ptr and self.listeners.count > 0:
-                        # A listener came while the batch was taken (events queued after it
-                        # was added may be in it): the whole batch goes to the listeners.
-                        data = _ffi.take_raw(ptr)
-                        if data:
-                            self._dispatch_batch(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
-                    elif ptr:
-                        self._dispatch_lines(ptr)
+                    if ptr:
+                        if whole:
+                            self._dispatch_array(ptr)
+                        else:
+                            self._dispatch_batch(ptr)
                     continue
                 if status == _ffi.TIMEOUT:
                     with self._sync:
@@ -182,46 +181,63 @@ class _Session(_HostCalls):
             if free_now:
                 self._release()
 
-    def _dispatch_lines(self, ptr: int) -> None:
-        """A batch of JSON lines while nobody listens: only host calls (when this session
-        serves host tools or URIs; the library answers the others) and policy questions (with
-        a policy handler) are decoded, found in the library's buffer without copying it."""
-        marks = []
-        if self.tools or self.uris:
-            marks.append(_HOST_MARK_RE)
-        if self.policy_handler is not None:
-            marks.append(_POLICY_MARK_RE)
-        if not marks:
+    def _idle(self) -> bool:
+        """Nothing needs any event: no listener, no host tool or URI served here (the library
+        answers the others' calls), no policy handler."""
+        return self.listeners.count == 0 and not (self.tools or self.uris) and self.policy_handler is None
+
+    def _dispatch_batch(self, batch: int) -> None:
+        """An ``omprpc_event_batch``: each event's type is read from its view; only the events
+        something needs (see :meth:`_needed`) are decoded, then dispatched in order."""
+        try:
+            if self._idle():
+                return
+            tptrs, tlens, ptrs, lens = _ffi.view_columns(lib.omprpc_event_batch_events, batch)
+            # Every event copied out (one call each); a type is then a slice of its event's copy
+            # when the view points into the event (else read on its own: a decoded escape).
+            parts = list(map(ctypes.string_at, ptrs, lens))
+            if not (self.listeners.lists["frame"] or self.listeners.lists["payload"]):
+                string_at = ctypes.string_at
+                types = [part[o:o + n] if 0 <= o <= len(part) - n else string_at(t, n)
+                         for part, o, n, t in zip(parts, map(sub, tptrs, ptrs), tlens, tptrs)]
+                needed: dict[bytes, bool] = {}
+                for t in set(types):
+                    needed[t] = self._needed(t.decode("utf-8", "replace"))
+                parts = [part for part, t in zip(parts, types) if needed[t]]
+                if not parts:
+                    return
+        finally:
+            lib.omprpc_event_batch_free(batch)
+        # One array decoded at once beats one json.loads per event (the GC paused: decoded JSON
+        # holds no cycles); an event that does not parse spoils only itself.
+        try:
+            frames = _loads_bulk(b"[" + b",".join(parts) + b"]")
+        except ValueError:
+            frames = [_loads_lenient(part) for part in parts]
+        self._dispatch_frames(frames if isinstance(frames, list) else [])
+
+    def _streaming(self) -> bool:
+        """Whether nearly every event is needed: a frame or payload listener, or one that takes
+        the message_update events (an agent's bulk)."""
+        lists = self.listeners.lists
+        return bool(lists["frame"] or lists["payload"]) or self._needed("message_update")
+
+    def _dispatch_array(self, ptr: int) -> None:
+        """A JSON array of events (``omprpc_client_next_events``: while nearly every event is
+        needed, or from an older library without ``omprpc_client_next_event_batch``), decoded
+        whole when something needs events."""
+        if self._idle():
             lib.omprpc_string_free(ptr)
             return
-        owned = _ffi.OwnedString(ptr)
+        data = _ffi.take_raw(ptr)
         try:
-            found = any(m.search(owned.view()) for m in marks)
-            data = owned.slice(0) if found else b""
-        finally:
-            owned.release()
-        for line in data.split(b"\n"):
-            if line and any(m.search(line) for m in marks):
-                try:
-                    frame = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(frame, dict):
-                    try:
-                        self._dispatch(frame)
-                    except Exception as exc:  # a bug here must not end the dispatcher
-                        kind = frame.get("type")
-                        self.listeners.record_error(ListenerErrorEvent(
-                            "dispatch", kind if isinstance(kind, str) else None, self._dispatch, exc))
-
-    def _dispatch_batch(self, data: bytes) -> None:
-        listeners = self.listeners
-        if listeners.count == 0 and _HOST_FRAME_MARK not in data and self.policy_handler is None:
-            return  # nobody listens and no host call: nothing to decode
-        try:
-            frames = _loads_bulk(data)
+            frames = _loads_bulk(data) if data else []
         except ValueError:
             return
+        self._dispatch_frames(frames if isinstance(frames, list) else [])
+
+    def _dispatch_frames(self, frames: list[Any]) -> None:
+        listeners = self.listeners
         for frame in frames:
             if isinstance(frame, dict):
                 try:
@@ -230,6 +246,36 @@ class _Session(_HostCalls):
                     kind = frame.get("type")
                     listeners.record_error(ListenerErrorEvent("dispatch", kind if isinstance(kind, str) else None,
                                                               self._dispatch, exc))
+
+    def _needed(self, kind: str) -> bool:
+        """Whether :meth:`_dispatch` does anything with a frame of type ``kind`` (the frame and
+        payload listeners aside: they take every frame), decided before decoding it."""
+        L = self.listeners
+        lists = L.lists
+        if kind in _HOST_TYPES:
+            return L.count > 0 or bool(self.tools or self.uris)
+        if kind == "response":
+            return False
+        if kind == "protocol_error":
+            return bool(lists["protocol_error"])
+        notified = bool(lists["notification"])
+        if kind == "policy_eval":
+            return self.policy_handler is not None or notified or bool(lists["policy_eval"] or lists["unknown_notification"])
+        if kind == "tool_blocked":
+            return notified or bool(lists["tool_blocked"])
+        if kind == "event_overflow":
+            return notified or bool(lists["event_overflow"] or lists["unknown_notification"])
+        if kind == "ready":
+            return notified or bool(lists["ready"])
+        if kind == "extension_ui_request":
+            return notified or bool(lists["ui_request"])
+        if kind == "extension_error":
+            return notified or bool(lists["extension_error"])
+        if kind in AGENT_EVENT_TYPES:
+            if kind == "agent_end" and L.count > 0:
+                return True  # counted for settle()
+            return notified or bool(lists["event"] or L.typed.get(kind) or lists["unknown_notification"])
+        return notified or bool(lists["unknown_notification"])
 
     def _dispatch(self, frame: JsonObject) -> None:
         kind = frame.get("type")

@@ -1,15 +1,17 @@
-"""A completed prompt, :class:`PromptTurn`: read from the library's turn JSON without decoding
-its events until they are used. And ``client._prompt_lifecycle`` (the running collector)."""
+"""A completed prompt, :class:`PromptTurn`: built from the library's ``omprpc_turn`` (its
+metadata and its events as views) without decoding its events until they are used. And
+``client._prompt_lifecycle`` (the running collector)."""
 
 from __future__ import annotations
 
-import json
+import ctypes
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, Literal, Sequence, cast
 
 from . import _ffi, _lazy
-from ._common import _loads_bulk, _typed_bulk
+from ._common import _typed_bulk
+from ._ffi import lib
 from .errors import RpcError
 from .protocol import AgentMessage, AssistantMessage, JsonObject, RpcNotification
 from .summary import TurnSummary, parse_turn_summary
@@ -17,31 +19,48 @@ from .summary import TurnSummary, parse_turn_summary
 if TYPE_CHECKING:
     from .client import RpcClient
 
-_TURN_PREFIX = b'{"events":['
-_TURN_TAIL_MARK = b'],"requestId":'
+#: How a prompt completed (``omprpc_turn_outcome``).
+TurnOutcome = Literal["agent_end", "prompt_result", "not_invoked"]
+_OUTCOMES: dict[int, TurnOutcome] = {
+    _ffi.TURN_OUTCOME_AGENT_END: "agent_end",
+    _ffi.TURN_OUTCOME_PROMPT_RESULT: "prompt_result",
+    _ffi.TURN_OUTCOME_NOT_INVOKED: "not_invoked",
+}
 
 
-class _RawEvents:
-    """The events part of a turn (a JSON array), still in the library's buffer; decoded on
-    first use. The buffer is freed with the last object that needs it (the turn, or its lazy
-    events)."""
+class _TurnEvents:
+    """A turn's events, still in the library's ``omprpc_turn`` (freed with the last object
+    that needs it: the turn, or its lazy events); their views are read on first use."""
 
-    __slots__ = ("_owner", "_start", "_end")
+    __slots__ = ("_owner", "_region", "_src", "_types", "_lock")
 
-    def __init__(self, owner: _ffi.OwnedString, start: int, end: int):
+    def __init__(self, owner: _ffi.Owned, region: tuple[int, int]):
         self._owner = owner
-        self._start = start
-        self._end = end
+        self._region = region
+        self._src: _lazy.EventSource | None = None
+        self._types: tuple[_ffi.Columns, _ffi.Columns] | None = None
+        self._lock = threading.Lock()
+
+    def source(self) -> _lazy.EventSource:
+        with self._lock:
+            if self._src is None:
+                tptrs, tlens, ptrs, lens = _ffi.view_columns(lib.omprpc_turn_events, self._owner.ptr)
+                self._src = _lazy.EventSource(self._owner, ptrs, lens, self._region)
+                self._types = (tptrs, tlens)
+            return self._src
 
     def json(self) -> bytes:
-        return self._owner.slice(self._start, self._end)
+        return self.source().array_json()
 
     def payloads(self) -> list[Any]:
-        result = _loads_bulk(self.json())
-        return result if isinstance(result, list) else []
+        return self.source().all()
 
-    def lazy(self) -> tuple[RpcNotification, ...] | None:
-        return _lazy.lazy_events(self._owner, self._start, self._end)
+    def lazy(self) -> tuple[RpcNotification, ...]:
+        src = self.source()
+        types = self._types
+        assert types is not None
+        self._types = None
+        return _lazy.lazy_events(src, _lazy.event_types(self._region, *types))
 
 
 class PromptTurn:
@@ -52,7 +71,8 @@ class PromptTurn:
     """
 
     __slots__ = ("_raw", "_payloads", "_events", "_lock", "_messages", "_assistant_message",
-                 "_assistant_text", "_request_id", "_agent_invoked", "_prompt_result", "_summary")
+                 "_assistant_text", "_request_id", "_agent_invoked", "_prompt_result", "_summary",
+                 "_outcome", "_stop_reason", "_error_message", "_usage")
     # Public as omprpc.client.PromptTurn, where it was defined before the split.
     __module__ = "omprpc.client"
 
@@ -67,7 +87,7 @@ class PromptTurn:
         agent_invoked: bool = True,
         prompt_result: JsonObject | None = None,
     ):
-        self._raw: _RawEvents | None = None
+        self._raw: _TurnEvents | None = None
         self._payloads: list[Any] | None = None
         self._events: tuple[RpcNotification, ...] | None = tuple(events)
         self._lock = threading.Lock()
@@ -78,30 +98,81 @@ class PromptTurn:
         self._agent_invoked = agent_invoked
         self._prompt_result = prompt_result
         self._summary: TurnSummary | None = None
+        self._outcome: TurnOutcome = "agent_end" if agent_invoked else "not_invoked"
+        if prompt_result is not None:
+            self._outcome = "prompt_result"
+        self._stop_reason: str | None = None
+        self._error_message: str | None = None
+        self._usage: JsonObject | None = None
+        if assistant_message is not None:
+            self._stop_reason = _str_or_none(assistant_message.get("stopReason"))
+            self._error_message = _str_or_none(assistant_message.get("errorMessage"))
+            usage: Any = assistant_message.get("usage")
+            self._usage = usage if isinstance(usage, dict) else None
 
     @classmethod
-    def _from_turn(cls, tail: Mapping[str, Any], raw: _RawEvents | None,
-                   payloads: list[Any] | None) -> PromptTurn:
-        messages = tail.get("messages")
-        assistant = tail.get("assistantMessage")
-        text = tail.get("assistantText")
-        prompt_result = tail.get("promptResult")
-        turn = cls(
+    def _from_turn(cls, turn: int) -> PromptTurn:
+        """From an ``omprpc_turn`` (which it takes: freed with the turn, or its lazy events)."""
+        owner = _ffi.Owned(turn, lib.omprpc_turn_free)
+        info = _ffi.omprpc_turn_info()
+        err = ctypes.c_void_p()
+        status = lib.omprpc_turn_get_info(turn, ctypes.byref(info), ctypes.byref(err))
+        if status != _ffi.OK:
+            owner.release()
+            raise _ffi.error_from(status, _ffi.take(err))
+        messages = _ffi.json_of(info.messages_json)
+        assistant = _ffi.json_of(info.assistant_message_json)
+        prompt_result = _ffi.json_of(info.prompt_result_json)
+        self = cls(
+            (),
+            tuple(messages) if isinstance(messages, list) else (),
+            cast(AssistantMessage, assistant) if isinstance(assistant, dict) else None,
+            _ffi.text(info.assistant_text),
+            request_id=_ffi.text(info.request_id),
+            agent_invoked=bool(info.agent_invoked),
+            prompt_result=prompt_result if isinstance(prompt_result, dict) else None,
+        )
+        self._outcome = _OUTCOMES.get(info.outcome, self._outcome)
+        self._stop_reason = _ffi.text(info.stop_reason)
+        self._error_message = _ffi.text(info.error_message)
+        usage = _ffi.json_of(info.usage_json)
+        self._usage = usage if isinstance(usage, dict) else None
+        summary = _ffi.json_of(info.summary_json)
+        if isinstance(summary, dict):
+            self._summary = parse_turn_summary(summary)
+        self._events = None
+        if info.event_count:
+            self._raw = _TurnEvents(owner, (info.turn_json.data, info.turn_json.len))
+        else:
+            self._payloads = []
+            owner.release()
+        return self
+
+    @classmethod
+    def _from_json(cls, data: Any) -> PromptTurn:
+        """From the turn JSON of ``omprpc_client_prompt_and_wait`` (an older library without
+        ``omprpc_client_prompt_and_wait_turn``), decoded whole."""
+        if not isinstance(data, dict):
+            raise RpcError("the library returned a turn that is not a JSON object")
+        messages, assistant = data.get("messages"), data.get("assistantMessage")
+        text, prompt_result = data.get("assistantText"), data.get("promptResult")
+        request_id = data.get("requestId")
+        self = cls(
             (),
             tuple(messages) if isinstance(messages, list) else (),
             cast(AssistantMessage, assistant) if isinstance(assistant, dict) else None,
             text if isinstance(text, str) else None,
-            request_id=tail.get("requestId") if isinstance(tail.get("requestId"), str) else None,
-            agent_invoked=tail.get("agentInvoked") is not False,
+            request_id=request_id if isinstance(request_id, str) else None,
+            agent_invoked=data.get("agentInvoked") is not False,
             prompt_result=prompt_result if isinstance(prompt_result, dict) else None,
         )
-        turn._events = None
-        turn._raw = raw
-        turn._payloads = payloads
-        summary = tail.get("summary")
+        events = data.get("events")
+        self._events = None
+        self._payloads = events if isinstance(events, list) else []
+        summary = data.get("summary")
         if isinstance(summary, dict):
-            turn._summary = parse_turn_summary(summary)
-        return turn
+            self._summary = parse_turn_summary(summary)
+        return self
 
     def _load_payloads(self) -> list[Any]:
         with self._lock:
@@ -118,17 +189,15 @@ class PromptTurn:
     def events(self) -> tuple[RpcNotification, ...]:
         """Every session event of the turn, typed (unknown frames as UnknownNotification).
 
-        Built on first access. With a library that writes a turn's events one per line, each
-        event is decoded only when one of its fields is first read (``type`` and
-        ``isinstance`` cost nothing; see ``omprpc._lazy``); otherwise all are decoded then."""
+        Built on first access, from the library's views of the events: each event is decoded
+        only when one of its fields is first read (``type`` and ``isinstance`` cost nothing;
+        see ``omprpc._lazy``)."""
         events = self._events
         if events is None:
             with self._lock:
                 events = self._events
                 if events is None and self._raw is not None and self._payloads is None:
-                    events = self._raw.lazy()
-                    if events is not None:
-                        self._events = events
+                    events = self._events = self._raw.lazy()
             if events is None:
                 events = _typed_bulk(self._load_payloads())
                 with self._lock:
@@ -187,6 +256,30 @@ class PromptTurn:
         """The ``prompt_result`` frame that completed the prompt, when that is what did."""
         return self._prompt_result
 
+    @property
+    def outcome(self) -> TurnOutcome:
+        """How the prompt completed: ``"agent_end"`` (a terminal ``agent_end`` ended its run),
+        ``"prompt_result"`` (omp's ``prompt_result`` answered it: a command that ran no agent
+        loop) or ``"not_invoked"`` (the response said ``agentInvoked: false``)."""
+        return self._outcome
+
+    @property
+    def stop_reason(self) -> str | None:
+        """The assistant message's ``stopReason`` (``"stop"``, ``"toolUse"``, ``"error"``,
+        ``"aborted"`` …); None without one."""
+        return self._stop_reason
+
+    @property
+    def error_message(self) -> str | None:
+        """The assistant message's ``errorMessage`` (when it ended in an error); else None."""
+        return self._error_message
+
+    @property
+    def usage(self) -> JsonObject | None:
+        """The assistant message's ``usage`` object (the last LLM call's tokens and cost; the
+        summed usage of the whole turn is ``summary.usage``); None without one."""
+        return self._usage
+
     def require_assistant_text(self) -> str:
         if self._assistant_text is None:
             raise RpcError("Prompt completed without a text assistant message")
@@ -197,43 +290,15 @@ class PromptTurn:
                 f"assistant_text={self._assistant_text!r})")
 
 
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _event_payload(event: RpcNotification) -> JsonObject:
     raw = getattr(event, "_omprpc_raw_payload", None)
     if raw is not None:
         return cast(JsonObject, raw())
     return getattr(event, "payload", None) or {"type": event.type}
-
-
-def _parse_turn(owned: _ffi.OwnedString) -> PromptTurn:
-    """Reads the turn JSON ``{"events":[…],"requestId":…,…}`` without decoding the events:
-    the members after ``events`` are located from the end and decoded on their own."""
-    size = owned.size
-    if size > len(_TURN_PREFIX) and owned.slice(0, len(_TURN_PREFIX)) == _TURN_PREFIX:
-        window = 1 << 16
-        while True:
-            start = max(0, size - window)
-            chunk = owned.slice(start, size)
-            pos = len(chunk)
-            while True:
-                pos = chunk.rfind(_TURN_TAIL_MARK, 0, pos)
-                if pos < 0:
-                    break
-                try:
-                    tail = json.loads(b"{" + chunk[pos + 2:])
-                except ValueError:
-                    continue
-                if isinstance(tail, dict) and "requestId" in tail and "messages" in tail:
-                    raw = _RawEvents(owned, len(_TURN_PREFIX) - 1, start + pos + 1)
-                    return PromptTurn._from_turn(tail, raw, None)
-            if start == 0:
-                break
-            window *= 8
-    data = json.loads(owned.slice(0, size))
-    owned.release()
-    if not isinstance(data, dict):
-        raise RpcError("the library returned a turn that is not a JSON object")
-    events = data.get("events")
-    return PromptTurn._from_turn(data, None, events if isinstance(events, list) else [])
 
 
 class _PromptLifecycle:

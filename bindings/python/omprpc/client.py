@@ -70,20 +70,13 @@ from ._events import _Entry as _Entry
 from ._events import _Listeners as _Listeners
 from ._host import _WorkerPool as _WorkerPool
 from ._session import _BATCH_MAX_EVENTS as _BATCH_MAX_EVENTS
-from ._session import _HOST_FRAME_MARK as _HOST_FRAME_MARK
-from ._session import _HOST_MARK_RE as _HOST_MARK_RE
-from ._session import _POLICY_MARK_RE as _POLICY_MARK_RE
 from ._session import _Session as _Session
 from ._todos import TodoPhaseSeed as TodoPhaseSeed
 from ._todos import TodoSeed as TodoSeed
 from ._todos import _normalize_todo_phases as _normalize_todo_phases
-from ._turn import _TURN_PREFIX as _TURN_PREFIX
-from ._turn import _TURN_TAIL_MARK as _TURN_TAIL_MARK
 from ._turn import PromptTurn as PromptTurn
 from ._turn import _event_payload as _event_payload
-from ._turn import _parse_turn as _parse_turn
 from ._turn import _PromptLifecycle as _PromptLifecycle
-from ._turn import _RawEvents as _RawEvents
 
 # This module's imports from the package before the split, kept whole: what they bind stays
 # importable from here (e.g. ``from omprpc.client import RpcCommandError``); some are used here.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import ctypes
 import dataclasses
 import json
 import os
@@ -40,7 +41,7 @@ from omprpc import (
     provider_config,
     summarize,
 )
-from omprpc import _lazy
+from omprpc import _ffi, _lazy
 from omprpc.protocol import to_notification
 
 from conftest import REPO
@@ -541,15 +542,31 @@ def _frames() -> list[dict[str, Any]]:
     ]
 
 
+def _source(frames: list[dict[str, Any]], region: bool = True) -> tuple[_lazy.EventSource, list[bytes], Any]:
+    """The frames as the library lends a turn's events: views (addresses, lengths, types) into
+    one buffer holding the JSON array; the buffer is returned to keep it alive."""
+    parts = [json.dumps(f, separators=(",", ":")).encode() for f in frames]
+    data = b"[" + b",\n".join(parts) + b"]"
+    buf = ctypes.create_string_buffer(data)
+    base = ctypes.addressof(buf)
+    ptrs, pos = [], 1
+    for part in parts:
+        ptrs.append(base + pos)
+        pos += len(part) + 2
+    src = _lazy.EventSource(_ffi.Owned(base, lambda _ptr: None), ptrs, [len(p) for p in parts],
+                            (base, len(data)) if region else None)
+    return src, [str(f.get("type", "")).encode() for f in frames], buf
+
+
 def test_lazy_events_match_eager_decoding() -> None:
     frames = _frames()
-    data = ("[" + ",\n".join(json.dumps(f, separators=(",", ":")) for f in frames) + "]").encode()
-    events = _lazy.lazy_events(data, 0, len(data))
-    assert events is not None and len(events) == len(frames)
+    src, types, _buf = _source(frames)
+    events = _lazy.lazy_events(src, types)
+    assert len(events) == len(frames)
     eager = tuple(to_notification(f) for f in frames)
     assert [e.type for e in events] == [e.type for e in eager]
     assert isinstance(events[1], MessageUpdateEvent) and isinstance(events[1], _lazy.LazyEvent)
-    assert not isinstance(events[2], _lazy.LazyEvent)
+    assert isinstance(events[2], omprpc.MessageEndEvent) and isinstance(events[2], _lazy.LazyEvent)
     assert events == eager and eager == events
     assert hash(events[0]) == hash(eager[0])
     assert repr(events[1]) == repr(eager[1])
@@ -561,20 +578,69 @@ def test_lazy_events_match_eager_decoding() -> None:
     assert copy.deepcopy(events[1]) == eager[1]
     assert dataclasses.replace(events[1], message={}).message == {}
     assert dataclasses.asdict(events[4])["tool_name"] == "bash"
-    # Old format (no newlines): not lazy; one event: lazy.
-    old = ("[" + ",".join(json.dumps(f) for f in frames) + "]").encode()
-    assert _lazy.lazy_events(old, 0, len(old)) is None
-    one = b'[{"type":"agent_start"}]'
-    assert _lazy.lazy_events(one, 0, len(one)) == (omprpc.AgentStartEvent(),)
-    assert _lazy.lazy_events(b"[]", 0, 2) == ()
+    # The types read from the buffer (one view of the region, or one by one) are the views'.
+    region = (ctypes.addressof(_buf), len(_buf.raw) - 1)
+    tptrs = [p + len('{"type":"') for p in src._ptrs]
+    tlens = [len(t) for t in types]
+    tptrs[2], tlens[2] = 0, 0  # an absent type
+    read = _lazy.event_types(region, tptrs, tlens)
+    assert read == _lazy.event_types(None, tptrs, tlens) and read[2] == b"" and read[0] == b"agent_start"
+    # The events as one array: the region's own text, or the events joined.
+    assert json.loads(src.array_json()) == frames
+    apart, _, _keep_apart = _source(frames, region=False)
+    assert json.loads(apart.array_json()) == frames
+    empty, _, _keep_empty = _source([])
+    assert _lazy.lazy_events(empty, []) == () and empty.array_json() == b"[]"
+    # An event without a type is decoded at once.
+    untyped, _, _keep = _source([{"value": 1}])
+    assert not isinstance(_lazy.lazy_events(untyped, [b""])[0], _lazy.LazyEvent)
 
 
 def test_lazy_event_that_does_not_parse_raises_on_access() -> None:
-    data = b'[{"type":"agent_start"},\n{"type":"message_update","message":"not an object"}]'
-    events = _lazy.lazy_events(data, 0, len(data))
-    assert events is not None and events[1].type == "message_update"
+    src, types, _buf = _source([{"type": "agent_start"}, {"type": "message_update", "message": "not an object"}])
+    events = _lazy.lazy_events(src, types)
+    assert events[1].type == "message_update"
     with pytest.raises(RpcError, match="does not parse"):
         events[1].message
+
+
+def test_turn_metadata_from_the_library(make_client) -> None:
+    client = make_client()
+    turn = client.prompt_and_wait("say hello")
+    assert turn.outcome == "agent_end" and turn.agent_invoked and turn.prompt_result is None
+    assistant = turn.assistant_message
+    assert assistant is not None and turn.assistant_text == "pong"
+    assert turn.stop_reason == assistant.get("stopReason") == "stop" and turn.error_message is None
+    assert turn.usage is not None and turn.usage == assistant.get("usage")
+    assert turn.messages and turn.messages[-1] == assistant
+    assert turn.request_id and turn.request_id.startswith("req_")
+    payloads = turn.event_payloads
+    assert [e.type for e in turn.events] == [p["type"] for p in payloads]
+    assert payloads[0]["type"] == "agent_start" and payloads[-1]["type"] == "agent_end"
+    local = client.prompt_and_wait("local")
+    assert local.outcome == "not_invoked" and not local.agent_invoked and local.assistant_text is None
+    assert local.stop_reason is None and local.usage is None and local.messages == ()
+    assert local.events == () and local.event_payloads == ()
+    result = client.prompt_and_wait("prompt result")
+    assert result.outcome == "prompt_result" and result.prompt_result is not None
+    assert result.prompt_result.get("type") == "prompt_result"
+    # A turn built in Python derives the same from its assistant message.
+    message = {"role": "assistant", "content": [], "stopReason": "error", "errorMessage": "boom"}
+    built = omprpc.PromptTurn(messages=(message,), assistant_message=message)  # type: ignore[arg-type]
+    assert (built.outcome, built.stop_reason, built.error_message, built.usage) == ("agent_end", "error", "boom", None)
+    assert omprpc.PromptTurn(agent_invoked=False).outcome == "not_invoked"
+
+
+def test_turn_payloads_before_events_and_after(make_client) -> None:
+    client = make_client(max_event_history=None)
+    first = client.prompt_and_wait("burst 300")
+    payloads = first.event_payloads  # decoded in bulk; the typed events then from them
+    assert len(payloads) == 306 and first.events == tuple(to_notification(p) for p in payloads)
+    second = client.prompt_and_wait("burst 300")
+    events = second.events  # lazy; the payloads after them
+    assert events[-1].type == "agent_end" and len(second.event_payloads) == 306
+    assert events == tuple(to_notification(p) for p in second.event_payloads)
+    assert summarize(second).raw == summarize(second.event_payloads).raw
 
 
 def test_turn_events_lazy_or_not_equal_their_payloads(make_client) -> None:

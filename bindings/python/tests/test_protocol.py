@@ -34,7 +34,7 @@ from omprpc import (
     parse_todo_phases,
 )
 from omprpc import _ffi
-from omprpc.client import _normalize_todo_phases, _parse_turn
+from omprpc.client import _normalize_todo_phases
 from omprpc.host_uris import normalize_read_result
 from omprpc.protocol import (
     parse_model_cycle_result,
@@ -269,44 +269,3 @@ def test_prompt_turn_constructor() -> None:
         PromptTurn().require_assistant_text()
     with pytest.raises(AttributeError):
         turn.assistant_text = "x"  # type: ignore[misc]
-
-
-# --- turn decoding -----------------------------------------------------------------------------
-
-
-class _Buffer(_ffi.OwnedString):
-    __slots__ = ("_buf",)
-
-    def __init__(self, text: str):
-        data = text.encode()
-        self._buf = ctypes.create_string_buffer(data)
-        self._ptr = ctypes.addressof(self._buf)
-        self.size = len(data)
-
-    def release(self) -> None:
-        self._ptr = None
-
-
-@pytest.mark.parametrize("events", [
-    [],
-    [{"type": "agent_start"}],
-    # structures that look like the turn's tail inside events and messages
-    [{"type": "x", "a": [1], "requestId": "fake", "messages": []}, {"type": "agent_end", "messages": []}],
-])
-def test_parse_turn_finds_the_tail(events: list) -> None:
-    tail_message = {"role": "assistant", "content": [{"type": "text", "text": "hi"}],
-                    "nested": {"l": [2], "requestId": "inner", "messages": []}}
-    turn_json = (json.dumps({"events": events}, separators=(",", ":"))[:-1]
-                 + ',"requestId":"req_7","agentInvoked":true,"messages":' + json.dumps([tail_message])
-                 + ',"assistantMessage":' + json.dumps(tail_message)
-                 + ',"assistantText":"hi","promptResult":null}')
-    turn = _parse_turn(_Buffer(turn_json))
-    assert turn.request_id == "req_7" and turn.assistant_text == "hi" and turn.messages == (tail_message,)
-    assert list(turn.event_payloads) == events
-    assert [e.type for e in turn.events] == [to_notification(e).type for e in events]
-
-
-def test_parse_turn_falls_back_for_other_layouts() -> None:
-    turn = _parse_turn(_Buffer(json.dumps({"requestId": "r", "messages": [], "events": [{"type": "agent_start"}],
-                                           "assistantText": None, "agentInvoked": False})))
-    assert turn.request_id == "r" and turn.agent_invoked is False and turn.events[0].type == "agent_start"
