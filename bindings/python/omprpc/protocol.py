@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, Mapping, TypeAlias, TypedDict, Union, cast
 
+# Imported "as NotRequired" so that _protocol_gen may import it from here (mypy --strict
+# re-exports only names imported that way).
 if sys.version_info >= (3, 11):
-    from typing import NotRequired
+    from typing import NotRequired as NotRequired
 else:  # pragma: no cover - Python 3.10
     try:
-        from typing_extensions import NotRequired
+        from typing_extensions import NotRequired as NotRequired
     except ImportError:
 
         class NotRequired:  # type: ignore[no-redef]
