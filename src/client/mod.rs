@@ -90,7 +90,8 @@ struct State {
 /// the last calls that ended: a note for one of them is queued at once.
 #[derive(Default)]
 struct BlockedNotes {
-    waiting: std::collections::HashMap<String, Vec<u8>>,
+    /// In the order the notes were made (a few at a time: a list, not a map).
+    waiting: Vec<(String, Vec<u8>)>,
     ended: VecDeque<String>,
 }
 
@@ -103,7 +104,7 @@ impl BlockedNotes {
         if self.ended.iter().any(|e| e == id) {
             return Some(note);
         }
-        self.waiting.insert(id.to_string(), note);
+        self.waiting.push((id.to_string(), note));
         None
     }
 
@@ -113,12 +114,14 @@ impl BlockedNotes {
             self.ended.pop_front();
         }
         self.ended.push_back(id.to_string());
-        self.waiting.remove(id)
+        let at = self.waiting.iter().position(|(w, _)| w == id)?;
+        Some(self.waiting.remove(at).1)
     }
 
-    /// The notes whose end never came (the client is closing): delivered, not lost.
+    /// The notes whose end never came (the client is closing), in the order they were made:
+    /// delivered, not lost.
     fn drain(&mut self) -> Vec<Vec<u8>> {
-        self.waiting.drain().map(|(_, n)| n).collect()
+        self.waiting.drain(..).map(|(_, n)| n).collect()
     }
 }
 
@@ -551,7 +554,8 @@ mod tests {
         // The gate's timeout: pi's end may be read before the note is made.
         assert_eq!(n.hold("b", b"late b".to_vec()), Some(b"late b".to_vec()), "b ended already: now");
         assert_eq!(n.hold("c", b"note c".to_vec()), None);
-        assert_eq!(n.drain(), [b"note c".to_vec()], "at close, what still waits");
+        assert_eq!(n.hold("d", b"note d".to_vec()), None);
+        assert_eq!(n.drain(), [b"note c".to_vec(), b"note d".to_vec()], "at close, what still waits, in order");
         for i in 0..super::ENDED_CALLS_REMEMBERED {
             n.ended(&format!("x{i}"));
         }
