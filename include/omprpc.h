@@ -836,7 +836,7 @@ omprpc_status omprpc_turn_get_info(const omprpc_turn *turn,
 
 /**
  * The turn's events, in arrival order: `*out_events` points to `*out_count` views, each
- * borrowing from the turn.
+ * borrowing from the turn (built on the first call; later calls lend the same array).
  * Ownership: borrowed; valid until `omprpc_turn_free(turn)`. Threads: any thread. Statuses:
  * OK, INVALID_ARGUMENT, PANIC.
  */

@@ -242,7 +242,9 @@ pub struct omprpc_turn_info {
 
 /// A completed prompt: its metadata and its events, borrowed from it.
 pub struct omprpc_turn {
-    views: Views,
+    /// Built on first use: a caller that reads only the metadata (a large turn's text, say)
+    /// pays nothing for its events.
+    views: std::sync::OnceLock<Views>,
     messages: Vec<omprpc_str>,
     turn: Turn,
 }
@@ -277,9 +279,8 @@ pub unsafe extern "C" fn omprpc_client_prompt_and_wait_turn(
 
 fn turn_object(turn: Turn) -> Box<omprpc_turn> {
     // The views point into `turn.json`'s heap buffer, which moving `turn` does not move.
-    let views = views(turn.events.iter().map(|&(start, end)| &turn.json[start..end]));
     let messages = turn.message_spans.iter().map(|&(start, end)| omprpc_str::of(&turn.json[start..end])).collect();
-    Box::new(omprpc_turn { views, messages, turn })
+    Box::new(omprpc_turn { views: std::sync::OnceLock::new(), messages, turn })
 }
 
 /// Fills `*out_info` with the turn's metadata.
@@ -295,7 +296,7 @@ pub unsafe extern "C" fn omprpc_turn_get_info(turn: *const omprpc_turn, out_info
 }
 
 /// The turn's events, in arrival order: `*out_events` points to `*out_count` views, each
-/// borrowing from the turn.
+/// borrowing from the turn (built on the first call; later calls lend the same array).
 /// Ownership: borrowed; valid until `omprpc_turn_free(turn)`. Threads: any thread. Statuses:
 /// OK, INVALID_ARGUMENT, PANIC.
 #[no_mangle]
@@ -306,7 +307,9 @@ pub unsafe extern "C" fn omprpc_turn_events(
     out_error: *mut *mut c_char,
 ) -> omprpc_status {
     boundary(ptr::null(), out_error, || {
-        lend(&turn_ref(turn)?.views.views, out_events, out_count, "out_events")
+        let t = turn_ref(turn)?;
+        let views = t.views.get_or_init(|| views(t.turn.events.iter().map(|&(start, end)| &t.turn.json[start..end])));
+        lend(&views.views, out_events, out_count, "out_events")
     })
 }
 
@@ -352,7 +355,7 @@ fn info(t: &omprpc_turn) -> omprpc_turn_info {
             TurnOutcome::NotInvoked => omprpc_turn_outcome::NotInvoked,
         },
         agent_invoked: turn.agent_invoked,
-        event_count: t.views.views.len(),
+        event_count: turn.events.len(),
         request_id: omprpc_str::of(turn.request_id.as_bytes()),
         assistant_text: text(&turn.assistant_text),
         stop_reason: text(&turn.stop_reason),

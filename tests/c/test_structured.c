@@ -118,6 +118,13 @@ static void test_a_turn_is_its_json_located(void) {
                "event %u is not inside the turn JSON", (unsigned)i);
     }
     CHECK(n > 0 && str_is(views[n - 1].event_type, "agent_end"));
+    {
+        /* built once, on first use: asking again lends the same array */
+        const omprpc_event_view *again = NULL;
+        size_t m = 0;
+        CHECK_OK(omprpc_turn_events(turn, &again, &m, &err), err);
+        CHECK(again == views && m == n);
+    }
     json_free(whole);
     omprpc_turn_free(turn);
     omprpc_client_free(c);
