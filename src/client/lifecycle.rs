@@ -127,8 +127,9 @@ pub struct Lifecycle {
     collector: Option<Collector>,
     /// The first late failure since the last prompt was sent (wait_for_idle raises it).
     sticky: Option<Error>,
-    /// Completed prompts not yet announced (`take_completions`).
+    /// Completed prompts not yet announced (`take_completions`); kept only when `announcing`.
     completions: Vec<Completion>,
+    announcing: bool,
     max_events: Option<usize>,
     max_bytes: Option<usize>,
     keep: TurnEvents,
@@ -151,6 +152,7 @@ impl Lifecycle {
             collector: None,
             sticky: None,
             completions: Vec::new(),
+            announcing: false,
             max_events,
             max_bytes,
             keep,
@@ -304,6 +306,12 @@ impl Lifecycle {
         self.sticky.as_ref()
     }
 
+    /// Keep completions for `take_completions` (the start option `prompt_complete_events`); off,
+    /// none are kept and nobody needs to take them.
+    pub fn announce_completions(&mut self) {
+        self.announcing = true;
+    }
+
     /// Takes the completions not yet announced, in the order they happened.
     pub fn take_completions(&mut self) -> Vec<Completion> {
         std::mem::take(&mut self.completions)
@@ -318,7 +326,7 @@ impl Lifecycle {
                 c.finish(outcome());
             }
         }
-        if was_running {
+        if was_running && self.announcing {
             self.completions.push(done);
         }
     }
@@ -389,7 +397,9 @@ impl Lifecycle {
             }
             !ends
         });
-        self.completions.extend(done.iter().map(|id| Completion { id: id.clone(), outcome: "agent_end", agent_invoked: true, error: None }));
+        if self.announcing {
+            self.completions.extend(done.iter().map(|id| Completion { id: id.clone(), outcome: "agent_end", agent_invoked: true, error: None }));
+        }
         if let Some(c) = &mut self.collector {
             let mine = match &c.prompt_id {
                 None => true,
@@ -423,7 +433,12 @@ mod tests {
 
     #[test]
     fn every_way_a_prompt_completes_is_announced_once() {
+        let mut silent = Lifecycle::new(None, None, TurnEvents::All);
+        silent.track("x", false);
+        silent.completed_without_run("x", None, false);
+        assert!(outcomes(&mut silent).is_empty(), "not announcing: nothing kept");
         let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        l.announce_completions();
         for id in ["run", "local", "result", "refused", "late"] {
             l.track(id, false);
         }

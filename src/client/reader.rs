@@ -154,8 +154,11 @@ impl Router<'_> {
     /// Queues a `prompt_complete` event for each prompt the last frame completed, after that
     /// frame (lifecycle::Completion).
     fn announce(&mut self) {
+        if !self.shared.opts.prompt_complete_events {
+            return; // none are kept: no lock to take
+        }
         let done = self.shared.state().life.take_completions();
-        if !done.is_empty() && self.shared.opts.prompt_complete_events {
+        if !done.is_empty() {
             for c in done {
                 self.emit(event_bytes(&c.event()));
             }

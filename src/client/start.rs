@@ -127,7 +127,13 @@ impl Client {
             closed: AtomicBool::new(false),
             pending: Mutex::new(Pending::default()),
             state: Mutex::new(State {
-                life: Lifecycle::new(opts.max_event_history, opts.max_turn_bytes, opts.turn_events),
+                life: {
+                    let mut life = Lifecycle::new(opts.max_event_history, opts.max_turn_bytes, opts.turn_events);
+                    if opts.prompt_complete_events {
+                        life.announce_completions();
+                    }
+                    life
+                },
                 host: HostRegistry::default(),
                 ready: None,
                 protocol_version: 1,
