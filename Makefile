@@ -12,6 +12,7 @@
 #   make c-tests-valgrind / c-tests-tsan   the same under valgrind memcheck / ThreadSanitizer
 #   make fault-table    every injected fault: status, time to error, processes left
 #   make fuzz / fuzz-smoke / miri   cargo-fuzz targets (300 s each / fixed seed and runs); Miri (docs/testing.md)
+#   make check-macos    the library and binaries type-check for aarch64-apple-darwin (no macOS here to run them)
 #   make test-pi-oldest the real-pi suite on the oldest supported pi (cargo-test: the newest)
 #   make test           all of the above (fuzz-smoke, not fuzz) + Python, Go, Node, install-test
 #   make demo           stream a prompt through examples/demo.c
@@ -65,7 +66,7 @@ C_TEST_TIMEOUT := timeout --kill-after=10 600
         examples install clean help
 
 help:
-	@sed -n '3,23p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,24p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
 	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent --bin omprpc-fake-llm
@@ -204,7 +205,18 @@ node-tests: build
 	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(REAL_AGENT_ENV) $(NPM) test
 
 # Sequential on purpose: cargo-test rebuilds what the C programs link against.
-test: cargo-test test-pi-oldest test-omp check-header c-tests examples c-real-agents c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke
+test: cargo-test test-pi-oldest test-omp check-macos check-header c-tests examples c-real-agents c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke
+
+# --- platforms ------------------------------------------------------------------------
+# Linux is the supported platform: everything above runs there. macOS must at least compile:
+# the Linux-only calls (eventfd, pidfd_open, F_SETPIPE_SZ, sigtimedwait) have fallbacks behind
+# cfg (src/transport/process.rs), and this checks them with the target's prebuilt std from
+# rustup (`rustup target add aarch64-apple-darwin`; .ci/run adds it). Warnings are errors: an
+# unused import behind a cfg is how a fallback rots. Windows is not supported (src/lib.rs).
+MACOS_TARGET := aarch64-apple-darwin
+.PHONY: check-macos
+check-macos:
+	RUSTFLAGS="-D warnings" $(CARGO) check $(LOCKED) --target $(MACOS_TARGET) --lib --bins
 
 # --- demo -----------------------------------------------------------------------------
 # OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`

@@ -9,6 +9,12 @@
 //! `unsafe`). Leaves, used by any layer: `error`, `wait`, `env`, `provider`, `observe`,
 //! `base64`, `prompt`.
 
+// Linux is supported and tested; macOS compiles (`make check-macos`, in `make test`) with
+// fallbacks for what only Linux has (eventfd, pidfd, F_SETPIPE_SZ, sigtimedwait). Anything
+// else is refused here rather than failing deep inside libc calls.
+#[cfg(not(unix))]
+compile_error!("omprpc supports Linux (tested) and macOS (compiles); Windows and other non-Unix targets are not supported");
+
 // Only `ffi` and `error` (the status enum) define the C API; cbindgen skips the rest.
 /// cbindgen:ignore
 pub mod base64;

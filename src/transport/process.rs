@@ -119,8 +119,12 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<(Process, Pipes)> {
         set_nonblocking(f.as_raw_fd())?;
     }
     // A larger stdout pipe means fewer wakeups during event bursts; failure is harmless.
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+    // (Linux only: macOS sizes a pipe's buffer itself and has no such fcntl.)
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+    }
     let process = Process { pid, pidfd: pidfd_open(pid), exit: Mutex::new(None), reaped: Mutex::new(false) };
     Ok((process, Pipes { stdin, stdout, stderr }))
 }
@@ -181,6 +185,10 @@ fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// A descriptor that becomes readable when `pid` exits, so `wait_exit` sleeps in poll(2)
+/// instead of polling waitid. Linux ≥ 5.3; elsewhere (macOS, older kernels) None, and
+/// `wait_exit` checks every 5 ms instead.
+#[cfg(target_os = "linux")]
 fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
     // SAFETY: pidfd_open has no memory arguments; a non-negative result is a new descriptor
     // (close-on-exec by definition) that we take ownership of.
@@ -190,6 +198,11 @@ fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
     } else {
         Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
     }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pidfd_open(_pid: libc::pid_t) -> Option<OwnedFd> {
+    None
 }
 
 /// Waits until `fd` is readable or `timeout` passes. Returns true when readable.
@@ -376,7 +389,7 @@ impl SigpipeGuard {
 
 impl Drop for SigpipeGuard {
     fn drop(&mut self) {
-        // SAFETY: as above; the zero timeout makes sigtimedwait a non-blocking dequeue.
+        // SAFETY: as above. The signal is known to be pending, so the dequeue cannot block.
         unsafe {
             if !self.was_pending {
                 let mut set: libc::sigset_t = std::mem::zeroed();
@@ -385,8 +398,7 @@ impl Drop for SigpipeGuard {
                 let mut pending: libc::sigset_t = std::mem::zeroed();
                 libc::sigpending(&mut pending);
                 if libc::sigismember(&pending, libc::SIGPIPE) == 1 {
-                    let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-                    libc::sigtimedwait(&set, std::ptr::null_mut(), &zero);
+                    dequeue_pending(&set);
                 }
             }
             libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
@@ -394,12 +406,35 @@ impl Drop for SigpipeGuard {
     }
 }
 
-/// An eventfd used as a level-triggered "something is ready" descriptor.
+/// Takes one pending signal of `set` off the queue.
+/// SAFETY (caller): a signal of `set` is pending and blocked on this thread.
+#[cfg(target_os = "linux")]
+unsafe fn dequeue_pending(set: &libc::sigset_t) {
+    // A zero timeout: a non-blocking dequeue even if another thread took it meanwhile.
+    let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `set` is a valid sigset; no siginfo is asked for.
+    unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &zero) };
+}
+
+/// macOS has no sigtimedwait; sigwait returns at once because the signal is pending.
+#[cfg(not(target_os = "linux"))]
+unsafe fn dequeue_pending(set: &libc::sigset_t) {
+    let mut sig = 0;
+    // SAFETY: `set` is a valid sigset and `sig` a local the call writes.
+    unsafe { libc::sigwait(set, &mut sig) };
+}
+
+/// A level-triggered "something is ready" descriptor: an eventfd on Linux; a non-blocking
+/// self-pipe elsewhere (macOS has no eventfd).
 pub struct Signal {
+    /// What callers poll: the eventfd, or the pipe's read end.
     fd: OwnedFd,
+    #[cfg(not(target_os = "linux"))]
+    write: OwnedFd,
 }
 
 impl Signal {
+    #[cfg(target_os = "linux")]
     pub fn new() -> io::Result<Self> {
         // SAFETY: eventfd returns a new descriptor we own.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
@@ -409,21 +444,59 @@ impl Signal {
         Ok(Signal { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
     }
 
+    #[cfg(not(target_os = "linux"))]
+    pub fn new() -> io::Result<Self> {
+        let mut ends = [0 as libc::c_int; 2];
+        // SAFETY: pipe writes two new descriptors into `ends`, which we own from here on.
+        // (No pipe2 on macOS: close-on-exec is set just after, see below.)
+        if unsafe { libc::pipe(ends.as_mut_ptr()) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
+        for fd in [&read, &write] {
+            set_nonblocking(fd.as_raw_fd())?;
+            // SAFETY: fcntl on a descriptor we own. A child spawned between pipe() and here
+            // could inherit it; it would only hold a wake-up pipe open.
+            if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(Signal { fd: read, write })
+    }
+
     pub fn raw(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 
     /// Makes the descriptor readable (idempotent).
+    #[cfg(target_os = "linux")]
     pub fn set(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a local.
         unsafe { libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
     }
 
+    /// Makes the descriptor readable (idempotent: a full pipe is readable already).
+    #[cfg(not(target_os = "linux"))]
+    pub fn set(&self) {
+        let one = 1u8;
+        // SAFETY: writes 1 byte from a local; EAGAIN (pipe full) is fine.
+        unsafe { libc::write(self.write.as_raw_fd(), (&one as *const u8).cast(), 1) };
+    }
+
     /// Makes the descriptor unreadable again.
+    #[cfg(target_os = "linux")]
     pub fn clear(&self) {
         let mut v: u64 = 0;
         // SAFETY: reads 8 bytes into a local; EAGAIN when already clear is fine.
         unsafe { libc::read(self.fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+    }
+
+    /// Makes the descriptor unreadable again: drains the pipe.
+    #[cfg(not(target_os = "linux"))]
+    pub fn clear(&self) {
+        let mut buf = [0u8; 64];
+        // SAFETY: reads into a local buffer of its length; stops at EAGAIN (empty).
+        while unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
     }
 }
