@@ -7,8 +7,10 @@
 //! where the kernel refuses them the tests fail with bwrap's own message.
 
 #[path = "support/common.rs"]
+#[allow(dead_code)]
 mod common;
 #[path = "support/fake.rs"]
+#[allow(dead_code)]
 mod fake;
 #[path = "support/pi.rs"]
 mod pi;
@@ -34,10 +36,6 @@ impl Dir {
 
     fn path(&self, name: &str) -> PathBuf {
         self.0.join(name)
-    }
-
-    fn s(&self, name: &str) -> String {
-        self.path(name).display().to_string()
     }
 
     /// An executable shell script `name` holding `body`.
