@@ -239,6 +239,37 @@ fn env_crosses_a_far_side_launcher_as_an_env_prefix_and_stays_redacted() {
     assert!(header.contains(&far), "the record names the launcher: {header}");
 }
 
+/// A launcher named `ssh` that does what ssh and sshd do with a command: drop the options and
+/// host, join the words with spaces, and run the line with `sh -c` in a fresh environment.
+/// Detected by its name: the agent's env travels as an `env` prefix and each word is quoted.
+#[test]
+fn an_ssh_like_launcher_gets_shell_quoted_words_and_the_env_it_needs() {
+    let d = Dir::new("ssh");
+    std::fs::create_dir_all(d.path("bin")).unwrap();
+    let ssh = d.script("bin/ssh", "shift 2\nexec env -i PATH=/usr/bin:/bin sh -c \"$*\"");
+    let (argv_file, env_file) = (d.path("argv.json"), d.path("env.json"));
+    let prompt = "it's a \"test\" of $HOME; `true` & * \\ ok";
+    let c = start(json!({
+        "launcher": [ssh, "-T", "somehost"],
+        "executable": FAKE,
+        "system_prompt": prompt,
+        "model": "fake/model with space",
+        "env": {"OMPRPC_FAKE_ARGV_FILE": argv_file.display().to_string(), "OMPRPC_FAKE_ENV_FILE": env_file.display().to_string(),
+                "OMPRPC_FAKE_VERSION": "18.2.0", "SETTING": "a 'quoted' value"},
+    }))
+    .unwrap_or_else(|e| panic!("ssh-like: {e}"));
+    let argv: Value = serde_json::from_str(&std::fs::read_to_string(&argv_file).unwrap()).unwrap();
+    assert_eq!(argv, json!(["--mode", "rpc", "--model", "fake/model with space", "--system-prompt", prompt, "--no-title"]));
+    let env: Value = serde_json::from_str(&std::fs::read_to_string(&env_file).unwrap()).unwrap();
+    assert_eq!(env["SETTING"], "a 'quoted' value");
+    let i = info(&c);
+    assert_eq!(i["agentVersion"], "18.2.0", "the probe crossed the launcher too");
+    let shown = i["argv"].to_string();
+    assert!(!shown.contains("of $HOME") && !shown.contains("quoted") && shown.contains("SETTING=<redacted>"), "{shown}");
+    assert_eq!(assistant_text(&streamed_turn(&c, "hello")), "pong");
+    c.close().unwrap();
+}
+
 #[test]
 fn bwrap_runs_the_agent_and_close_leaves_nothing() {
     let d = Dir::new("bwrap");
@@ -270,6 +301,35 @@ fn bwrap_runs_the_agent_and_close_leaves_nothing() {
     let first = std::fs::read_to_string(&beat).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(std::fs::read_to_string(&beat).unwrap(), first, "the grandchild kept running");
+}
+
+/// `bwrap --new-session` moves the sandbox into a session (and process group) of its own, out of
+/// reach of the group signals; with `--die-with-parent` and its own pid namespace the sandbox
+/// still dies with bwrap, which is ours.
+#[test]
+fn bwrap_in_a_new_session_still_ends_with_die_with_parent() {
+    let d = Dir::new("bwrap-session");
+    let gc = d.path("gc");
+    let c = start(json!({
+        "launcher": bwrap(&["--new-session", "--die-with-parent"]),
+        "command": [FAKE, "--scenario", "grandchild"],
+        "env": {"OMPRPC_FAKE_GRANDCHILD": gc.display().to_string()},
+    }))
+    .unwrap_or_else(|e| panic!("bwrap: {e}"));
+    let beat = gc.with_extension("beat");
+    let until = Instant::now() + Duration::from_secs(10);
+    while !beat.exists() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(beat.exists(), "the agent's grandchild never started");
+    let pid = info(&c)["pid"].as_i64().unwrap();
+    c.close().unwrap();
+    assert_eq!(group_gone(pid), Vec::<i64>::new());
+    // Beats every 20 ms while alive: give a dying one a moment, then it must stand still.
+    std::thread::sleep(Duration::from_millis(200));
+    let first = std::fs::read_to_string(&beat).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(std::fs::read_to_string(&beat).unwrap(), first, "the sandboxed grandchild kept running");
 }
 
 #[test]
