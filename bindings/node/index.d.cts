@@ -448,6 +448,8 @@ export interface BashResult {
 export interface ClientInfo {
   pid: number;
   argv: string[];
+  /** The argv prefix the agent runs behind (`null` without one); `argv` includes it. */
+  launcher: string[] | null;
   flavor: 'omp' | 'pi';
   protocolVersion: number;
   ready: unknown;
