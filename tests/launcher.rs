@@ -14,6 +14,9 @@ mod common;
 mod fake;
 #[path = "support/pi.rs"]
 mod pi;
+#[path = "support/omp.rs"]
+#[allow(dead_code)]
+mod omp;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -414,6 +417,37 @@ fn real_pi_behind_bwrap_calls_a_bridged_host_tool() {
         let t = s.spawn(|| c.prompt_and_wait("add numbers", None, secs(120)));
         let call = common::wait_event(&c, "host_tool_call", |e| e["type"] == "host_tool_call");
         assert_eq!((call["toolName"].as_str(), call["bridged"].as_bool()), (Some("host_add"), Some(true)));
+        c.host_tool_result(call["id"].as_str().unwrap(), json!("5"), false).unwrap();
+        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("turn: {e}\nstderr: {}", c.stderr()))).unwrap();
+        assert_eq!(turn["assistantText"], "sum is 5");
+    });
+    let pid = i["pid"].as_i64().unwrap();
+    c.close().unwrap();
+    assert_eq!(group_gone(pid), Vec::<i64>::new());
+}
+
+/// The real omp behind unshare (its own user, pid and mount namespaces; the same network, where
+/// the fake LLM listens): the probe through the launcher, a native host tool, nothing left
+/// after close. Runs with `OMPRPC_REAL_OMP=1` (make test-omp), like tests/real_omp.rs.
+#[test]
+fn real_omp_behind_unshare_calls_a_host_tool() {
+    let script = json!([{"match": "add numbers", "replies": [
+        {"tool_call": {"name": "host_add", "arguments": {"a": 2, "b": 3}}},
+        {"text": "sum is {{last_tool_result}}"}]}]);
+    let Some(env) = omp::OmpEnv::new("launcher_unshare", script) else { return };
+    let tools = json!([{"name": "host_add", "description": "Add two numbers", "loadMode": "essential", "parameters": {
+        "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}]);
+    let mut opts = env.options(&[]);
+    opts["launcher"] = json!(["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc"]);
+    opts["host_tools"] = tools;
+    opts.as_object_mut().unwrap().remove("flavor");
+    let c = common::start_with("omp", opts, json!({}));
+    let i = info(&c);
+    assert_eq!((i["flavor"].as_str(), i["agentVersion"].as_str()), (Some("omp"), Some(omp::omp_version().as_str())));
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("add numbers", None, secs(120)));
+        let call = common::wait_event(&c, "host_tool_call", |e| e["type"] == "host_tool_call");
+        assert_eq!(call["toolName"], "host_add");
         c.host_tool_result(call["id"].as_str().unwrap(), json!("5"), false).unwrap();
         let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("turn: {e}\nstderr: {}", c.stderr()))).unwrap();
         assert_eq!(turn["assistantText"], "sum is 5");
