@@ -394,29 +394,34 @@ fn a_missing_or_failing_launcher_is_a_clear_error_not_a_hang() {
     assert!(e.message.contains("system_prompt_via_file"), "{}", e.message);
 }
 
-/// The real pi behind bwrap (own pid namespace, same filesystem): a turn with its bridged host
-/// tool, whose Unix socket the sandbox still reaches; nothing left after close.
-#[test]
-fn real_pi_behind_bwrap_calls_a_bridged_host_tool() {
-    let script = json!([{"match": "add numbers", "replies": [
+/// The fake LLM's script of both real-agent cases: the model calls `host_add`, then answers.
+fn add_numbers_script() -> Value {
+    json!([{"match": "add numbers", "replies": [
         {"tool_call": {"name": "host_add", "arguments": {"a": 2, "b": 3}}},
-        {"text": "sum is {{last_tool_result}}"}]}]);
-    let Some(env) = pi::PiEnv::new("launcher_bwrap", script) else { return };
-    let tools = json!([{"name": "host_add", "description": "Add two numbers", "parameters": {
-        "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}]);
-    let mut opts = env.options(&[]);
-    opts["launcher"] = json!(bwrap(&["--die-with-parent"]));
-    opts["host_tools"] = tools;
-    // The probe too runs inside the sandbox.
+        {"text": "sum is {{last_tool_result}}"}]}])
+}
+
+/// Starts a real `agent` from its suite's options behind `launcher`, with the host tool
+/// `host_add` (plus `tool_extra`), flavour and version left to the probe through the launcher;
+/// answers the tool call (`bridged`: it came through the tool bridge) and checks the answer,
+/// then that nothing of the launcher's group is left after close.
+fn add_numbers_behind(agent: &str, mut opts: Value, launcher: Value, tool_extra: Value, version: &str, bridged: bool) {
+    let mut tool = json!({"name": "host_add", "description": "Add two numbers", "parameters": {
+        "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}});
+    for (k, v) in tool_extra.as_object().unwrap() {
+        tool[k] = v.clone();
+    }
+    opts["launcher"] = launcher;
+    opts["host_tools"] = json!([tool]);
     opts.as_object_mut().unwrap().remove("flavor");
-    let c = common::start_with("pi", opts, json!({}));
+    let c = common::start_with(agent, opts, json!({}));
     let i = info(&c);
-    assert_eq!((i["flavor"].as_str(), i["agentVersion"].as_str()), (Some("pi"), Some(pi::pi_version().as_str())));
-    assert_eq!(i["bridgeLoaded"], true);
+    assert_eq!((i["flavor"].as_str(), i["agentVersion"].as_str()), (Some(agent), Some(version)));
+    assert_eq!(i["bridgeLoaded"], bridged);
     std::thread::scope(|s| {
         let t = s.spawn(|| c.prompt_and_wait("add numbers", None, secs(120)));
         let call = common::wait_event(&c, "host_tool_call", |e| e["type"] == "host_tool_call");
-        assert_eq!((call["toolName"].as_str(), call["bridged"].as_bool()), (Some("host_add"), Some(true)));
+        assert_eq!((call["toolName"].as_str(), call["bridged"].as_bool().unwrap_or(false)), (Some("host_add"), bridged));
         c.host_tool_result(call["id"].as_str().unwrap(), json!("5"), false).unwrap();
         let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("turn: {e}\nstderr: {}", c.stderr()))).unwrap();
         assert_eq!(turn["assistantText"], "sum is 5");
@@ -426,33 +431,21 @@ fn real_pi_behind_bwrap_calls_a_bridged_host_tool() {
     assert_eq!(group_gone(pid), Vec::<i64>::new());
 }
 
+/// The real pi behind bwrap (own pid namespace, same filesystem): a turn with its bridged host
+/// tool, whose Unix socket the sandbox still reaches; nothing left after close.
+#[test]
+fn real_pi_behind_bwrap_calls_a_bridged_host_tool() {
+    let Some(env) = pi::PiEnv::new("launcher_bwrap", add_numbers_script()) else { return };
+    add_numbers_behind("pi", env.options(&[]), json!(bwrap(&["--die-with-parent"])), json!({}), &pi::pi_version(), true);
+}
+
 /// The real omp behind unshare (its own user, pid and mount namespaces; the same network, where
 /// the fake LLM listens): the probe through the launcher, a native host tool, nothing left
 /// after close. Runs with `OMPRPC_REAL_OMP=1` (make test-omp), like tests/real_omp.rs.
 #[test]
 fn real_omp_behind_unshare_calls_a_host_tool() {
-    let script = json!([{"match": "add numbers", "replies": [
-        {"tool_call": {"name": "host_add", "arguments": {"a": 2, "b": 3}}},
-        {"text": "sum is {{last_tool_result}}"}]}]);
-    let Some(env) = omp::OmpEnv::new("launcher_unshare", script) else { return };
-    let tools = json!([{"name": "host_add", "description": "Add two numbers", "loadMode": "essential", "parameters": {
-        "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}]);
-    let mut opts = env.options(&[]);
-    opts["launcher"] = json!(["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc"]);
-    opts["host_tools"] = tools;
-    opts.as_object_mut().unwrap().remove("flavor");
-    let c = common::start_with("omp", opts, json!({}));
-    let i = info(&c);
-    assert_eq!((i["flavor"].as_str(), i["agentVersion"].as_str()), (Some("omp"), Some(omp::omp_version().as_str())));
-    std::thread::scope(|s| {
-        let t = s.spawn(|| c.prompt_and_wait("add numbers", None, secs(120)));
-        let call = common::wait_event(&c, "host_tool_call", |e| e["type"] == "host_tool_call");
-        assert_eq!(call["toolName"], "host_add");
-        c.host_tool_result(call["id"].as_str().unwrap(), json!("5"), false).unwrap();
-        let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("turn: {e}\nstderr: {}", c.stderr()))).unwrap();
-        assert_eq!(turn["assistantText"], "sum is 5");
-    });
-    let pid = i["pid"].as_i64().unwrap();
-    c.close().unwrap();
-    assert_eq!(group_gone(pid), Vec::<i64>::new());
+    let Some(env) = omp::OmpEnv::new("launcher_unshare", add_numbers_script()) else { return };
+    let launcher = json!(["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc"]);
+    // omp offers a host tool to the model directly only with loadMode "essential" (docs/agents.md).
+    add_numbers_behind("omp", env.options(&[]), launcher, json!({"loadMode": "essential"}), &omp::omp_version(), false);
 }
