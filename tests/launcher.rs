@@ -15,7 +15,6 @@ mod fake;
 #[path = "support/pi.rs"]
 mod pi;
 #[path = "support/omp.rs"]
-#[allow(dead_code)]
 mod omp;
 
 use std::os::unix::fs::PermissionsExt;
