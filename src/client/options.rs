@@ -338,12 +338,14 @@ impl Options {
             Some(Value::String(s)) if s == "allowlist" => false,
             Some(_) => return Err(wrong("inherit_env", "true, false or \"allowlist\"")),
         };
-        let mut env: Vec<(String, String)> = if o.get("inherit_env").and_then(Value::as_str) == Some("allowlist") {
-            crate::env::build(None, &passthrough).into_iter().collect()
+        // What the host asked the agent to get by name (all a far-side launcher carries over).
+        let named: Vec<(String, String)> =
+            passthrough.iter().filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v))).chain(explicit.iter().cloned()).collect();
+        let env: Vec<(String, String)> = if o.get("inherit_env").and_then(Value::as_str) == Some("allowlist") {
+            crate::env::build(None, &passthrough).into_iter().chain(explicit).collect()
         } else {
-            passthrough.iter().filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v))).collect()
+            named.clone()
         };
-        env.extend(explicit);
         let handshake = match o.str("handshake")? {
             None => {
                 if flavor == Flavor::Pi {
@@ -368,11 +370,11 @@ impl Options {
             Some(_) => return Err(wrong("host_uri_schemes", "an array")),
         };
         let cwd = o.str("cwd")?;
-        let launcher = Launcher::parse(&o, &env, cwd)?;
+        let launcher = Launcher::parse(&o, &named, cwd)?;
         let far_side = launcher.as_ref().is_some_and(|l| l.env == LauncherEnv::Command);
         if far_side && o.bool("system_prompt_via_file")? == Some(true) {
-            // The files would be written here, and the agent on the far side given paths it
-            // cannot open: it would take each path for the prompt text itself.
+            // The files would be written here, and the agent on the far side given paths to
+            // files it cannot open: its system prompt would be lost.
             return Err(Error::invalid(
                 "option \"system_prompt_via_file\" writes files on this machine, which an agent behind a launcher \
                  with launcher_env \"command\" (ssh, docker, kubectl …) cannot read; leave it off there",
@@ -507,6 +509,19 @@ mod tests {
         assert!(opts(json!({"env": {"A": 1}})).is_err());
         assert!(opts(json!({"no_such": 1})).unwrap_err().message.contains("no_such"));
         assert!(opts(json!({"handshake": "maybe"})).is_err());
+    }
+
+    #[test]
+    fn a_far_side_launcher_carries_only_the_env_named_by_the_host() {
+        let o = opts(json!({"launcher": ["ssh", "h"], "inherit_env": "allowlist", "env_passthrough": ["PATH"], "env": {"A": "1"}})).unwrap();
+        let far: Vec<&str> = o.launcher.as_ref().unwrap().far_env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(far, ["PATH", "A"]);
+        assert!(o.spawn.env.iter().any(|(k, _)| k == "PATH"), "the local launcher still gets the allow-list");
+        let o = opts(json!({"launcher": ["bwrap"], "env": {"A": "1"}, "cwd": "/w"})).unwrap();
+        assert!(o.launcher.as_ref().unwrap().far_env.is_empty());
+        assert_eq!(o.spawn.cwd, Some(PathBuf::from("/w")), "a launcher on this machine starts in cwd");
+        let o = opts(json!({"launcher": ["docker", "exec", "-i", "c"], "cwd": "/w"})).unwrap();
+        assert_eq!((o.spawn.cwd, o.launcher.unwrap().far_cwd.as_deref()), (None, Some("/w")), "cwd is the far side's");
     }
 
     #[test]
