@@ -5,7 +5,6 @@ the launcher's process group. What close means through each launcher: docs/launc
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -65,8 +64,8 @@ def test_a_wrapper_launcher_runs_the_agent_and_its_host_tool(make_client, tmp_pa
     assert wait_group_gone(pid) == []
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap (Debian package bubblewrap) is installed by .ci/run")
 def test_bwrap_launcher(make_client) -> None:
+    # bwrap: the Debian package bubblewrap, which .ci/run installs.
     client = make_client(launcher=["bwrap", "--dev-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--"])
     assert client.prompt_and_wait("hello", timeout=10).require_assistant_text() == "pong"
     pid = client.info()["pid"]
