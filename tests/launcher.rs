@@ -1,10 +1,11 @@
-//! The `launcher` start option: the agent runs behind an argv prefix (a wrapper script, bwrap,
-//! unshare; ssh, docker and kubectl by the same rules). Real processes: the fake agent behind
-//! a recording wrapper script, `bwrap` (Debian package bubblewrap) and `unshare` (util-linux),
-//! and the real pi behind bwrap with its bridged host tool (tests/support/pi.rs).
+//! The `launcher` start option (docs/launcher.md): the agent runs behind an argv prefix. Real
+//! processes: the fake agent behind a recording wrapper script, an ssh-like script (words
+//! joined and run by `sh -c` in an empty environment), `bwrap` (Debian package bubblewrap) and
+//! `unshare` (util-linux); the real pi behind bwrap with its bridged host tool
+//! (tests/support/pi.rs), and the real omp behind unshare under `OMPRPC_REAL_OMP=1`.
 //!
 //! Run: `cargo test --test launcher`. The sandboxes need unprivileged user namespaces or root;
-//! where the kernel refuses them the tests fail with bwrap's own message.
+//! where the kernel refuses them the tests fail with bwrap's or unshare's own message.
 
 #[path = "support/common.rs"]
 #[allow(dead_code)]
