@@ -354,7 +354,8 @@ test-pi-oldest:
 # only print a hint). It also holds src/protocol/table.json against omp's own declarations.
 .PHONY: test-omp
 test-omp:
-	$(if $(SKIP_REAL),@echo "test-omp: skipped (OMPRPC_SKIP_REAL_AGENTS=1)",OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test real_omp --test protocol_table)
+	$(if $(SKIP_REAL),@echo "test-omp: skipped (OMPRPC_SKIP_REAL_AGENTS=1)",OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test real_omp --test protocol_table \
+	  && OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test launcher real_omp)
 
 # The real agents for the C, Python, Go and Node suites: the installs cargo-test (pi) and
 # test-omp (omp) made, at the cache paths tests/support/pi.rs and omp.rs use, and the fake

@@ -196,7 +196,8 @@ void omprpc_string_free(char *s);
 
 /**
  * The argv `omprpc_client_start` would spawn for `options_json`, as a JSON array, exactly
- * (system prompts included: `omprpc_client_info` shows the redacted form). Starts nothing.
+ * (behind the `launcher` when there is one; system prompts included: `omprpc_client_info`
+ * shows the redacted form). Starts nothing.
  * Ownership: the caller frees `*out_argv_json` with `omprpc_string_free`. Threads: any
  * thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
  */

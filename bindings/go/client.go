@@ -710,7 +710,8 @@ func (c *Client) ProtocolErrors() ([]json.RawMessage, error) {
 // Info describes the client (omprpc_client_info).
 type Info struct {
 	PID             int             `json:"pid"`
-	Argv            []string        `json:"argv"` // redacted
+	Argv            []string        `json:"argv"`     // redacted
+	Launcher        []string        `json:"launcher"` // the argv prefix the agent runs behind (nil without one)
 	Flavor          string          `json:"flavor"`
 	ProtocolVersion int             `json:"protocolVersion"`
 	Ready           json.RawMessage `json:"ready"`

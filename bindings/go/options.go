@@ -41,6 +41,16 @@ type Options struct {
 	// SystemPromptViaFile hands system prompts to the agent as files, not in its argv.
 	SystemPromptViaFile bool   `json:"system_prompt_via_file,omitempty"`
 	Handshake           string `json:"handshake,omitempty"` // "ready", "probe" or "none"
+	// Launcher is an argv prefix the agent runs behind: a sandbox (bwrap, unshare, ip netns
+	// exec) or another host (ssh -T host, docker exec -i ctr, kubectl exec -i pod --). What
+	// close means through each: docs/launcher.md.
+	Launcher []string `json:"launcher,omitempty"`
+	// LauncherEnv: "auto", "process" (the launcher hands its environment on) or "command" (Env
+	// and Cwd travel as an `env -C DIR NAME=VALUE …` prefix; the default for ssh, docker,
+	// podman, kubectl, sudo).
+	LauncherEnv string `json:"launcher_env,omitempty"`
+	// LauncherShell quotes each word for the far side's shell (default: on for ssh only).
+	LauncherShell *bool `json:"launcher_shell,omitempty"`
 	// RecordPath records every frame, both directions, to this JSONL file (created 0600; it
 	// holds prompts and tool output). `omprpc-fake-agent --replay FILE` plays it back.
 	RecordPath string `json:"record_path,omitempty"`

@@ -202,6 +202,17 @@ export interface StartOptions {
   envPassthrough?: string[];
   system_prompt_via_file?: boolean;
   systemPromptViaFile?: boolean;
+  /** An argv prefix the agent runs behind: a sandbox (`bwrap`, `unshare`, `ip netns exec`)
+   * or another host (`ssh -T host`, `docker exec -i ctr`, `kubectl exec -i pod --`);
+   * docs/launcher.md says what close means through each. */
+  launcher?: string[];
+  /** `"process"`: the launcher hands its environment on; `"command"`: `env` and `cwd` travel
+   * as an `env -C DIR NAME=VALUE …` prefix (the default for ssh, docker, podman, kubectl, sudo). */
+  launcher_env?: 'auto' | 'process' | 'command';
+  launcherEnv?: 'auto' | 'process' | 'command';
+  /** Quote each word for the far side's shell (default: on for ssh only). */
+  launcher_shell?: boolean;
+  launcherShell?: boolean;
   /** Records every frame, both directions, to this JSONL file (0600; it holds prompts and
    * tool output); `omprpc-fake-agent --replay FILE` plays it back. */
   record_path?: string;
@@ -437,6 +448,8 @@ export interface BashResult {
 export interface ClientInfo {
   pid: number;
   argv: string[];
+  /** The argv prefix the agent runs behind (`null` without one); `argv` includes it. */
+  launcher: string[] | null;
   flavor: 'omp' | 'pi';
   protocolVersion: number;
   ready: unknown;

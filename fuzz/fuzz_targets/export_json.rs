@@ -85,7 +85,7 @@ fuzz_target!(|input: &[u8]| {
                     // The same options through the Rust path agree.
                     let map = parse_object(text.unwrap()).unwrap();
                     let o = Options::from_map(&map).expect("build_argv accepted these options");
-                    assert_eq!(Value::from(o.spawn.argv), v);
+                    assert_eq!(Value::from(o.launch_spec().argv), v);
                 }
                 if text.is_none() {
                     assert_eq!(st, Status::InvalidUtf8);

@@ -584,6 +584,8 @@ impl Client {
         json!({
             "pid": s.process.pid(),
             "argv": s.argv_shown,
+            // The argv prefix the agent runs through (null without one); `argv` includes it.
+            "launcher": s.opts.launcher.as_ref().map(|l| crate::protocol::argv::redact(&l.argv)),
             "flavor": s.flavor.name(),
             "agentVersion": s.opts.agent_version.as_ref().map(|v| v.to_string()),
             "bridgeLoaded": st.bridge_hello.is_some(),

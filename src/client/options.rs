@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::bridge::{Gate, Plan, Rules, Transport};
 use crate::error::{Error, Result};
-use crate::protocol::argv::{self, Flavor};
+use crate::protocol::argv::{self, Flavor, Launcher, LauncherEnv};
 use crate::protocol::version::{self, Probed, Version};
 use crate::transport::process::SpawnSpec;
 
@@ -25,6 +25,8 @@ const KNOWN: &[&str] = &[
     "log_level", "log_queue_capacity",
     "record_path", "activity_probe_ms", "agent_version", "approval_mode", "queue_responses", "prompt_complete_events",
     "fault_panic",
+    // The launcher: an argv prefix the agent runs through (protocol::argv::Launcher).
+    "launcher", "launcher_env", "launcher_shell",
 ];
 
 /// The library threads a debug build can be told to panic in (`fault_panic`, a test hook).
@@ -151,6 +153,8 @@ pub struct Options {
     /// Collect log records at this level and above for `next_logs` (None: off).
     pub log_level: Option<crate::observe::Level>,
     pub log_queue_capacity: usize,
+    /// The argv prefix the agent runs through (`launcher`); `spawn` stays the agent's own.
+    pub launcher: Option<Launcher>,
 }
 
 /// `tool_policy`: `{"mode":"host"|"rules","allow":[…],"block":{name:reason},"default":"allow"|"block",
@@ -334,12 +338,14 @@ impl Options {
             Some(Value::String(s)) if s == "allowlist" => false,
             Some(_) => return Err(wrong("inherit_env", "true, false or \"allowlist\"")),
         };
-        let mut env: Vec<(String, String)> = if o.get("inherit_env").and_then(Value::as_str) == Some("allowlist") {
-            crate::env::build(None, &passthrough).into_iter().collect()
+        // What the host asked the agent to get by name (all a far-side launcher carries over).
+        let named: Vec<(String, String)> =
+            passthrough.iter().filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v))).chain(explicit.iter().cloned()).collect();
+        let env: Vec<(String, String)> = if o.get("inherit_env").and_then(Value::as_str) == Some("allowlist") {
+            crate::env::build(None, &passthrough).into_iter().chain(explicit).collect()
         } else {
-            passthrough.iter().filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v))).collect()
+            named.clone()
         };
-        env.extend(explicit);
         let handshake = match o.str("handshake")? {
             None => {
                 if flavor == Flavor::Pi {
@@ -363,11 +369,24 @@ impl Options {
             Some(v @ Value::Array(_)) => Some(v.clone()),
             Some(_) => return Err(wrong("host_uri_schemes", "an array")),
         };
-        let spawn = SpawnSpec { argv, cwd: o.str("cwd")?.map(PathBuf::from), env, inherit_env: inherit_all };
-        let version_probe = probe_due
-            .then(|| version::launcher(&spawn.argv))
-            .flatten()
-            .map(|launcher| SpawnSpec { argv: launcher.to_vec(), ..spawn.clone() });
+        let cwd = o.str("cwd")?;
+        let launcher = Launcher::parse(&o, &named, cwd)?;
+        let far_side = launcher.as_ref().is_some_and(|l| l.env == LauncherEnv::Command);
+        if far_side && o.bool("system_prompt_via_file")? == Some(true) {
+            // The files would be written here, and the agent on the far side given paths to
+            // files it cannot open: its system prompt would be lost.
+            return Err(Error::invalid(
+                "option \"system_prompt_via_file\" writes files on this machine, which an agent behind a launcher \
+                 with launcher_env \"command\" (ssh, docker, kubectl …) cannot read; leave it off there",
+            ));
+        }
+        // Through a far-side launcher `cwd` is the agent's (`env -C`), not the launcher's.
+        let spawn = SpawnSpec { argv, cwd: cwd.filter(|_| !far_side).map(PathBuf::from), env, inherit_env: inherit_all };
+        // The probe runs the agent's own words through the launcher: the agent is on its far side.
+        let version_probe = probe_due.then(|| version::launcher(&spawn.argv)).flatten().map(|words| SpawnSpec {
+            argv: launcher.as_ref().map_or_else(|| words.to_vec(), |l| l.wrap(words)),
+            ..spawn.clone()
+        });
         Ok(Options {
             agent_version,
             version_probe,
@@ -425,7 +444,25 @@ impl Options {
                 Some(l) => crate::observe::Level::parse(l).map_err(|e| Error::invalid(format!("option \"log_level\": {e}")))?,
             },
             log_queue_capacity: o.bound("log_queue_capacity", Some(crate::observe::DEFAULT_LOG_CAPACITY))?.unwrap_or(usize::MAX),
+            launcher,
         })
+    }
+
+    /// What to spawn: the agent's spec, its argv behind the launcher when there is one.
+    pub fn launch_spec(&self) -> SpawnSpec {
+        match &self.launcher {
+            None => self.spawn.clone(),
+            Some(l) => SpawnSpec { argv: l.wrap(&self.spawn.argv), ..self.spawn.clone() },
+        }
+    }
+
+    /// `launch_spec`'s argv as logs, records and `info` show it (system prompts and the
+    /// launcher's `env` values redacted).
+    pub fn launch_shown(&self) -> Vec<String> {
+        match &self.launcher {
+            None => argv::redact(&self.spawn.argv),
+            Some(l) => l.wrap_shown(&self.spawn.argv),
+        }
     }
 }
 
@@ -472,6 +509,19 @@ mod tests {
         assert!(opts(json!({"env": {"A": 1}})).is_err());
         assert!(opts(json!({"no_such": 1})).unwrap_err().message.contains("no_such"));
         assert!(opts(json!({"handshake": "maybe"})).is_err());
+    }
+
+    #[test]
+    fn a_far_side_launcher_carries_only_the_env_named_by_the_host() {
+        let o = opts(json!({"launcher": ["ssh", "h"], "inherit_env": "allowlist", "env_passthrough": ["PATH"], "env": {"A": "1"}})).unwrap();
+        let far: Vec<&str> = o.launcher.as_ref().unwrap().far_env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(far, ["PATH", "A"]);
+        assert!(o.spawn.env.iter().any(|(k, _)| k == "PATH"), "the local launcher still gets the allow-list");
+        let o = opts(json!({"launcher": ["bwrap"], "env": {"A": "1"}, "cwd": "/w"})).unwrap();
+        assert!(o.launcher.as_ref().unwrap().far_env.is_empty());
+        assert_eq!(o.spawn.cwd, Some(PathBuf::from("/w")), "a launcher on this machine starts in cwd");
+        let o = opts(json!({"launcher": ["docker", "exec", "-i", "c"], "cwd": "/w"})).unwrap();
+        assert_eq!((o.spawn.cwd, o.launcher.unwrap().far_cwd.as_deref()), (None, Some("/w")), "cwd is the far side's");
     }
 
     #[test]

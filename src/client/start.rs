@@ -48,12 +48,17 @@ impl Client {
         // The version, once per executable: the argv is built for it, and an unsupported one
         // fails here, before the agent runs.
         if let Some(probe) = opts.version_probe.take() {
+            // As logged: the agent's words (behind the launcher, its env values hidden).
+            let probe_shown = {
+                let words = crate::protocol::version::launcher(&opts.spawn.argv).unwrap_or_default();
+                opts.launcher.as_ref().map_or_else(|| argv::redact(words), |l| l.wrap_shown(words))
+            };
             let timeout = opts.startup_timeout.unwrap_or(Duration::from_secs(30));
             match crate::protocol::version::probe(&probe, timeout) {
                 // Logged with the spawn record below.
                 Ok(Some(probed)) => opts = Options::from_map_at(&map, Some(probed)).map_err(|e| failed(e, "agent version"))?,
-                Ok(None) => log.log(Level::Warn, "start", "the agent's --version named no version; argv for the newest", json!({"argv": argv::redact(&probe.argv)})),
-                Err(e) => log.log(Level::Warn, "start", "the agent's --version failed; argv for the newest", json!({"argv": argv::redact(&probe.argv), "error": e})),
+                Ok(None) => log.log(Level::Warn, "start", "the agent's --version named no version; argv for the newest", json!({"argv": probe_shown})),
+                Err(e) => log.log(Level::Warn, "start", "the agent's --version failed; argv for the newest", json!({"argv": probe_shown, "error": e})),
             }
         }
         if let Some(v) = opts.agent_version {
@@ -93,7 +98,7 @@ impl Client {
         } else {
             crate::env::RemoveDir(None)
         };
-        let argv_shown = argv::redact(&opts.spawn.argv);
+        let argv_shown = opts.launch_shown();
         // Opened before the agent exists, so a bad path fails start with nothing to tear down.
         let recorder = match &opts.record_path {
             None => None,
@@ -107,7 +112,10 @@ impl Client {
         let closing = Signal::new().map_err(io)?;
         let reader_stop = Signal::new().map_err(io)?;
         let events = EventQueue::new(opts.event_queue_capacity, opts.event_queue_max_bytes).map_err(io)?;
-        let spawned = process::spawn(&opts.spawn).map_err(|e| Error::new(Status::Io, e.to_string()));
+        let spawned = process::spawn(&opts.launch_spec()).map_err(|e| match &opts.launcher {
+            Some(l) => Error::new(Status::Io, format!("starting the agent through its launcher {:?}: {e}", argv::redact(&l.argv))),
+            None => Error::new(Status::Io, e.to_string()),
+        });
         if let Err(e) = &spawned {
             log.log(Level::Error, "spawn", "spawning the agent failed", json!({"argv": argv_shown, "error": e.message}));
         }

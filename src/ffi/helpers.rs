@@ -14,7 +14,8 @@ use super::strings::{give, opt_text, text};
 use super::{boundary, out};
 
 /// The argv `omprpc_client_start` would spawn for `options_json`, as a JSON array, exactly
-/// (system prompts included: `omprpc_client_info` shows the redacted form). Starts nothing.
+/// (behind the `launcher` when there is one; system prompts included: `omprpc_client_info`
+/// shows the redacted form). Starts nothing.
 /// Ownership: the caller frees `*out_argv_json` with `omprpc_string_free`. Threads: any
 /// thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
 #[no_mangle]
@@ -23,7 +24,7 @@ pub unsafe extern "C" fn omprpc_build_argv(options_json: *const c_char, out_argv
         let slot = out(out_argv_json, "out_argv_json")?;
         let map = options::parse_object(text(options_json, "options_json")?)?;
         let opts = Options::from_map(&map)?;
-        *slot = give(Value::from(opts.spawn.argv).to_string());
+        *slot = give(Value::from(opts.launch_spec().argv).to_string());
         Ok(())
     })
 }

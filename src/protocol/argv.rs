@@ -207,6 +207,134 @@ pub fn redact(argv: &[String]) -> Vec<String> {
     out
 }
 
+// --- launcher: an argv prefix the agent runs through (sandbox, container, other host) ---------
+
+/// How the agent's environment crosses a launcher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LauncherEnv {
+    /// Set on the launcher process, which hands its environment on (bwrap, unshare,
+    /// `ip netns exec`, a wrapper script that execs the rest).
+    Process,
+    /// Written as an `env NAME=VALUE …` prefix after the launcher, for a far side that does
+    /// not inherit the launcher's environment (ssh, docker/podman/kubectl exec, sudo).
+    Command,
+}
+
+/// Launchers whose far side does not see the launcher's environment: detected by program name
+/// for `launcher_env: "auto"`.
+const FAR_ENV_LAUNCHERS: [&str; 8] = ["ssh", "docker", "podman", "nerdctl", "kubectl", "oc", "sudo", "doas"];
+
+/// An argv prefix placed before the agent's own argv. The agent's argv (and with it flavour
+/// detection, the version probe's words and redaction) stays the agent's own; the prefix is
+/// added only where a process is spawned and where the command line is shown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launcher {
+    pub argv: Vec<String>,
+    pub env: LauncherEnv,
+    /// The words after the launcher are joined by the far side into one shell command line
+    /// (ssh does): each is quoted for a POSIX shell so it arrives as one word.
+    pub shell: bool,
+    /// `LauncherEnv::Command`: what the `env` prefix sets (the `env` option and the
+    /// `env_passthrough` names: what the host asked the agent to get by name).
+    pub far_env: Vec<(String, String)>,
+    /// `LauncherEnv::Command`: the `cwd` option, applied on the far side with `env -C`.
+    pub far_cwd: Option<String>,
+}
+
+impl Launcher {
+    /// The `launcher`, `launcher_env` and `launcher_shell` options; `env` and `cwd` are the
+    /// agent's (only the `Command` form carries them in argv). None without `launcher`.
+    pub fn parse(o: &Opts, env: &[(String, String)], cwd: Option<&str>) -> Result<Option<Launcher>> {
+        let argv = match o.get("launcher") {
+            None => {
+                for k in ["launcher_env", "launcher_shell"] {
+                    if o.get(k).is_some() {
+                        return Err(Error::invalid(format!("option \"{k}\" needs the \"launcher\" option")));
+                    }
+                }
+                return Ok(None);
+            }
+            Some(v) => v
+                .as_array()
+                .filter(|a| !a.is_empty())
+                .and_then(|a| a.iter().map(|w| w.as_str().filter(|s| !s.is_empty()).map(str::to_string)).collect::<Option<Vec<_>>>())
+                .ok_or_else(|| {
+                    Error::invalid(format!(
+                        "option \"launcher\" must be a non-empty array of non-empty strings (an argv prefix such as \
+                         [\"bwrap\", \"--dev-bind\", \"/\", \"/\", \"--\"] or [\"ssh\", \"-T\", \"host\"]), not {v}"
+                    ))
+                })?,
+        };
+        let program = basename(&argv[0]).to_string();
+        let far = FAR_ENV_LAUNCHERS.contains(&program.as_str());
+        let env_mode = match o.str("launcher_env")? {
+            None | Some("auto") if far => LauncherEnv::Command,
+            None | Some("auto") | Some("process") => LauncherEnv::Process,
+            Some("command") => LauncherEnv::Command,
+            Some(_) => return Err(Error::invalid("option \"launcher_env\" must be \"auto\", \"process\" or \"command\"")),
+        };
+        let (far_env, far_cwd) = if env_mode == LauncherEnv::Command {
+            // `env` reads NAME=VALUE words up to the first that is not one: a name that is not
+            // a plain identifier would end the list early or be read as the program.
+            if let Some((bad, _)) = env.iter().find(|(k, _)| !is_env_name(k)) {
+                return Err(Error::invalid(format!(
+                    "environment name {bad:?} cannot be passed through the launcher as `env NAME=VALUE` (launcher_env \
+                     \"command\"): a name must be letters, digits and underscores, not starting with a digit"
+                )));
+            }
+            (env.to_vec(), cwd.map(str::to_string))
+        } else {
+            (Vec::new(), None)
+        };
+        let shell = o.bool("launcher_shell")?.unwrap_or(program == "ssh");
+        Ok(Some(Launcher { argv, env: env_mode, shell, far_env, far_cwd }))
+    }
+
+    /// The argv to run: the launcher, then (`Command`) `env [-C DIR] NAME=VALUE…`, then `agent`.
+    pub fn wrap(&self, agent: &[String]) -> Vec<String> {
+        self.compose(agent, false)
+    }
+
+    /// `wrap` as shown in logs, records and `info`: system prompts redacted (`redact`) and
+    /// every value of the `env` prefix hidden.
+    pub fn wrap_shown(&self, agent: &[String]) -> Vec<String> {
+        let mut out = redact(&self.argv);
+        out.extend(self.compose(&redact(agent), true).split_off(self.argv.len()));
+        out
+    }
+
+    fn compose(&self, agent: &[String], hide_env: bool) -> Vec<String> {
+        let mut inner: Vec<String> = Vec::new();
+        if self.env == LauncherEnv::Command && (!self.far_env.is_empty() || self.far_cwd.is_some()) {
+            inner.push("env".into());
+            if let Some(dir) = &self.far_cwd {
+                inner.extend(["-C".to_string(), dir.clone()]);
+            }
+            inner.extend(self.far_env.iter().map(|(k, v)| format!("{k}={}", if hide_env { REDACTED } else { v })));
+        }
+        inner.extend(agent.iter().cloned());
+        let mut out = self.argv.clone();
+        out.extend(inner.into_iter().map(|w| if self.shell { shell_quote(&w) } else { w }));
+        out
+    }
+}
+
+fn is_env_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|b| b == b'_' || b.is_ascii_alphabetic()) && bytes.all(|b| b == b'_' || b.is_ascii_alphanumeric())
+}
+
+/// One word for a POSIX shell: as is when it holds only characters no shell treats specially,
+/// else single-quoted (a `'` inside becomes `'\''`).
+pub fn shell_quote(word: &str) -> String {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b);
+    if !word.is_empty() && word.bytes().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,6 +416,66 @@ mod tests {
         let map = json!({"command": ["pi", "--mode", "rpc"]}).as_object().unwrap().clone();
         let a = build(&Opts::new(&map), Flavor::Pi, Some(&[]), None).unwrap();
         assert_eq!(a, ["pi", "--mode", "rpc", "--extension", EXTENSION_PLACEHOLDER]);
+    }
+
+    fn launcher(v: serde_json::Value, env: &[(&str, &str)], cwd: Option<&str>) -> Result<Option<Launcher>> {
+        let map = v.as_object().unwrap().clone();
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Launcher::parse(&Opts::new(&map), &env, cwd)
+    }
+
+    fn words(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_launcher_must_be_a_non_empty_array_of_non_empty_strings() {
+        for bad in [json!({"launcher": []}), json!({"launcher": "bwrap"}), json!({"launcher": ["bwrap", ""]}), json!({"launcher": ["x", 1]})] {
+            let e = launcher(bad.clone(), &[], None).unwrap_err();
+            assert!(e.message.contains("\"launcher\" must be a non-empty array of non-empty strings"), "{bad}: {}", e.message);
+        }
+        assert!(launcher(json!({"launcher_env": "command"}), &[], None).unwrap_err().message.contains("needs the \"launcher\""));
+        assert!(launcher(json!({"launcher": ["x"], "launcher_env": "remote"}), &[], None).is_err());
+        assert!(launcher(json!({"launcher": ["x"], "launcher_shell": "yes"}), &[], None).is_err());
+        assert_eq!(launcher(json!({"launcher": null}), &[], None).unwrap(), None);
+        let e = launcher(json!({"launcher": ["ssh", "h"]}), &[("A-B", "1")], None).unwrap_err();
+        assert!(e.message.contains("\"A-B\""), "{}", e.message);
+    }
+
+    #[test]
+    fn the_far_side_gets_env_and_cwd_in_argv_where_the_launcher_does_not_pass_them() {
+        let agent = words(&["pi", "--mode", "rpc", "--system-prompt", "be terse"]);
+        // bwrap hands its environment on: nothing is added.
+        let l = launcher(json!({"launcher": ["/usr/bin/bwrap", "--dev-bind", "/", "/"]}), &[("K", "v")], Some("/w")).unwrap().unwrap();
+        assert_eq!((l.env, l.shell), (LauncherEnv::Process, false));
+        assert_eq!(l.wrap(&agent), words(&["/usr/bin/bwrap", "--dev-bind", "/", "/", "pi", "--mode", "rpc", "--system-prompt", "be terse"]));
+        // docker exec: env (and cwd) as an `env` prefix, words passed as they are.
+        let l = launcher(json!({"launcher": ["docker", "exec", "-i", "c"]}), &[("K", "v 1")], Some("/w")).unwrap().unwrap();
+        assert_eq!(l.wrap(&agent)[4..8], words(&["env", "-C", "/w", "K=v 1"]));
+        assert_eq!(l.wrap_shown(&agent), words(&["docker", "exec", "-i", "c", "env", "-C", "/w", "K=<redacted>", "pi", "--mode", "rpc", "--system-prompt", REDACTED]));
+        // ssh joins its words into a shell command line: each is quoted to stay one word.
+        let l = launcher(json!({"launcher": ["ssh", "-T", "h"]}), &[("K", "it's")], None).unwrap().unwrap();
+        assert_eq!(l.wrap(&agent), words(&["ssh", "-T", "h", "env", "'K=it'\\''s'", "pi", "--mode", "rpc", "--system-prompt", "'be terse'"]));
+        // Told otherwise, explicitly.
+        let l = launcher(json!({"launcher": ["ssh", "h"], "launcher_env": "process", "launcher_shell": false}), &[("K", "v")], None).unwrap().unwrap();
+        assert_eq!(l.wrap(&agent[..3]), words(&["ssh", "h", "pi", "--mode", "rpc"]));
+        let l = launcher(json!({"launcher": ["./enter"], "launcher_env": "command"}), &[], None).unwrap().unwrap();
+        assert_eq!(l.wrap(&agent[..1]), words(&["./enter", "pi"]), "no env prefix when there is nothing to set");
+    }
+
+    #[test]
+    fn shell_quoting_keeps_every_word_whole() {
+        assert_eq!(shell_quote("--mode"), "--mode");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("$HOME;rm"), "'$HOME;rm'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        // What a shell makes of the quoted words is the words.
+        let tricky = ["a b", "it's", "$(x)", "`y`", "\"q\"", "", "*", "\n\t", "ü"];
+        let line = tricky.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
+        let out = std::process::Command::new("sh").arg("-c").arg(format!("for w in {line}; do printf '%s\\0' \"$w\"; done")).output().unwrap();
+        let got: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().split_terminator('\0').collect();
+        assert_eq!(got, tricky);
     }
 
     #[test]

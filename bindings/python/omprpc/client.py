@@ -233,7 +233,14 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
       to stderr whatever the options;
     * recording: ``record_path`` writes every frame of the session, both directions, with
       timestamps, to a JSONL file (created 0600: it holds prompts and tool output), which
-      ``omprpc-fake-agent --replay FILE`` plays back as a regression test.
+      ``omprpc-fake-agent --replay FILE`` plays back as a regression test;
+    * sandboxes and other hosts: ``launcher`` (an argv prefix the agent runs behind, e.g.
+      ``["bwrap", "--dev-bind", "/", "/", "--unshare-pid", "--"]``, ``["ssh", "-T", "host"]``,
+      ``["docker", "exec", "-i", "ctr"]``), ``launcher_env`` ("auto", "process": the launcher
+      hands its environment on; "command": ``env`` and ``cwd`` travel as an ``env -C DIR
+      NAME=VALUE …`` prefix, the default for ssh/docker/podman/kubectl/sudo) and
+      ``launcher_shell`` (quote each word for the far side's shell; default on for ssh). What
+      close means through each: docs/launcher.md.
     """
 
     def __init__(
@@ -289,6 +296,9 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         log_level: Literal["error", "warn", "info", "debug", "trace"] | None = None,
         forward_logs: bool = True,
         record_path: str | Path | None = None,
+        launcher: Sequence[str] | None = None,
+        launcher_env: Literal["auto", "process", "command"] | None = None,
+        launcher_shell: bool | None = None,
     ) -> None:
         if user is not None or group is not None or extra_groups is not None:
             raise NotImplementedError(
@@ -354,6 +364,11 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         self._log_level = log_level
         self._forward_logs = bool(forward_logs)
         self._record_path = Path(record_path) if record_path is not None else None
+        if isinstance(launcher, (str, bytes)):
+            raise TypeError("launcher must be a sequence of argv words, not a string")
+        self._launcher = [str(w) for w in launcher] if launcher is not None else None
+        self._launcher_env = launcher_env
+        self._launcher_shell = launcher_shell
         self._counters: dict[str, Any] = {}
         self._logs: list[dict[str, Any]] = []
         if policy_handler is not None and not callable(policy_handler):
@@ -432,6 +447,10 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
             policy = {"mode": "host"}
         if policy is not None:
             o["tool_policy"] = policy
+        for key, value in (("launcher", self._launcher), ("launcher_env", self._launcher_env),
+                           ("launcher_shell", self._launcher_shell)):
+            if value is not None:
+                o[key] = value
         return o
 
     def _start_options(self) -> JsonObject:
