@@ -164,6 +164,8 @@ pub(crate) struct Shared {
     next_id: AtomicU64,
     internal: Sender<Vec<u8>>,
     bridge: Mutex<Option<Bridge>>,
+    /// The bridge's addresses (`Bridge::endpoint`), kept after the bridge is shut down.
+    bridge_endpoint: Option<Value>,
     /// A private directory of the client's own files (system prompts), removed at close.
     scratch: Option<std::path::PathBuf>,
     /// The session recording (`record_path`); None: one branch per frame, nothing else.
