@@ -18,7 +18,6 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
 use common::{parse, secs, wait_event};
 use omprpc::{Client, Status};
@@ -134,20 +133,23 @@ fn a_fixed_advertised_port_is_dialled_as_given() {
 
 #[test]
 fn an_advertised_address_nobody_listens_on_fails_start_naming_it() {
-    // The generated extension in a stand-in agent that carries on without the bridge, as pi
-    // does when an extension's factory fails: the hello never arrives, and start gives up at
-    // its timeout naming the address the extension dialled, with the extension's own error.
+    // The generated extension in a stand-in agent (node): it cannot reach the bridge, says so
+    // naming the address, and ends its agent, so start fails at once rather than at its
+    // start-up timeout (a minute here: reaching it would fail the status check below).
     let refusing = RefusingPort::new();
     let advertised = format!("127.0.0.1:{}", refusing.port());
     let opts = json!({"command": [node(), HARNESS, "agent"], "flavor": "pi", "handshake": "none", "host_tools": [echo_tool()],
-                      "bridge_advertise": advertised, "startup_timeout_ms": 2000, "stop_grace_ms": 2000});
-    let began = Instant::now();
+                      "bridge_advertise": advertised, "startup_timeout_ms": 60000, "stop_grace_ms": 2000});
     let err = Client::start(&opts.to_string()).err().expect("start must fail without the hello");
-    let took = began.elapsed();
-    assert_eq!(err.status, Status::Protocol, "{err}");
-    assert!(err.message.contains(&format!("the extension dials TCP {advertised}")), "{err}");
+    assert_eq!(err.status, Status::ProcessExited, "{err}");
     assert!(err.message.contains(&format!("omprpc bridge connection to {advertised} failed: connect ECONNREFUSED")), "{err}");
-    assert!(took < Duration::from_secs(30), "start took {took:?}");
+
+    // An agent that never says hello at all (it drops --extension): start fails at its
+    // timeout, naming what the extension would have dialled.
+    let opts = fake_options(json!({"env": {"OMPRPC_FAKE_DROP_EXTENSION": "1"}, "bridge_advertise": advertised, "startup_timeout_ms": 1000}));
+    let err = Client::start(&opts.to_string()).err().expect("start must fail without the hello");
+    assert_eq!(err.status, Status::Protocol, "{err}");
+    assert!(err.message.contains(&format!("no hello over the tool bridge (the extension dials TCP {advertised})")), "{err}");
 }
 
 #[test]
@@ -381,4 +383,20 @@ fn real_pi_in_its_own_network_namespace_calls_a_host_tool_over_tcp() {
     let text = content.as_str().map(str::to_string).unwrap_or_else(|| content.as_array().unwrap().iter().filter_map(|p| p["text"].as_str()).collect());
     assert_eq!(text, "5", "{tool_message}");
     c.close().unwrap();
+}
+
+
+#[test]
+fn real_pi_that_cannot_reach_the_advertised_address_fails_start_at_once() {
+    let Some(env) = pi::PiEnv::new("bridge_unreachable", json!([])) else { return };
+    let refusing = RefusingPort::new();
+    let advertised = format!("127.0.0.1:{}", refusing.port());
+    let mut opts = env.options(&[]);
+    opts["host_tools"] = json!([echo_tool()]);
+    opts["bridge_advertise"] = json!(advertised);
+    // pi awaits the extension's factory, which cannot reach the bridge and ends pi: start
+    // fails with pi's exit (not PROTOCOL at the two-minute start-up timeout), naming the address.
+    let err = Client::start(&opts.to_string()).err().expect("start must fail without the hello");
+    assert_eq!(err.status, Status::ProcessExited, "{err}");
+    assert!(err.message.contains(&format!("omprpc bridge connection to {advertised} failed: connect ECONNREFUSED")), "{err}");
 }

@@ -55,9 +55,10 @@ function connection() {
       w.finish(frame);
     }
   });
+  // `unreachable`: the bridge could not be reached (or hung up), as opposed to a slow answer.
   const fail = (why) => {
     if (conn === sock) conn = null;
-    for (const w of [...waiting.values()]) w.finish({ error: why });
+    for (const w of [...waiting.values()]) w.finish({ error: why, unreachable: true });
   };
   sock.on("error", (e) => fail("omprpc bridge connection to " + CONFIG.address + " failed: " + e.message));
   sock.on("close", () => fail("omprpc bridge connection to " + CONFIG.address + " closed"));
@@ -99,7 +100,7 @@ function request(frame, timeoutMs, onUpdate) {
     connection().write(JSON.stringify({ ...frame, id, token: CONFIG.token, client: CONFIG.client }) + "\n");
     keepAlive();
   } catch (e) {
-    finish({ error: "omprpc bridge at " + CONFIG.address + " unavailable: " + e.message });
+    finish({ error: "omprpc bridge at " + CONFIG.address + " unavailable: " + e.message, unreachable: true });
   }
   return { id, done, finish };
 }
@@ -159,7 +160,13 @@ if (CONFIG.gate) {
 }
 
 const helloReply = await hello.done;
-if (helloReply.error !== undefined) console.error("omprpc bridge: hello not acknowledged: " + helloReply.error);
+if (helloReply.error !== undefined) {
+  console.error("omprpc bridge: hello not acknowledged: " + helloReply.error);
+  // The library's start fails without the hello (fail closed). An agent that cannot reach the
+  // bridge at all ends here, so start fails at once with this message naming the address,
+  // not at its start-up timeout; a slow answer does not (the hello may yet have arrived).
+  if (helloReply.unreachable) process.exit(1);
+}
 "#;
 
 /// The file name and text of the extension for `flavor`.
