@@ -329,7 +329,12 @@ fn real_pi_in_its_own_network_namespace_calls_a_host_tool_over_tcp() {
         "{TEST} needs root: it makes a network namespace and a veth pair (ip netns, iproute2) and a mount namespace \
          (unshare, util-linux). Run it as root, or set OMPRPC_SKIP_REAL_AGENTS=1 to skip it"
     );
-    let ns = NetNs::create().unwrap_or_else(|e| panic!("{TEST}: setting up the network namespace: {e}"));
+    let ns = NetNs::create().unwrap_or_else(|e| {
+        panic!(
+            "{TEST}: setting up the network namespace: {e}\n(root is not enough in a container without \
+             CAP_SYS_ADMIN and CAP_NET_ADMIN: run it privileged, or set OMPRPC_SKIP_REAL_AGENTS=1 to skip this test)"
+        )
+    });
     let script = json!([{"match": "add numbers", "replies": [
         {"tool_call": {"name": "host_add", "arguments": {"a": 2, "b": 3}}},
         {"text": "sum is {{last_tool_result}}"}]}]);
