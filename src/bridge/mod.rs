@@ -3,8 +3,14 @@
 //!
 //! The library writes a small extension into a private directory (0700) and passes it with
 //! `--extension`. The extension registers the host's tools with the agent and, when a tool
-//! runs, asks the library over a Unix socket (0600; loopback TCP as an option) — so the host
-//! sees the same `host_tool_call` events and answers with the same calls as on omp.
+//! runs, asks the library over a Unix socket (0600; TCP as an option) — so the host sees the
+//! same `host_tool_call` events and answers with the same calls as on omp.
+//!
+//! Over TCP the library binds one address (loopback unless told otherwise) and the extension
+//! dials another, the advertised one (by default the bound address): an agent in another
+//! network namespace, a container or on another host reaches the bridge through whatever path
+//! the host opened (see `address`). The token guards every TCP bind the same way: a request
+//! without it never reaches the host.
 //!
 //! Frames are JSON lines. Extension → library, each carrying the per-client 256-bit token
 //! (compared in constant time) and the client id:
@@ -21,6 +27,7 @@
 //!   `{"id","hello":{"ok":true}}` for hello;
 //!   `{"id","error":"unauthorized"}` and the connection closes, for a bad token.
 
+pub mod address;
 pub mod extension;
 
 use std::collections::{HashMap, HashSet};
@@ -48,10 +55,10 @@ const MAX_CONNECTIONS: usize = 16;
 /// A request line longer than this is refused (tool arguments come from the model).
 const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Transport {
     Unix,
-    Tcp,
+    Tcp(address::TcpAddresses),
 }
 
 /// Library-side policy rules: answered without a round trip to the host.
@@ -256,6 +263,8 @@ pub struct Bridge {
     token: String,
     client_id: String,
     listener: Option<Listener>,
+    /// Where it listens and what the extension dials (`info`'s `bridgeEndpoint`).
+    endpoint: Value,
     stop: Signal,
     gate: Option<Gate>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -284,17 +293,20 @@ impl Bridge {
         fs::write(dir.join(OWNER_FILE), std::process::id().to_string()).map_err(io_err("marking its owner"))?;
         let token = random_hex(32).map_err(io_err("making a token"))?;
         let client_id = random_hex(8).map_err(io_err("making a client id"))?;
-        let (listener, endpoint) = match plan.transport {
+        let (listener, endpoint, shown) = match &plan.transport {
             Transport::Unix => {
                 let path = dir.join("bridge.sock");
                 let l = UnixListener::bind(&path).map_err(io_err("binding its socket"))?;
                 fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).map_err(io_err("securing its socket"))?;
-                (Listener::Unix(l), extension::Endpoint::Unix(path))
+                let shown = json!({"transport": "unix", "socket": path.to_string_lossy()});
+                (Listener::Unix(l), extension::Endpoint::Unix(path), shown)
             }
-            Transport::Tcp => {
-                let l = TcpListener::bind("127.0.0.1:0").map_err(io_err("binding loopback TCP"))?;
-                let port = l.local_addr().map_err(io_err("reading its port"))?.port();
-                (Listener::Tcp(l), extension::Endpoint::Tcp(port))
+            Transport::Tcp(addresses) => {
+                let l = TcpListener::bind(addresses.listen).map_err(io_err(&format!("binding TCP {}", addresses.listen)))?;
+                let bound = l.local_addr().map_err(io_err("reading its bound address"))?;
+                let dialled = addresses.dialled(bound);
+                let shown = json!({"transport": "tcp", "listen": bound.to_string(), "advertise": dialled.display()});
+                (Listener::Tcp(l), extension::Endpoint::Tcp(dialled), shown)
             }
         };
         let config = extension::Config {
@@ -323,6 +335,7 @@ impl Bridge {
             token,
             client_id,
             listener: Some(listener),
+            endpoint: shown,
             stop,
             gate: plan.gate.clone(),
             threads: Mutex::new(Vec::new()),
@@ -337,6 +350,12 @@ impl Bridge {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// `{"transport":"unix","socket"}` or `{"transport":"tcp","listen","advertise"}`: the
+    /// addresses in use (the ports the OS picked filled in).
+    pub fn endpoint(&self) -> &Value {
+        &self.endpoint
     }
 
     /// Starts accepting connections for `host`.
@@ -368,6 +387,15 @@ impl Bridge {
             let _ = t.join();
         }
         let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// What the extension connects to, for messages: the Unix socket's path or the advertised
+/// TCP address (`endpoint` as `Bridge::endpoint` gives it).
+pub fn dialled(endpoint: &Value) -> String {
+    match endpoint["transport"].as_str() {
+        Some("tcp") => format!("TCP {}", endpoint["advertise"].as_str().unwrap_or_default()),
+        _ => format!("the Unix socket {}", endpoint["socket"].as_str().unwrap_or_default()),
     }
 }
 

@@ -591,6 +591,8 @@ impl Client {
             "bridgeLoaded": st.bridge_hello.is_some(),
             // The host tools served through the tool bridge: fixed at start.
             "bridgedTools": s.opts.bridge.as_ref().map(|p| p.tool_names()).unwrap_or_default(),
+            // Where the bridge listens and what its extension dials (null: no bridge).
+            "bridgeEndpoint": s.bridge_endpoint,
             "protocolVersion": st.protocol_version,
             "ready": ready,
             "closed": st.close_reason.is_some(),

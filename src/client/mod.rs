@@ -164,6 +164,8 @@ pub(crate) struct Shared {
     next_id: AtomicU64,
     internal: Sender<Vec<u8>>,
     bridge: Mutex<Option<Bridge>>,
+    /// The bridge's addresses (`Bridge::endpoint`), kept after the bridge is shut down.
+    bridge_endpoint: Option<Value>,
     /// A private directory of the client's own files (system prompts), removed at close.
     scratch: Option<std::path::PathBuf>,
     /// The session recording (`record_path`); None: one branch per frame, nothing else.
@@ -233,6 +235,28 @@ impl Shared {
             String::new()
         } else {
             format!(". Stderr: {tail}")
+        }
+    }
+
+    /// Why the agent went, for a write that found its stdin closed: an agent closes it as it
+    /// exits, moments before the reader reports the exit with its code and stderr (an agent
+    /// that exits during start says why there; the broken pipe alone does not). None: it has
+    /// not exited (it closed stdin and lives on), or the report did not come in time.
+    fn exit_report(&self) -> Option<Error> {
+        const EXIT_WAIT: Duration = Duration::from_millis(250);
+        const REPORT_WAIT: Duration = Duration::from_secs(2);
+        self.process.wait_exit(Some(EXIT_WAIT))?;
+        let until = Instant::now() + REPORT_WAIT;
+        let mut st = self.state();
+        loop {
+            if let Some(reason) = &st.close_reason {
+                return Some(reason.clone());
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            st = self.cond.wait_timeout(st, left).unwrap_or_else(std::sync::PoisonError::into_inner).0;
         }
     }
 
@@ -332,10 +356,9 @@ impl Shared {
                         Err(Error::new(Status::Timeout, "Timed out writing an RPC command: the agent is not reading stdin"))
                     }
                     std::io::ErrorKind::ConnectionAborted => Err(self.closed_error()),
-                    std::io::ErrorKind::BrokenPipe => Err(Error::new(
-                        Status::ProcessExited,
-                        format!("Failed to write RPC command: the agent closed its stdin{}", self.stderr_suffix()),
-                    )),
+                    std::io::ErrorKind::BrokenPipe => Err(self.exit_report().unwrap_or_else(|| {
+                        Error::new(Status::ProcessExited, format!("Failed to write RPC command: the agent closed its stdin{}", self.stderr_suffix()))
+                    })),
                     _ => {
                         // Part of a frame may have gone out: the stream can no longer be trusted.
                         let err = Error::new(Status::Io, format!("Failed to write RPC command: {e}"));

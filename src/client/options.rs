@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::bridge::address::TcpAddresses;
 use crate::bridge::{Gate, Plan, Rules, Transport};
 use crate::error::{Error, Result};
 use crate::protocol::argv::{self, Flavor, Launcher, LauncherEnv};
@@ -20,6 +21,7 @@ const KNOWN: &[&str] = &[
     "request_timeout_ms", "turn_timeout_ms", "max_event_history", "max_stderr_lines", "max_frame_bytes",
     "max_outbound_frame_bytes", "event_queue_capacity", "stop_grace_ms", "kill_grace_ms", "negotiate_v2",
     "invalid_frames", "host_tools", "host_uri_schemes", "ui_policy", "handshake", "bridge", "bridge_transport",
+    "bridge_listen", "bridge_advertise",
     "tool_policy", "host_tool_timeout_ms", "turn_summary", "turn_idle_timeout_ms", "env_passthrough",
     "system_prompt_via_file", "event_queue_max_bytes", "max_turn_bytes", "turn_events",
     "log_level", "log_queue_capacity",
@@ -28,6 +30,21 @@ const KNOWN: &[&str] = &[
     // The launcher: an argv prefix the agent runs through (protocol::argv::Launcher).
     "launcher", "launcher_env", "launcher_shell",
 ];
+
+/// The bridge's transport: a Unix socket, or TCP — loopback by default; `bridge_listen` (what
+/// to bind) and `bridge_advertise` (what the extension dials) each imply TCP.
+fn bridge_transport(o: &Opts) -> Result<Transport> {
+    let (listen, advertise) = (o.str("bridge_listen")?, o.str("bridge_advertise")?);
+    match o.str("bridge_transport")? {
+        None if listen.is_none() && advertise.is_none() => Ok(Transport::Unix),
+        None | Some("tcp") => Ok(Transport::Tcp(TcpAddresses::parse(listen, advertise)?)),
+        Some("unix") if listen.is_none() && advertise.is_none() => Ok(Transport::Unix),
+        Some("unix") => Err(Error::invalid(
+            "options \"bridge_listen\" and \"bridge_advertise\" are TCP addresses: they cannot go with \"bridge_transport\":\"unix\"",
+        )),
+        Some(_) => Err(wrong("bridge_transport", "\"unix\" or \"tcp\"")),
+    }
+}
 
 /// The library threads a debug build can be told to panic in (`fault_panic`, a test hook).
 pub const FAULT_POINTS: [&str; 4] = ["reader", "writer", "bridge_accept", "bridge_conn"];
@@ -300,14 +317,12 @@ impl Options {
             }
             _ => Vec::new(),
         };
+        // Checked even when no bridge is needed, so a mistyped address never passes silently.
+        let transport = bridge_transport(&o)?;
         let bridge = if !bridged.is_empty() || gate.is_some() {
             Some(Plan {
                 flavor,
-                transport: match o.str("bridge_transport")? {
-                    None | Some("unix") => Transport::Unix,
-                    Some("tcp") => Transport::Tcp,
-                    Some(_) => return Err(wrong("bridge_transport", "\"unix\" or \"tcp\"")),
-                },
+                transport,
                 tools: bridged,
                 gate,
                 call_timeout_ms: match o.millis("host_tool_timeout_ms", None)? {

@@ -161,6 +161,7 @@ impl Client {
             next_id: AtomicU64::new(0),
             internal: internal_tx,
             bridge: Mutex::new(None),
+            bridge_endpoint: bridge.as_ref().map(|b| b.endpoint().clone()),
             // From here the client's teardown removes it.
             scratch: scratch.keep(),
             recorder,
@@ -263,12 +264,14 @@ impl Client {
             Err(e) if e.status == Status::Timeout => {
                 let gate = s.opts.bridge.as_ref().is_some_and(|p| p.gate.is_some());
                 let what = if gate { "the tool policy gate and any bridged host tools" } else { "the bridged host tools" };
+                let dialled = s.bridge_endpoint.as_ref().map_or_else(String::new, |e| format!(" (the extension dials {})", crate::bridge::dialled(e)));
                 Err(Error::new(
                     Status::Protocol,
                     format!(
-                        "the agent did not load the omprpc bridge extension: no hello over the tool bridge within the \
+                        "the agent did not load the omprpc bridge extension: no hello over the tool bridge{dialled} within the \
                          start-up timeout ({} ms), so {what} would not be active. An agent that ignores --extension \
-                         (pi before 0.35) cannot be used with host tools or tool_policy{}{}",
+                         (pi before 0.35) cannot be used with host tools or tool_policy; one that cannot reach the \
+                         bridge's address cannot either{}{}",
                         s.opts.startup_timeout.map_or(0, |d| d.as_millis()),
                         s.opts.agent_version.as_ref().map_or(String::new(), |v| format!(" (agent: {} {v})", s.flavor.name())),
                         s.stderr_suffix()

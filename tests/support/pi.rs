@@ -229,7 +229,13 @@ pub struct FakeLlm {
 
 impl FakeLlm {
     pub fn start(script: &Path, log: &Path) -> FakeLlm {
+        FakeLlm::start_on("127.0.0.1", script, log)
+    }
+
+    /// Listening on `bind` (an IP address), for an agent that cannot reach our loopback.
+    pub fn start_on(bind: &str, script: &Path, log: &Path) -> FakeLlm {
         let mut child = Command::new(FAKE_LLM)
+            .args(["--bind", bind])
             .arg("--script")
             .arg(script)
             .arg("--log")
@@ -298,6 +304,11 @@ impl Workspace {
     /// `agent`: "pi" or "omp" (names the directory); `models_file`: where the agent reads
     /// its provider (pi: models.json, omp: models.yml — JSON text is valid YAML).
     pub fn new(agent: &str, test: &str, script: Value, models_file: &str) -> Workspace {
+        Workspace::new_on(agent, test, script, models_file, "127.0.0.1")
+    }
+
+    /// As `new`, with the fake LLM listening on (and the provider pointing at) `llm_ip`.
+    pub fn new_on(agent: &str, test: &str, script: Value, models_file: &str, llm_ip: &str) -> Workspace {
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
         let name = format!("omprpc-real-{agent}-{test}-{}-{}-{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst));
         let root = std::env::temp_dir().join(name);
@@ -307,8 +318,9 @@ impl Workspace {
         }
         let script_path = root.join("llm-script.json");
         std::fs::write(&script_path, script.to_string()).unwrap();
-        let llm = FakeLlm::start(&script_path, &root.join("llm-requests.jsonl"));
-        std::fs::write(agent_dir.join(models_file), serde_json::to_string_pretty(&models_json(llm.port)).unwrap()).unwrap();
+        let llm = FakeLlm::start_on(llm_ip, &script_path, &root.join("llm-requests.jsonl"));
+        let base_url = format!("http://{llm_ip}:{}/v1", llm.port);
+        std::fs::write(agent_dir.join(models_file), serde_json::to_string_pretty(&models_json_at(&base_url)).unwrap()).unwrap();
         Workspace { root, home, agent_dir, work, llm }
     }
 
@@ -350,8 +362,13 @@ impl Drop for Workspace {
 
 /// The provider entry of PEERS.md, pointing at `port`.
 pub fn models_json(port: u16) -> Value {
+    models_json_at(&format!("http://127.0.0.1:{port}/v1"))
+}
+
+/// The provider entry of PEERS.md, pointing at `base_url`.
+pub fn models_json_at(base_url: &str) -> Value {
     json!({"providers": {"fake": {
-        "baseUrl": format!("http://127.0.0.1:{port}/v1"), "api": "openai-completions", "apiKey": "fake-key",
+        "baseUrl": base_url, "api": "openai-completions", "apiKey": "fake-key",
         "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
         "models": [{"id": "fake-model", "name": "Fake Model", "reasoning": false, "input": ["text"],
                     "contextWindow": 128000, "maxTokens": 4096,
@@ -365,6 +382,12 @@ impl PiEnv {
     pub fn new(test: &str, script: Value) -> Option<PiEnv> {
         let install = pi(test)?;
         Some(PiEnv { install, ws: Workspace::new("pi", test, script, "models.json") })
+    }
+
+    /// As `new`, with the fake LLM on `llm_ip` (an address a namespaced pi can reach).
+    pub fn new_on(test: &str, script: Value, llm_ip: &str) -> Option<PiEnv> {
+        let install = pi(test)?;
+        Some(PiEnv { install, ws: Workspace::new_on("pi", test, script, "models.json", llm_ip) })
     }
 
     /// The argv: `node cli.js --mode rpc --no-session --offline --model fake/fake-model` + `extra`.

@@ -5,7 +5,7 @@
 //!   `OMPRPC_FAKE_VERSION`, else the newest supported version of the flavour.
 //! * `--extension PATH` / `-e PATH`: the fake agent cannot run JavaScript, so it "loads" an
 //!   omprpc bridge extension by reading the `const CONFIG = {…};` line the library embeds
-//!   (socket path or TCP port, token, client id, tool names, gate) and sending the hello the
+//!   (socket path or TCP host and port, token, client id, tool names, gate) and sending the hello the
 //!   real extension sends when its factory runs, waiting for the acknowledgement as pi 0.51+
 //!   awaits the factory; the connection stays open for the agent's lifetime. Any other file is
 //!   ignored; a missing one is pi's load error (stderr, exit 1, nothing on stdout).
@@ -89,9 +89,15 @@ struct Loaded {
 
 impl Loaded {
     fn connect(config: Value) -> io::Result<Loaded> {
+        // As the extension does: its errors name the address it dials.
+        let address = config["address"].as_str().unwrap_or_default().to_owned();
+        let named = |e: io::Error| io::Error::new(e.kind(), format!("omprpc bridge connection to {address} failed: {e}"));
         let conn = match config["socket"].as_str() {
-            Some(socket) => Conn::Unix(UnixStream::connect(socket)?),
-            None => Conn::Tcp(TcpStream::connect(("127.0.0.1", config["port"].as_u64().unwrap_or(0) as u16))?),
+            Some(socket) => Conn::Unix(UnixStream::connect(socket).map_err(named)?),
+            None => {
+                let host = config["host"].as_str().unwrap_or_default();
+                Conn::Tcp(TcpStream::connect((host, config["port"].as_u64().unwrap_or(0) as u16)).map_err(named)?)
+            }
         };
         let reader = BufReader::new(conn.try_clone()?);
         Ok(Loaded { config, conn, reader, partial: Vec::new(), seq: 0 })

@@ -3,9 +3,10 @@
 //!
 //! # Command line
 //!
-//! `omprpc-fake-llm [--port N] [--script FILE | --script-json JSON] [--log FILE] [--exit-on-eof]`
+//! `omprpc-fake-llm [--bind IP] [--port N] [--script FILE | --script-json JSON] [--log FILE] [--exit-on-eof]`
 //!
-//! * Binds `127.0.0.1:N` (default 0: the OS picks). Ports 11434, 8080 and 1234 are refused
+//! * Binds `IP:N` (default `127.0.0.1`; another address lets an agent in another network
+//!   namespace reach it; port default 0: the OS picks). Ports 11434, 8080 and 1234 are refused
 //!   (omp probes them at start-up for local model servers). The first stdout line is
 //!   `LISTENING <port>`; nothing else is written to stdout.
 //! * `--log FILE`: every request body is appended to FILE as one line of compact JSON (a body
@@ -101,13 +102,14 @@ impl Server {
 
 fn usage_exit(msg: &str) -> ! {
     eprintln!("omprpc-fake-llm: {msg}");
-    eprintln!("usage: omprpc-fake-llm [--port N] [--script FILE | --script-json JSON] [--log FILE] [--exit-on-eof]");
+    eprintln!("usage: omprpc-fake-llm [--bind IP] [--port N] [--script FILE | --script-json JSON] [--log FILE] [--exit-on-eof]");
     std::process::exit(2);
 }
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let mut port: u16 = 0;
+    let mut bind = std::net::IpAddr::from([127, 0, 0, 1]);
     let mut script_text: Option<String> = None;
     let mut log_path: Option<String> = None;
     let mut exit_on_eof = false;
@@ -118,6 +120,7 @@ fn main() {
         };
         let mut value = || inline.clone().or_else(|| args.next()).unwrap_or_else(|| usage_exit(&format!("{flag} needs a value")));
         match flag.as_str() {
+            "--bind" => bind = value().parse().unwrap_or_else(|_| usage_exit("--bind needs an IP address")),
             "--port" => port = value().parse().unwrap_or_else(|_| usage_exit("--port needs a number")),
             "--script" => {
                 let path = value();
@@ -140,7 +143,7 @@ fn main() {
     let log = log_path.map(|p| {
         Mutex::new(OpenOptions::new().create(true).append(true).open(&p).unwrap_or_else(|e| usage_exit(&format!("cannot open log {p}: {e}"))))
     });
-    let listener = TcpListener::bind(("127.0.0.1", port)).unwrap_or_else(|e| usage_exit(&format!("cannot bind 127.0.0.1:{port}: {e}")));
+    let listener = TcpListener::bind((bind, port)).unwrap_or_else(|e| usage_exit(&format!("cannot bind {bind} port {port}: {e}")));
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(port);
     {
         let mut out = std::io::stdout().lock();
