@@ -33,6 +33,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import sys
 import time
@@ -226,6 +227,7 @@ def measure_ray(actors: int) -> dict[str, Any]:
                 "cluster_pss_mib": sum(m[1] for m in cluster_memory)}
     finally:
         ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def main() -> int:
