@@ -468,8 +468,15 @@ $(RAY_VENV)/installed: $(RAY_REQUIRES)
 	$(RAY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(RAY_REQUIRES)
 	cp $(RAY_REQUIRES) $@
 
+# The cluster's temp dir is made here, so that examples/ray/ray_cleanup.py can end whatever
+# is left of the cluster even when the timeout killed the test (its workers outlive a killed
+# driver for a while); leftovers fail the run.
 .PHONY: ray-test
 ray-test: build $(RAY_VENV)/installed
-	OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so \
+	@dir="$$(mktemp -d -t omprpc-ray-XXXXXX)"; status=0; \
+	OMPRPC_RAY_TEMP_DIR="$$dir" OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so \
 	  PYTHONPATH=$(CURDIR)/bindings/python:$(CURDIR)/examples/ray \
-	  timeout --kill-after=10 300 $(RAY_VENV)/bin/python -X dev -m pytest -q -p no:cacheprovider examples/ray
+	  timeout --kill-after=10 300 $(RAY_VENV)/bin/python -X dev -m pytest -q -p no:cacheprovider examples/ray \
+	  || status=$$?; \
+	$(RAY_VENV)/bin/python examples/ray/ray_cleanup.py "$$dir" || status=1; \
+	exit $$status

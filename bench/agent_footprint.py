@@ -33,7 +33,6 @@ import json
 import os
 import platform
 import resource
-import shutil
 import statistics
 import sys
 import time
@@ -200,6 +199,7 @@ def measure_ray(actors: int) -> dict[str, Any]:
 
     import ray
     from ray_agents import AgentActor
+    from ray_cleanup import processes_mentioning, sweep
 
     temp_dir = tempfile.mkdtemp(prefix="omprpc-ray-")
     ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 * 1024 * 1024,
@@ -211,14 +211,12 @@ def measure_ray(actors: int) -> dict[str, Any]:
         time.sleep(1.0)
         worker_memory = [process_memory(pid) for pid in workers]
         cluster_memory = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) in workers or int(entry.name) == os.getpid():
-                continue
+        for pid in processes_mentioning(temp_dir):
             try:
-                if temp_dir.encode() in (entry / "cmdline").read_bytes():
-                    cluster_memory.append(process_memory(int(entry.name)))
+                if pid not in workers:
+                    cluster_memory.append(process_memory(pid))
             except (FileNotFoundError, ProcessLookupError):
-                continue
+                continue  # ended meanwhile
         return {"actors": actors,
                 "worker_rss_mib_median": statistics.median(m[0] for m in worker_memory),
                 "worker_pss_mib_median": statistics.median(m[1] for m in worker_memory),
@@ -227,7 +225,7 @@ def measure_ray(actors: int) -> dict[str, Any]:
                 "cluster_pss_mib": sum(m[1] for m in cluster_memory)}
     finally:
         ray.shutdown()
-        shutil.rmtree(temp_dir, ignore_errors=True)
+        sweep(temp_dir, grace=30.0)
 
 
 def main() -> int:

@@ -20,6 +20,7 @@ import pytest
 import ray
 
 from ray_agents import TURN_END, AgentActor, stream_all
+from ray_cleanup import processes_mentioning, sweep
 
 #: Agents per test (the issue asks for 4-8; 4 keeps a 2-core machine's cluster quick).
 AGENTS = 4
@@ -95,22 +96,6 @@ def kill_leftover_agents() -> list[int]:
     return left
 
 
-def processes_mentioning(text: str) -> list[int]:
-    """Processes whose command line contains ``text`` (all Ray processes of one cluster carry
-    its temp dir in theirs)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
-        if text.encode() in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
     """A local Ray cluster sized for a small shared machine; afterwards none of its processes
@@ -119,8 +104,9 @@ def cluster() -> Iterator[None]:
     # killed actor whatever omprpc does; off, the test shows what the library and the agent do
     # by themselves. docs/scaling.md describes both.
     os.environ["RAY_kill_child_processes_on_worker_exit"] = "0"
-    # Short: Ray puts Unix sockets under it, and a socket path has at most 107 bytes.
-    temp_dir = tempfile.mkdtemp(prefix="omprpc-ray-")
+    # Short: Ray puts Unix sockets under it, and a socket path has at most 107 bytes. `make
+    # ray-test` passes its own, so that it can sweep it even if this process is killed.
+    temp_dir = os.environ.get("OMPRPC_RAY_TEMP_DIR") or tempfile.mkdtemp(prefix="omprpc-ray-")
     try:
         ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 * 1024 * 1024,
                  _temp_dir=temp_dir, configure_logging=False, log_to_driver=False)
@@ -129,13 +115,9 @@ def cluster() -> Iterator[None]:
             yield
         finally:
             ray.shutdown()
-            deadline = time.monotonic() + GUARD
-            while (left := processes_mentioning(temp_dir)) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            for pid in left:
-                os.kill(pid, signal.SIGKILL)
+            left = sweep(temp_dir, grace=GUARD)
             agents_left = kill_leftover_agents()
-            assert not left, f"Ray processes left after ray.shutdown(): {left}"
+            assert not left, f"Ray processes left after ray.shutdown() (killed now): {left}"
             assert not agents_left, f"agents left after ray.shutdown() (killed now): {agents_left}"
     finally:
         shutil.rmtree(temp_dir, ignore_errors=True)
