@@ -456,9 +456,9 @@ miri:
 # examples/ray/test_ray_agents.py: a local Ray cluster (2 CPUs, no dashboard), N fake agents as
 # actors each holding an omprpc client, their turns streamed to the driver, one actor killed
 # mid-turn. Ray (pinned in examples/ray/requirements.txt) goes into a venv of its own, made on
-# the first run (~40 s; again only when the requirements change); the binding is the
-# checkout's, on the debug library. The test itself takes ~25 s and shuts its cluster down
-# and checks no Ray process or agent is left, pass or fail.
+# the first run (40-70 s with pip's download; again only when the requirements change); the
+# binding is the checkout's, on the debug library. The test itself takes 15-35 s on a loaded
+# 2-core machine, shuts its cluster down and checks no Ray process or agent is left.
 RAY_VENV     := $(TARGET_DIR)/ray/venv
 RAY_REQUIRES := examples/ray/requirements.txt
 
