@@ -21,6 +21,7 @@
 #   make install-test   install into a temp prefix; C, C++, Python, Go, Node programs use it
 #   make set-version    V=x.y.z: the version everywhere it is written
 #   make bench          release build, then the benchmark (bench/README.md); BENCH_RUNS=5
+#   make ray-test       N fake agents as Ray actors on a local Ray cluster (examples/ray)
 #   make clean
 #
 # Everything lands under target/ (or $CARGO_TARGET_DIR), next to cargo's own output.
@@ -66,7 +67,7 @@ C_TEST_TIMEOUT := timeout --kill-after=10 600
         examples install clean help
 
 help:
-	@sed -n '3,24p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,25p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
 	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent --bin omprpc-fake-llm
@@ -205,7 +206,7 @@ node-tests: build
 	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(REAL_AGENT_ENV) $(NPM) test
 
 # Sequential on purpose: cargo-test rebuilds what the C programs link against.
-test: cargo-test test-pi-oldest test-omp check-macos check-header c-tests examples c-real-agents c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke
+test: cargo-test test-pi-oldest test-omp check-macos check-header c-tests examples c-real-agents c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke ray-test
 
 # --- platforms ------------------------------------------------------------------------
 # Linux is the supported platform: everything above runs there. macOS must at least compile:
@@ -463,3 +464,32 @@ fuzz-smoke:
 miri:
 	@$(CARGO) +$(MIRI_TOOLCHAIN) miri --version >/dev/null 2>&1 || { echo "miri: needs the nightly miri component (.ci/run installs it: rustup component add --toolchain nightly miri rust-src)" >&2; exit 1; }
 	$(CARGO) +$(MIRI_TOOLCHAIN) miri test $(LOCKED) --lib -- $(MIRI_TESTS)
+
+# --- Ray (examples/ray, docs/scaling.md) -----------------------------------------------------
+# examples/ray/test_ray_agents.py: a local Ray cluster (2 CPUs, no dashboard), N fake agents as
+# actors each holding an omprpc client, their turns streamed to the driver, one actor killed
+# mid-turn. Ray (pinned in examples/ray/requirements.txt) goes into a venv of its own, made on
+# the first run (40-70 s with pip's download; again only when the requirements change); the
+# binding is the checkout's, on the debug library. The test itself takes 15-35 s on a loaded
+# 2-core machine, shuts its cluster down and checks no Ray process or agent is left.
+RAY_VENV     := $(TARGET_DIR)/ray/venv
+RAY_REQUIRES := examples/ray/requirements.txt
+
+$(RAY_VENV)/installed: $(RAY_REQUIRES)
+	rm -rf $(RAY_VENV)
+	$(PYTHON) -m venv $(RAY_VENV)
+	$(RAY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(RAY_REQUIRES)
+	cp $(RAY_REQUIRES) $@
+
+# The cluster's temp dir is made here, so that examples/ray/ray_cleanup.py can end whatever
+# is left of the cluster even when the timeout killed the test (its workers outlive a killed
+# driver for a while); leftovers fail the run.
+.PHONY: ray-test
+ray-test: build $(RAY_VENV)/installed
+	@dir="$$(mktemp -d -t omprpc-ray-XXXXXX)"; status=0; \
+	OMPRPC_RAY_TEMP_DIR="$$dir" OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so \
+	  PYTHONPATH=$(CURDIR)/bindings/python:$(CURDIR)/examples/ray \
+	  timeout --kill-after=10 300 $(RAY_VENV)/bin/python -X dev -m pytest -q -p no:cacheprovider examples/ray \
+	  || status=$$?; \
+	$(RAY_VENV)/bin/python examples/ray/ray_cleanup.py "$$dir" || status=1; \
+	exit $$status
