@@ -77,8 +77,9 @@ function openFirst(search) {
     if (c.soname) {
       try {
         return { lib: koffi.load(c.soname), file: c.soname };
-      } catch {
-        tried.push(`${c.soname} (by soname: ldconfig, LD_LIBRARY_PATH)`);
+      } catch (e) {
+        // The loader's own reason: absent, or present but unloadable (another architecture …).
+        tried.push(`${c.soname} (by soname, through ldconfig and LD_LIBRARY_PATH: ${e.message})`);
         continue;
       }
     }

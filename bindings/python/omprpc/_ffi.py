@@ -82,8 +82,9 @@ def _load() -> tuple[ctypes.CDLL, str]:
         if isinstance(candidate, str):
             try:
                 lib = ctypes.CDLL(candidate)  # by soname: the loader's own search
-            except OSError:
-                tried.append(f"{candidate} (by soname: ldconfig, LD_LIBRARY_PATH)")
+            except OSError as exc:
+                # The loader's own reason: absent, or present but unloadable (another architecture …).
+                tried.append(f"{candidate} (by soname, through ldconfig and LD_LIBRARY_PATH: {exc})")
                 continue
             return lib, candidate
         if candidate.is_file():
