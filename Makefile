@@ -19,6 +19,8 @@
 #   make examples       the C examples, one flow each, on the fake agent, then under valgrind
 #   make install        PREFIX=/usr/local [DESTDIR=]: libraries (soname), header, omprpc.pc
 #   make install-test   install into a temp prefix; C, C++, Python, Go, Node programs use it
+#   make dist           target/dist/: Python wheel + sdist, npm package, C library archive (Go)
+#   make dist-test      each artifact installed with no Rust on PATH runs a streamed turn
 #   make set-version    V=x.y.z: the version everywhere it is written
 #   make bench          release build, then the benchmark (bench/README.md); BENCH_RUNS=5
 #   make ray-test       N fake agents as Ray actors on a local Ray cluster (examples/ray)
@@ -67,7 +69,7 @@ C_TEST_TIMEOUT := timeout --kill-after=10 600
         examples install clean help
 
 help:
-	@sed -n '3,25p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,27p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
 	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent --bin omprpc-fake-llm
@@ -206,7 +208,7 @@ node-tests: build
 	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(REAL_AGENT_ENV) $(NPM) test
 
 # Sequential on purpose: cargo-test rebuilds what the C programs link against.
-test: cargo-test test-pi-oldest test-omp check-macos check-header c-tests examples c-real-agents c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test fault-table c-tests-tsan miri fuzz-smoke ray-test
+test: cargo-test test-pi-oldest test-omp check-macos check-header c-tests examples c-real-agents c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test dist-test fault-table c-tests-tsan miri fuzz-smoke ray-test
 
 # --- platforms ------------------------------------------------------------------------
 # Linux is the supported platform: everything above runs there. macOS must at least compile:
@@ -302,6 +304,12 @@ PKGCONFIG_DIR := $(LIBDIR)/pkgconfig
 # libomprpc.so (what -lomprpc finds at link time); the static library; the header; omprpc.pc
 # with the real prefix (DESTDIR is only the staging root, never written into the .pc).
 # Libs.private: what a static link (`pkg-config --static`) needs besides libomprpc.a.
+# The PC_ variables are the .pc's own locations: make dist's archive makes them relative to
+# the .pc (${pcfiledir}) and adds an rpath (PC_LIBS_RPATH), so that it works where unpacked.
+PC_PREFIX     ?= $(PREFIX)
+PC_LIBDIR     ?= $(LIBDIR)
+PC_INCLUDEDIR ?= $(INCLUDEDIR)
+PC_LIBS_RPATH ?=
 install: release
 	@test -n "$(VERSION)" -a -n "$(ABI)" || { echo "install: cannot read the version or the ABI version" >&2; exit 1; }
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIG_DIR)
@@ -310,11 +318,11 @@ install: release
 	ln -sfn libomprpc.so.$(ABI) $(DESTDIR)$(LIBDIR)/libomprpc.so
 	install -m 0644 $(RELEASE_DIR)/libomprpc.a $(DESTDIR)$(LIBDIR)/libomprpc.a
 	install -m 0644 $(HEADER) $(DESTDIR)$(INCLUDEDIR)/omprpc.h
-	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+	@printf '%s\n' 'prefix=$(PC_PREFIX)' 'libdir=$(PC_LIBDIR)' 'includedir=$(PC_INCLUDEDIR)' '' \
 	  'Name: omprpc' \
 	  'Description: Native client library for the omp and pi coding agents'"'"' RPC mode' \
 	  'Version: $(VERSION)' \
-	  'Libs: -L$${libdir} -lomprpc' \
+	  'Libs: -L$${libdir} -lomprpc$(if $(PC_LIBS_RPATH), $(PC_LIBS_RPATH))' \
 	  'Libs.private: $(RUST_NATIVE_LIBS)' \
 	  'Cflags: -I$${includedir}' > $(DESTDIR)$(PKGCONFIG_DIR)/omprpc.pc
 	@chmod 0644 $(DESTDIR)$(PKGCONFIG_DIR)/omprpc.pc
@@ -329,6 +337,37 @@ install-test: build
 	MAKE="$(MAKE)" CC="$(CC)" CXX="$(CXX)" PYTHON="$(PYTHON)" GO="$(GO)" NPM="$(NPM)" \
 	  OMPRPC_FAKE_AGENT=$(FAKE_AGENT) VERSION=$(VERSION) ABI=$(ABI) \
 	  timeout --kill-after=10 1200 bash tests/install/run.sh
+
+# --- dist: installable artifacts (tests/dist/) -------------------------------------------
+# make dist: into target/dist/, from the release build — the Python wheel (library inside,
+# platform tag confirmed by auditwheel, else linux_*; target/dist/wheel-tag.txt says which and
+# why) and sdist (the crate inside: builds with cargo alone), the npm package (library under
+# prebuilds/<platform>-<arch>/), and the C library archive for Go's -tags omprpc_system
+# (tests/dist/build.sh). The packaging tools come from PyPI, pinned (tests/dist/tools.txt),
+# into their own venv, made once.
+# make dist-test: with cargo and rustc off PATH, each artifact installed as a user would (a
+# fresh venv, a fresh npm project, a Go module outside the checkout) runs a streamed turn
+# against the fake agent; a Go build without the library shows the fix; the sdist builds a
+# wheel with cargo (tests/dist/run.sh). Part of `make test`, after install-test.
+DIST_DIR   := $(TARGET_DIR)/dist
+DIST_TOOLS := $(TARGET_DIR)/dist-tools
+.PHONY: dist dist-test
+$(DIST_TOOLS)/.installed: tests/dist/tools.txt
+	rm -rf $(DIST_TOOLS)
+	$(PYTHON) -m venv $(DIST_TOOLS)
+	$(DIST_TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check -r tests/dist/tools.txt
+	touch $@
+
+dist: release $(DIST_TOOLS)/.installed
+	@test -n "$(VERSION)" -a -n "$(ABI)" || { echo "dist: cannot read the version or the ABI version" >&2; exit 1; }
+	MAKE="$(MAKE)" NPM="$(NPM)" VERSION=$(VERSION) ABI=$(ABI) RELEASE_DIR=$(RELEASE_DIR) \
+	  DIST_DIR=$(DIST_DIR) DIST_TOOLS=$(DIST_TOOLS) bash tests/dist/build.sh
+
+dist-test: dist build
+	PYTHON="$(PYTHON)" GO="$(GO)" NPM="$(NPM)" CARGO="$(CARGO)" VERSION=$(VERSION) ABI=$(ABI) \
+	  OMPRPC_FAKE_AGENT=$(FAKE_AGENT) DIST_DIR=$(DIST_DIR) DIST_TOOLS=$(DIST_TOOLS) \
+	  SDIST_TARGET_DIR=$(TARGET_DIR)/dist-sdist-build \
+	  timeout --kill-after=10 1200 bash tests/dist/run.sh
 
 # Rewrites the version everywhere it is written, then regenerates the header.
 set-version:

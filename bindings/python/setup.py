@@ -1,10 +1,13 @@
 """Build step of the omprpc Python package: the native library goes into the wheel.
 
-``pip install ./bindings/python`` runs ``cargo build --release --lib`` in the repository
-root (two levels up) and copies ``libomprpc`` into ``omprpc/_lib/``. Environment:
+``pip install ./bindings/python`` runs ``cargo build --release --lib`` in the crate and copies
+``libomprpc`` into ``omprpc/_lib/``. The crate is, in this order: ``$OMPRPC_REPO``; ``native/``
+next to this file (an sdist carries the crate's sources there: ``sdist`` below copies them in);
+the repository root two levels up (a checkout). Environment:
 
-* ``OMPRPC_PREBUILT_LIBRARY=/path/libomprpc.so`` — copy that library, do not run cargo;
-* ``OMPRPC_REPO=/path/to/omprpc`` — the repository, when building from elsewhere (an sdist);
+* ``OMPRPC_PREBUILT_LIBRARY=/path/libomprpc.so`` — copy that library, do not run cargo
+  (``make dist`` builds the wheel this way, from the release build);
+* ``OMPRPC_REPO=/path/to/omprpc`` — the repository, when building from elsewhere;
 * ``CARGO`` — the cargo executable; ``CARGO_TARGET_DIR`` is honoured.
 """
 
@@ -18,10 +21,30 @@ from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
 from setuptools.dist import Distribution
 
 HERE = Path(__file__).resolve().parent
+#: What of the repository the crate needs to build its library: an sdist carries these under
+#: native/ (the tests, benches, fuzz targets and bindings are not needed to build it).
+CRATE_FILES = ("Cargo.toml", "Cargo.lock", "build.rs", "src", "include")
+SDIST_CRATE_DIR = "native"
 LIB_NAME = {"darwin": "libomprpc.dylib", "win32": "omprpc.dll"}.get(sys.platform, "libomprpc.so")
+
+
+def _crate() -> Path:
+    """The omprpc crate to build (see the module docstring for the order)."""
+    tried = []
+    for crate in (os.environ.get("OMPRPC_REPO"), HERE / SDIST_CRATE_DIR, HERE.parents[1]):
+        if not crate:
+            continue
+        if (Path(crate) / "Cargo.toml").is_file():
+            return Path(crate)
+        tried.append(str(crate))
+    raise SystemExit(
+        "omprpc: cannot build the native library: no omprpc crate at " + ", ".join(tried)
+        + " (set OMPRPC_REPO to the repository, or OMPRPC_PREBUILT_LIBRARY to a built libomprpc)"
+    )
 
 
 def _library() -> Path:
@@ -31,12 +54,7 @@ def _library() -> Path:
         if not path.is_file():
             raise SystemExit(f"OMPRPC_PREBUILT_LIBRARY={prebuilt} does not exist")
         return path
-    repo = Path(os.environ.get("OMPRPC_REPO") or HERE.parents[1])
-    if not (repo / "Cargo.toml").is_file():
-        raise SystemExit(
-            f"omprpc: cannot build the native library: {repo} is not the omprpc repository "
-            "(set OMPRPC_REPO, or OMPRPC_PREBUILT_LIBRARY to a built libomprpc)"
-        )
+    repo = _crate()
     cargo = os.environ.get("CARGO", "cargo")
     cmd = [cargo, "build", "--release", "--lib"]
     if (repo / "Cargo.lock").is_file():
@@ -67,6 +85,24 @@ class build_py_with_library(build_py):
         shutil.copy2(_library(), dest / LIB_NAME)
 
 
+class sdist_with_crate(sdist):
+    """sdist, plus the crate's sources under native/: the sdist builds with cargo alone."""
+
+    def make_release_tree(self, base_dir: str, files: list[str]) -> None:
+        super().make_release_tree(base_dir, files)
+        crate = _crate()
+        dest = Path(base_dir) / SDIST_CRATE_DIR
+        for name in CRATE_FILES:
+            src = crate / name
+            if src.is_dir():
+                shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            elif src.is_file():
+                dest.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dest / name)
+            else:
+                raise SystemExit(f"omprpc: sdist: the crate at {crate} lacks {name}")
+
+
 class BinaryDistribution(Distribution):
     """The wheel carries a native library: it is platform-specific."""
 
@@ -74,7 +110,7 @@ class BinaryDistribution(Distribution):
         return True
 
 
-cmdclass: dict[str, type] = {"build_py": build_py_with_library}
+cmdclass: dict[str, type] = {"build_py": build_py_with_library, "sdist": sdist_with_crate}
 
 try:  # tag the wheel py3-none-<platform>: the library is independent of the Python ABI
     try:

@@ -26,12 +26,29 @@ function libraryFileName() {
   return 'libomprpc.so';
 }
 
-/** Where `load()` looks, in order (the first existing file wins; see README). */
-function libraryCandidates() {
+/** Where a package built by `make dist` carries its prebuilt library (one per platform). */
+function prebuiltDir() {
+  return path.join(PACKAGE_DIR, 'prebuilds', `${process.platform}-${process.arch}`);
+}
+
+/**
+ * The name the dynamic loader knows an installed library by (its SONAME; `make install` links
+ * it to the versioned file). Only ELF platforms have one (build.rs).
+ */
+function soname() {
+  return process.platform === 'linux' ? `libomprpc.so.${ABI_VERSION}` : null;
+}
+
+/**
+ * Where `load()` looks, in order (see README): `{ path }` entries are loaded when the file
+ * exists, a `{ soname }` entry is handed to the dynamic loader, which searches for it.
+ * Python searches the same places in the same order (bindings/python/omprpc/_ffi.py).
+ */
+function librarySearch() {
   const name = libraryFileName();
-  const out = [];
-  if (process.env.OMPRPC_LIBRARY) return [path.resolve(process.env.OMPRPC_LIBRARY)];
-  out.push(path.join(PACKAGE_DIR, 'lib', name));
+  if (process.env.OMPRPC_LIBRARY) return [{ path: path.resolve(process.env.OMPRPC_LIBRARY) }];
+  const out = [{ path: path.join(prebuiltDir(), name) }];
+  if (soname()) out.push({ soname: soname() });
   // The repository's cargo output: the more recently built of release and debug.
   const targets = [];
   if (process.env.CARGO_TARGET_DIR) targets.push(path.resolve(process.env.CARGO_TARGET_DIR));
@@ -42,10 +59,47 @@ function libraryCandidates() {
       .map((p) => ({ p, m: mtimeOf(p) }))
       .filter((x) => x.m !== null)
       .sort((a, b) => b.m - a.m);
-    for (const b of builds) out.push(b.p);
-    if (builds.length === 0) out.push(path.join(t, 'release', name), path.join(t, 'debug', name));
+    for (const b of builds) out.push({ path: b.p });
+    if (builds.length === 0) out.push({ path: path.join(t, 'release', name) }, { path: path.join(t, 'debug', name) });
   }
   return out;
+}
+
+/** The places `load()` tries, as strings (the soname as itself). */
+function libraryCandidates() {
+  return librarySearch().map((c) => c.path || c.soname);
+}
+
+/** The first of `librarySearch()` that loads: `{ lib, file }`, or an error listing every place. */
+function openFirst(search) {
+  const tried = [];
+  for (const c of search) {
+    if (c.soname) {
+      try {
+        return { lib: koffi.load(c.soname), file: c.soname };
+      } catch (e) {
+        // The loader's own reason: absent, or present but unloadable (another architecture …).
+        tried.push(`${c.soname} (by soname, through ldconfig and LD_LIBRARY_PATH: ${e.message})`);
+        continue;
+      }
+    }
+    if (mtimeOf(c.path) === null) {
+      tried.push(c.path);
+      continue;
+    }
+    try {
+      return { lib: koffi.load(c.path), file: c.path };
+    } catch (e) {
+      throw new Error(`omprpc: cannot load ${c.path}: ${e.message}`);
+    }
+  }
+  throw new Error(
+    'omprpc: cannot find the omprpc shared library. Looked at, in order:\n  ' +
+      tried.join('\n  ') +
+      '\nFix: install the omprpc package built for this platform (it carries ' +
+      `${path.join('prebuilds', `${process.platform}-${process.arch}`, libraryFileName())}), or install the library ` +
+      '(make install; its soname is then found), or set OMPRPC_LIBRARY to the path of libomprpc.',
+  );
 }
 
 function mtimeOf(p) {
@@ -58,7 +112,8 @@ function mtimeOf(p) {
 
 /**
  * Loads the shared library (once) and checks its ABI version. `libraryPath` overrides the
- * search (env `OMPRPC_LIBRARY`, the package's `lib/`, the repository's `target/`).
+ * search (env `OMPRPC_LIBRARY`, the package's `prebuilds/<platform>-<arch>/`, the system's
+ * soname, the repository's `target/`).
  * Returns the path that was loaded.
  */
 function load(libraryPath) {
@@ -69,21 +124,7 @@ function load(libraryPath) {
     return loadedPath;
   }
   if (!koffi) koffi = require('koffi');
-  const candidates = libraryPath ? [path.resolve(libraryPath)] : libraryCandidates();
-  const file = candidates.find((p) => mtimeOf(p) !== null);
-  if (!file) {
-    throw new Error(
-      'omprpc: cannot find the omprpc shared library. Set OMPRPC_LIBRARY to its path, copy it to ' +
-        `${path.join(PACKAGE_DIR, 'lib', libraryFileName())}, or build it with \`cargo build\`. Looked at:\n  ` +
-        candidates.join('\n  '),
-    );
-  }
-  let lib;
-  try {
-    lib = koffi.load(file);
-  } catch (e) {
-    throw new Error(`omprpc: cannot load ${file}: ${e.message}`);
-  }
+  const { lib, file } = openFirst(libraryPath ? [{ path: path.resolve(libraryPath) }] : librarySearch());
   const abi = lib.func(DECLS.abiVersion)();
   if (abi !== ABI_VERSION) {
     throw new Error(

@@ -1,8 +1,11 @@
 """ctypes layer over the omprpc C ABI (include/omprpc.h, docs/c-api.md).
 
-* The shared library is found through ``OMPRPC_LIBRARY``, else next to the package
-  (``omprpc/_lib/libomprpc.so``), else — when running from a checkout — the repository's
-  ``target/release`` or ``target/debug`` (the more recently built one).
+* The shared library is found through ``OMPRPC_LIBRARY`` (an explicit choice wins), else next
+  to the package (``omprpc/_lib/libomprpc.so``, what a wheel carries), else the system's
+  ``libomprpc.so.<ABI>`` by soname (the dynamic loader's search: ``make install``, ldconfig,
+  ``LD_LIBRARY_PATH``), else — when running from a checkout — the repository's
+  ``target/release`` or ``target/debug`` (the more recently built one). Node searches the same
+  places in the same order (bindings/node/lib/native.cjs).
 * Every function gets ``argtypes`` / ``restype`` from ``_ffi_gen.SIGNATURES``, generated from
   the header (as are the status constants and the structs; ``make generate``). Owned strings
   come back as ``c_void_p``, are copied with ``ctypes.string_at`` and released with
@@ -48,12 +51,21 @@ TIMEOUT_DEFAULT = -2
 _LIB_NAME = {"darwin": "libomprpc.dylib", "win32": "omprpc.dll"}.get(sys.platform, "libomprpc.so")
 
 
-def _candidates() -> list[Path]:
+#: The name the dynamic loader knows an installed library by (its SONAME; ``make install``
+#: links it to the versioned file). Only ELF platforms have one (build.rs).
+_SONAME = f"libomprpc.so.{ABI_VERSION}" if sys.platform.startswith("linux") else None
+
+
+def _candidates() -> list[Path | str]:
+    """Where :func:`_load` looks, in order: paths (loaded when the file exists) and the soname
+    (a bare name: the dynamic loader searches for it)."""
     env = os.environ.get("OMPRPC_LIBRARY")
     if env:
         return [Path(env)]
     here = Path(__file__).resolve().parent
-    found = [here / "_lib" / _LIB_NAME]
+    found: list[Path | str] = [here / "_lib" / _LIB_NAME]
+    if _SONAME:
+        found.append(_SONAME)
     # A checkout: <repo>/bindings/python/omprpc → <repo>/target/{release,debug}.
     repo = here.parents[2] if len(here.parents) > 2 else None
     if repo is not None and (repo / "Cargo.toml").is_file():
@@ -66,16 +78,25 @@ def _candidates() -> list[Path]:
 
 def _load() -> tuple[ctypes.CDLL, str]:
     tried = []
-    for path in _candidates():
-        if path.is_file():
-            lib = ctypes.CDLL(str(path))  # CDLL: every call releases the GIL
-            return lib, str(path)
-        tried.append(str(path))
+    for candidate in _candidates():
+        if isinstance(candidate, str):
+            try:
+                lib = ctypes.CDLL(candidate)  # by soname: the loader's own search
+            except OSError as exc:
+                # The loader's own reason: absent, or present but unloadable (another architecture …).
+                tried.append(f"{candidate} (by soname, through ldconfig and LD_LIBRARY_PATH: {exc})")
+                continue
+            return lib, candidate
+        if candidate.is_file():
+            lib = ctypes.CDLL(str(candidate))  # CDLL: every call releases the GIL
+            return lib, str(candidate)
+        tried.append(str(candidate))
     raise ImportError(
-        "omprpc: cannot find the omprpc shared library (looked for: "
-        + ", ".join(tried)
-        + "). Set OMPRPC_LIBRARY to the path of libomprpc, install the package with pip "
-        "(which builds it), or run `cargo build --lib` in the repository."
+        "omprpc: cannot find the omprpc shared library. Looked at, in order:\n  "
+        + "\n  ".join(tried)
+        + "\nFix: install the wheel for this platform (pip install omprpc-…-<platform>.whl, which "
+        "carries the library), or install the library (make install; its soname is then found), "
+        "or set OMPRPC_LIBRARY to the path of libomprpc."
     )
 
 
