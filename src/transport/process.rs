@@ -54,6 +54,77 @@ pub struct Process {
     pidfd: Option<OwnedFd>,
     exit: Mutex<Option<Exit>>,
     reaped: Mutex<bool>,
+    watchdog: Watchdog,
+}
+
+/// Ends the agent's process group if this process dies without tearing it down (SIGKILL, the
+/// OOM killer, a crash, a Ray actor killed): then no destructor runs, and while the agent
+/// itself usually exits at end of input, what it started (a tool's `bun test`, a dev server)
+/// would live on in its group, reparented to init.
+///
+/// A `/bin/sh` in the agent's own process group blocks reading a pipe whose only write end
+/// is ours (close-on-exec, so no child inherits it). The kernel closes it when we die: the
+/// shell then sends SIGTERM to the group, waits 2 s, and sends SIGKILL (itself included; it
+/// ignores SIGTERM so it outlives the first signal). Normal teardown never gets there: the
+/// group's SIGKILL in `terminate` ends it with the rest, and we reap it. Being a member of the
+/// group, it also keeps the group id from being reused while it waits.
+struct Watchdog {
+    pid: libc::pid_t,
+    /// Held, never written: its closing is the signal.
+    _alive: OwnedFd,
+}
+
+const WATCHDOG_SCRIPT: &str = "trap '' HUP INT TERM; read -r _; kill -TERM 0; sleep 2; kill -KILL 0";
+
+impl Watchdog {
+    fn start(pgid: libc::pid_t) -> io::Result<Self> {
+        let (read, write) = cloexec_pipe()?;
+        let child = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(WATCHDOG_SCRIPT)
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::from(read))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(pgid)
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("failed to start the agent's orphan watchdog (/bin/sh): {e}")))?;
+        // Like the agent, reaped by `reap`, never by std.
+        Ok(Watchdog { pid: child.id() as libc::pid_t, _alive: write })
+    }
+
+    /// After the group's SIGKILL: collects the watchdog's exit.
+    fn reap(&self) {
+        let mut status = 0;
+        // SAFETY: waitpid writes only into `status`.
+        unsafe { libc::waitpid(self.pid, &mut status, 0) };
+    }
+}
+
+/// A pipe whose two ends are close-on-exec: atomically where pipe2 exists (Linux), set just
+/// after elsewhere (macOS; a child spawned in between could inherit an end).
+fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut ends = [0 as libc::c_int; 2];
+    #[cfg(target_os = "linux")]
+    // SAFETY: pipe2 writes two new descriptors into `ends`.
+    let r = unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) };
+    #[cfg(not(target_os = "linux"))]
+    // SAFETY: pipe writes two new descriptors into `ends`.
+    let r = unsafe { libc::pipe(ends.as_mut_ptr()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are new and ours alone.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
+    #[cfg(not(target_os = "linux"))]
+    for fd in [&read, &write] {
+        // SAFETY: fcntl on a descriptor we own.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok((read, write))
 }
 
 /// Finds `name` on `path` the way execvp would, so a missing executable fails with a clear
@@ -125,7 +196,18 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<(Process, Pipes)> {
         // SAFETY: fcntl on a descriptor we own.
         unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
     }
-    let process = Process { pid, pidfd: pidfd_open(pid), exit: Mutex::new(None), reaped: Mutex::new(false) };
+    let watchdog = match Watchdog::start(pid) {
+        Ok(w) => w,
+        Err(e) => {
+            // SAFETY: killpg and waitpid on the child we just spawned (not yet reaped).
+            unsafe {
+                libc::killpg(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            return Err(e);
+        }
+    };
+    let process = Process { pid, pidfd: pidfd_open(pid), exit: Mutex::new(None), reaped: Mutex::new(false), watchdog };
     Ok((process, Pipes { stdin, stdout, stderr }))
 }
 
@@ -300,12 +382,14 @@ impl Process {
         exit.expect("waited without deadline")
     }
 
+    /// Reaps the leader and the watchdog; the group has had its SIGKILL.
     fn reap(&self) {
         let mut reaped = lock(&self.reaped);
         if !*reaped {
             let mut status = 0;
             // SAFETY: waitpid writes only into `status`.
             unsafe { libc::waitpid(self.pid, &mut status, 0) };
+            self.watchdog.reap();
             *reaped = true;
         }
     }
@@ -446,21 +530,9 @@ impl Signal {
 
     #[cfg(not(target_os = "linux"))]
     pub fn new() -> io::Result<Self> {
-        let mut ends = [0 as libc::c_int; 2];
-        // SAFETY: pipe writes two new descriptors into `ends`, which we own from here on.
-        // (No pipe2 on macOS: close-on-exec is set just after, see below.)
-        if unsafe { libc::pipe(ends.as_mut_ptr()) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
-        for fd in [&read, &write] {
-            set_nonblocking(fd.as_raw_fd())?;
-            // SAFETY: fcntl on a descriptor we own. A child spawned between pipe() and here
-            // could inherit it; it would only hold a wake-up pipe open.
-            if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
+        let (read, write) = cloexec_pipe()?;
+        set_nonblocking(read.as_raw_fd())?;
+        set_nonblocking(write.as_raw_fd())?;
         Ok(Signal { fd: read, write })
     }
 
