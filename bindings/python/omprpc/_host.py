@@ -69,6 +69,16 @@ class _WorkerPool:
                 self._queue.put(None)
 
 
+def _verdict_of(verdict: object) -> tuple[bool, str | None]:
+    """A policy handler's answer: True / False or ``(allow, reason)``; anything else blocks."""
+    if isinstance(verdict, bool):
+        return verdict, None
+    if (isinstance(verdict, tuple) and len(verdict) == 2 and isinstance(verdict[0], bool)
+            and (verdict[1] is None or isinstance(verdict[1], str))):
+        return verdict[0], verdict[1]
+    return False, f"the policy handler returned {verdict!r}, not a verdict"
+
+
 class _HostCalls:
     """A mixin of _Session: runs the policy handler, host tools and host URI handlers on the
     worker pool and sends their answers (``_Session`` sets these attributes)."""
@@ -87,14 +97,7 @@ class _HostCalls:
         """Runs the policy handler on a host worker and sends its verdict. A handler that
         raises or returns something else blocks the tool (the gate fails closed)."""
         try:
-            verdict = handler(question)
-            if isinstance(verdict, bool):
-                allow, reason = verdict, None
-            elif (isinstance(verdict, tuple) and len(verdict) == 2 and isinstance(verdict[0], bool)
-                  and (verdict[1] is None or isinstance(verdict[1], str))):
-                allow, reason = verdict
-            else:
-                allow, reason = False, f"the policy handler returned {verdict!r}, not a verdict"
+            allow, reason = _verdict_of(handler(question))
         except Exception as exc:
             allow, reason = False, f"the policy handler failed: {exc}"
         self.policy_verdict(question.id, allow, reason, quiet=True)
@@ -130,26 +133,40 @@ class _HostCalls:
                                 args if isinstance(args, dict) else {}, cancel):
             cancel.set()
 
+    def _tool_context(self, call_id: str, tool_call_id: str, cancel: threading.Event) -> HostToolContext[Any]:
+        return HostToolContext(
+            tool_call_id=tool_call_id,
+            _cancel_event=cancel,
+            _send_update=lambda result: self._tool_update(call_id, result, cancel),
+        )
+
     def _run_tool(self, tool: HostTool[Any, Any], call_id: str, tool_call_id: str, args: JsonObject,
                   cancel: threading.Event) -> None:
         try:
             try:
-                context: HostToolContext[Any] = HostToolContext(
-                    tool_call_id=tool_call_id,
-                    _cancel_event=cancel,
-                    _send_update=lambda result: self._tool_update(call_id, result, cancel),
-                )
-                value = tool.execute(tool.parse_params(args), context)
-                if cancel.is_set():
-                    return
-                self._tool_reply(call_id, normalize_result(value), False)
+                value = tool.execute(tool.parse_params(args), self._tool_context(call_id, tool_call_id, cancel))
             except Exception as exc:
-                if cancel.is_set():
-                    return
-                self._tool_reply(call_id, {"content": [{"type": "text", "text": str(exc)}], "details": {}}, True)
+                self._tool_done(call_id, cancel, None, exc)
+                return
+            self._tool_done(call_id, cancel, value, None)
         finally:
             with self.calls_lock:
                 self.calls.pop(call_id, None)
+
+    def _tool_done(self, call_id: str, cancel: threading.Event, value: Any, error: Exception | None) -> None:
+        """Sends a host tool's outcome (its value, or what it raised as the error result) unless
+        the call was cancelled meanwhile (then nobody waits for it)."""
+        if cancel.is_set():
+            return
+        if error is not None:
+            self._tool_reply(call_id, {"content": [{"type": "text", "text": str(error)}], "details": {}}, True)
+            return
+        try:
+            result = normalize_result(value)
+        except Exception as exc:
+            self._tool_reply(call_id, {"content": [{"type": "text", "text": str(exc)}], "details": {}}, True)
+            return
+        self._tool_reply(call_id, result, False)
 
     def _tool_update(self, call_id: str, result: JsonObject, cancel: threading.Event) -> None:
         try:

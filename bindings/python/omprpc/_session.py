@@ -88,14 +88,17 @@ class _Session(_HostCalls):
         self.event_fd = self.handle.event_fd()
         self.thread = threading.Thread(target=self._run, name="omprpc-dispatch", daemon=True)
 
-    def start(self) -> None:
+    def start(self, dispatch: bool = True) -> None:
+        """Reads the agent's flavour and protocol, then starts the dispatcher thread unless
+        ``dispatch`` is False (``omprpc.aio`` reads the event queue on its event loop)."""
         try:
             info = self.info()
             self.flavor = info.get("flavor")
             self.protocol_version = int(info.get("protocolVersion") or 1)
         except (RpcError, ValueError, TypeError):
             self.protocol_version = 1
-        self.thread.start()
+        if dispatch:
+            self.thread.start()
 
     def info(self) -> dict[str, Any]:
         data = _loads(self.handle.call_out(lib.omprpc_client_info))
