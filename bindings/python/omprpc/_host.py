@@ -5,6 +5,7 @@ schemes)."""
 
 from __future__ import annotations
 
+import inspect
 import queue
 import threading
 from typing import Any, Callable, Sequence, cast
@@ -158,6 +159,10 @@ class _HostCalls:
         the call was cancelled meanwhile (then nobody waits for it)."""
         if cancel.is_set():
             return
+        if error is None and inspect.isawaitable(value):
+            if inspect.iscoroutine(value):
+                value.close()  # never run: no "never awaited" warning
+            error = TypeError("an async host tool needs omprpc.aio.AsyncRpcClient (RpcClient runs plain functions)")
         if error is not None:
             self._tool_reply(call_id, {"content": [{"type": "text", "text": str(error)}], "details": {}}, True)
             return

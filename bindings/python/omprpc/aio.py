@@ -39,7 +39,7 @@ import inspect
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Final, Mapping, Sequence, TypeVar, Union, cast
+from typing import Any, AsyncGenerator, Awaitable, Callable, Final, Mapping, Sequence, TypeVar, Union, cast
 
 from . import _ffi
 from ._commands import _Commands
@@ -377,7 +377,7 @@ class AsyncRpcClient:
         except ValueError:
             pass
 
-    async def events(self) -> AsyncIterator[RpcNotification]:
+    async def events(self) -> AsyncGenerator[RpcNotification, None]:
         """Every notification from now on, typed as the sync client's ``on_notification``
         listeners get them (agent events, UI requests, policy questions, extension errors, …;
         not host calls, which the client serves). Ends when close() stops the client; raises
@@ -405,7 +405,7 @@ class AsyncRpcClient:
         images: Sequence[ImageContent] | None = None,
         content: Sequence[Mapping[str, Any]] | None = None,
         timeout: float | None = LIBRARY_DEFAULT,
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         """Prompts, then yields the turn as it happens: :class:`TextChunk`,
         :class:`ReasoningChunk`, :class:`ToolCallRequest`, :class:`ToolCallComplete`, and
         last :class:`TurnComplete`. ``timeout``: for the prompt's acknowledgement (the turn

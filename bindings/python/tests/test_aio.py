@@ -158,7 +158,7 @@ def test_wrong_arguments_fail_before_anything_is_sent(fake_agent: str) -> None:
     async def test() -> None:
         async with fake_client(fake_agent) as client:
             with pytest.raises(TypeError):
-                await client.get_state(42)  # type: ignore[call-arg]
+                await client.get_state(42)
             with pytest.raises(ValueError):
                 await client.run("bad\x00prompt")
             assert (await client.run("hello")).text == "pong"
@@ -247,6 +247,17 @@ def test_host_tools_async_and_sync(fake_agent: str, kind: str) -> None:
     assert [(a, t) for a, t, _ in calls] == [({"message": "hello"}, "toolu_host_1")]
     # an async tool runs on the loop's thread, a sync one on the host worker pool
     assert calls[0][2] == "MainThread" if kind == "async" else calls[0][2].startswith("omprpc-host")
+
+
+def test_the_sync_client_refuses_an_async_tool_clearly(make_client: Any) -> None:
+    async def echo(args: dict[str, Any], ctx: HostToolContext[Any]) -> str:
+        return "never run"
+
+    client = make_client(custom_tools=[host_tool(name="echo_host", description="Echo", parameters=ECHO_SCHEMA,
+                                                 execute=echo)])
+    turn = client.prompt_and_wait("needs host tool", timeout=GUARD)
+    end = [p for p in turn.event_payloads if p["type"] == "tool_execution_end"]
+    assert end[0]["isError"] is True and "AsyncRpcClient" in end[0]["result"]["content"][0]["text"]
 
 
 @pytest.mark.parametrize("kind", ["async", "sync"])

@@ -44,7 +44,7 @@ def test_real_agent_streams_a_text_turn_and_calls_an_async_host_tool(agent: str)
 
     # omp offers a host tool to the model directly with loadMode "essential"
     tool = host_tool(name="host_add", description="Add two numbers", parameters=ADD_SCHEMA, execute=add,
-                     **({"load_mode": "essential"} if agent == "omp" else {}))
+                     load_mode="essential" if agent == "omp" else None)
 
     async def test() -> None:
         async with AsyncRpcClient(**ws.client_kwargs(custom_tools=[tool])) as client:
