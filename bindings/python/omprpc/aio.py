@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import ctypes
 import inspect
-import os
 import threading
 from dataclasses import dataclass
 from typing import Any, AsyncGenerator, Awaitable, Callable, Final, Mapping, Sequence, TypeVar, Union, cast
@@ -48,7 +48,7 @@ from ._ffi import lib
 from ._host import _HostRegistration, _verdict_of
 from ._prompts import _Prompts
 from ._protocol_gen import _GeneratedCommands
-from ._session import _BATCH_MAX_EVENTS, _HOST_TYPES, _Session
+from ._session import _BATCH_MAX_EVENTS, _HOST_TYPES, _loads_lenient, _Session
 from ._ui import _Ui
 from .client import RpcClient
 from .errors import RpcError, RpcProcessExitError
@@ -202,7 +202,8 @@ class _Subscriber:
     def __init__(self) -> None:
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
 
-    async def get(self) -> JsonObject:
+    async def get(self) -> tuple[JsonObject, bytes]:
+        """The next frame, decoded and as the agent's bytes."""
         item = await self.queue.get()
         if item is _END:
             self.queue.put_nowait(_END)  # every later get() ends too
@@ -210,7 +211,7 @@ class _Subscriber:
         if isinstance(item, BaseException):
             self.queue.put_nowait(item)
             raise item
-        frame: JsonObject = item
+        frame: tuple[JsonObject, bytes] = item
         return frame
 
 
@@ -322,7 +323,7 @@ class AsyncRpcClient:
         if session is None:
             return
         try:
-            status, ptr, err = session.handle.call_raw(lib.omprpc_client_next_events, _BATCH_MAX_EVENTS, 0)
+            status, ptr, err = session.handle.call_raw(lib.omprpc_client_next_event_batch, _BATCH_MAX_EVENTS, 0)
         except RpcError as exc:
             status, ptr, err = exc.status or _ffi.CLOSED, None, None
         if status == _ffi.TIMEOUT:
@@ -334,16 +335,23 @@ class AsyncRpcClient:
                 self._failure = RpcProcessExitError(f"the agent exited: {self._failure}")
             self._end_subscribers(self._failure)
             return
-        data = _ffi.take_raw(ptr)
+        if not ptr:
+            return
         try:
-            frames = _loads_bulk(data) if data else []
+            # Each event's own bytes (a turn feeds them to the summarizer as they are), and one
+            # array decoded at once for the rest.
+            parts = list(map(ctypes.string_at, *_ffi.view_columns(lib.omprpc_event_batch_events, ptr)[2:]))
+        finally:
+            lib.omprpc_event_batch_free(ptr)
+        try:
+            frames = _loads_bulk(b"[" + b",".join(parts) + b"]")
         except ValueError:
-            frames = []
-        for frame in frames if isinstance(frames, list) else ():
+            frames = [_loads_lenient(part) for part in parts]
+        for frame, raw in zip(frames, parts):
             if isinstance(frame, dict):
-                self._dispatch(session, frame)
+                self._dispatch(session, frame, raw)
 
-    def _dispatch(self, session: _Session, frame: JsonObject) -> None:
+    def _dispatch(self, session: _Session, frame: JsonObject, raw: bytes) -> None:
         kind = frame.get("type")
         if kind == "response":
             return  # queued for the sync client's frame listeners only
@@ -353,7 +361,7 @@ class AsyncRpcClient:
         if kind == "policy_eval":
             self._policy_question(session, frame)
         for subscriber in self._subscribers:
-            subscriber.queue.put_nowait(frame)
+            subscriber.queue.put_nowait((frame, raw))
 
     def _unwatch(self) -> None:
         if self._fd >= 0 and self._loop is not None:
@@ -386,7 +394,7 @@ class AsyncRpcClient:
         subscriber = self._subscribe()
         try:
             while True:
-                frame = await subscriber.get()
+                frame, _ = await subscriber.get()
                 kind = frame.get("type")
                 if kind == "prompt_complete" or (kind == "protocol_error" and frame.get("omprpc") is not True):
                     continue  # what the sync client's listeners never see either
@@ -429,7 +437,7 @@ class AsyncRpcClient:
             try:
                 request_id = await asyncio.shield(sent)
                 while True:
-                    frame = await subscriber.get()
+                    frame, raw = await subscriber.get()
                     if frame.get("type") == "prompt_complete" and frame.get("omprpc") is True:
                         if frame.get("requestId") != request_id:
                             continue  # an earlier prompt's (sent with prompt())
@@ -440,7 +448,7 @@ class AsyncRpcClient:
                         yield TurnComplete(request_id, str(frame.get("outcome")), summary.stop_reason,
                                            summary.usage, summary.final_text, summary)
                         return
-                    for derived in summarizer.feed(frame):
+                    for derived in summarizer.feed(raw):
                         item = _derived(derived)
                         if item is not None:
                             yield item
@@ -475,7 +483,7 @@ class AsyncRpcClient:
                 request_id = await sent
                 await self._pooled(self._core.abort)
                 while True:
-                    frame = await subscriber.get()
+                    frame, _ = await subscriber.get()
                     if frame.get("type") == "prompt_complete" and frame.get("requestId") == request_id:
                         return
             except (RpcError, StopAsyncIteration, asyncio.CancelledError):
