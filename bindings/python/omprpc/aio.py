@@ -19,7 +19,12 @@ One event loop drives any number of agents. How it waits, and why:
   (:class:`omprpc.Summarizer`), fed each event of the turn.
 * The waits of the sync API that block inside the library for a whole run
   (``prompt_and_wait``, ``collect_events``, ``wait_for_idle``, ``next_ui_request``) are offered
-  too, on the same pool: each holds one pool thread until it returns.
+  too, on a second shared pool (:data:`DEFAULT_MAX_WAITS` threads): each holds one of its
+  threads until it returns, and they never hold up the commands (more of them at once than
+  the pool has threads wait for a thread: prefer :meth:`~AsyncRpcClient.stream` and
+  :meth:`~AsyncRpcClient.events`, which hold none). Calls that do not wait for
+  the agent (the answers to UI requests and policy questions, ``send_frame``, ``info``,
+  ``counters``) run on the loop directly.
 * **Host tools and the policy gate**: an ``async def`` tool (``HostTool.execute``) or policy
   handler runs as a task on the loop; a plain function runs on the client's host worker pool,
   as with the sync client. Either way what it raises becomes the tool's error result (or
@@ -57,6 +62,7 @@ from .summary import Summarizer, SummaryUsage, TurnSummary
 
 __all__ = [
     "AsyncRpcClient",
+    "DEFAULT_MAX_WAITS",
     "DEFAULT_MAX_WORKERS",
     "ReasoningChunk",
     "StreamItem",
@@ -71,17 +77,28 @@ _T = TypeVar("_T")
 #: Threads of the shared pool that runs the commands of every AsyncRpcClient without its own
 #: ``executor``: each holds a thread for one request's round trip to its agent (milliseconds).
 DEFAULT_MAX_WORKERS: Final = 8
+#: Threads of the second shared pool, for the sync API's waits on whole runs (prompt_and_wait,
+#: collect_events, wait_for_idle, next_ui_request): they cannot starve the commands' pool.
+DEFAULT_MAX_WAITS: Final = 8
 
-_shared_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_shared_pool_lock = threading.Lock()
+#: The sync client's waits that block inside the library until a run or a UI request comes.
+_LONG_WAITS: Final = frozenset({"prompt_and_wait", "collect_events", "wait_for_idle", "next_ui_request"})
+#: Calls that never wait for the agent (a frame handed to the writer, a read of the client's
+#: state): run on the loop itself, so an answer can never queue behind a full pool.
+_DIRECT: Final = frozenset({"send_ui_value", "send_ui_confirmation", "cancel_ui_request", "send_frame",
+                            "send_widget_layout", "policy_verdict", "info", "counters"})
+
+_pools: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
 
 
-def _pool() -> concurrent.futures.ThreadPoolExecutor:
-    global _shared_pool
-    with _shared_pool_lock:
-        if _shared_pool is None:
-            _shared_pool = concurrent.futures.ThreadPoolExecutor(DEFAULT_MAX_WORKERS, thread_name_prefix="omprpc-aio")
-        return _shared_pool
+def _pool(kind: str) -> concurrent.futures.ThreadPoolExecutor:
+    with _pools_lock:
+        pool = _pools.get(kind)
+        if pool is None:
+            size = DEFAULT_MAX_WAITS if kind == "wait" else DEFAULT_MAX_WORKERS
+            pool = _pools[kind] = concurrent.futures.ThreadPoolExecutor(size, thread_name_prefix=f"omprpc-aio-{kind}")
+        return pool
 
 
 # -- the derived stream (the shapes a host executor yields) --
@@ -296,17 +313,26 @@ class AsyncRpcClient:
 
     # -- commands --
 
-    def _pooled(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> Awaitable[_T]:
+    def _pooled(self, fn: Callable[..., _T], *args: Any, kind: str = "command", **kwargs: Any) -> Awaitable[_T]:
         loop = asyncio.get_running_loop()
-        return loop.run_in_executor(self._executor or _pool(), lambda: fn(*args, **kwargs))
+        return loop.run_in_executor(self._executor or _pool(kind), lambda: fn(*args, **kwargs))
 
     def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
         if name not in _POOLED:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         method = getattr(self._core, name)
+        if name in _DIRECT:
+            async def direct(*args: Any, **kwargs: Any) -> Any:
+                return method(*args, **kwargs)
 
-        async def command(*args: Any, **kwargs: Any) -> Any:
-            return await self._pooled(method, *args, **kwargs)
+            command = direct
+        else:
+            kind = "wait" if name in _LONG_WAITS else "command"
+
+            async def pooled(*args: Any, **kwargs: Any) -> Any:
+                return await self._pooled(method, *args, kind=kind, **kwargs)
+
+            command = pooled
 
         command.__name__ = command.__qualname__ = name
         command.__doc__ = method.__doc__

@@ -21,6 +21,7 @@ from omprpc import (
     host_tool,
 )
 from omprpc.aio import (
+    DEFAULT_MAX_WAITS,
     DEFAULT_MAX_WORKERS,
     AsyncRpcClient,
     ReasoningChunk,
@@ -341,6 +342,29 @@ def test_ui_request_answered_from_async_code(fake_agent: str) -> None:
     run(test)
 
 
+def test_the_sync_waits_are_coroutines_too(fake_agent: str) -> None:
+    """prompt_and_wait / wait_for_idle / next_ui_request, awaited; as many UI waits as their
+    pool has threads do not starve the commands, and the answer goes through."""
+
+    async def test() -> None:
+        async with fake_client(fake_agent, flavor="pi", core_options={"stop_grace_ms": 300}) as client:
+            assert (await client.prompt_and_wait("hello")).assistant_text == "pong"
+            await client.wait_for_idle(timeout=GUARD)
+            waits = [asyncio.ensure_future(client.next_ui_request(timeout=GUARD)) for _ in range(DEFAULT_MAX_WAITS)]
+            assert (await client.get_state()).session_id == "fake-session"  # not starved
+            turn = asyncio.ensure_future(items_of(client.stream("needs confirm")))
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            request = done.pop().result()
+            assert (request.id, request.method) == ("ui-2", "confirm")
+            await client.send_ui_confirmation(request.id, True)
+            assert texts(await turn) == "ui acknowledged"
+        # close() woke the waits that got no request
+        results = await asyncio.gather(*waits, return_exceptions=True)
+        assert sum(isinstance(r, RpcProcessExitError) for r in results) == DEFAULT_MAX_WAITS - 1, results
+
+    run(test)
+
+
 # -- cancellation, close, agent death --
 
 
@@ -487,7 +511,8 @@ def test_twenty_agents_in_one_loop_with_bounded_threads(fake_agent: str) -> None
             assert all(texts(r) == "pong" and isinstance(r[-1], TurnComplete) for r in results)
             names = [t.name for t in threading.enumerate()]
             assert not any(n.startswith("omprpc-dispatch") for n in names)
-            assert sum(n.startswith("omprpc-aio") for n in names) <= DEFAULT_MAX_WORKERS
+            assert sum(n.startswith("omprpc-aio-command") for n in names) <= DEFAULT_MAX_WORKERS
+            assert sum(n.startswith("omprpc-aio-wait") for n in names) <= DEFAULT_MAX_WAITS
         finally:
             await asyncio.gather(*(c.close() for c in clients))
 
