@@ -5,12 +5,15 @@ hang guard: a test that hangs fails instead."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import pytest
 
-from conftest import agent_command
+from conftest import IMPORT_ROOT, PACKAGE_ROOT, agent_command
 from omprpc import (
     ExtensionUiRequest,
     HostToolContext,
@@ -517,3 +520,18 @@ def test_twenty_agents_in_one_loop_with_bounded_threads(fake_agent: str) -> None
             await asyncio.gather(*(c.close() for c in clients))
 
     run(test)
+
+
+# -- the README's example --
+
+
+def test_the_readmes_asyncio_example_runs(fake_agent: str) -> None:
+    readme = (PACKAGE_ROOT / "README.md").read_text()
+    block = readme.split("<!-- asyncio-example:", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert block.count('["target/debug/omprpc-fake-agent"]') == 1
+    code = block.replace('["target/debug/omprpc-fake-agent"]', repr([fake_agent]))
+    env = dict(os.environ, PYTHONPATH=str(IMPORT_ROOT))
+    out = subprocess.run([sys.executable, "-X", "dev", "-W", "error", "-c", code], env=env, capture_output=True,
+                         text=True, timeout=GUARD)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-3:] == ["[success: echo: hello]", "[done: None, 0 tokens]", "fake-session"], out.stdout
