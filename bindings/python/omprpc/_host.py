@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 import queue
 import threading
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Awaitable, Callable, Coroutine, Sequence, cast
 
 from . import _ffi
 from ._base import _ClientBase
@@ -115,7 +115,10 @@ class _HostCalls:
 
     # -- host tools and URIs --
 
-    def _host_tool_call(self, frame: JsonObject) -> None:
+    def _host_tool_call(self, frame: JsonObject,
+                        spawn: Callable[[Coroutine[Any, Any, None]], None] | None = None) -> None:
+        """Runs the called tool on the worker pool; with ``spawn`` (``omprpc.aio``: a task on
+        its event loop), an ``async def`` tool as the coroutine handed to ``spawn``."""
         call_id = frame.get("id")
         if not isinstance(call_id, str) or self._stopping:
             return
@@ -130,8 +133,11 @@ class _HostCalls:
             self.calls[call_id] = cancel
         tool_call_id = frame.get("toolCallId")
         args = frame.get("arguments")
-        if not self.pool.submit(self._run_tool, tool, call_id, tool_call_id if isinstance(tool_call_id, str) else "",
-                                args if isinstance(args, dict) else {}, cancel):
+        call = (tool, call_id, tool_call_id if isinstance(tool_call_id, str) else "",
+                args if isinstance(args, dict) else {}, cancel)
+        if spawn is not None and inspect.iscoroutinefunction(tool.execute):
+            spawn(self._run_async_tool(*call))
+        elif not self.pool.submit(self._run_tool, *call):
             cancel.set()
 
     def _tool_context(self, call_id: str, tool_call_id: str, cancel: threading.Event) -> HostToolContext[Any]:
@@ -144,19 +150,34 @@ class _HostCalls:
     def _run_tool(self, tool: HostTool[Any, Any], call_id: str, tool_call_id: str, args: JsonObject,
                   cancel: threading.Event) -> None:
         try:
-            try:
-                value = tool.execute(tool.parse_params(args), self._tool_context(call_id, tool_call_id, cancel))
-            except Exception as exc:
-                self._tool_done(call_id, cancel, None, exc)
-                return
+            value = tool.execute(tool.parse_params(args), self._tool_context(call_id, tool_call_id, cancel))
+        except Exception as exc:
+            self._tool_done(call_id, cancel, None, exc)
+        else:
             self._tool_done(call_id, cancel, value, None)
+
+    async def _run_async_tool(self, tool: HostTool[Any, Any], call_id: str, tool_call_id: str, args: JsonObject,
+                              cancel: threading.Event) -> None:
+        """:meth:`_run_tool` for an ``async def`` tool, as a task of ``omprpc.aio``'s loop (a
+        task cancelled at close sends nothing: the agent is gone)."""
+        try:
+            value = await cast(Awaitable[Any], tool.execute(tool.parse_params(args),
+                                                            self._tool_context(call_id, tool_call_id, cancel)))
+        except Exception as exc:
+            self._tool_done(call_id, cancel, None, exc)
+        else:
+            self._tool_done(call_id, cancel, value, None)
+
+    def _tool_done(self, call_id: str, cancel: threading.Event, value: Any, error: Exception | None) -> None:
+        """Sends a host tool's outcome (its value, or what it raised as the error result) unless
+        the call was cancelled meanwhile (then nobody waits for it); the call is then over."""
+        try:
+            self._send_tool_outcome(call_id, cancel, value, error)
         finally:
             with self.calls_lock:
                 self.calls.pop(call_id, None)
 
-    def _tool_done(self, call_id: str, cancel: threading.Event, value: Any, error: Exception | None) -> None:
-        """Sends a host tool's outcome (its value, or what it raised as the error result) unless
-        the call was cancelled meanwhile (then nobody waits for it)."""
+    def _send_tool_outcome(self, call_id: str, cancel: threading.Event, value: Any, error: Exception | None) -> None:
         if cancel.is_set():
             return
         if error is None and inspect.isawaitable(value):

@@ -45,6 +45,17 @@ def _loads_lenient(data: bytes) -> Any:
         return None
 
 
+def _decode_events(parts: list[bytes]) -> list[Any]:
+    """Events' JSON texts, decoded: one array at once beats one json.loads per event (the GC
+    paused: decoded JSON holds no cycles); an event that does not parse spoils only itself
+    (None in its place)."""
+    try:
+        frames = _loads_bulk(b"[" + b",".join(parts) + b"]")
+    except ValueError:
+        return [_loads_lenient(part) for part in parts]
+    return frames if isinstance(frames, list) else []
+
+
 class _Session(_HostCalls):
     """Everything that lives from start() to stop(): the handle, the dispatcher, the workers."""
 
@@ -211,13 +222,7 @@ class _Session(_HostCalls):
                     return
         finally:
             lib.omprpc_event_batch_free(batch)
-        # One array decoded at once beats one json.loads per event (the GC paused: decoded JSON
-        # holds no cycles); an event that does not parse spoils only itself.
-        try:
-            frames = _loads_bulk(b"[" + b",".join(parts) + b"]")
-        except ValueError:
-            frames = [_loads_lenient(part) for part in parts]
-        self._dispatch_frames(frames if isinstance(frames, list) else [])
+        self._dispatch_frames(_decode_events(parts))
 
     def _streaming(self) -> bool:
         """Whether nearly every event is needed: a frame or payload listener, or one that takes

@@ -44,16 +44,16 @@ import ctypes
 import inspect
 import threading
 from dataclasses import dataclass
-from typing import Any, AsyncGenerator, Awaitable, Callable, Final, Mapping, Sequence, TypeVar, Union, cast
+from typing import Any, AsyncGenerator, Awaitable, Callable, Coroutine, Final, Mapping, Sequence, TypeVar, Union, cast
 
 from . import _ffi
 from ._commands import _Commands
-from ._common import LIBRARY_DEFAULT, _loads_bulk
+from ._common import LIBRARY_DEFAULT
 from ._ffi import lib
 from ._host import _HostRegistration, _verdict_of
 from ._prompts import _Prompts
 from ._protocol_gen import _GeneratedCommands
-from ._session import _BATCH_MAX_EVENTS, _HOST_TYPES, _loads_lenient, _Session
+from ._session import _BATCH_MAX_EVENTS, _HOST_TYPES, _decode_events, _Session
 from ._ui import _Ui
 from .client import RpcClient
 from .errors import RpcError, RpcProcessExitError
@@ -369,11 +369,7 @@ class AsyncRpcClient:
             parts = list(map(ctypes.string_at, *_ffi.view_columns(lib.omprpc_event_batch_events, ptr)[2:]))
         finally:
             lib.omprpc_event_batch_free(ptr)
-        try:
-            frames = _loads_bulk(b"[" + b",".join(parts) + b"]")
-        except ValueError:
-            frames = [_loads_lenient(part) for part in parts]
-        for frame, raw in zip(frames, parts):
+        for frame, raw in zip(_decode_events(parts), parts):
             if isinstance(frame, dict):
                 self._dispatch(session, frame, raw)
 
@@ -523,46 +519,32 @@ class AsyncRpcClient:
 
         self._spawn(settle())
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """A task of this client (a host call, a policy question, an abandoned turn's abort):
+        kept until done, cancelled by close()."""
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        # An answer the library refused because the client closed meanwhile: nobody waits for
+        # it. Anything else is a bug worth the loop's exception handler.
+        if exc is not None and not isinstance(exc, RpcError) and self._loop is not None:
+            self._loop.call_exception_handler({"message": "an omprpc.aio task failed", "exception": exc, "task": task})
 
     # -- host tools and the policy gate --
 
     def _host_call(self, session: _Session, frame: JsonObject) -> None:
-        """A host tool call: an ``async def`` tool runs as a task here; any other host call
-        (sync tools, host URIs, cancellations) is the session's, as in the sync client."""
+        """A host call: an ``async def`` tool runs as a task here; the rest (sync tools, host
+        URIs, cancellations) as in the sync client."""
         if frame.get("type") == "host_tool_call":
-            name = frame.get("toolName")
-            tool = session.tools.get(name) if isinstance(name, str) else None
-            call_id = frame.get("id")
-            if tool is not None and inspect.iscoroutinefunction(tool.execute) and isinstance(call_id, str):
-                cancel = threading.Event()
-                with session.calls_lock:
-                    session.calls[call_id] = cancel
-                tool_call_id = frame.get("toolCallId")
-                args = frame.get("arguments")
-                self._spawn(self._run_async_tool(session, tool, call_id,
-                                                 tool_call_id if isinstance(tool_call_id, str) else "",
-                                                 args if isinstance(args, dict) else {}, cancel))
-                return
-        session._dispatch(frame)
-
-    async def _run_async_tool(self, session: _Session, tool: Any, call_id: str, tool_call_id: str,
-                              args: JsonObject, cancel: threading.Event) -> None:
-        try:
-            try:
-                value = await tool.execute(tool.parse_params(args), session._tool_context(call_id, tool_call_id, cancel))
-            except asyncio.CancelledError:
-                return  # close() stopped it: the agent is gone
-            except Exception as exc:
-                session._tool_done(call_id, cancel, None, exc)
-                return
-            session._tool_done(call_id, cancel, value, None)
-        finally:
-            with session.calls_lock:
-                session.calls.pop(call_id, None)
+            session._host_tool_call(frame, spawn=self._spawn)
+        else:
+            session._dispatch(frame)
 
     def _policy_question(self, session: _Session, frame: JsonObject) -> None:
         handler = session.policy_handler
@@ -570,7 +552,7 @@ class AsyncRpcClient:
             session._dispatch(frame)  # a sync handler runs on the host pool
             return
         question = to_notification(frame)
-        if isinstance(question, PolicyEvalEvent) and question.id:
+        if isinstance(question, PolicyEvalEvent) and question.id and not session._stopping:
             self._spawn(self._run_async_policy(session, cast(Callable[[PolicyEvalEvent], Awaitable[object]], handler),
                                                question))
 
