@@ -56,7 +56,7 @@ from ._protocol_gen import _GeneratedCommands
 from ._session import _BATCH_MAX_EVENTS, _HOST_TYPES, _decode_events, _Session
 from ._ui import _Ui
 from .client import RpcClient
-from .errors import RpcError, RpcProcessExitError
+from .errors import RpcConcurrencyError, RpcError, RpcProcessExitError
 from .protocol import ImageContent, JsonObject, PolicyEvalEvent, RpcNotification, to_notification
 from .summary import Summarizer, SummaryUsage, TurnSummary
 
@@ -178,6 +178,13 @@ def _derived(item: Mapping[str, Any]) -> StreamItem | None:
 _STATUS_BY_NAME: Final = {_ffi.status_name(n): n for n in range(_ffi.PANIC + 1)}
 
 
+def _concurrency_error() -> RpcConcurrencyError:
+    exc = RpcConcurrencyError("a turn is already streaming on this client (one at a time): finish it, "
+                              "or cancel it or aclose() its stream, first")
+    exc.status, exc.status_name = _ffi.CONCURRENCY, _ffi.status_name(_ffi.CONCURRENCY)
+    return exc
+
+
 def _completion_error(error: object) -> RpcError:
     """The exception of a prompt that completed with ``outcome: "failed"`` (its ``error``
     object has the shape of a failed call's error detail)."""
@@ -207,6 +214,9 @@ _POOLED: Final = frozenset(
 ) | {"request_raw", "info", "counters", "next_logs"}
 
 _END: Final = object()
+#: Loop iterations a new turn grants the finalizer of a stream left by `break` (the hook
+#: schedules a task that creates the aclose() task, which then runs): then the old one is open.
+_FINALIZER_TURNS: Final = 3
 
 
 class _Subscriber:
@@ -258,7 +268,8 @@ class AsyncRpcClient:
         self._failure: RpcError | None = None
         #: The prompt a cancelled turn left running: the next turn waits for its completion.
         self._abandoned: asyncio.Future[None] | None = None
-        self._turn_lock: asyncio.Lock | None = None
+        #: The open stream()'s token (one turn at a time), None when no turn streams.
+        self._stream_owner: object | None = None
 
     # -- lifecycle --
 
@@ -276,7 +287,6 @@ class AsyncRpcClient:
         await self._pooled(self._core.start)
         session = self._core._require()
         self._loop, self._session, self._failure = loop, session, None
-        self._turn_lock = asyncio.Lock()
         self._fd = session.event_fd
         loop.add_reader(self._fd, self._on_readable)
         return self
@@ -442,12 +452,21 @@ class AsyncRpcClient:
         itself has no deadline here: wrap it in ``asyncio.timeout``). A refused or failed
         prompt raises its RpcCommandError; an agent that exits, RpcProcessExitError.
 
-        One turn at a time per client: a second stream waits for the first. Cancelling the
-        iterating task, or leaving the loop early, aborts the run (see the module's doc)."""
-        lock = self._turn_lock
-        if lock is None or self._session is None:
+        One turn at a time per client: a second stream while one is open raises
+        RpcConcurrencyError (the library's rule for a second prompt collector). Cancelling the
+        iterating task, or leaving the loop early, aborts the run (see the module's doc); so
+        does ``aclose()`` on a stream left unfinished, which a new turn needs first."""
+        if self._session is None:
             raise self._failure or RpcError("RPC client is not started")
-        async with lock:
+        if self._stream_owner is not None:
+            # A stream left by `break` is closed by the loop's async-generator finalizer, a task
+            # scheduled when the generator was dropped: let it run before deciding.
+            for _ in range(_FINALIZER_TURNS):
+                await asyncio.sleep(0)
+            if self._stream_owner is not None:
+                raise _concurrency_error()
+        owner = self._stream_owner = object()
+        try:
             abandoned = self._abandoned
             if abandoned is not None:
                 await asyncio.shield(abandoned)  # the aborted prompt completes first
@@ -467,6 +486,7 @@ class AsyncRpcClient:
                         if frame.get("outcome") == "failed":
                             raise _completion_error(frame.get("error"))
                         summary = summarizer.summary()
+                        self._stream_owner = None  # the turn is over: the next may start now
                         yield TurnComplete(request_id, str(frame.get("outcome")), summary.stop_reason,
                                            summary.usage, summary.final_text, summary)
                         return
@@ -482,6 +502,9 @@ class AsyncRpcClient:
                     self._abandon(sent, subscriber)  # it may hold the completion already
                 else:
                     self._unsubscribe(subscriber)
+        finally:
+            if self._stream_owner is owner:
+                self._stream_owner = None
 
     async def run(self, message: str = "", **kwargs: Any) -> TurnComplete:
         """The whole turn of :meth:`stream`, awaited: its :class:`TurnComplete`."""

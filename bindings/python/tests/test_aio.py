@@ -16,6 +16,7 @@ import pytest
 from conftest import IMPORT_ROOT, PACKAGE_ROOT, agent_command
 from omprpc import (
     ExtensionUiRequest,
+    RpcConcurrencyError,
     HostToolContext,
     PolicyEvalEvent,
     RpcCommandError,
@@ -408,6 +409,20 @@ def test_cancelling_a_turn_aborts_it_and_the_next_turn_is_clean(fake_agent: str)
             aborted = [i for i, (t, m) in enumerate(log)
                        if t == "message_end" and isinstance(m, dict) and m.get("stopReason") == "aborted"]
             assert len(aborted) == 1 and aborted[0] < starts[1], log
+
+    run(test)
+
+
+def test_one_turn_at_a_time_per_client(fake_agent: str) -> None:
+    async def test() -> None:
+        async with fake_client(fake_agent) as client:
+            first = client.stream("stream until abort")
+            assert isinstance(await first.__anext__(), TextChunk)
+            with pytest.raises(RpcConcurrencyError) as err:
+                await client.run("hello")
+            assert err.value.status_name == "CONCURRENCY"
+            await first.aclose()  # aborts: the next turn may start
+            assert (await client.run("hello")).summary.text == "pong"
 
     run(test)
 
