@@ -4,8 +4,9 @@ One event loop drives any number of agents. How it waits, and why:
 
 * **Events** come from the library's event queue, read on the loop: ``loop.add_reader`` on the
   client's ``omprpc_client_event_fd`` (readable while events are queued) takes every queued
-  event at once with ``omprpc_client_next_events`` (timeout 0: it never blocks the loop). No
-  thread reads events, and the sync client's dispatcher thread is not started.
+  event at once as an event batch (``omprpc_client_next_event_batch``, timeout 0: it never
+  blocks the loop). No thread reads events, and the sync client's dispatcher thread is not
+  started.
 * **Commands** (``get_state``, ``prompt``'s acknowledgement, ``bash``, …) are the sync client's
   own methods — the same argument checks, results and exceptions — run on a small shared
   thread pool (``executor``; by default one per process with :data:`DEFAULT_MAX_WORKERS`
@@ -284,7 +285,15 @@ class AsyncRpcClient:
         if self._session is not None:
             raise RpcError("RPC client is already started")
         loop = asyncio.get_running_loop()
-        await self._pooled(self._core.start)
+        starting = asyncio.ensure_future(self._pooled(self._core.start))
+        try:
+            await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # The start goes on in its thread: whatever it started is stopped, then the
+            # cancellation stands.
+            await asyncio.gather(starting, return_exceptions=True)
+            await self._pooled(self._core.stop)
+            raise
         session = self._core._require()
         self._loop, self._session, self._failure = loop, session, None
         self._fd = session.event_fd
@@ -320,6 +329,18 @@ class AsyncRpcClient:
     def command(self) -> tuple[str, ...]:
         """The argv start() spawns (see :attr:`omprpc.RpcClient.command`)."""
         return self._core.command
+
+    def set_policy_handler(self, handler: Callable[[PolicyEvalEvent], Any] | None) -> None:
+        """Sets (or with None removes) the policy handler, ``async def`` or plain (see
+        :meth:`omprpc.RpcClient.set_policy_handler`)."""
+        self._core.set_policy_handler(handler)
+
+    def install_headless_ui(self, *, confirm: bool = False, select_value: str | None = None,
+                            input_value: str | None = None, editor_value: str | None = None) -> Callable[[], None]:
+        """Answers UI requests inside the library (see :meth:`omprpc.RpcClient.install_headless_ui`;
+        the requests themselves are in :meth:`events`). Returns the function that uninstalls it."""
+        return self._core.install_headless_ui(confirm=confirm, select_value=select_value, input_value=input_value,
+                                              editor_value=editor_value)
 
     # -- commands --
 
@@ -367,8 +388,6 @@ class AsyncRpcClient:
         if status != _ffi.OK:  # CLOSED once drained: the agent exited or close() began
             self._unwatch()
             self._failure = _ffi.error_from(status, err)
-            if self._failure.status == _ffi.CLOSED:
-                self._failure = RpcProcessExitError(f"the agent exited: {self._failure}")
             self._end_subscribers(self._failure)
             return
         if not ptr:

@@ -9,11 +9,13 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import pytest
 
 from conftest import IMPORT_ROOT, PACKAGE_ROOT, agent_command
+from test_client import _pid_alive
 from omprpc import (
     ExtensionUiRequest,
     RpcConcurrencyError,
@@ -482,6 +484,49 @@ def test_agent_death_raises_instead_of_hanging(fake_agent: str) -> None:
                 await client.run("hello")
             with pytest.raises(RpcProcessExitError):
                 await client.get_state()
+
+    run(test)
+
+
+def test_a_failed_start_raises_and_leaves_the_client_startable(fake_agent: str) -> None:
+    async def test() -> None:
+        client = fake_client(fake_agent, "exit-early")
+        with pytest.raises(RpcError) as err:
+            await client.start()
+        assert "boom: no model configured" in str(err.value) + client.stderr
+        assert not client.is_running
+        await client.close()  # nothing to close
+
+    run(test)
+
+
+def test_a_cancelled_start_leaves_no_process(fake_agent: str, tmp_path: Path) -> None:
+    base = tmp_path / "gc"
+
+    async def test() -> None:
+        client = fake_client(fake_agent, "grandchild", env={"OMPRPC_FAKE_GRANDCHILD": str(base)},
+                             core_options={"stop_grace_ms": 200, "kill_grace_ms": 500})
+        starting = asyncio.ensure_future(client.start())
+        await asyncio.sleep(0)
+        starting.cancel()
+        try:
+            await starting  # cancelled while the start ran in its thread (or it had finished)
+        except asyncio.CancelledError:
+            assert not client.is_running
+        await client.close()
+        grandchild = int(Path(str(base) + ".pid").read_text())  # written before the agent is ready
+        while _pid_alive(grandchild):  # the hang guard bounds it
+            await asyncio.sleep(0.02)
+
+    run(test)
+
+
+def test_headless_ui_answers_in_the_library(fake_agent: str) -> None:
+    async def test() -> None:
+        async with fake_client(fake_agent, flavor="pi", core_options={"stop_grace_ms": 300}) as client:
+            uninstall = client.install_headless_ui(confirm=True)
+            assert (await client.run("needs confirm")).text == "ui acknowledged"
+            uninstall()
 
     run(test)
 
