@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import ctypes
 import inspect
 import threading
@@ -505,7 +506,10 @@ class AsyncRpcClient:
                         if frame.get("outcome") == "failed":
                             raise _completion_error(frame.get("error"))
                         summary = summarizer.summary()
-                        self._stream_owner = None  # the turn is over: the next may start now
+                        # The turn is over: the next may start now, whether or not this
+                        # generator is closed (run() and a loop that breaks leave it to the GC).
+                        self._stream_owner = None
+                        self._unsubscribe(subscriber)
                         yield TurnComplete(request_id, str(frame.get("outcome")), summary.stop_reason,
                                            summary.usage, summary.final_text, summary)
                         return
@@ -527,9 +531,10 @@ class AsyncRpcClient:
 
     async def run(self, message: str = "", **kwargs: Any) -> TurnComplete:
         """The whole turn of :meth:`stream`, awaited: its :class:`TurnComplete`."""
-        async for item in self.stream(message, **kwargs):
-            if isinstance(item, TurnComplete):
-                return item
+        async with contextlib.aclosing(self.stream(message, **kwargs)) as stream:
+            async for item in stream:
+                if isinstance(item, TurnComplete):
+                    return item
         raise RpcError("the turn ended without completing")  # pragma: no cover - stream always completes
 
     def _abandon(self, sent: asyncio.Future[str], subscriber: _Subscriber) -> None:
@@ -550,7 +555,7 @@ class AsyncRpcClient:
                     frame, _ = await subscriber.get()
                     if frame.get("type") == "prompt_complete" and frame.get("requestId") == request_id:
                         return
-            except (RpcError, StopAsyncIteration, asyncio.CancelledError):
+            except (RpcError, StopAsyncIteration):
                 return  # refused, or the client stopped: nothing runs any more
             finally:
                 self._unsubscribe(subscriber)
