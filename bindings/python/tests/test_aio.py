@@ -119,6 +119,20 @@ def test_prompts_that_run_nothing_complete(fake_agent: str) -> None:
     run(test)
 
 
+@pytest.mark.parametrize("flavor", ["omp", "pi"])
+def test_an_extension_command_without_a_run_completes(fake_agent: str, flavor: str) -> None:
+    """pi acknowledges "/noop" and runs nothing, says nothing more: the library's activity
+    probe decides (omp says so with a prompt_result)."""
+
+    async def test() -> None:
+        async with fake_client(fake_agent, flavor=flavor, core_options={"stop_grace_ms": 300}) as client:
+            done = await client.run("/noop")
+            assert done.outcome == ("prompt_result" if flavor == "omp" else "not_invoked")
+            assert (await client.run("hello")).text == "pong"
+
+    run(test)
+
+
 def test_a_late_prompt_failure_raises_the_sync_clients_error(fake_agent: str) -> None:
     async def test() -> None:
         async with fake_client(fake_agent) as client:
