@@ -14,7 +14,8 @@ One event loop drives any number of agents. How it waits, and why:
   thread is taken for one request's round trip, never for a turn.
 * **Turns** (:meth:`AsyncRpcClient.stream`, :meth:`AsyncRpcClient.run`) send the prompt, then
   follow the event queue until the library's ``prompt_complete`` event for that prompt (the
-  start option ``prompt_complete_events``): no thread waits while the agent works. The
+  start option ``prompt_complete_events``): no thread waits while the agent works (but for
+  the activity probe of a quiet turn, see ``AsyncRpcClient._next_or_probe``). The
   derived items (text and reasoning chunks, tool calls requested and completed, the turn's
   end with usage) are computed by the library's streaming summarizer
   (:class:`omprpc.Summarizer`), fed each event of the turn.
