@@ -415,6 +415,10 @@ def test_cancelling_a_turn_aborts_it_and_the_next_turn_is_clean(fake_agent: str)
                 await turn
             nxt = await items_of(client.stream("hello"))
             assert [type(i) for i in nxt] == [TextChunk, TurnComplete] and texts(nxt) == "pong"
+            done = nxt[-1]
+            assert isinstance(done, TurnComplete)
+            # nothing of the aborted run in this turn's summary (its aborted stop, its text)
+            assert (done.summary.stop_reasons, done.summary.text, done.summary.final_text) == ((), "pong", "pong")
             await recorder
             # The cancelled run was aborted, and it ended before the next prompt's run began.
             types = [t for t, _ in log]
