@@ -213,10 +213,10 @@ class _Core(RpcClient):
     _dispatches_events = False
 
 
-#: The sync client's methods offered as coroutines (each runs on the pool): every command and
-#: every call that talks to the agent or the library. Listener registration (``on_*``) is not
+#: The sync client's methods offered as coroutines (on a pool, or on the loop for those in
+#: ``_DIRECT``): every command and every call that talks to the agent or the library. Listener registration (``on_*``) is not
 #: among them: the async client's events are :meth:`AsyncRpcClient.events`.
-_POOLED: Final = frozenset(
+_COROUTINE_METHODS: Final = frozenset(
     name
     for mixin in (_Commands, _GeneratedCommands, _Prompts, _Ui, _HostRegistration)
     for name, value in vars(mixin).items()
@@ -362,7 +362,7 @@ class AsyncRpcClient:
         return loop.run_in_executor(self._executor or _pool(kind), lambda: fn(*args, **kwargs))
 
     def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
-        if name not in _POOLED:
+        if name not in _COROUTINE_METHODS:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         method = getattr(self._core, name)
         if name in _DIRECT:
@@ -383,7 +383,7 @@ class AsyncRpcClient:
         return command
 
     def __dir__(self) -> list[str]:
-        return sorted(set(super().__dir__()) | _POOLED)
+        return sorted(set(super().__dir__()) | _COROUTINE_METHODS)
 
     # -- events --
 
