@@ -5,9 +5,10 @@ schemes)."""
 
 from __future__ import annotations
 
+import inspect
 import queue
 import threading
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Awaitable, Callable, Coroutine, Sequence, cast
 
 from . import _ffi
 from ._base import _ClientBase
@@ -69,6 +70,16 @@ class _WorkerPool:
                 self._queue.put(None)
 
 
+def _verdict_of(verdict: object) -> tuple[bool, str | None]:
+    """A policy handler's answer: True / False or ``(allow, reason)``; anything else blocks."""
+    if isinstance(verdict, bool):
+        return verdict, None
+    if (isinstance(verdict, tuple) and len(verdict) == 2 and isinstance(verdict[0], bool)
+            and (verdict[1] is None or isinstance(verdict[1], str))):
+        return verdict[0], verdict[1]
+    return False, f"the policy handler returned {verdict!r}, not a verdict"
+
+
 class _HostCalls:
     """A mixin of _Session: runs the policy handler, host tools and host URI handlers on the
     worker pool and sends their answers (``_Session`` sets these attributes)."""
@@ -87,14 +98,7 @@ class _HostCalls:
         """Runs the policy handler on a host worker and sends its verdict. A handler that
         raises or returns something else blocks the tool (the gate fails closed)."""
         try:
-            verdict = handler(question)
-            if isinstance(verdict, bool):
-                allow, reason = verdict, None
-            elif (isinstance(verdict, tuple) and len(verdict) == 2 and isinstance(verdict[0], bool)
-                  and (verdict[1] is None or isinstance(verdict[1], str))):
-                allow, reason = verdict
-            else:
-                allow, reason = False, f"the policy handler returned {verdict!r}, not a verdict"
+            allow, reason = _verdict_of(handler(question))
         except Exception as exc:
             allow, reason = False, f"the policy handler failed: {exc}"
         self.policy_verdict(question.id, allow, reason, quiet=True)
@@ -111,7 +115,10 @@ class _HostCalls:
 
     # -- host tools and URIs --
 
-    def _host_tool_call(self, frame: JsonObject) -> None:
+    def _host_tool_call(self, frame: JsonObject,
+                        spawn: Callable[[Coroutine[Any, Any, None]], None] | None = None) -> None:
+        """Runs the called tool on the worker pool; with ``spawn`` (``omprpc.aio``: a task on
+        its event loop), an ``async def`` tool as the coroutine handed to ``spawn``."""
         call_id = frame.get("id")
         if not isinstance(call_id, str) or self._stopping:
             return
@@ -126,30 +133,66 @@ class _HostCalls:
             self.calls[call_id] = cancel
         tool_call_id = frame.get("toolCallId")
         args = frame.get("arguments")
-        if not self.pool.submit(self._run_tool, tool, call_id, tool_call_id if isinstance(tool_call_id, str) else "",
-                                args if isinstance(args, dict) else {}, cancel):
+        call = (tool, call_id, tool_call_id if isinstance(tool_call_id, str) else "",
+                args if isinstance(args, dict) else {}, cancel)
+        if spawn is not None and inspect.iscoroutinefunction(tool.execute):
+            spawn(self._run_async_tool(*call))
+        elif not self.pool.submit(self._run_tool, *call):
             cancel.set()
+
+    def _tool_context(self, call_id: str, tool_call_id: str, cancel: threading.Event) -> HostToolContext[Any]:
+        return HostToolContext(
+            tool_call_id=tool_call_id,
+            _cancel_event=cancel,
+            _send_update=lambda result: self._tool_update(call_id, result, cancel),
+        )
 
     def _run_tool(self, tool: HostTool[Any, Any], call_id: str, tool_call_id: str, args: JsonObject,
                   cancel: threading.Event) -> None:
         try:
-            try:
-                context: HostToolContext[Any] = HostToolContext(
-                    tool_call_id=tool_call_id,
-                    _cancel_event=cancel,
-                    _send_update=lambda result: self._tool_update(call_id, result, cancel),
-                )
-                value = tool.execute(tool.parse_params(args), context)
-                if cancel.is_set():
-                    return
-                self._tool_reply(call_id, normalize_result(value), False)
-            except Exception as exc:
-                if cancel.is_set():
-                    return
-                self._tool_reply(call_id, {"content": [{"type": "text", "text": str(exc)}], "details": {}}, True)
+            value = tool.execute(tool.parse_params(args), self._tool_context(call_id, tool_call_id, cancel))
+        except Exception as exc:
+            self._tool_done(call_id, cancel, None, exc)
+        else:
+            self._tool_done(call_id, cancel, value, None)
+
+    async def _run_async_tool(self, tool: HostTool[Any, Any], call_id: str, tool_call_id: str, args: JsonObject,
+                              cancel: threading.Event) -> None:
+        """:meth:`_run_tool` for an ``async def`` tool, as a task of ``omprpc.aio``'s loop (a
+        task cancelled at close sends nothing: the agent is gone)."""
+        try:
+            value = await cast(Awaitable[Any], tool.execute(tool.parse_params(args),
+                                                            self._tool_context(call_id, tool_call_id, cancel)))
+        except Exception as exc:
+            self._tool_done(call_id, cancel, None, exc)
+        else:
+            self._tool_done(call_id, cancel, value, None)
+
+    def _tool_done(self, call_id: str, cancel: threading.Event, value: Any, error: Exception | None) -> None:
+        """Sends a host tool's outcome (its value, or what it raised as the error result) unless
+        the call was cancelled meanwhile (then nobody waits for it); the call is then over."""
+        try:
+            self._send_tool_outcome(call_id, cancel, value, error)
         finally:
             with self.calls_lock:
                 self.calls.pop(call_id, None)
+
+    def _send_tool_outcome(self, call_id: str, cancel: threading.Event, value: Any, error: Exception | None) -> None:
+        if cancel.is_set():
+            return
+        if error is None and inspect.isawaitable(value):
+            if inspect.iscoroutine(value):
+                value.close()  # never run: no "never awaited" warning
+            error = TypeError("an async host tool needs omprpc.aio.AsyncRpcClient (RpcClient runs plain functions)")
+        if error is not None:
+            self._tool_reply(call_id, {"content": [{"type": "text", "text": str(error)}], "details": {}}, True)
+            return
+        try:
+            result = normalize_result(value)
+        except Exception as exc:
+            self._tool_reply(call_id, {"content": [{"type": "text", "text": str(exc)}], "details": {}}, True)
+            return
+        self._tool_reply(call_id, result, False)
 
     def _tool_update(self, call_id: str, result: JsonObject, cancel: threading.Event) -> None:
         try:

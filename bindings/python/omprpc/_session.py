@@ -45,6 +45,17 @@ def _loads_lenient(data: bytes) -> Any:
         return None
 
 
+def _decode_events(parts: list[bytes]) -> list[Any]:
+    """Events' JSON texts, decoded: one array at once beats one json.loads per event (the GC
+    paused: decoded JSON holds no cycles); an event that does not parse spoils only itself
+    (None in its place)."""
+    try:
+        frames = _loads_bulk(b"[" + b",".join(parts) + b"]")
+    except ValueError:
+        return [_loads_lenient(part) for part in parts]
+    return frames if isinstance(frames, list) else []
+
+
 class _Session(_HostCalls):
     """Everything that lives from start() to stop(): the handle, the dispatcher, the workers."""
 
@@ -88,14 +99,17 @@ class _Session(_HostCalls):
         self.event_fd = self.handle.event_fd()
         self.thread = threading.Thread(target=self._run, name="omprpc-dispatch", daemon=True)
 
-    def start(self) -> None:
+    def start(self, dispatch: bool = True) -> None:
+        """Reads the agent's flavour and protocol, then starts the dispatcher thread unless
+        ``dispatch`` is False (``omprpc.aio`` reads the event queue on its event loop)."""
         try:
             info = self.info()
             self.flavor = info.get("flavor")
             self.protocol_version = int(info.get("protocolVersion") or 1)
         except (RpcError, ValueError, TypeError):
             self.protocol_version = 1
-        self.thread.start()
+        if dispatch:
+            self.thread.start()
 
     def info(self) -> dict[str, Any]:
         data = _loads(self.handle.call_out(lib.omprpc_client_info))
@@ -208,13 +222,7 @@ class _Session(_HostCalls):
                     return
         finally:
             lib.omprpc_event_batch_free(batch)
-        # One array decoded at once beats one json.loads per event (the GC paused: decoded JSON
-        # holds no cycles); an event that does not parse spoils only itself.
-        try:
-            frames = _loads_bulk(b"[" + b",".join(parts) + b"]")
-        except ValueError:
-            frames = [_loads_lenient(part) for part in parts]
-        self._dispatch_frames(frames if isinstance(frames, list) else [])
+        self._dispatch_frames(_decode_events(parts))
 
     def _streaming(self) -> bool:
         """Whether nearly every event is needed: a frame or payload listener, or one that takes

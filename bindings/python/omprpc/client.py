@@ -30,7 +30,7 @@ import json
 import threading
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Literal, Mapping, Sequence, TypeVar
 
 from ._commands import _Commands
 from ._events import _EventListeners
@@ -242,6 +242,10 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
       ``launcher_shell`` (quote each word for the far side's shell; default on for ssh). What
       close means through each: docs/launcher.md.
     """
+
+    #: Whether start() runs the dispatcher thread that reads the event queue; ``omprpc.aio``'s
+    #: core turns it off and reads the queue on its event loop instead.
+    _dispatches_events: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -514,7 +518,7 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
                 raise
             self._session = session
             self._finalizer = weakref.finalize(self, _Session.shutdown, session)
-            session.start()
+            session.start(dispatch=self._dispatches_events)
             if self._log_level is not None and self._forward_logs:
                 session.forward_logs()
             # Which tools the bridge serves is the library's decision (info's bridgedTools).

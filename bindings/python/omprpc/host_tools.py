@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Mapping, TypeVar, Union, cast
+from typing import Any, Awaitable, Callable, Generic, Mapping, TypeVar, Union, cast
 
 from .protocol import ImageContent, JsonObject, JsonValue, TextContent
 
@@ -65,7 +65,7 @@ class HostTool(Generic[TParams, TDetails]):
     name: str
     description: str
     parameters: JsonObject
-    execute: Callable[[TParams, HostToolContext[TDetails]], HostToolResultValue]
+    execute: Callable[[TParams, HostToolContext[TDetails]], HostToolResultValue | Awaitable[HostToolResultValue]]
     label: str | None = None
     hidden: bool = False
     decode: Callable[[JsonObject], TParams] | None = None
@@ -114,7 +114,7 @@ def host_tool(
     name: str,
     description: str,
     parameters: JsonObject,
-    execute: Callable[[TParams, HostToolContext[TDetails]], HostToolResultValue],
+    execute: Callable[[TParams, HostToolContext[TDetails]], HostToolResultValue | Awaitable[HostToolResultValue]],
     label: str | None = None,
     hidden: bool = False,
     decode: Callable[[JsonObject], TParams] | None = None,
@@ -129,7 +129,8 @@ def host_tool(
     load_mode: str | None = None,
 ) -> HostTool[TParams, TDetails]:
     """Builds a :class:`HostTool`. ``execute(params, ctx)`` runs on the client's bounded
-    host-tool worker pool, never on the event dispatcher. The metadata (``side_effect_class``
+    host-tool worker pool, never on the event dispatcher; an ``async def`` ``execute`` is for
+    :class:`omprpc.aio.AsyncRpcClient`, which runs it on its event loop. The metadata (``side_effect_class``
     …) is sent with the definition (omp protocol 1.1; ``load_mode``: omp 18)."""
     return HostTool(
         name=name,

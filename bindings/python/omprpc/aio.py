@@ -1,0 +1,653 @@
+"""``omprpc.aio``: the asyncio client, :class:`AsyncRpcClient`.
+
+One event loop drives any number of agents. How it waits, and why:
+
+* **Events** come from the library's event queue, read on the loop: ``loop.add_reader`` on the
+  client's ``omprpc_client_event_fd`` (readable while events are queued) takes every queued
+  event at once as an event batch (``omprpc_client_next_event_batch``, timeout 0: it never
+  blocks the loop). No thread reads events, and the sync client's dispatcher thread is not
+  started.
+* **Commands** (``get_state``, ``prompt``'s acknowledgement, ``bash``, …) are the sync client's
+  own methods — the same argument checks, results and exceptions — run on a small shared
+  thread pool (``executor``; by default one per process with :data:`DEFAULT_MAX_WORKERS`
+  threads), because the C API's requests wait for the agent's reply inside the library. A
+  thread is taken for one request's round trip, never for a turn.
+* **Turns** (:meth:`AsyncRpcClient.stream`, :meth:`AsyncRpcClient.run`) send the prompt, then
+  follow the event queue until the library's ``prompt_complete`` event for that prompt (the
+  start option ``prompt_complete_events``): no thread waits while the agent works (but for
+  the activity probe of a quiet turn, see ``AsyncRpcClient._next_or_probe``). The
+  derived items (text and reasoning chunks, tool calls requested and completed, the turn's
+  end with usage) are computed by the library's streaming summarizer
+  (:class:`omprpc.Summarizer`), fed each event of the turn.
+* The waits of the sync API that block inside the library for a whole run
+  (``prompt_and_wait``, ``collect_events``, ``wait_for_idle``, ``next_ui_request``) are offered
+  too, on a second shared pool (:data:`DEFAULT_MAX_WAITS` threads): each holds one of its
+  threads until it returns, and they never hold up the commands (more of them at once than
+  the pool has threads wait for a thread: prefer :meth:`~AsyncRpcClient.stream` and
+  :meth:`~AsyncRpcClient.events`, which hold none). Calls that do not wait for
+  the agent (the answers to UI requests and policy questions, ``send_frame``, ``info``,
+  ``counters``) run on the loop directly.
+* **Host tools and the policy gate**: an ``async def`` tool (``HostTool.execute``) or policy
+  handler runs as a task on the loop; a plain function runs on the client's host worker pool,
+  as with the sync client. Either way what it raises becomes the tool's error result (or
+  blocks the tool), never an exception in the loop.
+
+Cancellation: cancelling the task that iterates :meth:`~AsyncRpcClient.stream` (or awaits
+:meth:`~AsyncRpcClient.run`), or leaving the ``async for`` early, **aborts** the agent's run
+(``abort`` is sent). The next turn of that client is sent only once the aborted prompt has
+completed, so no event of the cancelled turn reaches the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import ctypes
+import inspect
+import threading
+from dataclasses import dataclass
+from typing import Any, AsyncGenerator, Awaitable, Callable, Coroutine, Final, Mapping, Sequence, TypeVar, Union, cast
+
+from . import _ffi
+from ._commands import _Commands
+from ._common import LIBRARY_DEFAULT
+from ._ffi import lib
+from ._host import _HostRegistration, _verdict_of
+from ._prompts import _Prompts
+from ._protocol_gen import _GeneratedCommands
+from ._session import _BATCH_MAX_EVENTS, _HOST_TYPES, _decode_events, _Session
+from ._ui import _Ui
+from .client import RpcClient
+from .errors import RpcConcurrencyError, RpcError, RpcProcessExitError
+from .protocol import ImageContent, JsonObject, PolicyEvalEvent, RpcNotification, to_notification
+from .summary import Summarizer, SummaryUsage, TurnSummary
+
+__all__ = [
+    "AsyncRpcClient",
+    "DEFAULT_MAX_WAITS",
+    "DEFAULT_MAX_WORKERS",
+    "ReasoningChunk",
+    "StreamItem",
+    "TextChunk",
+    "ToolCallComplete",
+    "ToolCallRequest",
+    "TurnComplete",
+]
+
+_T = TypeVar("_T")
+
+#: Threads of the shared pool that runs the commands of every AsyncRpcClient without its own
+#: ``executor``: each holds a thread for one request's round trip to its agent (milliseconds).
+DEFAULT_MAX_WORKERS: Final = 8
+#: Threads of the second shared pool, for the sync API's waits on whole runs (prompt_and_wait,
+#: collect_events, wait_for_idle, next_ui_request): they cannot starve the commands' pool.
+DEFAULT_MAX_WAITS: Final = 8
+
+#: The sync client's waits that block inside the library until a run or a UI request comes.
+_LONG_WAITS: Final = frozenset({"prompt_and_wait", "collect_events", "wait_for_idle", "next_ui_request"})
+#: Calls that never wait for the agent (a frame handed to the writer, a read of the client's
+#: state): run on the loop itself, so an answer can never queue behind a full pool.
+_DIRECT: Final = frozenset({"send_ui_value", "send_ui_confirmation", "cancel_ui_request", "send_frame",
+                            "send_widget_layout", "policy_verdict", "info", "counters"})
+
+_pools: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _pool(kind: str) -> concurrent.futures.ThreadPoolExecutor:
+    with _pools_lock:
+        pool = _pools.get(kind)
+        if pool is None:
+            size = DEFAULT_MAX_WAITS if kind == "wait" else DEFAULT_MAX_WORKERS
+            pool = _pools[kind] = concurrent.futures.ThreadPoolExecutor(size, thread_name_prefix=f"omprpc-aio-{kind}")
+        return pool
+
+
+# -- the derived stream (the shapes a host executor yields) --
+
+
+@dataclass(slots=True, frozen=True)
+class TextChunk:
+    """A piece of the assistant's visible text, in arrival order."""
+
+    text: str
+
+
+@dataclass(slots=True, frozen=True)
+class ReasoningChunk:
+    """A piece of the assistant's reasoning (thinking), in arrival order."""
+
+    text: str
+
+
+@dataclass(slots=True, frozen=True)
+class ToolCallRequest:
+    """The agent started a tool call (its own tool or a host tool)."""
+
+    tool_call_id: str
+    tool_name: str
+    args: Any
+
+
+@dataclass(slots=True, frozen=True)
+class ToolCallComplete:
+    """A tool call ended. ``outcome``: ``"success"``, ``"error"`` or ``"blocked"`` (by the
+    policy gate; ``reason`` says why)."""
+
+    tool_call_id: str
+    tool_name: str
+    outcome: str
+    result: Any
+    reason: str | None
+
+
+@dataclass(slots=True, frozen=True)
+class TurnComplete:
+    """The prompt completed (always the stream's last item). ``outcome``: ``"agent_end"`` (its
+    run ended), ``"prompt_result"`` or ``"not_invoked"`` (nothing ran); ``stop_reason`` the
+    last assistant message's (``"stop"``, ``"toolUse"``, ``"aborted"``, ``"error"``,
+    ``"length"``, …); ``usage`` summed over the turn's LLM calls; ``text`` the final assistant
+    text; ``summary`` the library's whole summary of the turn."""
+
+    request_id: str
+    outcome: str
+    stop_reason: str | None
+    usage: SummaryUsage | None
+    text: str | None
+    summary: TurnSummary
+
+
+StreamItem = Union[TextChunk, ReasoningChunk, ToolCallRequest, ToolCallComplete, TurnComplete]
+
+
+def _derived(item: Mapping[str, Any]) -> StreamItem | None:
+    """One item of the library's summarizer as a stream item (None: not streamed)."""
+    kind = item.get("kind")
+    if kind == "text":
+        return TextChunk(str(item.get("text") or ""))
+    if kind == "reasoning":
+        return ReasoningChunk(str(item.get("text") or ""))
+    if kind == "tool_start":
+        return ToolCallRequest(str(item.get("toolCallId") or ""), str(item.get("toolName") or ""), item.get("args"))
+    if kind == "tool_end":
+        reason = item.get("reason")
+        return ToolCallComplete(str(item.get("toolCallId") or ""), str(item.get("toolName") or ""),
+                                str(item.get("outcome") or ""), item.get("result"),
+                                reason if isinstance(reason, str) else None)
+    return None
+
+
+_STATUS_BY_NAME: Final = {_ffi.status_name(n): n for n in range(_ffi.PANIC + 1)}
+
+
+def _ignore_outcome(future: asyncio.Future[Any]) -> None:
+    """A done callback that reads a future's outcome, which nobody needs (no "exception was
+    never retrieved")."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _concurrency_error() -> RpcConcurrencyError:
+    exc = RpcConcurrencyError("a turn is already streaming on this client (one at a time): finish it, "
+                              "or cancel it or aclose() its stream, first")
+    exc.status, exc.status_name = _ffi.CONCURRENCY, _ffi.status_name(_ffi.CONCURRENCY)
+    return exc
+
+
+def _completion_error(error: object) -> RpcError:
+    """The exception of a prompt that completed with ``outcome: "failed"`` (its ``error``
+    object has the shape of a failed call's error detail)."""
+    detail = error if isinstance(error, dict) else {"message": "the prompt failed"}
+    status = _STATUS_BY_NAME.get(str(detail.get("code")), _ffi.COMMAND_FAILED)
+    return _ffi.error_from(status, _ffi.dumps(detail))
+
+
+# -- the core: the sync client, without its dispatcher thread --
+
+
+class _Core(RpcClient):
+    """The sync client whose commands AsyncRpcClient runs on its pool. Its dispatcher thread
+    is not started: AsyncRpcClient reads the event queue on the loop."""
+
+    _dispatches_events = False
+
+
+#: The sync client's methods offered as coroutines (on a pool, or on the loop for those in
+#: ``_DIRECT``): every command and every call that talks to the agent or the library. Listener registration (``on_*``) is not
+#: among them: the async client's events are :meth:`AsyncRpcClient.events`.
+_COROUTINE_METHODS: Final = frozenset(
+    name
+    for mixin in (_Commands, _GeneratedCommands, _Prompts, _Ui, _HostRegistration)
+    for name, value in vars(mixin).items()
+    if callable(value) and not name.startswith("_") and name not in ("set_policy_handler", "install_headless_ui")
+) | {"request_raw", "info", "counters", "next_logs"}
+
+_END: Final = object()
+#: Seconds without an event of the turn before it asks for the library's activity probe, and
+#: the longest that probe's wait holds a thread (see AsyncRpcClient._next_or_probe).
+_QUIET_BEFORE_PROBE: Final = 1.0
+_PROBE_WAIT: Final = 1.0
+#: Loop iterations a new turn grants the finalizer of a stream left by `break` (the hook
+#: schedules a task that creates the aclose() task, which then runs): then the old one is open.
+_FINALIZER_TURNS: Final = 3
+
+
+class _Subscriber:
+    """One reader of the client's frames (an events() iterator or a turn): an unbounded queue,
+    ended by ``_END`` or an exception. Unbounded because the loop must never wait on a slow
+    reader; the library's own queue is bounded, and a reader exists only while iterated."""
+
+    __slots__ = ("queue",)
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def get(self) -> tuple[JsonObject, bytes]:
+        """The next frame, decoded and as the agent's bytes."""
+        item = await self.queue.get()
+        if item is _END:
+            self.queue.put_nowait(_END)  # every later get() ends too
+            raise StopAsyncIteration
+        if isinstance(item, BaseException):
+            self.queue.put_nowait(item)
+            raise item
+        frame: tuple[JsonObject, bytes] = item
+        return frame
+
+
+class AsyncRpcClient:
+    """An asyncio client for ``omp --mode rpc`` and ``pi --mode rpc``: the keywords of
+    :class:`omprpc.RpcClient` (``custom_tools`` and ``policy_handler`` may be ``async def``),
+    plus ``executor`` (a ``concurrent.futures.Executor`` for the commands; default: a shared
+    pool of :data:`DEFAULT_MAX_WORKERS` threads). Use ``async with AsyncRpcClient(...) as
+    client:`` or ``await start()`` / ``await close()``; the loop that started it is the only
+    one that may use it.
+
+    Every command of the sync client is a coroutine here with the same name, arguments,
+    result and exceptions (``await client.get_state()``, ``await client.bash("ls")``, …).
+    """
+
+    def __init__(self, *, executor: concurrent.futures.Executor | None = None, **options: Any) -> None:
+        core_options = dict(options.pop("core_options", None) or {})
+        # Completions arrive as events: what a turn waits for instead of a blocked thread.
+        core_options["prompt_complete_events"] = True
+        self._core = _Core(core_options=core_options, **options)
+        self._executor = executor
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._session: _Session | None = None
+        self._fd = -1
+        self._subscribers: list[_Subscriber] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._failure: RpcError | None = None
+        #: The prompt a cancelled turn left running: the next turn waits for its completion.
+        self._abandoned: asyncio.Future[None] | None = None
+        #: The open stream()'s token (one turn at a time), None when no turn streams.
+        self._stream_owner: object | None = None
+
+    # -- lifecycle --
+
+    async def __aenter__(self) -> AsyncRpcClient:
+        return await self.start()
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> AsyncRpcClient:
+        """Spawns the agent and waits for it (on the pool), then watches its event queue."""
+        if self._session is not None:
+            raise RpcError("RPC client is already started")
+        loop = asyncio.get_running_loop()
+        starting = asyncio.ensure_future(self._pooled(self._core.start))
+        try:
+            await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # The start goes on in its thread: whatever it started is stopped, then the
+            # cancellation stands.
+            await asyncio.gather(starting, return_exceptions=True)
+            await self._pooled(self._core.stop)
+            raise
+        session = self._core._require()
+        self._loop, self._session, self._failure = loop, session, None
+        self._fd = session.event_fd
+        loop.add_reader(self._fd, self._on_readable)
+        return self
+
+    async def close(self) -> None:
+        """Stops the agent (stdin EOF, grace, SIGTERM, SIGKILL to its process group; on the
+        pool). A turn in progress raises RpcProcessExitError; events() iterators end.
+        Idempotent."""
+        session = self._session
+        if session is None:
+            return
+        self._session = None
+        self._unwatch()
+        for task in list(self._tasks):
+            task.cancel()
+        try:
+            await self._pooled(self._core.stop)
+        finally:
+            self._end_subscribers(None)
+
+    @property
+    def is_running(self) -> bool:
+        return self._session is not None
+
+    @property
+    def stderr(self) -> str:
+        """The agent's last stderr lines (kept after close())."""
+        return self._core.stderr
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        """The argv start() spawns (see :attr:`omprpc.RpcClient.command`)."""
+        return self._core.command
+
+    def set_policy_handler(self, handler: Callable[[PolicyEvalEvent], Any] | None) -> None:
+        """Sets (or with None removes) the policy handler, ``async def`` or plain (see
+        :meth:`omprpc.RpcClient.set_policy_handler`)."""
+        self._core.set_policy_handler(handler)
+
+    def install_headless_ui(self, *, confirm: bool = False, select_value: str | None = None,
+                            input_value: str | None = None, editor_value: str | None = None) -> Callable[[], None]:
+        """Answers UI requests inside the library (see :meth:`omprpc.RpcClient.install_headless_ui`;
+        the requests themselves are in :meth:`events`). Returns the function that uninstalls it."""
+        return self._core.install_headless_ui(confirm=confirm, select_value=select_value, input_value=input_value,
+                                              editor_value=editor_value)
+
+    # -- commands --
+
+    def _pooled(self, fn: Callable[..., _T], *args: Any, kind: str = "command", **kwargs: Any) -> Awaitable[_T]:
+        loop = asyncio.get_running_loop()
+        return loop.run_in_executor(self._executor or _pool(kind), lambda: fn(*args, **kwargs))
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        if name not in _COROUTINE_METHODS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        method = getattr(self._core, name)
+        if name in _DIRECT:
+            async def direct(*args: Any, **kwargs: Any) -> Any:
+                return method(*args, **kwargs)
+
+            command = direct
+        else:
+            kind = "wait" if name in _LONG_WAITS else "command"
+
+            async def pooled(*args: Any, **kwargs: Any) -> Any:
+                return await self._pooled(method, *args, kind=kind, **kwargs)
+
+            command = pooled
+
+        command.__name__ = command.__qualname__ = name
+        command.__doc__ = method.__doc__
+        return command
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | _COROUTINE_METHODS)
+
+    # -- events --
+
+    def _on_readable(self) -> None:
+        """The event fd is readable: take every queued event (never blocking) and hand each on."""
+        session = self._session
+        if session is None:
+            return
+        try:
+            status, ptr, err = session.handle.call_raw(lib.omprpc_client_next_event_batch, _BATCH_MAX_EVENTS, 0)
+        except RpcError as exc:
+            status, ptr, err = exc.status or _ffi.CLOSED, None, None
+        if status == _ffi.TIMEOUT:
+            return
+        if status != _ffi.OK:  # CLOSED once drained: the agent exited or close() began
+            self._unwatch()
+            self._failure = _ffi.error_from(status, err)
+            self._end_subscribers(self._failure)
+            return
+        if not ptr:
+            return
+        try:
+            # Each event's own bytes (a turn feeds them to the summarizer as they are), and one
+            # array decoded at once for the rest.
+            parts = list(map(ctypes.string_at, *_ffi.view_columns(lib.omprpc_event_batch_events, ptr)[2:]))
+        finally:
+            lib.omprpc_event_batch_free(ptr)
+        for frame, raw in zip(_decode_events(parts), parts):
+            if isinstance(frame, dict):
+                self._dispatch(session, frame, raw)
+
+    def _dispatch(self, session: _Session, frame: JsonObject, raw: bytes) -> None:
+        kind = frame.get("type")
+        if kind == "response":
+            return  # queued for the sync client's frame listeners only
+        if kind in _HOST_TYPES:
+            self._host_call(session, frame)
+            return
+        if kind == "policy_eval":
+            self._policy_question(session, frame)
+        for subscriber in self._subscribers:
+            subscriber.queue.put_nowait((frame, raw))
+
+    def _unwatch(self) -> None:
+        if self._fd >= 0 and self._loop is not None:
+            self._loop.remove_reader(self._fd)
+        self._fd = -1
+
+    def _end_subscribers(self, failure: RpcError | None) -> None:
+        for subscriber in self._subscribers:
+            subscriber.queue.put_nowait(failure if failure is not None else _END)
+
+    def _subscribe(self) -> _Subscriber:
+        if self._session is None or self._failure is not None:
+            raise self._failure or RpcError("RPC client is not started")
+        subscriber = _Subscriber()
+        self._subscribers.append(subscriber)
+        return subscriber
+
+    def _unsubscribe(self, subscriber: _Subscriber) -> None:
+        try:
+            self._subscribers.remove(subscriber)
+        except ValueError:
+            pass
+
+    async def events(self) -> AsyncGenerator[RpcNotification, None]:
+        """Every notification from now on, typed as the sync client's ``on_notification``
+        listeners get them (agent events, UI requests, policy questions, extension errors, …;
+        not host calls, which the client serves). Ends when close() stops the client; raises
+        RpcProcessExitError when the agent exits by itself. Events arrive only while the
+        iterator is being iterated (it buffers what its reader has not taken yet)."""
+        subscriber = self._subscribe()
+        try:
+            while True:
+                frame, _ = await subscriber.get()
+                kind = frame.get("type")
+                if kind == "prompt_complete" or (kind == "protocol_error" and frame.get("omprpc") is not True):
+                    continue  # what the sync client's listeners never see either
+                yield to_notification(frame, private=True)
+        except StopAsyncIteration:
+            return
+        finally:
+            self._unsubscribe(subscriber)
+
+    # -- turns --
+
+    async def stream(
+        self,
+        message: str = "",
+        *,
+        images: Sequence[ImageContent] | None = None,
+        content: Sequence[Mapping[str, Any]] | None = None,
+        timeout: float | None = LIBRARY_DEFAULT,
+    ) -> AsyncGenerator[StreamItem, None]:
+        """Prompts, then yields the turn as it happens: :class:`TextChunk`,
+        :class:`ReasoningChunk`, :class:`ToolCallRequest`, :class:`ToolCallComplete`, and
+        last :class:`TurnComplete`. ``timeout``: for the prompt's acknowledgement (the turn
+        itself has no deadline here: wrap it in ``asyncio.timeout``). A refused or failed
+        prompt raises its RpcCommandError; an agent that exits, RpcProcessExitError.
+
+        One turn at a time per client: a second stream while one is open raises
+        RpcConcurrencyError (the library's rule for a second prompt collector). Cancelling the
+        iterating task, or leaving the loop early, aborts the run (see the module's doc); so
+        does ``aclose()`` on a stream left unfinished, which a new turn needs first."""
+        if self._session is None:
+            raise self._failure or RpcError("RPC client is not started")
+        if self._stream_owner is not None:
+            # A stream left by `break` is closed by the loop's async-generator finalizer, a task
+            # scheduled when the generator was dropped: let it run before deciding.
+            for _ in range(_FINALIZER_TURNS):
+                await asyncio.sleep(0)
+            if self._stream_owner is not None:
+                raise _concurrency_error()
+        owner = self._stream_owner = object()
+        try:
+            abandoned = self._abandoned
+            if abandoned is not None:
+                await asyncio.shield(abandoned)  # the aborted prompt completes first
+            subscriber = self._subscribe()
+            summarizer = Summarizer(model=self._core._model)
+            sent: asyncio.Future[str] = asyncio.ensure_future(
+                self._pooled(self._core.prompt, message, images=images, content=content, timeout=timeout))
+            done = False
+            try:
+                request_id = await asyncio.shield(sent)
+                while True:
+                    frame, raw = await self._next_or_probe(subscriber)
+                    if frame.get("type") == "prompt_complete" and frame.get("omprpc") is True:
+                        if frame.get("requestId") != request_id:
+                            continue  # an earlier prompt's (sent with prompt())
+                        done = True
+                        if frame.get("outcome") == "failed":
+                            raise _completion_error(frame.get("error"))
+                        summary = summarizer.summary()
+                        # The turn is over: the next may start now, whether or not this
+                        # generator is closed (run() and a loop that breaks leave it to the GC).
+                        self._stream_owner = None
+                        self._unsubscribe(subscriber)
+                        yield TurnComplete(request_id, str(frame.get("outcome")), summary.stop_reason,
+                                           summary.usage, summary.final_text, summary)
+                        return
+                    for derived in summarizer.feed(raw):
+                        item = _derived(derived)
+                        if item is not None:
+                            yield item
+            except StopAsyncIteration:
+                raise self._failure or RpcProcessExitError("the client was closed during the turn") from None
+            finally:
+                summarizer.close()
+                if not done and self._session is not None and self._failure is None:
+                    self._abandon(sent, subscriber)  # it may hold the completion already
+                else:
+                    self._unsubscribe(subscriber)
+        finally:
+            if self._stream_owner is owner:
+                self._stream_owner = None
+
+    async def _next_or_probe(self, subscriber: _Subscriber) -> tuple[JsonObject, bytes]:
+        """The turn's next frame. While the agent is quiet, a short ``wait_for_idle`` runs on
+        the wait pool now and then: the library decides a run-less prompt (pi's extension
+        ``/command``) by an activity probe that only a waiting call sends, and a streamed
+        turn has none. A probe holds a thread for at most ``_PROBE_WAIT`` seconds; its errors
+        are the turn's own, which arrive as its ``prompt_complete``."""
+        next_frame = asyncio.ensure_future(subscriber.get())
+        probe: asyncio.Future[None] | None = None
+        try:
+            while True:
+                waiting: set[asyncio.Future[Any]] = {next_frame} if probe is None else {next_frame, probe}
+                done, _ = await asyncio.wait(waiting, timeout=_QUIET_BEFORE_PROBE if probe is None else None,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if next_frame in done:
+                    return next_frame.result()
+                if probe is None:  # quiet: ask (the frames keep coming meanwhile)
+                    probe = asyncio.ensure_future(self._pooled(self._core.wait_for_idle, _PROBE_WAIT, kind="wait"))
+                    probe.add_done_callback(_ignore_outcome)
+                elif probe in done:
+                    probe = None
+        finally:
+            next_frame.cancel()
+
+    async def run(self, message: str = "", **kwargs: Any) -> TurnComplete:
+        """The whole turn of :meth:`stream`, awaited: its :class:`TurnComplete`."""
+        async with contextlib.aclosing(self.stream(message, **kwargs)) as stream:
+            async for item in stream:
+                if isinstance(item, TurnComplete):
+                    return item
+        raise RpcError("the turn ended without completing")  # pragma: no cover - stream always completes
+
+    def _abandon(self, sent: asyncio.Future[str], subscriber: _Subscriber) -> None:
+        """A turn left before its prompt completed: abort the run, and let the next turn start
+        only once that prompt completed (or the client stopped). ``subscriber``: the turn's,
+        with what it had not read yet."""
+        loop = self._loop
+        if loop is None:
+            return
+        finished: asyncio.Future[None] = loop.create_future()
+        self._abandoned = finished
+
+        async def settle() -> None:
+            try:
+                request_id = await sent
+                await self._pooled(self._core.abort)
+                while True:
+                    frame, _ = await subscriber.get()
+                    if frame.get("type") == "prompt_complete" and frame.get("requestId") == request_id:
+                        return
+            except (RpcError, StopAsyncIteration):
+                return  # refused, or the client stopped: nothing runs any more
+            finally:
+                self._unsubscribe(subscriber)
+                if not finished.done():
+                    finished.set_result(None)
+                if self._abandoned is finished:
+                    self._abandoned = None
+
+        self._spawn(settle())
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """A task of this client (a host call, a policy question, an abandoned turn's abort):
+        kept until done, cancelled by close()."""
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        # An answer the library refused because the client closed meanwhile: nobody waits for
+        # it. Anything else is a bug worth the loop's exception handler.
+        if exc is not None and not isinstance(exc, RpcError) and self._loop is not None:
+            self._loop.call_exception_handler({"message": "an omprpc.aio task failed", "exception": exc, "task": task})
+
+    # -- host tools and the policy gate --
+
+    def _host_call(self, session: _Session, frame: JsonObject) -> None:
+        """A host call: an ``async def`` tool runs as a task here; the rest (sync tools, host
+        URIs, cancellations) as in the sync client."""
+        if frame.get("type") == "host_tool_call":
+            session._host_tool_call(frame, spawn=self._spawn)
+        else:
+            session._dispatch(frame)
+
+    def _policy_question(self, session: _Session, frame: JsonObject) -> None:
+        handler = session.policy_handler
+        if handler is None or not inspect.iscoroutinefunction(handler):
+            session._dispatch(frame)  # a sync handler runs on the host pool
+            return
+        question = to_notification(frame)
+        if isinstance(question, PolicyEvalEvent) and question.id and not session._stopping:
+            self._spawn(self._run_async_policy(session, cast(Callable[[PolicyEvalEvent], Awaitable[object]], handler),
+                                               question))
+
+    @staticmethod
+    async def _run_async_policy(session: _Session, handler: Callable[[PolicyEvalEvent], Awaitable[object]],
+                                question: PolicyEvalEvent) -> None:
+        try:
+            allow, reason = _verdict_of(await handler(question))
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:
+            allow, reason = False, f"the policy handler failed: {exc}"
+        try:
+            session.policy_verdict(question.id, allow, reason, quiet=True)
+        except RpcError:
+            pass  # the gate's own answer stands
