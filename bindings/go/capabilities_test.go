@@ -251,7 +251,11 @@ func connectBridge(t *testing.T, c *Client) *bridgeExt {
 	if err := json.Unmarshal(m[1], &e.config); err != nil {
 		t.Fatal(err)
 	}
-	e.conn, err = net.Dial("unix", e.config["socket"].(string))
+	if sock, ok := e.config["socket"].(string); ok {
+		e.conn, err = net.Dial("unix", sock)
+	} else {
+		e.conn, err = net.Dial("tcp", net.JoinHostPort(e.config["host"].(string), fmt.Sprint(e.config["port"])))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,6 +281,45 @@ func (e *bridgeExt) recv(t *testing.T) []byte {
 		t.Fatalf("bridge reply: %v", err)
 	}
 	return line
+}
+
+// An agent in another network namespace or on another host dials the bridge at an address
+// of its own: bound on every interface, advertised as 127.0.0.2 (which the bind covers).
+func TestBridgeListensOnOneAddressAndAdvertisesAnother(t *testing.T) {
+	o := fakeOptions("--flavor", "pi")
+	o.Flavor = "pi"
+	o.StopGrace = 300 * time.Millisecond
+	o.BridgeListen, o.BridgeAdvertise = "0.0.0.0:0", "127.0.0.2:0"
+	o.HostTools = []HostTool{{Name: "echo_host", Description: "Echo", Parameters: map[string]any{"type": "object"},
+		Handler: func(ctx context.Context, call HostToolCall, update func(any) error) (ToolResult, error) {
+			return TextResult("echo: " + jstr(t, call.Arguments, "message")), nil
+		}}}
+	c := start(t, o)
+	info, err := c.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var endpoint struct{ Transport, Listen, Advertise string }
+	if err := json.Unmarshal(info.BridgeEndpoint, &endpoint); err != nil {
+		t.Fatalf("bridgeEndpoint %s: %v", info.BridgeEndpoint, err)
+	}
+	_, port, _ := net.SplitHostPort(endpoint.Listen)
+	if endpoint.Transport != "tcp" || endpoint.Listen != "0.0.0.0:"+port || endpoint.Advertise != "127.0.0.2:"+port {
+		t.Fatalf("bridgeEndpoint %s", info.BridgeEndpoint)
+	}
+	ext := connectBridge(t, c)
+	if ext.config["host"] != "127.0.0.2" || fmt.Sprint(ext.config["port"]) != port {
+		t.Fatalf("the extension dials %v:%v", ext.config["host"], ext.config["port"])
+	}
+	ext.send(t, map[string]any{"id": "call-1", "kind": "tool", "tool": "echo_host", "toolCallId": "tc", "args": map[string]any{"message": "far"}})
+	if res := ext.recv(t); jstr(t, res, "result.content.0.text") != "echo: far" {
+		t.Fatalf("result: %s", res)
+	}
+	// 0.0.0.0 is nobody's address to dial: refused without bridge_advertise.
+	o.BridgeAdvertise = ""
+	if _, err := Start(ctxFor(t), o); err == nil || !strings.Contains(err.Error(), "bridge_advertise") {
+		t.Fatalf("bind 0.0.0.0 without an advertised address: %v", err)
+	}
 }
 
 func TestBridgedHostToolsAndPolicyOnPi(t *testing.T) {

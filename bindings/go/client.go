@@ -710,8 +710,9 @@ func (c *Client) ProtocolErrors() ([]json.RawMessage, error) {
 // Info describes the client (omprpc_client_info).
 type Info struct {
 	PID             int             `json:"pid"`
-	Argv            []string        `json:"argv"`     // redacted
-	Launcher        []string        `json:"launcher"` // the argv prefix the agent runs behind (nil without one)
+	Argv            []string        `json:"argv"`           // redacted
+	Launcher        []string        `json:"launcher"`       // the argv prefix the agent runs behind (nil without one)
+	BridgeEndpoint  json.RawMessage `json:"bridgeEndpoint"` // {"transport":"unix","socket"}, {"transport":"tcp","listen","advertise"} or null
 	Flavor          string          `json:"flavor"`
 	ProtocolVersion int             `json:"protocolVersion"`
 	Ready           json.RawMessage `json:"ready"`

@@ -86,6 +86,12 @@ type Options struct {
 	// Bridge serves host tools through the library's tool bridge: "auto" (pi), "always", "never".
 	Bridge          string `json:"bridge,omitempty"`
 	BridgeTransport string `json:"bridge_transport,omitempty"` // "unix" or "tcp"
+	// BridgeListen is the "IP:port" the bridge binds (TCP; default "127.0.0.1:0"), and
+	// BridgeAdvertise the "host:port" the extension dials (default: the bound address; port 0:
+	// the bound port): an agent in another network namespace, container or host reaches the
+	// bridge there. Either one selects TCP. The docs/c-api.md section "The bridge over TCP".
+	BridgeListen    string `json:"bridge_listen,omitempty"`
+	BridgeAdvertise string `json:"bridge_advertise,omitempty"`
 	// ToolPolicy gates the agent's own tools (needs the bridge extension).
 	ToolPolicy *ToolPolicy `json:"tool_policy,omitempty"`
 	// TurnSummary adds a summary to PromptAndWait's Turn.

@@ -252,6 +252,12 @@ export interface StartOptions {
   bridge?: 'auto' | 'always' | 'never';
   bridge_transport?: 'unix' | 'tcp';
   bridgeTransport?: 'unix' | 'tcp';
+  /** The `IP:port` the bridge binds (TCP; default `127.0.0.1:0`). Either address selects TCP. */
+  bridge_listen?: string;
+  bridgeListen?: string;
+  /** The `host:port` the extension dials (default: the bound address; port 0: the bound port). */
+  bridge_advertise?: string;
+  bridgeAdvertise?: string;
   host_tool_timeout_ms?: number;
   hostToolTimeoutMs?: number;
   /** The gate over the agent's own tools; in host mode a `handler` may answer `policy_eval`. */
@@ -450,6 +456,8 @@ export interface ClientInfo {
   argv: string[];
   /** The argv prefix the agent runs behind (`null` without one); `argv` includes it. */
   launcher: string[] | null;
+  /** Where the tool bridge listens (`null` without one). */
+  bridgeEndpoint: { transport: 'unix'; socket: string } | { transport: 'tcp'; listen: string; advertise: string } | null;
   flavor: 'omp' | 'pi';
   protocolVersion: number;
   ready: unknown;

@@ -59,6 +59,23 @@ test('bridged host tools: handler, updates, errors, cancellation', { skip: !fs.e
   assert.equal(cancelled && cancelled.code, 'CANCELLED');
 });
 
+// An agent in another network namespace or on another host dials the bridge at an address of
+// its own: bound on every interface, advertised as 127.0.0.2 (which the bind covers); the
+// generated extension, run by the harness, dials the advertised address.
+test('the bridge listens on one address and the extension dials another', { skip: !fs.existsSync(HARNESS) && 'no bridge harness' }, async (t) => {
+  const c = await start(t, ...piOptions({
+    hostTools: [{ ...ECHO, handler: async (args) => `far: ${args.message}` }],
+    bridgeListen: '0.0.0.0:0',
+    bridgeAdvertise: '127.0.0.2:0',
+  }));
+  const endpoint = c.info().bridgeEndpoint;
+  const port = endpoint.listen.split(':').pop();
+  assert.deepEqual(endpoint, { transport: 'tcp', listen: `0.0.0.0:${port}`, advertise: `127.0.0.2:${port}` });
+  const out = await harness(c, 'tool');
+  assert.equal(out.result.content[0].text, 'far: hello');
+  await assert.rejects(start(t, ...piOptions({ hostTools: [ECHO], bridgeListen: '0.0.0.0:0' })), /bridge_advertise/);
+});
+
 test('the tool-policy gate in host mode, answered by a handler', { skip: !fs.existsSync(HARNESS) && 'no bridge harness' }, async (t) => {
   const asked = [];
   const c = await start(t, ...piOptions({

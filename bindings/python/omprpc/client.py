@@ -214,7 +214,10 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
       ``turn_summary`` (every turn gets a :attr:`PromptTurn.summary`);
     * the tool bridge (pi's host tools, the policy gate): ``bridge`` ("auto": on pi,
       "always", "never"), ``bridge_transport`` ("unix", "tcp"), ``host_tool_timeout``
-      (seconds before the bridge fails a host tool call). With ``flavor="pi"``, ``custom_tools``
+      (seconds before the bridge fails a host tool call); for an agent in another network
+      namespace, container or host, ``bridge_listen`` ("IP:port" the bridge binds, TCP) and
+      ``bridge_advertise`` ("host:port" the extension dials; port 0: the bound one) — the
+      ``bridgeEndpoint`` of :meth:`info` says where it ended up. With ``flavor="pi"``, ``custom_tools``
       are served through the bridge: their calls reach the tools exactly as on omp;
     * the policy gate over the agent's own tools: ``tool_policy`` (``{"mode": "host"}``: each
       tool call is a :class:`PolicyEvalEvent` to answer with :meth:`policy_verdict`;
@@ -294,6 +297,8 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         turn_summary: bool = False,
         bridge: Literal["auto", "always", "never"] | None = None,
         bridge_transport: Literal["unix", "tcp"] | None = None,
+        bridge_listen: str | None = None,
+        bridge_advertise: str | None = None,
         host_tool_timeout: float | None = None,
         tool_policy: Mapping[str, Any] | None = None,
         policy_handler: PolicyHandler | None = None,
@@ -362,6 +367,8 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         if bridge_transport is not None and bridge_transport not in _BRIDGE_TRANSPORTS:
             raise ValueError(f"bridge_transport must be one of {_BRIDGE_TRANSPORTS}")
         self._bridge_transport = bridge_transport
+        self._bridge_listen = bridge_listen
+        self._bridge_advertise = bridge_advertise
         self._host_tool_timeout = host_tool_timeout
         if log_level is not None and log_level not in _LOG_LEVELS:
             raise ValueError(f"log_level must be one of {tuple(_LOG_LEVELS)} or None")
@@ -444,6 +451,10 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
             o["bridge"] = self._bridge
         if self._bridge_transport is not None:
             o["bridge_transport"] = self._bridge_transport
+        if self._bridge_listen is not None:
+            o["bridge_listen"] = self._bridge_listen
+        if self._bridge_advertise is not None:
+            o["bridge_advertise"] = self._bridge_advertise
         if self._host_tool_timeout is not None:
             o["host_tool_timeout_ms"] = _ms(self._host_tool_timeout)
         policy = self._tool_policy

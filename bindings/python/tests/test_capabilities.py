@@ -70,7 +70,7 @@ class Extension:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self.sock.connect(self.config["socket"])
         else:
-            self.sock = socket.create_connection(("127.0.0.1", self.config["port"]))
+            self.sock = socket.create_connection((self.config.get("host") or "127.0.0.1", self.config["port"]))
         self.sock.settimeout(10)
         self.reader = self.sock.makefile("rb")
 
@@ -178,6 +178,26 @@ def test_bridge_options_reach_the_extension(pi_client) -> None:
         assert ext.recv()["result"]["content"][0]["text"] == "echo: tcp"
     finally:
         ext.close()
+
+
+def test_bridge_listens_on_one_address_and_advertises_another(pi_client) -> None:
+    # Bound on every interface, dialled at 127.0.0.2 (a loopback address the bind covers): the
+    # extension is told the advertised address, with the port the kernel picked.
+    client = pi_client(custom_tools=[echo_tool()], bridge_listen="0.0.0.0:0", bridge_advertise="127.0.0.2:0")
+    endpoint = client.info()["bridgeEndpoint"]
+    assert endpoint["transport"] == "tcp" and endpoint["listen"].startswith("0.0.0.0:")
+    port = int(endpoint["listen"].rsplit(":", 1)[1])
+    assert endpoint["advertise"] == f"127.0.0.2:{port}"
+    ext = Extension(client)
+    try:
+        assert (ext.config["host"], ext.config["port"], ext.config["socket"]) == ("127.0.0.2", port, None)
+        ext.send({"id": "t-1", "kind": "tool", "tool": "echo_host", "toolCallId": "t", "args": {"message": "far"}})
+        assert ext.recv()["id"] == "t-1"
+        assert ext.recv()["result"]["content"][0]["text"] == "echo: far"
+    finally:
+        ext.close()
+    with pytest.raises(RpcError, match="bridge_advertise"):
+        pi_client(custom_tools=[echo_tool()], bridge_listen="0.0.0.0:0")  # nobody could dial 0.0.0.0
 
 
 def test_bridge_always_and_never(make_client) -> None:
