@@ -351,7 +351,8 @@ install-test: build
 # wheel with cargo (tests/dist/run.sh). Part of `make test`, after install-test.
 DIST_DIR   := $(TARGET_DIR)/dist
 DIST_TOOLS := $(TARGET_DIR)/dist-tools
-.PHONY: dist dist-test
+.PHONY: dist dist-test dist-tools
+dist-tools: $(DIST_TOOLS)/.installed
 $(DIST_TOOLS)/.installed: tests/dist/tools.txt
 	rm -rf $(DIST_TOOLS)
 	$(PYTHON) -m venv $(DIST_TOOLS)
@@ -523,7 +524,8 @@ $(RAY_VENV)/installed: $(RAY_REQUIRES)
 # The cluster's temp dir is made here, so that examples/ray/ray_cleanup.py can end whatever
 # is left of the cluster even when the timeout killed the test (its workers outlive a killed
 # driver for a while); leftovers fail the run.
-.PHONY: ray-test
+.PHONY: ray-test ray-venv
+ray-venv: $(RAY_VENV)/installed
 ray-test: build $(RAY_VENV)/installed
 	@dir="$$(mktemp -d -t omprpc-ray-XXXXXX)"; status=0; \
 	OMPRPC_RAY_TEMP_DIR="$$dir" OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so \
