@@ -25,6 +25,8 @@ const KNOWN: &[&str] = &[
     "log_level", "log_queue_capacity",
     "record_path", "activity_probe_ms", "agent_version", "approval_mode", "queue_responses", "prompt_complete_events",
     "fault_panic",
+    // The embedder helpers as start options (protocol::skills, protocol::schema).
+    "skills", "sanitize_tool_schemas",
 ];
 
 /// The library threads a debug build can be told to panic in (`fault_panic`, a test hook).
@@ -190,6 +192,24 @@ fn parse_gate(v: &Value) -> Result<Gate> {
     Ok(Gate { rules, fail_open: o.bool("fail_open")?.unwrap_or(false), timeout_ms })
 }
 
+/// Host tools with each `parameters` schema sanitized; an error names the tool.
+fn sanitized_tools(tools: Vec<Value>) -> Result<Vec<Value>> {
+    use crate::protocol::schema;
+    tools
+        .into_iter()
+        .map(|mut tool| {
+            if let Some(params) = tool.get_mut("parameters") {
+                let done = schema::sanitize(params, schema::DEFAULT_MAX_NODES).map_err(|e| {
+                    let name = tool.get("name").and_then(Value::as_str).unwrap_or("?");
+                    Error::new(e.status, format!("host tool \"{name}\": {}", e.message))
+                })?;
+                tool["parameters"] = done.schema;
+            }
+            Ok(tool)
+        })
+        .collect()
+}
+
 pub fn parse_object(json: &str) -> Result<Map<String, Value>> {
     match serde_json::from_str::<Value>(json) {
         Ok(Value::Object(m)) => Ok(m),
@@ -279,6 +299,12 @@ impl Options {
             None => None,
             Some(v @ Value::Array(_)) => Some(v.clone()),
             Some(_) => return Err(wrong("host_tools", "an array")),
+        };
+        // `sanitize_tool_schemas`: the start's host tools' parameters through the schema
+        // sanitizer (opt-in; what it drops is what `omprpc_sanitize_schema` reports).
+        let host_tools = match (host_tools, o.bool("sanitize_tool_schemas")?.unwrap_or(false)) {
+            (Some(Value::Array(tools)), true) => Some(Value::Array(sanitized_tools(tools)?)),
+            (tools, _) => tools,
         };
         // pi has no host tools in its protocol: they go through the bridge ("auto"), and
         // "always" bridges them on omp too.
