@@ -474,8 +474,8 @@ func SanitizeSchema(schema any, maxNodes int) (*SanitizedSchema, error) {
 type SkillsOptions struct {
 	Flavor       string `json:"flavor"`                  // "omp" or "pi"
 	AgentVersion string `json:"agent_version,omitempty"` // "X.Y.Z"; "" for the newest
-	// Skills is "all", "none", or a []string: names (glob patterns) for omp and pi before
-	// 0.50, paths (entries with a '/') for pi from 0.50.
+	// Skills is "all", "none", or a []string: names (glob patterns) for omp, paths (entries
+	// with a '/') for pi from 0.50 (older pi: "all" or "none" only).
 	Skills any `json:"skills"`
 	// Tools is the --tools allow-list, if any (nil: none given).
 	Tools []string `json:"tools,omitempty"`
@@ -490,8 +490,8 @@ type SkillFlags struct {
 }
 
 // SkillsFlags gives the flags that select skills for an agent and version
-// (omprpc_skills_flags). What the agent cannot express (a name for pi 0.50+, a path for omp)
-// is ErrInvalidArgument. Options.Skills applies the same to the argv Start builds.
+// (omprpc_skills_flags). What the agent cannot express (a name for pi, a path for omp, a
+// subset for pi before 0.50) is ErrInvalidArgument. Options.Skills applies the same to the argv Start builds.
 func SkillsFlags(opts SkillsOptions) (*SkillFlags, error) {
 	const op = "skills_flags"
 	co, err := rawJSON(op, "options", opts)

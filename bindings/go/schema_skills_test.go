@@ -84,7 +84,7 @@ func TestSkillsFlagsPerAgentAndVersion(t *testing.T) {
 	}{
 		{SkillsOptions{Flavor: "pi", Skills: "none"}, []string{"--no-skills"}, nil},
 		{SkillsOptions{Flavor: "pi", AgentVersion: "0.73.1", Skills: []string{"/s/alpha"}, Tools: []string{"echo"}}, []string{"--no-skills", "--skill", "/s/alpha"}, []string{"echo", "read"}},
-		{SkillsOptions{Flavor: "pi", AgentVersion: "0.37.2", Skills: []string{"a", "b"}}, []string{"--skills", "a,b"}, nil},
+		{SkillsOptions{Flavor: "pi", AgentVersion: "0.37.2", Skills: "none"}, []string{"--no-skills"}, nil},
 		{SkillsOptions{Flavor: "omp", Skills: []string{"git-*"}, Tools: []string{"read"}}, []string{"--skills=git-*"}, []string{"read"}},
 		{SkillsOptions{Flavor: "omp", Skills: "all"}, []string{}, nil},
 	}
@@ -99,6 +99,8 @@ func TestSkillsFlagsPerAgentAndVersion(t *testing.T) {
 	}
 	_, err := SkillsFlags(SkillsOptions{Flavor: "pi", Skills: []string{"alpha"}})
 	wantErr(t, err, ErrInvalidArgument, "a name for pi 0.50+")
+	_, err = SkillsFlags(SkillsOptions{Flavor: "pi", AgentVersion: "0.37.2", Skills: []string{"a"}})
+	wantErr(t, err, ErrInvalidArgument, "a subset for pi before 0.50")
 	_, err = SkillsFlags(SkillsOptions{Flavor: "omp", Skills: []string{"/s/alpha"}})
 	wantErr(t, err, ErrInvalidArgument, "a path for omp")
 	_, err = SkillsFlags(SkillsOptions{Flavor: "omp", Skills: 3})

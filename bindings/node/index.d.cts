@@ -587,7 +587,7 @@ export declare function sanitizeSchema(
   schema: Record<string, unknown>,
   options?: { maxNodes?: number },
 ): { schema: Record<string, unknown>; dropped: DroppedSchemaPart[] };
-/** `"all"`, `"none"`, or names (omp, pi before 0.50) / paths (pi from 0.50). */
+/** `"all"`, `"none"`, or names (omp) / paths (pi from 0.50; older pi: all or none only). */
 export type SkillsSelection = 'all' | 'none' | string[];
 export declare function skillsFlags(options: {
   flavor: 'omp' | 'pi';

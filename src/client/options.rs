@@ -501,6 +501,20 @@ mod tests {
     }
 
     #[test]
+    fn a_skills_selection_is_built_again_for_the_probed_version() {
+        // Unknown yet: the newest pi's flags; the probe's answer decides.
+        let map = json!({"executable": "pi", "flavor": "pi", "skills": ["./skills/alpha"]});
+        let map = map.as_object().unwrap();
+        let first = Options::from_map(map).unwrap();
+        assert!(first.version_probe.is_some());
+        assert_eq!(first.spawn.argv, ["pi", "--mode", "rpc", "--no-skills", "--skill", "./skills/alpha"]);
+        let new = Probed { flavor: None, version: Version::new(0, 73, 1) };
+        assert_eq!(Options::from_map_at(map, Some(new)).unwrap().spawn.argv, first.spawn.argv);
+        let old = Probed { flavor: None, version: Version::new(0, 37, 2) };
+        assert!(Options::from_map_at(map, Some(old)).unwrap_err().message.contains("cannot load a subset"));
+    }
+
+    #[test]
     fn ui_policy_parses() {
         let p = UiPolicy::parse(&json!({"confirm": true, "input": "x"})).unwrap().unwrap();
         assert_eq!(p, UiPolicy { confirm: Some(true), input: Some("x".into()), ..Default::default() });

@@ -114,9 +114,9 @@ pub unsafe extern "C" fn omprpc_sanitize_schema(schema_json: *const c_char, opti
 
 /// The flags that select skills for an agent: `options_json` `{"flavor":"omp"|"pi",
 /// "agent_version"?: "X.Y.Z", "skills": "all"|"none"|[names or paths], "tools"?: [names]}` →
-/// `{"flags":[…], "needs_read": bool, "tools": [names]|null}`. omp and pi before 0.50 select
-/// by name (`--skills`), pi from 0.50 by path (`--no-skills --skill <path>`…); what the agent
-/// cannot express is INVALID_ARGUMENT. `needs_read`: the agent lists skills only with `read`
+/// `{"flags":[…], "needs_read": bool, "tools": [names]|null}`. omp selects by name
+/// (`--skills=`), pi from 0.50 by path (`--no-skills --skill <path>`…), older pi only all or
+/// none (its `--skills` filters nothing); what the agent cannot express is INVALID_ARGUMENT. `needs_read`: the agent lists skills only with `read`
 /// on; `tools` is the given allow-list with `read` added then. The start option `skills`
 /// applies the same. Ownership: the caller frees `*out_result_json` with `omprpc_string_free`.
 /// Threads: any thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.

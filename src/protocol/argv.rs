@@ -322,9 +322,10 @@ mod tests {
         assert_eq!(a, ["pi", "--mode", "rpc", "--no-tools", "--no-skills"]);
         let (a, _) = argv(json!({"flavor": "pi", "skills": "all"})).unwrap();
         assert_eq!(a, ["pi", "--mode", "rpc"]);
-        let map = json!({"flavor": "pi", "skills": ["alpha"], "tools": ["read"]}).as_object().unwrap().clone();
+        // pi 0.37.2: no --no-tools, so an allow-list of read alone.
+        let map = json!({"flavor": "pi", "skills": "all", "tools": []}).as_object().unwrap().clone();
         let a = build(&Opts::new(&map), Flavor::Pi, None, Some(Version::new(0, 37, 2))).unwrap();
-        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "read", "--skills", "alpha"]);
+        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "read"]);
         assert!(argv(json!({"flavor": "pi", "skills": ["alpha"]})).unwrap_err().message.contains("by path"));
         let e = argv(json!({"skills": ["a"], "no_skills": true})).unwrap_err();
         assert!(e.message.contains("contradict"), "{}", e.message);

@@ -3,15 +3,15 @@
 //!
 //! | agent | select by | flags |
 //! |---|---|---|
-//! | omp 17–18 | name (glob patterns) | `--skills=a,b`, `--no-skills` |
-//! | pi 0.25–0.49 | name (glob patterns) | `--skills a,b` (no `=` form), `--no-skills` |
+//! | omp 17–18 | name (glob patterns) | `--skills=a,b` (applied as `skills.includeSkills`), `--no-skills` |
+//! | pi before 0.50 | — | `--no-skills` only: `--skills <patterns>` is parsed but never applied (read in 0.37.2's main.js, and measured: every skill is still listed) |
 //! | pi 0.50 and later | path | `--skill <path>` (repeatable; loads even with `--no-skills`), `--no-skills` |
 //!
 //! pi 0.50 dropped `--skills <patterns>` for `--skill <path>` (its changelog: "discovery now
 //! uses settings and CLI path arrays instead of legacy filters"), so a named subset there is
-//! `--no-skills` plus the paths; a bare name cannot be resolved without looking at the disk,
-//! and a flag the agent does not know is dropped silently by older pi: either is an error here,
-//! never a guess.
+//! `--no-skills` plus the paths. A bare name for pi cannot be resolved without looking at the
+//! disk, and older pi would load every skill with a filter flag it ignores: each is an error
+//! here (never a guess, never a filter that silently filters nothing).
 //!
 //! Both agents list skills in the system prompt only when the `read` tool is on (pi:
 //! `selectedTools.includes("read")`; omp: a tool that reads `skill://`), so a selection that
@@ -24,7 +24,8 @@ use crate::protocol::argv::Flavor;
 use crate::protocol::opts::{wrong, Opts};
 use crate::protocol::version::Version;
 
-/// The first pi with `--skill <path>` and without `--skills <patterns>`.
+/// The first pi with `--skill <path>` (and without `--skills <patterns>`, which older pi
+/// parses but does not apply).
 pub const PI_SKILL_PATHS: Version = Version::new(0, 50, 0);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,8 +34,8 @@ pub enum Selection {
     All,
     /// No skills: `--no-skills`.
     None,
-    /// Only these: names (glob patterns) for omp and pi before 0.50, paths (an entry with a
-    /// `/`) for pi from 0.50. Empty: none.
+    /// Only these: names (glob patterns) for omp, paths (an entry with a `/`) for pi from
+    /// 0.50; older pi has no flag for it. Empty: none.
     Only(Vec<String>),
 }
 
@@ -81,6 +82,12 @@ impl Selection {
             (_, Some(v)) => format!("{} {v}", flavor.name()),
             (_, None) => format!("{} (the newest)", flavor.name()),
         };
+        if flavor == Flavor::Pi && !by_path {
+            return Err(Error::invalid(format!(
+                "{agent} cannot load a subset of skills: its --skills flag is parsed but not applied (every skill is still \
+                 listed), and --skill <path> came with pi 0.50; use \"all\", \"none\", or pi's settings (skills.includeSkills)"
+            )));
+        }
         let flags = if by_path {
             if let Some(name) = entries.iter().find(|e| !is_path(e)) {
                 return Err(Error::invalid(format!(
@@ -103,11 +110,7 @@ impl Selection {
             if let Some(bad) = entries.iter().find(|e| e.contains(',')) {
                 return Err(Error::invalid(format!("skill {bad:?}: a name must not contain ',' (the list separator)")));
             }
-            match flavor {
-                Flavor::Omp => vec![format!("--skills={}", entries.join(","))],
-                // pi's parser takes `--skills` and the next word only.
-                Flavor::Pi => vec!["--skills".into(), entries.join(",")],
-            }
+            vec![format!("--skills={}", entries.join(","))]
         };
         Ok(SkillFlags { flags, needs_read: true })
     }
@@ -158,8 +161,8 @@ mod tests {
         assert_eq!(flags(json!("none"), Flavor::Omp, omp).unwrap(), SkillFlags { flags: vec!["--no-skills".into()], needs_read: false });
         assert_eq!(flags(json!([]), Flavor::Pi, new_pi).unwrap().flags, ["--no-skills"]);
         assert_eq!(flags(json!(["a", "git-*"]), Flavor::Omp, omp).unwrap().flags, ["--skills=a,git-*"]);
-        assert_eq!(flags(json!(["a", "b"]), Flavor::Pi, old_pi).unwrap().flags, ["--skills", "a,b"]);
-        assert_eq!(flags(json!(["a", "b"]), Flavor::Pi, Some(Version::new(0, 49, 9))).unwrap().flags, ["--skills", "a,b"]);
+        assert_eq!(flags(json!("none"), Flavor::Pi, old_pi).unwrap().flags, ["--no-skills"]);
+        assert_eq!(flags(json!("all"), Flavor::Pi, old_pi).unwrap().flags, Vec::<String>::new());
         let p = flags(json!(["/s/alpha", "./beta/SKILL.md"]), Flavor::Pi, new_pi).unwrap();
         assert_eq!(p, SkillFlags { flags: vec!["--no-skills".into(), "--skill".into(), "/s/alpha".into(), "--skill".into(), "./beta/SKILL.md".into()], needs_read: true });
         assert_eq!(flags(json!(["/s/alpha"]), Flavor::Pi, None).unwrap().flags[0], "--no-skills");
@@ -170,7 +173,10 @@ mod tests {
         let e = flags(json!(["alpha"]), Flavor::Pi, Some(Version::new(0, 50, 0))).unwrap_err();
         assert!(e.message.contains("by path"), "{}", e.message);
         assert!(flags(json!(["/s/alpha"]), Flavor::Omp, None).unwrap_err().message.contains("no --skill <path>"));
-        assert!(flags(json!(["/s/alpha"]), Flavor::Pi, Some(Version::new(0, 37, 2))).unwrap_err().message.contains("by name"));
+        for entry in ["/s/alpha", "alpha"] {
+            let e = flags(json!([entry]), Flavor::Pi, Some(Version::new(0, 49, 9))).unwrap_err();
+            assert!(e.message.contains("pi 0.49.9 cannot load a subset"), "{}", e.message);
+        }
         assert!(flags(json!(["a,b"]), Flavor::Omp, None).unwrap_err().message.contains("','"));
         assert!(flags(json!(["", "a"]), Flavor::Omp, None).unwrap_err().message.contains("empty"));
         assert!(flags(json!("some"), Flavor::Omp, None).unwrap_err().message.contains("\"all\", \"none\""));

@@ -65,7 +65,8 @@ test('skillsFlags gives each agent and version its own flags', () => {
     tools: ['echo', 'read'],
   });
   assert.deepEqual(skillsFlags({ flavor: 'omp', skills: ['git-*'] }).flags, ['--skills=git-*']);
-  assert.deepEqual(skillsFlags({ flavor: 'pi', agentVersion: '0.37.2', skills: ['a', 'b'] }).flags, ['--skills', 'a,b']);
+  assert.deepEqual(skillsFlags({ flavor: 'pi', agentVersion: '0.37.2', skills: 'none' }).flags, ['--no-skills']);
+  assert.throws(() => skillsFlags({ flavor: 'pi', agentVersion: '0.37.2', skills: ['a'] }), /cannot load a subset/);
   assert.throws(() => skillsFlags({ flavor: 'pi', skills: ['alpha'] }), (e) => e.code === 'INVALID_ARGUMENT' && /by path/.test(e.message));
   assert.throws(() => skillsFlags({ flavor: 'omp', skills: 'some' }), /"all", "none"/);
 });

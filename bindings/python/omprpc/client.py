@@ -231,8 +231,8 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
       ``forward_logs=False`` take them with :meth:`next_logs` instead. :meth:`counters`
       reads the per-client counters. ``OMPRPC_LOG=debug`` in the environment prints records
       to stderr whatever the options;
-    * skills and tool schemas: ``skills`` ("all", "none", or a list: names for omp and pi
-      before 0.50, paths for pi from 0.50; see :func:`omprpc.skills_flags`; ``read`` joins a
+    * skills and tool schemas: ``skills`` ("all", "none", or a list: names for omp, paths
+      for pi from 0.50; see :func:`omprpc.skills_flags`; ``read`` joins a
       ``tools`` allow-list when skills load) and ``sanitize_tool_schemas`` (the
       ``custom_tools``' parameter schemas through :func:`omprpc.sanitize_schema`);
     * recording: ``record_path`` writes every frame of the session, both directions, with

@@ -187,10 +187,10 @@ def skills_flags(
     tools: Sequence[str] | None = None,
 ) -> SkillsFlags:
     """The flags that select ``skills`` ("all": the agent's own discovery, "none", or a list)
-    for ``flavor`` at ``agent_version`` (default: the newest supported). omp and pi before
-    0.50 select by name (glob patterns: ``--skills``); pi from 0.50 by path (``--no-skills``
-    then ``--skill <path>`` each: an entry with a ``/``). What the agent cannot express raises
-    ``RpcError`` (INVALID_ARGUMENT). The start option ``core_options={"skills": …}`` applies
+    for ``flavor`` at ``agent_version`` (default: the newest supported). omp selects by name
+    (glob patterns: ``--skills=``); pi from 0.50 by path (``--no-skills`` then ``--skill
+    <path>`` each: an entry with a ``/``); older pi only "all" or "none" (its ``--skills``
+    filters nothing). What the agent cannot express raises ``RpcError`` (INVALID_ARGUMENT). The start option ``core_options={"skills": …}`` applies
     the same to the argv the client builds."""
     if isinstance(skills, str):
         selection: Any = skills

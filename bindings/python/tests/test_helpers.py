@@ -110,12 +110,14 @@ def test_skills_flags_per_agent_and_version() -> None:
     assert got.flags == ("--no-skills", "--skill", "/opt/skills/alpha")
     assert got.needs_read and got.tools == ("echo", "read")
     assert skills_flags(["git-*", "docker"], flavor="omp").flags == ("--skills=git-*,docker",)
-    assert skills_flags(["alpha"], flavor="pi", agent_version="0.37.2").flags == ("--skills", "alpha")
+    assert skills_flags("none", flavor="pi", agent_version="0.37.2").flags == ("--no-skills",)
     assert skills_flags("all", flavor="pi", tools=["read"]).tools == ("read",)
     assert skills_flags("all", flavor="omp").tools is None
     with pytest.raises(RpcError, match="by path") as err:
         skills_flags(["alpha"], flavor="pi", agent_version="0.73.1")
     assert err.value.status_name == "INVALID_ARGUMENT"
+    with pytest.raises(RpcError, match="cannot load a subset"):
+        skills_flags(["alpha"], flavor="pi", agent_version="0.37.2")
     with pytest.raises(RpcError, match="no --skill <path>"):
         skills_flags(["/opt/skills/alpha"], flavor="omp")
     with pytest.raises(RpcError, match='"all", "none" or an array'):
