@@ -25,6 +25,21 @@ func callStatic(op string, fn func(out, perr **C.char) C.omprpc_status) ([]byte,
 	return takeBytes(out), nil
 }
 
+// callJSON runs a C function of no client whose one argument is options (marshalled; nil:
+// NULL) and decodes its owned JSON answer into result.
+func callJSON(op string, options, result any, fn func(co *C.char, out, perr **C.char) C.omprpc_status) error {
+	co, err := rawJSON(op, "options", options)
+	if err != nil {
+		return err
+	}
+	defer freeC(co)
+	js, err := callStatic(op, func(out, perr **C.char) C.omprpc_status { return fn(co, out, perr) })
+	if err != nil {
+		return err
+	}
+	return unmarshal(op, js, result)
+}
+
 // --- turn summaries ------------------------------------------------------------------------
 
 // Summary is a turn summary (docs/c-api.md, "The turn JSON"): the text and reasoning in
@@ -366,20 +381,11 @@ type ProviderSetup struct {
 
 // ProviderConfig writes a custom-provider config for the agent (omprpc_provider_config).
 func ProviderConfig(opts ProviderOptions) (*ProviderSetup, error) {
-	const op = "provider_config"
-	co, err := rawJSON(op, "options", opts)
-	if err != nil {
-		return nil, err
-	}
-	defer freeC(co)
-	js, err := callStatic(op, func(out, perr **C.char) C.omprpc_status {
+	ps := &ProviderSetup{}
+	err := callJSON("provider_config", opts, ps, func(co *C.char, out, perr **C.char) C.omprpc_status {
 		return C.omprpc_provider_config(co, out, perr)
 	})
 	if err != nil {
-		return nil, err
-	}
-	ps := &ProviderSetup{}
-	if err := unmarshal(op, js, ps); err != nil {
 		return nil, err
 	}
 	return ps, nil
@@ -493,20 +499,11 @@ type SkillFlags struct {
 // (omprpc_skills_flags). What the agent cannot express (a name for pi, a path for omp, a
 // subset for pi before 0.50) is ErrInvalidArgument. Options.Skills applies the same to the argv Start builds.
 func SkillsFlags(opts SkillsOptions) (*SkillFlags, error) {
-	const op = "skills_flags"
-	co, err := rawJSON(op, "options", opts)
-	if err != nil {
-		return nil, err
-	}
-	defer freeC(co)
-	js, err := callStatic(op, func(out, perr **C.char) C.omprpc_status {
+	f := &SkillFlags{}
+	err := callJSON("skills_flags", opts, f, func(co *C.char, out, perr **C.char) C.omprpc_status {
 		return C.omprpc_skills_flags(co, out, perr)
 	})
 	if err != nil {
-		return nil, err
-	}
-	f := &SkillFlags{}
-	if err := unmarshal(op, js, f); err != nil {
 		return nil, err
 	}
 	return f, nil
