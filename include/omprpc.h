@@ -242,10 +242,10 @@ omprpc_status omprpc_provider_config(const char *options_json,
 
 /**
  * A tool-parameter JSON Schema made into the shape LLM providers accept (opt-in; see
- * docs/c-api.md "Schema sanitizer"): local `$ref`s inlined (a recursive or remote one is an
- * error), `anyOf`/`oneOf` collapsed to the object branch (else the first non-null typed one), `allOf`
- * of objects merged, `examples`/`default`/`additionalProperties`/`$schema`/`$id`/`$comment`
- * removed, descriptions kept. Returns `{"schema", "dropped":[{"path","reason","value"}]}`:
+ * docs/c-api.md "Schema sanitizer and skills filter"): local `$ref`s inlined (a recursive or
+ * remote one is an error), `anyOf`/`oneOf` collapsed to the object branch (else the first
+ * non-null typed one), `allOf` of objects merged, `examples`/`default`/`additionalProperties`/
+ * `$schema`/`$id`/`$comment` removed, descriptions kept. Returns `{"schema", "dropped":[{"path","reason","value"}]}`:
  * everything taken out. `options_json`: NULL or `{"max_nodes": n}` (default 100000), the
  * bound on the output's size.
  * Ownership: the caller frees `*out_result_json` with `omprpc_string_free`. Threads: any
@@ -262,9 +262,9 @@ omprpc_status omprpc_sanitize_schema(const char *schema_json,
  * "agent_version"?: "X.Y.Z", "skills": "all"|"none"|[names or paths], "tools"?: [names]}` →
  * `{"flags":[…], "needs_read": bool, "tools": [names]|null}`. omp selects by name
  * (`--skills=`), pi from 0.50 by path (`--no-skills --skill <path>`…), older pi only all or
- * none (its `--skills` filters nothing); what the agent cannot express is INVALID_ARGUMENT. `needs_read`: the agent lists skills only with `read`
- * on; `tools` is the given allow-list with `read` added then. The start option `skills`
- * applies the same. Ownership: the caller frees `*out_result_json` with `omprpc_string_free`.
+ * none (its `--skills` filters nothing); what the agent cannot express is INVALID_ARGUMENT.
+ * `needs_read`: the agent lists skills only with `read` on; `tools` is the given allow-list
+ * with `read` added then. The start option `skills` applies the same. Ownership: the caller frees `*out_result_json` with `omprpc_string_free`.
  * Threads: any thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
  */
 omprpc_status omprpc_skills_flags(const char *options_json,
