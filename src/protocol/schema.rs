@@ -38,6 +38,10 @@ const UNIONS: [&str; 3] = ["allOf", "anyOf", "oneOf"];
 /// The default bound on schema nodes produced: inlining shared definitions can multiply a
 /// schema's size (each use is a copy), and a hostile schema could grow without end.
 pub const DEFAULT_MAX_NODES: usize = 100_000;
+/// The deepest nesting of the output: a chain of `$ref`s nests each target inside the last,
+/// and the walk recurses once per level, so a long chain must stop before the stack does.
+/// Parsed JSON is at most 128 deep (serde_json); real tool schemas are a handful.
+pub const MAX_DEPTH: usize = 256;
 
 /// A sanitized schema and what was taken out of it.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +62,7 @@ pub fn sanitize(schema: &Value, max_nodes: usize) -> Result<Sanitized> {
     if !schema.is_object() {
         return Err(Error::invalid(format!("a tool parameter schema must be a JSON object, not {}", kind(schema))));
     }
-    let mut walk = Walk { root: schema, dropped: Vec::new(), seen: HashSet::new(), nodes: 0, max_nodes, refs: vec!["#".into()] };
+    let mut walk = Walk { root: schema, dropped: Vec::new(), seen: HashSet::new(), nodes: 0, max_nodes, depth: 0, refs: vec!["#".into()] };
     let out = walk.node(schema, "")?;
     Ok(Sanitized { schema: out, dropped: walk.dropped })
 }
@@ -86,6 +90,8 @@ struct Walk<'a> {
     seen: HashSet<(String, String)>,
     nodes: usize,
     max_nodes: usize,
+    /// Schema objects being walked, outermost first.
+    depth: usize,
     /// The `$ref`s being expanded, outermost first (the root is `#`).
     refs: Vec<String>,
 }
@@ -99,7 +105,18 @@ impl Walk<'_> {
 
     fn node(&mut self, v: &Value, path: &str) -> Result<Value> {
         match v {
-            Value::Object(m) => self.object(m, path),
+            Value::Object(m) => {
+                if self.depth >= MAX_DEPTH {
+                    return Err(Error::new(
+                        Status::LimitExceeded,
+                        format!("the sanitized schema would nest deeper than {MAX_DEPTH} levels (at \"{path}\", with $refs inlined)"),
+                    ));
+                }
+                self.depth += 1;
+                let done = self.object(m, path);
+                self.depth -= 1;
+                done
+            }
             // `true` accepts anything: the empty schema says the same in the form providers take.
             Value::Bool(true) => {
                 self.drop(path.to_string(), "the boolean schema true, written as {}", v);
@@ -376,5 +393,14 @@ mod tests {
         // More than 2^10 nodes (a referencing node and its target count apart).
         assert!(sanitize(&doubling(9), 10_000).is_ok());
         assert_eq!(sanitize(&doubling(9), 1_000).unwrap_err().status, Status::LimitExceeded);
+        // A long chain of $refs, each inside the last: stopped by depth, not by the stack.
+        let mut defs = Map::new();
+        for i in 0..20_000 {
+            defs.insert(format!("D{i}"), json!({"type": "object", "properties": {"next": {"$ref": format!("#/$defs/D{}", i + 1)}}}));
+        }
+        defs.insert("D20000".into(), json!({"type": "string"}));
+        let e = sanitize(&json!({"$defs": defs, "$ref": "#/$defs/D0"}), usize::MAX).unwrap_err();
+        assert_eq!(e.status, Status::LimitExceeded);
+        assert!(e.message.contains("deeper than 256"), "{}", e.message);
     }
 }
