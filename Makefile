@@ -385,7 +385,7 @@ clean:
 # $HOME/.cache/omprpc/pi-0.37.2 (~12 s, ~125 MB), then the suite takes ~15 s.
 .PHONY: test-pi-oldest
 test-pi-oldest:
-	OMPRPC_PI_VERSION=oldest $(CARGO) test $(LOCKED) --test real_pi
+	OMPRPC_PI_VERSION=oldest $(CARGO) test $(LOCKED) --test real_pi --test real_skills
 
 # --- real omp ---------------------------------------------------------------------------
 # The Rust client against the real omp 18.2.3 (Bun from npm), offline, with omprpc-fake-llm
@@ -396,7 +396,8 @@ test-pi-oldest:
 .PHONY: test-omp
 test-omp:
 	$(if $(SKIP_REAL),@echo "test-omp: skipped (OMPRPC_SKIP_REAL_AGENTS=1)",OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test real_omp --test protocol_table \
-	  && OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test launcher real_omp)
+	  && OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test launcher real_omp \
+	  && OMPRPC_REAL_OMP=1 $(CARGO) test $(LOCKED) --test real_skills -- what_omp)
 
 # The real agents for the C, Python, Go and Node suites: the installs cargo-test (pi) and
 # test-omp (omp) made, at the cache paths tests/support/pi.rs and omp.rs use, and the fake

@@ -242,6 +242,37 @@ omprpc_status omprpc_provider_config(const char *options_json,
                                      char **out_error);
 
 /**
+ * A tool-parameter JSON Schema made into the shape LLM providers accept (opt-in; see
+ * docs/c-api.md "Schema sanitizer and skills filter"): local `$ref`s inlined (a recursive or
+ * remote one is an error), `anyOf`/`oneOf` collapsed to the object branch (else the first
+ * non-null typed one), `allOf` of objects merged, `examples`/`default`/`additionalProperties`/
+ * `$schema`/`$id`/`$comment` removed, descriptions kept. Returns `{"schema", "dropped":[{"path","reason","value"}]}`:
+ * everything taken out. `options_json`: NULL or `{"max_nodes": n}` (default 100000), the
+ * bound on the output's size.
+ * Ownership: the caller frees `*out_result_json` with `omprpc_string_free`. Threads: any
+ * thread. Statuses: OK, INVALID_ARGUMENT (not an object, a recursive or unresolvable `$ref`),
+ * INVALID_JSON, INVALID_UTF8, LIMIT_EXCEEDED, PANIC.
+ */
+omprpc_status omprpc_sanitize_schema(const char *schema_json,
+                                     const char *options_json,
+                                     char **out_result_json,
+                                     char **out_error);
+
+/**
+ * The flags that select skills for an agent: `options_json` `{"flavor":"omp"|"pi",
+ * "agent_version"?: "X.Y.Z", "skills": "all"|"none"|[names or paths], "tools"?: [names]}` →
+ * `{"flags":[…], "needs_read": bool, "tools": [names]|null}`. omp selects by name
+ * (`--skills=`), pi from 0.50 by path (`--no-skills --skill <path>`…), older pi only all or
+ * none (its `--skills` filters nothing); what the agent cannot express is INVALID_ARGUMENT.
+ * `needs_read`: the agent lists skills only with `read` on; `tools` is the given allow-list
+ * with `read` added then. The start option `skills` applies the same. Ownership: the caller frees `*out_result_json` with `omprpc_string_free`.
+ * Threads: any thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
+ */
+omprpc_status omprpc_skills_flags(const char *options_json,
+                                  char **out_result_json,
+                                  char **out_error);
+
+/**
  * Probes the agent's version (`--version`, once per executable), spawns the agent described by
  * `options_json` (docs/c-api.md lists the keys), waits for its handshake and, with host tools
  * bridged or a tool policy, for the bridge extension's hello; negotiates protocol v2 when

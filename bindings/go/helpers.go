@@ -25,6 +25,21 @@ func callStatic(op string, fn func(out, perr **C.char) C.omprpc_status) ([]byte,
 	return takeBytes(out), nil
 }
 
+// callJSON runs a C function of no client whose one argument is options (marshalled; nil:
+// NULL) and decodes its owned JSON answer into result.
+func callJSON(op string, options, result any, fn func(co *C.char, out, perr **C.char) C.omprpc_status) error {
+	co, err := rawJSON(op, "options", options)
+	if err != nil {
+		return err
+	}
+	defer freeC(co)
+	js, err := callStatic(op, func(out, perr **C.char) C.omprpc_status { return fn(co, out, perr) })
+	if err != nil {
+		return err
+	}
+	return unmarshal(op, js, result)
+}
+
 // --- turn summaries ------------------------------------------------------------------------
 
 // Summary is a turn summary (docs/c-api.md, "The turn JSON"): the text and reasoning in
@@ -366,20 +381,11 @@ type ProviderSetup struct {
 
 // ProviderConfig writes a custom-provider config for the agent (omprpc_provider_config).
 func ProviderConfig(opts ProviderOptions) (*ProviderSetup, error) {
-	const op = "provider_config"
-	co, err := rawJSON(op, "options", opts)
-	if err != nil {
-		return nil, err
-	}
-	defer freeC(co)
-	js, err := callStatic(op, func(out, perr **C.char) C.omprpc_status {
+	ps := &ProviderSetup{}
+	err := callJSON("provider_config", opts, ps, func(co *C.char, out, perr **C.char) C.omprpc_status {
 		return C.omprpc_provider_config(co, out, perr)
 	})
 	if err != nil {
-		return nil, err
-	}
-	ps := &ProviderSetup{}
-	if err := unmarshal(op, js, ps); err != nil {
 		return nil, err
 	}
 	return ps, nil
@@ -414,3 +420,91 @@ func (p *ProviderSetup) Apply(opts *Options) {
 
 // Remove deletes the agent directory and the config in it.
 func (p *ProviderSetup) Remove() error { return os.RemoveAll(p.Dir) }
+
+// --- tool-parameter schemas, skills -------------------------------------------------------
+
+// SanitizedSchema is a tool-parameter schema from SanitizeSchema and what was taken out of
+// it: each removed keyword and union branch not chosen, with its JSON-pointer path.
+type SanitizedSchema struct {
+	Schema  json.RawMessage `json:"schema"`
+	Dropped []DroppedPart   `json:"dropped"`
+}
+
+// DroppedPart is one thing SanitizeSchema took out: Path is a JSON pointer into the input.
+type DroppedPart struct {
+	Path   string          `json:"path"`
+	Reason string          `json:"reason"`
+	Value  json.RawMessage `json:"value"`
+}
+
+// SanitizeSchema makes a JSON Schema for tool parameters (a map, a struct or
+// json.RawMessage) into the shape LLM providers accept (opt-in; docs/c-api.md): local $refs
+// inlined with their sibling keywords on top, anyOf/oneOf collapsed to the object branch
+// (else the first non-null typed one), allOf of objects merged, examples / default /
+// additionalProperties / $schema / $id / $comment removed, descriptions kept. A recursive or
+// remote $ref is ErrInvalidArgument; an output over maxNodes schema nodes (0: the default,
+// 100000) is ErrLimitExceeded. Options.SanitizeToolSchemas applies it to the start's host tools.
+func SanitizeSchema(schema any, maxNodes int) (*SanitizedSchema, error) {
+	const op = "sanitize_schema"
+	cs, err := rawJSON(op, "schema", schema)
+	if err != nil {
+		return nil, err
+	}
+	if cs == nil {
+		return nil, newError(op, StatusInvalidArgument, "the schema must not be nil")
+	}
+	defer freeC(cs)
+	var opts any
+	if maxNodes != 0 {
+		opts = map[string]int{"max_nodes": maxNodes}
+	}
+	co, err := rawJSON(op, "options", opts)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(co)
+	js, err := callStatic(op, func(out, perr **C.char) C.omprpc_status {
+		return C.omprpc_sanitize_schema(cs, co, out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &SanitizedSchema{}
+	if err := unmarshal(op, js, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// SkillsOptions are the input of SkillsFlags.
+type SkillsOptions struct {
+	Flavor       string `json:"flavor"`                  // "omp" or "pi"
+	AgentVersion string `json:"agent_version,omitempty"` // "X.Y.Z"; "" for the newest
+	// Skills is "all", "none", or a []string: names (glob patterns) for omp, paths (entries
+	// with a '/') for pi from 0.50 (older pi: "all" or "none" only).
+	Skills any `json:"skills"`
+	// Tools is the --tools allow-list, if any (nil: none given).
+	Tools []string `json:"tools,omitempty"`
+}
+
+// SkillFlags is what SkillsFlags returns: the argv flags; NeedsRead, as the agent lists
+// skills only with the read tool on; Tools, the allow-list given with read added then.
+type SkillFlags struct {
+	Flags     []string `json:"flags"`
+	NeedsRead bool     `json:"needs_read"`
+	Tools     []string `json:"tools"`
+}
+
+// SkillsFlags gives the flags that select skills for an agent and version
+// (omprpc_skills_flags). What the agent cannot express (a name for pi, a path for omp, a
+// subset for pi before 0.50) is ErrInvalidArgument. Options.Skills applies the same to the argv Start builds.
+func SkillsFlags(opts SkillsOptions) (*SkillFlags, error) {
+	f := &SkillFlags{}
+	err := callJSON("skills_flags", opts, f, func(co *C.char, out, perr **C.char) C.omprpc_status {
+		return C.omprpc_skills_flags(co, out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}

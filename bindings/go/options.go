@@ -33,6 +33,12 @@ type Options struct {
 	Extensions  []string `json:"extensions,omitempty"`
 	ExtraArgs   []string `json:"extra_args,omitempty"`
 
+	// Skills selects the skills to load: "all", "none" or a []string (see SkillsFlags); nil
+	// leaves the agent's default. Contradicting NoSkills is an error.
+	Skills any `json:"skills,omitempty"`
+	// SanitizeToolSchemas passes HostTools' parameter schemas through SanitizeSchema.
+	SanitizeToolSchemas bool `json:"sanitize_tool_schemas,omitempty"`
+
 	Cwd string `json:"cwd,omitempty"`
 	// Env is the agent's environment: exactly this, plus what InheritEnv and EnvPassthrough add.
 	Env            map[string]string `json:"env,omitempty"`

@@ -52,6 +52,8 @@ const {
   envAllowlisted,
   promptFromContent,
   providerConfig,
+  sanitizeSchema,
+  skillsFlags,
 } = require('./lib/functions.cjs');
 
 module.exports = {
@@ -90,6 +92,8 @@ module.exports = {
   envAllowlisted,
   promptFromContent,
   providerConfig,
+  sanitizeSchema,
+  skillsFlags,
   EVENT_TYPES,
   UI_METHODS,
   isKnownEvent,

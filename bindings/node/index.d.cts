@@ -184,6 +184,11 @@ export interface StartOptions {
   noSession?: boolean;
   no_skills?: boolean;
   noSkills?: boolean;
+  /** The skills to load (conflicts with `noSkills: true` unless `"none"`); see `skillsFlags`. */
+  skills?: SkillsSelection;
+  /** Sanitize the start's host tools' parameter schemas (see `sanitizeSchema`). */
+  sanitize_tool_schemas?: boolean;
+  sanitizeToolSchemas?: boolean;
   no_rules?: boolean;
   noRules?: boolean;
   no_title?: boolean | null;
@@ -591,6 +596,26 @@ export declare function providerConfig(options: Record<string, unknown>): {
   envPassthrough: string[];
   [key: string]: unknown;
 };
+
+/** What `sanitizeSchema` took out: a removed keyword or a union branch not chosen. */
+export interface DroppedSchemaPart {
+  /** A JSON pointer into the input schema. */
+  path: string;
+  reason: string;
+  value: unknown;
+}
+export declare function sanitizeSchema(
+  schema: Record<string, unknown>,
+  options?: { maxNodes?: number },
+): { schema: Record<string, unknown>; dropped: DroppedSchemaPart[] };
+/** `"all"`, `"none"`, or names (omp) / paths (pi from 0.50; older pi: all or none only). */
+export type SkillsSelection = 'all' | 'none' | string[];
+export declare function skillsFlags(options: {
+  flavor: 'omp' | 'pi';
+  agentVersion?: string;
+  skills: SkillsSelection;
+  tools?: string[];
+}): { flags: string[]; needsRead: boolean; tools: string[] | null };
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug' | 'trace';
 

@@ -38,6 +38,8 @@ export const {
   envAllowlisted,
   promptFromContent,
   providerConfig,
+  sanitizeSchema,
+  skillsFlags,
   EVENT_TYPES,
   UI_METHODS,
   isKnownEvent,

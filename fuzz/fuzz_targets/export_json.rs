@@ -1,6 +1,7 @@
 //! The JSON the C exports accept, through the exports themselves where they spawn nothing
 //! (omprpc_build_argv, omprpc_summarize, the summarizer, omprpc_env_allowlisted,
-//! omprpc_prompt_from_content, client exports given a NULL client) and otherwise through the
+//! omprpc_prompt_from_content, omprpc_sanitize_schema, omprpc_skills_flags, client exports
+//! given a NULL client) and otherwise through the
 //! Rust functions the client exports call (UI policy, host tool / URI scheme lists, tool
 //! results, prompt options, request params).
 //!
@@ -76,7 +77,7 @@ fuzz_target!(|input: &[u8]| {
     let opts = if flags & 1 == 0 { None } else { Some(CString::new(r#"{"model":"m"}"#).unwrap()) };
     let opts_ptr = opts.as_ref().map_or(std::ptr::null(), |o| o.as_ptr());
     unsafe {
-        match sel % 12 {
+        match sel % 14 {
             0 => {
                 let st = omprpc_build_argv(c.as_ptr(), &mut out, &mut err);
                 if let Some(v) = outcome(st, out, err) {
@@ -192,6 +193,23 @@ fuzz_target!(|input: &[u8]| {
                             assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1, "one line");
                         }
                     }
+                }
+            }
+            11 => {
+                // A hostile schema (deep, recursive, doubling $refs) ends in a status, never
+                // in a crash or an unbounded output.
+                let bound = CString::new(r#"{"max_nodes":5000}"#).unwrap();
+                let o = if flags & 1 == 0 { std::ptr::null() } else { bound.as_ptr() };
+                let st = omprpc_sanitize_schema(c.as_ptr(), o, &mut out, &mut err);
+                if let Some(v) = outcome(st, out, err) {
+                    assert!(v["schema"].is_object() && v["dropped"].is_array());
+                }
+            }
+            12 => {
+                let st = omprpc_skills_flags(c.as_ptr(), &mut out, &mut err);
+                if let Some(v) = outcome(st, out, err) {
+                    assert!(v["flags"].as_array().is_some_and(|f| f.iter().all(Value::is_string)));
+                    assert!(v["needs_read"].is_boolean());
                 }
             }
             _ => {

@@ -29,6 +29,8 @@ const KNOWN: &[&str] = &[
     "fault_panic",
     // The launcher: an argv prefix the agent runs through (protocol::argv::Launcher).
     "launcher", "launcher_env", "launcher_shell",
+    // The embedder helpers as start options (protocol::skills, protocol::schema).
+    "skills", "sanitize_tool_schemas",
 ];
 
 /// The bridge's transport: a Unix socket, or TCP — loopback by default; `bridge_listen` (what
@@ -211,6 +213,24 @@ fn parse_gate(v: &Value) -> Result<Gate> {
     Ok(Gate { rules, fail_open: o.bool("fail_open")?.unwrap_or(false), timeout_ms })
 }
 
+/// Host tools with each `parameters` schema sanitized; an error names the tool.
+fn sanitized_tools(tools: Vec<Value>) -> Result<Vec<Value>> {
+    use crate::protocol::schema;
+    tools
+        .into_iter()
+        .map(|mut tool| {
+            if let Some(params) = tool.get_mut("parameters") {
+                let done = schema::sanitize(params, schema::DEFAULT_MAX_NODES).map_err(|e| {
+                    let name = tool.get("name").and_then(Value::as_str).unwrap_or("?");
+                    Error::new(e.status, format!("host tool \"{name}\": {}", e.message))
+                })?;
+                tool["parameters"] = done.schema;
+            }
+            Ok(tool)
+        })
+        .collect()
+}
+
 pub fn parse_object(json: &str) -> Result<Map<String, Value>> {
     match serde_json::from_str::<Value>(json) {
         Ok(Value::Object(m)) => Ok(m),
@@ -300,6 +320,12 @@ impl Options {
             None => None,
             Some(v @ Value::Array(_)) => Some(v.clone()),
             Some(_) => return Err(wrong("host_tools", "an array")),
+        };
+        // `sanitize_tool_schemas`: the start's host tools' parameters through the schema
+        // sanitizer (opt-in; what it drops is what `omprpc_sanitize_schema` reports).
+        let host_tools = match (host_tools, o.bool("sanitize_tool_schemas")?.unwrap_or(false)) {
+            (Some(Value::Array(tools)), true) => Some(Value::Array(sanitized_tools(tools)?)),
+            (tools, _) => tools,
         };
         // pi has no host tools in its protocol: they go through the bridge ("auto"), and
         // "always" bridges them on omp too.
@@ -537,6 +563,20 @@ mod tests {
         assert_eq!(o.spawn.cwd, Some(PathBuf::from("/w")), "a launcher on this machine starts in cwd");
         let o = opts(json!({"launcher": ["docker", "exec", "-i", "c"], "cwd": "/w"})).unwrap();
         assert_eq!((o.spawn.cwd, o.launcher.unwrap().far_cwd.as_deref()), (None, Some("/w")), "cwd is the far side's");
+    }
+
+    #[test]
+    fn a_skills_selection_is_built_again_for_the_probed_version() {
+        // Unknown yet: the newest pi's flags; the probe's answer decides.
+        let map = json!({"executable": "pi", "flavor": "pi", "skills": ["./skills/alpha"]});
+        let map = map.as_object().unwrap();
+        let first = Options::from_map(map).unwrap();
+        assert!(first.version_probe.is_some());
+        assert_eq!(first.spawn.argv, ["pi", "--mode", "rpc", "--no-skills", "--skill", "./skills/alpha"]);
+        let new = Probed { flavor: None, version: Version::new(0, 73, 1) };
+        assert_eq!(Options::from_map_at(map, Some(new)).unwrap().spawn.argv, first.spawn.argv);
+        let old = Probed { flavor: None, version: Version::new(0, 37, 2) };
+        assert!(Options::from_map_at(map, Some(old)).unwrap_err().message.contains("cannot load a subset"));
     }
 
     #[test]

@@ -84,3 +84,49 @@ pub unsafe extern "C" fn omprpc_provider_config(options_json: *const c_char, out
         Ok(())
     })
 }
+
+/// A tool-parameter JSON Schema made into the shape LLM providers accept (opt-in; see
+/// docs/c-api.md "Schema sanitizer and skills filter"): local `$ref`s inlined (a recursive or
+/// remote one is an error), `anyOf`/`oneOf` collapsed to the object branch (else the first
+/// non-null typed one), `allOf` of objects merged, `examples`/`default`/`additionalProperties`/
+/// `$schema`/`$id`/`$comment` removed, descriptions kept. Returns `{"schema", "dropped":[{"path","reason","value"}]}`:
+/// everything taken out. `options_json`: NULL or `{"max_nodes": n}` (default 100000), the
+/// bound on the output's size.
+/// Ownership: the caller frees `*out_result_json` with `omprpc_string_free`. Threads: any
+/// thread. Statuses: OK, INVALID_ARGUMENT (not an object, a recursive or unresolvable `$ref`),
+/// INVALID_JSON, INVALID_UTF8, LIMIT_EXCEEDED, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_sanitize_schema(schema_json: *const c_char, options_json: *const c_char, out_result_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
+    boundary(std::ptr::null(), out_error, || {
+        let slot = out(out_result_json, "out_result_json")?;
+        let schema = parse_value(text(schema_json, "schema_json")?, "schema_json")?;
+        let mut max_nodes = crate::protocol::schema::DEFAULT_MAX_NODES;
+        if let Some(j) = opt_text(options_json, "options_json")? {
+            let map = options::parse_object(j)?;
+            if let Some(k) = map.keys().find(|k| *k != "max_nodes") {
+                return Err(crate::error::Error::invalid(format!("unknown sanitize_schema option \"{k}\"")));
+            }
+            max_nodes = options::Opts::new(&map).bound("max_nodes", Some(max_nodes))?.unwrap_or(usize::MAX);
+        }
+        *slot = give(crate::protocol::schema::sanitize(&schema, max_nodes)?.to_json().to_string());
+        Ok(())
+    })
+}
+
+/// The flags that select skills for an agent: `options_json` `{"flavor":"omp"|"pi",
+/// "agent_version"?: "X.Y.Z", "skills": "all"|"none"|[names or paths], "tools"?: [names]}` →
+/// `{"flags":[…], "needs_read": bool, "tools": [names]|null}`. omp selects by name
+/// (`--skills=`), pi from 0.50 by path (`--no-skills --skill <path>`…), older pi only all or
+/// none (its `--skills` filters nothing); what the agent cannot express is INVALID_ARGUMENT.
+/// `needs_read`: the agent lists skills only with `read` on; `tools` is the given allow-list
+/// with `read` added then. The start option `skills` applies the same. Ownership: the caller frees `*out_result_json` with `omprpc_string_free`.
+/// Threads: any thread. Statuses: OK, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_skills_flags(options_json: *const c_char, out_result_json: *mut *mut c_char, out_error: *mut *mut c_char) -> Status {
+    boundary(std::ptr::null(), out_error, || {
+        let slot = out(out_result_json, "out_result_json")?;
+        let map = options::parse_object(text(options_json, "options_json")?)?;
+        *slot = give(crate::protocol::skills::for_options(&map)?.to_string());
+        Ok(())
+    })
+}

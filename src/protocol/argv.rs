@@ -3,6 +3,7 @@
 
 use crate::protocol::opts::Opts;
 use crate::error::{Error, Result};
+use crate::protocol::skills::{Selection, SkillFlags};
 use crate::protocol::version::{self, Version};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,12 +82,15 @@ fn approval_flag(o: &Opts, flavor: Flavor) -> Result<Vec<String>> {
 /// with `EXTENSION_PLACEHOLDER` as its path, and where the agent's `--tools` filters extension
 /// tools too (pi from 0.68, omp) they join the allow-list.
 pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>, version: Option<Version>) -> Result<Vec<String>> {
+    let skills = skill_flags(o, flavor, version)?;
     if let Some(mut command) = o.str_list("command")? {
         if command.is_empty() {
             return Err(Error::invalid("option \"command\" must not be empty"));
         }
         // The approval mode is a safety setting: never dropped because argv was given whole.
         command.extend(approval_flag(o, flavor)?);
+        // So is a skills selection that narrows what loads.
+        command.extend(skills.iter().flat_map(|s| s.flags.iter().cloned()));
         if bridged.is_some() {
             command.push("--extension".into());
             command.push(EXTENSION_PLACEHOLDER.into());
@@ -114,6 +118,10 @@ pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>, version: Opti
     }
     flag("--provider-session-id", provider_session);
     if let Some(mut tools) = o.str_list("tools")? {
+        // The agents list skills in the prompt only when `read` is on (protocol::skills).
+        if skills.as_ref().is_some_and(|s| s.needs_read) && !tools.iter().any(|t| t == "read") {
+            tools.push("read".into());
+        }
         // Where the allow-list covers extension tools it must name the bridged ones, or the
         // agent hides them (and --no-tools would turn them off). Before pi 0.68 it names
         // built-ins only: a bridged name there is an "Unknown tool" warning, and --no-tools
@@ -138,7 +146,9 @@ pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>, version: Opti
         }
     }
     for (key, spelling) in [("no_session", "--no-session"), ("no_skills", "--no-skills"), ("no_rules", "--no-rules")] {
-        if o.bool(key)?.unwrap_or(false) {
+        if key == "no_skills" && skills.is_some() {
+            argv.extend(skills.iter().flat_map(|s| s.flags.iter().cloned()));
+        } else if o.bool(key)?.unwrap_or(false) {
             if flavor == Flavor::Pi && key == "no_rules" {
                 return Err(Error::invalid("option \"no_rules\" is omp-only; pi has no such flag"));
             }
@@ -163,6 +173,17 @@ pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>, version: Opti
     }
     argv.extend(o.str_list("extra_args")?.unwrap_or_default());
     Ok(argv)
+}
+
+/// The flags of the `skills` option (None when it is not given). `no_skills: true` is the same
+/// as `skills: "none"`; with any other selection it is a contradiction, refused.
+fn skill_flags(o: &Opts, flavor: Flavor, version: Option<Version>) -> Result<Option<SkillFlags>> {
+    let Some(v) = o.get("skills") else { return Ok(None) };
+    let selection = Selection::parse(v, "option \"skills\"")?;
+    if o.bool("no_skills")? == Some(true) && selection != Selection::None {
+        return Err(Error::invalid("options \"no_skills\": true and \"skills\" (other than \"none\") contradict each other; give one"));
+    }
+    selection.flags(flavor, version).map(Some)
 }
 
 /// Replaces each system-prompt value in argv with what `to_file` returns for it (a path),
@@ -476,6 +497,29 @@ mod tests {
         let out = std::process::Command::new("sh").arg("-c").arg(format!("for w in {line}; do printf '%s\\0' \"$w\"; done")).output().unwrap();
         let got: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().split_terminator('\0').collect();
         assert_eq!(got, tricky);
+    }
+
+    #[test]
+    fn skills_become_each_agents_flags_and_turn_read_on() {
+        let (a, _) = argv(json!({"flavor": "pi", "tools": ["echo"], "skills": ["/s/alpha"], "no_session": true})).unwrap();
+        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "echo,read", "--no-session", "--no-skills", "--skill", "/s/alpha"]);
+        let (a, _) = argv(json!({"tools": [], "skills": ["git-*"], "rpc_defaults": false})).unwrap();
+        assert_eq!(a, ["omp", "--mode", "rpc", "--tools", "read", "--skills=git-*"]);
+        // "none" needs no read; no_skills: true agrees with it and gives one flag.
+        let (a, _) = argv(json!({"flavor": "pi", "tools": [], "skills": "none", "no_skills": true})).unwrap();
+        assert_eq!(a, ["pi", "--mode", "rpc", "--no-tools", "--no-skills"]);
+        let (a, _) = argv(json!({"flavor": "pi", "skills": "all"})).unwrap();
+        assert_eq!(a, ["pi", "--mode", "rpc"]);
+        // pi 0.37.2: no --no-tools, so an allow-list of read alone.
+        let map = json!({"flavor": "pi", "skills": "all", "tools": []}).as_object().unwrap().clone();
+        let a = build(&Opts::new(&map), Flavor::Pi, None, Some(Version::new(0, 37, 2))).unwrap();
+        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "read"]);
+        assert!(argv(json!({"flavor": "pi", "skills": ["alpha"]})).unwrap_err().message.contains("by path"));
+        let e = argv(json!({"skills": ["a"], "no_skills": true})).unwrap_err();
+        assert!(e.message.contains("contradict"), "{}", e.message);
+        // A whole argv keeps the selection, as it keeps the approval mode.
+        let (a, _) = argv(json!({"command": ["omp", "--mode", "rpc"], "skills": "none"})).unwrap();
+        assert_eq!(a, ["omp", "--mode", "rpc", "--no-skills"]);
     }
 
     #[test]

@@ -98,6 +98,30 @@ function providerConfig(options) {
   return JSON.parse(callOut(native().providerConfig, [JSON.stringify(options)]));
 }
 
+/**
+ * A tool-parameter JSON Schema in the shape LLM providers accept (opt-in): local `$ref`s
+ * inlined, unions collapsed to the object branch, provider-rejected keywords removed,
+ * descriptions kept. Returns `{schema, dropped: [{path, reason, value}]}`; a recursive or
+ * remote `$ref` throws (INVALID_ARGUMENT). `options`: `{maxNodes}` bounds the output's size.
+ */
+function sanitizeSchema(schema, options) {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
+    throw new TypeError('schema must be a JSON Schema object');
+  }
+  const maxNodes = options?.maxNodes ?? options?.max_nodes;
+  const opts = maxNodes === undefined ? null : JSON.stringify({ max_nodes: maxNodes });
+  return JSON.parse(callOut(native().sanitizeSchema, [JSON.stringify(schema), opts]));
+}
+
+/**
+ * The flags that select skills for an agent: `{flavor, agentVersion?, skills, tools?}` →
+ * `{flags, needsRead, tools}` (`tools`: the allow-list with `read` added when skills load).
+ */
+function skillsFlags(options) {
+  const got = JSON.parse(callOut(native().skillsFlags, [JSON.stringify(toCoreOptions(options))]));
+  return { flags: got.flags, needsRead: got.needs_read, tools: got.tools };
+}
+
 module.exports = {
   version,
   abiVersion,
@@ -108,4 +132,6 @@ module.exports = {
   envAllowlisted,
   promptFromContent,
   providerConfig,
+  sanitizeSchema,
+  skillsFlags,
 };

@@ -31,7 +31,16 @@ from .errors import (
     RpcProtocolError,
     RpcTimeoutError,
 )
-from .helpers import ProviderConfig, env_allowlisted, prompt_from_content, provider_config
+from .helpers import (
+    ProviderConfig,
+    SanitizedSchema,
+    SkillsFlags,
+    env_allowlisted,
+    prompt_from_content,
+    provider_config,
+    sanitize_schema,
+    skills_flags,
+)
 from .host_tools import HostTool, HostToolContext, HostToolResultPayload, HostToolResultValue, host_tool
 from .host_uris import (
     HostUri,
@@ -216,8 +225,10 @@ __all__ = [
     "RpcProcessExitError",
     "RpcProtocolError",
     "RpcTimeoutError",
+    "SanitizedSchema",
     "SessionState",
     "SessionStats",
+    "SkillsFlags",
     "Summarizer",
     "SummaryChunk",
     "SummaryStop",
@@ -262,5 +273,7 @@ __all__ = [
     "parse_turn_summary",
     "prompt_from_content",
     "provider_config",
+    "sanitize_schema",
+    "skills_flags",
     "summarize",
 ]

@@ -103,6 +103,8 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "omprpc_env_allowlisted": (c_int, [c_char_p, _PP, _PP]),
     "omprpc_prompt_from_content": (c_int, [c_char_p, _PP, _PP]),
     "omprpc_provider_config": (c_int, [c_char_p, _PP, _PP]),
+    "omprpc_sanitize_schema": (c_int, [c_char_p, c_char_p, _PP, _PP]),
+    "omprpc_skills_flags": (c_int, [c_char_p, _PP, _PP]),
     "omprpc_client_start": (c_int, [c_char_p, _PP, _PP]),
     "omprpc_client_request": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
     "omprpc_client_send_frame": (c_int, [c_void_p, c_char_p, _PP]),

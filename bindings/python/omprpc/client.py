@@ -234,6 +234,10 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
       ``forward_logs=False`` take them with :meth:`next_logs` instead. :meth:`counters`
       reads the per-client counters. ``OMPRPC_LOG=debug`` in the environment prints records
       to stderr whatever the options;
+    * skills and tool schemas: ``skills`` ("all", "none", or a list: names for omp, paths
+      for pi from 0.50; see :func:`omprpc.skills_flags`; ``read`` joins a
+      ``tools`` allow-list when skills load) and ``sanitize_tool_schemas`` (the
+      ``custom_tools``' parameter schemas through :func:`omprpc.sanitize_schema`);
     * recording: ``record_path`` writes every frame of the session, both directions, with
       timestamps, to a JSONL file (created 0600: it holds prompts and tool output), which
       ``omprpc-fake-agent --replay FILE`` plays back as a regression test;
@@ -308,6 +312,8 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         launcher: Sequence[str] | None = None,
         launcher_env: Literal["auto", "process", "command"] | None = None,
         launcher_shell: bool | None = None,
+        skills: Literal["all", "none"] | Sequence[str] | None = None,
+        sanitize_tool_schemas: bool = False,
     ) -> None:
         if user is not None or group is not None or extra_groups is not None:
             raise NotImplementedError(
@@ -345,6 +351,11 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         self._listener_sync_timeout = listener_sync_timeout
         self._stop_join_timeout = stop_join_timeout
         self._core_options = dict(core_options or {})
+        # The embedder helpers as start options (omprpc.skills_flags, omprpc.sanitize_schema).
+        if skills is not None and not isinstance(skills, str):
+            skills = [str(name) for name in skills]
+        self._skills = skills
+        self._sanitize_tool_schemas = bool(sanitize_tool_schemas)
         if inherit_env not in (True, False, "allowlist"):
             raise ValueError('inherit_env must be True, False or "allowlist"')
         self._inherit_env = inherit_env
@@ -438,6 +449,8 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
             o["tools"] = list(self._tools)
         if self._extensions is not None:
             o["extensions"] = list(self._extensions)
+        if self._skills is not None:
+            o["skills"] = self._skills
         return o
 
     def _argv_extra(self) -> JsonObject:
@@ -447,6 +460,8 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
             o["system_prompt_via_file"] = True
         if self._custom_tools:
             o["host_tools"] = [tool.to_wire() for tool in self._custom_tools]
+        if self._sanitize_tool_schemas:
+            o["sanitize_tool_schemas"] = True
         if self._bridge is not None:
             o["bridge"] = self._bridge
         if self._bridge_transport is not None:

@@ -1,5 +1,6 @@
 """Host-side helpers of the native library that need no client: the environment allow-list,
-prompt content blocks, and custom-provider configuration (docs/c-api.md)."""
+prompt content blocks, custom-provider configuration, the tool-parameter schema sanitizer and
+the skills filter (docs/c-api.md)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,22 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence, cast
+from typing import Any, Iterable, Literal, Mapping, Sequence, cast
 
 from . import _ffi
 from ._ffi import lib
 from .protocol import ImageContent, JsonObject
 
-__all__ = ["ProviderConfig", "env_allowlisted", "prompt_from_content", "provider_config"]
+__all__ = [
+    "ProviderConfig",
+    "SanitizedSchema",
+    "SkillsFlags",
+    "env_allowlisted",
+    "prompt_from_content",
+    "provider_config",
+    "sanitize_schema",
+    "skills_flags",
+]
 
 
 def _names(passthrough: Iterable[str], what: str) -> list[str]:
@@ -125,4 +135,76 @@ def provider_config(
         model=chosen if isinstance(chosen, str) else None,
         env_passthrough=tuple(str(n) for n in passthrough) if isinstance(passthrough, list) else (),
         raw=data,
+    )
+
+
+@dataclass(slots=True, frozen=True)
+class SanitizedSchema:
+    """A tool-parameter schema from :func:`sanitize_schema`, and what was taken out of it:
+    ``dropped`` holds ``{"path", "reason", "value"}`` for each removed keyword and each union
+    branch not chosen (``path`` a JSON pointer into the input)."""
+
+    schema: JsonObject
+    dropped: tuple[JsonObject, ...]
+
+
+def sanitize_schema(schema: Mapping[str, Any], *, max_nodes: int | None = None) -> SanitizedSchema:
+    """A JSON Schema for tool parameters made into the shape LLM providers accept (opt-in):
+    local ``$ref`` references (``#/$defs/X``, ``#/definitions/X``) inlined, their sibling keywords on
+    top; ``anyOf``/``oneOf`` collapsed to the object branch, else the first non-null typed one (the
+    union's own ``description`` kept); ``allOf`` of objects merged; ``examples``, ``default``,
+    ``additionalProperties``, ``$schema``, ``$id``, ``$comment`` removed; descriptions kept.
+    A recursive or non-local ``$ref`` raises ``RpcError`` (INVALID_ARGUMENT); an output over
+    ``max_nodes`` schema nodes (default 100000) raises LIMIT_EXCEEDED. The start option
+    ``core_options={"sanitize_tool_schemas": True}`` applies it to the custom tools."""
+    if not isinstance(schema, Mapping):
+        raise TypeError("schema must be a mapping (a JSON Schema object)")
+    options = _ffi.dumps({"max_nodes": max_nodes}) if max_nodes is not None else None
+    data = json.loads(_ffi.call_static(lib.omprpc_sanitize_schema, _ffi.dumps(dict(schema)), options))
+    dropped = data.get("dropped") if isinstance(data, dict) else None
+    return SanitizedSchema(
+        schema=cast(JsonObject, data.get("schema")) if isinstance(data, dict) else {},
+        dropped=tuple(cast(JsonObject, d) for d in dropped) if isinstance(dropped, list) else (),
+    )
+
+
+@dataclass(slots=True, frozen=True)
+class SkillsFlags:
+    """The argv flags that select skills for one agent (:func:`skills_flags`). ``needs_read``:
+    the agent lists skills in its prompt only with the ``read`` tool on; ``tools`` is the
+    allow-list given, with ``read`` added then (None when none was given)."""
+
+    flags: tuple[str, ...]
+    needs_read: bool
+    tools: tuple[str, ...] | None
+
+
+def skills_flags(
+    skills: Literal["all", "none"] | Sequence[str],
+    *,
+    flavor: Literal["omp", "pi"],
+    agent_version: str | None = None,
+    tools: Sequence[str] | None = None,
+) -> SkillsFlags:
+    """The flags that select ``skills`` ("all": the agent's own discovery, "none", or a list)
+    for ``flavor`` at ``agent_version`` (default: the newest supported). omp selects by name
+    (glob patterns: ``--skills=``); pi from 0.50 by path (``--no-skills`` then ``--skill
+    <path>`` each: an entry with a ``/``); older pi only "all" or "none" (its ``--skills``
+    filters nothing). What the agent cannot express raises ``RpcError`` (INVALID_ARGUMENT). The start option ``core_options={"skills": …}`` applies
+    the same to the argv the client builds."""
+    if isinstance(skills, str):
+        selection: Any = skills
+    else:
+        selection = _names(skills, "skills")
+    options: JsonObject = {"flavor": flavor, "skills": selection}
+    if agent_version is not None:
+        options["agent_version"] = agent_version
+    if tools is not None:
+        options["tools"] = _names(tools, "tools")
+    data = json.loads(_ffi.call_static(lib.omprpc_skills_flags, _ffi.dumps(options)))
+    allow = data.get("tools")
+    return SkillsFlags(
+        flags=tuple(str(f) for f in data.get("flags", [])),
+        needs_read=bool(data.get("needs_read")),
+        tools=tuple(str(t) for t in allow) if isinstance(allow, list) else None,
     )

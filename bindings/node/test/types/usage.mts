@@ -1,7 +1,7 @@
 // Type-checked (tsc --noEmit), never run: the ESM declarations cover the documented API.
 import omprpc, {
   Client, ClosedError, CommandError, OmprpcError, TimeoutError, Status, TIMEOUT_INFINITE, buildArgv,
-  Summarizer, summarize, envAllowlisted, promptFromContent,
+  Summarizer, summarize, envAllowlisted, promptFromContent, sanitizeSchema, skillsFlags,
   type AgentEvent, type HostToolContext, type StartOptions, type Turn, type TurnOutcome, type UiRequest,
 } from 'omprpc';
 
@@ -70,6 +70,10 @@ export async function main(fake: string): Promise<string | null> {
   sm.feed({ type: 'agent_end', messages: [] });
   void [summary, sm.summary().complete, envAllowlisted({ passthrough: ['X'] }).PATH, promptFromContent([{ type: 'text', text: 'x' }]).message];
   sm.free();
+  const sanitized = sanitizeSchema({ type: 'object' }, { maxNodes: 100 });
+  const skills = skillsFlags({ flavor: 'pi', agentVersion: '0.73.1', skills: ['./skills/a'], tools: ['bash'] });
+  void [sanitized.schema, sanitized.dropped[0]?.path, skills.flags, skills.needsRead, skills.tools?.length];
+  void buildArgv({ skills: 'none', sanitizeToolSchemas: true });
   const info = client.info();
   void [info.pid, client.stderr(), client.protocolErrors(), client.eventFd(), client.closed];
   client.unref().ref();
