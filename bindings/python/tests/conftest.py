@@ -80,3 +80,21 @@ def make_client(fake_agent: str) -> Iterator[MakeClient]:
     yield factory
     for client in made:
         client.stop()
+
+
+def group_members(pgid: int, *, zombies: bool = True) -> list[int]:
+    """The processes of process group ``pgid``, from /proc; with ``zombies`` also those that
+    have exited but are not reaped yet (a leak when they are our children)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path("/proc", entry, "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp …: comm may hold spaces and parentheses.
+        state, _ppid, pgrp = stat.rsplit(")", 1)[1].split()[:3]
+        if int(pgrp) == pgid and (zombies or state != "Z"):
+            out.append(int(entry))
+    return out

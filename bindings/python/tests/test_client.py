@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -28,7 +30,7 @@ from omprpc import (
     UnknownNotification,
 )
 
-from conftest import agent_command
+from conftest import agent_command, group_members
 
 
 # --- command line ---------------------------------------------------------------------------
@@ -545,22 +547,6 @@ def test_stop_kills_the_process_group(fake_agent: str, tmp_path: Path) -> None:
         del os.environ["OMPRPC_FAKE_GRANDCHILD"]
 
 
-def _group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes whose process group is `pgid`."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(entry))
-    return members
-
-
 # The host is SIGKILLed: no close, no destructor, nothing of the library runs. The fake agent
 # here sleeps 30 s after end of input and its grandchild never ends, so without the orphan
 # watchdog both would outlive the host (the grandchild for good, reparented to init).
@@ -575,41 +561,37 @@ sys.stdin.read()
 
 
 def test_a_killed_host_leaves_no_agent_and_no_grandchild(fake_agent: str, tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     base = tmp_path / "gc"
     env = dict(os.environ, OMPRPC_FAKE_GRANDCHILD=str(base),
                PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    host = subprocess.Popen([sys.executable, "-c", _HOST_SCRIPT, *agent_command(fake_agent, "grandchild")],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
-    grandchild = None
-    try:
-        assert host.stdout is not None
-        agent = int(host.stdout.readline())
-        pid_file = Path(str(base) + ".pid")
-        deadline = time.time() + 10
-        while not pid_file.exists() and time.time() < deadline:
-            time.sleep(0.02)
-        grandchild = int(pid_file.read_text())
-        assert _pid_alive(agent) and _pid_alive(grandchild)
-        host.kill()
-        host.wait()
-        # SIGTERM to the group at once, SIGKILL 2 s later; 15 s only guards against a hang.
-        deadline = time.time() + 15
-        while _group_members(agent) and time.time() < deadline:
-            time.sleep(0.05)
-        assert _group_members(agent) == []
-        assert not _pid_alive(agent) and not _pid_alive(grandchild)
-    finally:
-        if host.poll() is None:
+    agent = grandchild = -1
+    with subprocess.Popen([sys.executable, "-c", _HOST_SCRIPT, *agent_command(fake_agent, "grandchild")],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True) as host:
+        try:
+            assert host.stdout is not None
+            agent = int(host.stdout.readline())
+            pid_file = Path(str(base) + ".pid")
+            deadline = time.time() + 10
+            while not pid_file.exists() and time.time() < deadline:
+                time.sleep(0.02)
+            grandchild = int(pid_file.read_text())
+            assert _pid_alive(agent) and _pid_alive(grandchild)
             host.kill()
             host.wait()
-        for pid in [p for p in (grandchild,) if p] + _group_members(agent if "agent" in locals() else -1):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+            # SIGTERM to the group at once, SIGKILL 2 s later; 15 s only guards against a hang.
+            deadline = time.time() + 15
+            while group_members(agent, zombies=False) and time.time() < deadline:
+                time.sleep(0.05)
+            assert group_members(agent, zombies=False) == []
+            assert not _pid_alive(agent) and not _pid_alive(grandchild)
+        finally:
+            host.kill()
+            leftovers = [grandchild, *group_members(agent, zombies=False)] if agent > 0 else [grandchild]
+            for pid in (p for p in leftovers if p > 0):  # never -1: kill(-1) signals everything
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
 
 def test_pi_flavor_probe_handshake(make_client) -> None:

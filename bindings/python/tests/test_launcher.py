@@ -13,23 +13,9 @@ import pytest
 
 from omprpc import RpcClient, RpcError, host_tool
 
+from conftest import group_members
+
 ECHO_SCHEMA = {"type": "object", "properties": {"message": {"type": "string"}}}
-
-
-def group_members(pgid: int) -> list[int]:
-    """The processes of process group ``pgid`` (zombies included: not reaped yet)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path("/proc", entry, "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp …: comm may hold spaces and parentheses.
-        if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
-            out.append(int(entry))
-    return out
 
 
 def wait_group_gone(pgid: int) -> list[int]:
@@ -59,7 +45,10 @@ def test_a_wrapper_launcher_runs_the_agent_and_its_host_tool(make_client, tmp_pa
     assert [e.result["content"][0]["text"] for e in end] == ["echo: hello"]
     assert log.read_text().splitlines() == [" ".join(info["argv"][1:])]
     pid = info["pid"]
-    assert len(group_members(pid)) == 2, "the wrapper and the agent"
+    # The wrapper, the agent it runs as a child, and the library's orphan watchdog (a /bin/sh
+    # that ends the group if this process dies without closing).
+    programs = sorted(Path("/proc", str(p), "cmdline").read_bytes().split(b"\0")[0].decode() for p in group_members(pid))
+    assert len(programs) == 3 and "/bin/sh" in programs, programs
     client.stop()
     assert wait_group_gone(pid) == []
 
