@@ -189,6 +189,12 @@ def test_a_killed_actor_takes_its_agent_along(cluster: None) -> None:
     actors, agents = start_agents(AGENTS)
     victim = 0
     victim_worker = Process(ray.get(actors[victim].worker_pid.remote(), timeout=GUARD))
+    # First the victim's agent starts a process of its own, in its process group, that never
+    # ends by itself (as a tool's dev server or watcher would).
+    base = Path(tempfile.mkdtemp(prefix="omprpc-ray-gc-")) / "gc"
+    ends = [item for _, item in stream_all({victim: actors[victim].stream_turn.remote(f"grandchild {base}")}, timeout=GUARD)]
+    assert [item["kind"] for item in ends][-1] == TURN_END, ends
+    grandchild = Process(int(Path(f"{base}.pid").read_text()))
 
     items = live_turns(actors, kill=victim)
 
@@ -201,11 +207,17 @@ def test_a_killed_actor_takes_its_agent_along(cluster: None) -> None:
     for i in range(1, AGENTS):
         assert_aborted_after_chunk(items[i])
 
-    # The worker died without running any Python or library code; the agent goes because its
-    # stdin reached EOF, and nothing of its process group is left.
+    # The worker died without running any Python or library code. The agent goes (its stdin
+    # reached EOF) and so does the rest of its process group: the library's orphan watchdog
+    # saw the worker's end of its pipe close, sent the group SIGTERM, and SIGKILL 2 s later.
     victim_worker.wait_gone("the killed actor's worker")
     agents[victim].wait_gone("the killed actor's agent")
+    grandchild.wait_gone("the process the killed actor's agent started")
+    deadline = time.monotonic() + GUARD
+    while group_members(agents[victim].pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not group_members(agents[victim].pid), "the killed actor's agent left processes in its group"
+    shutil.rmtree(base.parent, ignore_errors=True)
 
     # The survivors' agents are untouched and go on serving turns.
     survivors = actors[1:]
