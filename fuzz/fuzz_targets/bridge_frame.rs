@@ -58,9 +58,10 @@ fuzz_target!(|input: &[u8]| {
                     assert_eq!(kind, Some("tool"));
                     assert_eq!(f, m);
                 }
-                BridgeDecision::Cancel(t) => {
+                BridgeDecision::Cancel { target, reason } => {
                     assert_eq!(kind, Some("cancel"));
-                    assert_eq!(t.as_deref(), m.get("target").and_then(Value::as_str));
+                    assert_eq!(target.as_deref(), m.get("target").and_then(Value::as_str));
+                    assert_eq!(reason.as_deref(), m.get("reason").and_then(Value::as_str));
                 }
                 BridgeDecision::PolicyEval(f) => {
                     assert_eq!(kind, Some("policy_eval"));

@@ -73,13 +73,15 @@ function keepAlive() {
 }
 
 // Tells the library a request is given up (an abort, or its timeout): it voids the call or
-// the policy question, so the host learns of it and a late answer is refused.
-function sendCancel(id) {
-  try { connection().write(JSON.stringify({ kind: "cancel", target: id, id: id + "-cancel", token: CONFIG.token, client: CONFIG.client }) + "\n"); } catch {}
+// the policy question, so the host learns of it and a late answer is refused. `reason`: what
+// the agent is told instead (the gate's block), so the library notes the same words.
+function sendCancel(id, reason) {
+  try { connection().write(JSON.stringify({ kind: "cancel", target: id, id: id + "-cancel", ...(reason ? { reason } : {}), token: CONFIG.token, client: CONFIG.client }) + "\n"); } catch {}
 }
 
 // One request; the promise always settles exactly once (reply, error, close, timeout, abort).
-function request(frame, timeoutMs, onUpdate) {
+// `outcome(error)`: what the caller will tell the agent when the request times out with `error`.
+function request(frame, timeoutMs, onUpdate, outcome) {
   const id = CONFIG.client + "-" + ++seq;
   let finish;
   const done = new Promise((resolve) => {
@@ -93,7 +95,11 @@ function request(frame, timeoutMs, onUpdate) {
       keepAlive();
       resolve(reply);
     };
-    if (timeoutMs > 0) timer = setTimeout(() => { sendCancel(id); finish({ error: "omprpc bridge: no answer within " + timeoutMs + " ms" }); }, timeoutMs);
+    if (timeoutMs > 0) timer = setTimeout(() => {
+      const error = "omprpc bridge: no answer within " + timeoutMs + " ms";
+      sendCancel(id, outcome ? outcome(error) : error);
+      finish({ error });
+    }, timeoutMs);
   });
   waiting.set(id, { finish, onUpdate });
   try {
@@ -147,15 +153,17 @@ for (const tool of CONFIG.tools) {
 const hello = request({ kind: "hello", tools: [...bridged], gate: CONFIG.gate }, 10000);
 
 if (CONFIG.gate) {
+  const noVerdict = (why) => "blocked: the host's policy gave no verdict (" + why + ")";
   pi.on("tool_call", async (event) => {
     const name = event.toolName ?? event.name;
     if (bridged.has(name)) return undefined; // the host runs these itself
-    const call = request({ kind: "policy_eval", tool: name, toolCallId: event.toolCallId, args: event.input ?? event.args ?? {} }, CONFIG.policyTimeoutMs);
+    const frame = { kind: "policy_eval", tool: name, toolCallId: event.toolCallId, args: event.input ?? event.args ?? {} };
+    const call = request(frame, CONFIG.policyTimeoutMs, undefined, CONFIG.failOpen ? undefined : noVerdict);
     const reply = await call.done;
     const v = reply.verdict;
     if (v && typeof v.block === "boolean") return v.block ? { block: true, reason: v.reason || "blocked by the host's policy" } : undefined;
     if (CONFIG.failOpen) return undefined;
-    return { block: true, reason: "blocked: the host's policy gave no verdict (" + (reply.error || "malformed verdict") + ")" };
+    return { block: true, reason: noVerdict(reply.error || "malformed verdict") };
   });
 }
 

@@ -15,7 +15,8 @@
 //! Frames are JSON lines. Extension → library, each carrying the per-client 256-bit token
 //! (compared in constant time) and the client id:
 //!   `{"token","client","id","kind":"tool","tool","toolCallId","args"}`
-//!   `{"token","client","id","kind":"cancel","target"}`            (the AbortSignal fired)
+//!   `{"token","client","id","kind":"cancel","target","reason"?}`  (the AbortSignal fired, or the
+//!   request's timeout; `reason`: what the agent is told about it, e.g. the gate's block)
 //!   `{"token","client","id","kind":"policy_eval","tool","toolCallId","args"}`
 //!   `{"token","client","id","kind":"hello","tools":[names],"gate":bool}` (once, when the agent
 //!   loads the extension: `start` fails unless it arrives, so an agent that ignores
@@ -117,8 +118,9 @@ impl Plan {
 pub trait Host: Send + Sync + 'static {
     /// A tool call to deliver to the host (or to reject).
     fn tool_call(&self, conn: &Arc<Conn>, frame: Map<String, Value>);
-    /// The extension's AbortSignal fired for call `target`.
-    fn cancel(&self, conn: &Arc<Conn>, target: &str);
+    /// The extension gave up request `target` (its AbortSignal fired, or its timeout passed);
+    /// `reason`: what it tells the agent instead of an answer, when it says.
+    fn cancel(&self, conn: &Arc<Conn>, target: &str, reason: Option<&str>);
     /// A native tool wants to run: the host decides (rules were not configured).
     fn policy_eval(&self, conn: &Arc<Conn>, frame: Map<String, Value>);
     /// A policy verdict the rules gave, for the record.
@@ -511,8 +513,9 @@ pub enum Decision {
     Unauthorized(Vec<u8>),
     /// A host tool call, for the host.
     Tool(Map<String, Value>),
-    /// The extension's AbortSignal fired (None: the frame names no target; ignored).
-    Cancel(Option<String>),
+    /// The extension gave up a request (target None: the frame names none; ignored), with
+    /// what it tells the agent instead, if it says.
+    Cancel { target: Option<String>, reason: Option<String> },
     /// The rules decided a policy_eval; `reply` is the verdict frame.
     Verdict { tool_call_id: String, tool: String, block: bool, reason: String, reply: Vec<u8> },
     /// A policy_eval for the host to decide (no rules configured).
@@ -540,7 +543,10 @@ pub fn decide(line: &[u8], auth: &Auth) -> Decision {
     match frame.get("kind").and_then(Value::as_str) {
         Some("tool") => Decision::Tool(frame),
         Some("hello") => Decision::Hello { reply: format!("{{\"id\":{id},\"hello\":{{\"ok\":true}}}}").into_bytes(), frame },
-        Some("cancel") => Decision::Cancel(frame.get("target").and_then(Value::as_str).map(str::to_string)),
+        Some("cancel") => Decision::Cancel {
+            target: frame.get("target").and_then(Value::as_str).map(str::to_string),
+            reason: frame.get("reason").and_then(Value::as_str).map(str::to_string),
+        },
         Some("policy_eval") => match &auth.rules {
             Some(rules) => {
                 let tool = frame.get("tool").and_then(Value::as_str).unwrap_or("").to_string();
@@ -582,8 +588,8 @@ fn serve_conn(read_half: Stream, conn: Arc<Conn>, auth: Arc<Auth>, host: Arc<dyn
                 break;
             }
             Decision::Tool(frame) => host.tool_call(&conn, frame),
-            Decision::Cancel(Some(target)) => host.cancel(&conn, &target),
-            Decision::Cancel(None) => {}
+            Decision::Cancel { target: Some(target), reason } => host.cancel(&conn, &target, reason.as_deref()),
+            Decision::Cancel { target: None, .. } => {}
             Decision::Verdict { tool_call_id, tool, block, reason, reply } => {
                 host.policy_decided(&tool_call_id, &tool, block, &reason);
                 let _ = conn.send(&reply);

@@ -487,7 +487,7 @@ impl bridge::Host for Shared {
         }
     }
 
-    fn cancel(&self, conn: &Arc<Conn>, target: &str) {
+    fn cancel(&self, conn: &Arc<Conn>, target: &str, reason: Option<&str>) {
         let target = &conn.host_id(target);
         let mut st = self.state();
         if st.host.on_cancel(target) {
@@ -498,14 +498,15 @@ impl bridge::Host for Shared {
             drop(st);
             // The gate stopped waiting for the verdict (its timeout, tool_policy.timeout_ms):
             // the question is void — the host hears so, a late verdict gets NOT_FOUND — and,
-            // unless the gate fails open, the tool was blocked with the gate's own words.
+            // unless the gate fails open, the tool was blocked with the gate's own words, which
+            // the cancel carries (the extension is where they are written).
             let ev = json!({"type": "policy_eval_cancel", "omprpc": true, "id": format!("{target}-cancel"), "targetId": target,
                             "toolCallId": call, "toolName": tool});
             self.events.push(events::event_bytes(ev.to_string().as_bytes()));
             let gate = self.opts.bridge.as_ref().and_then(|p| p.gate.as_ref());
-            if let Some(g) = gate.filter(|g| !g.fail_open) {
-                let reason = format!("blocked: the host's policy gave no verdict (omprpc bridge: no answer within {} ms)", g.timeout_ms);
-                self.note_blocked(&call, &tool, &reason);
+            if gate.is_some_and(|g| !g.fail_open) {
+                let reason = reason.unwrap_or("blocked: the gate gave up waiting for the host's verdict");
+                self.note_blocked(&call, &tool, reason);
             }
         }
     }

@@ -106,7 +106,8 @@ impl Loaded {
     /// Sends `frame` with a fresh id, the token and the client id (as the extension's
     /// `request`), and waits up to `timeout_ms` (0: no limit) for the reply with that id.
     /// Err: the text the extension settles the request with when no reply comes.
-    fn request(&mut self, frame: Value, timeout_ms: u64) -> Result<Value, String> {
+    /// `outcome(error)`: what the caller will tell the agent on a timeout; the cancel carries it.
+    fn request(&mut self, frame: Value, timeout_ms: u64, outcome: Option<&dyn Fn(&str) -> String>) -> Result<Value, String> {
         let client = self.config["client"].as_str().unwrap_or_default().to_owned();
         self.seq += 1;
         let id = format!("{client}-{}", self.seq);
@@ -120,9 +121,12 @@ impl Loaded {
         let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
         // As the extension does: a request given up is cancelled, so the library voids it.
         let give_up = |conn: &mut Conn| {
-            let cancel = json!({"kind": "cancel", "target": id, "id": format!("{id}-cancel"), "token": self.config["token"], "client": client});
+            let error = format!("omprpc bridge: no answer within {timeout_ms} ms");
+            let reason = outcome.map_or_else(|| error.clone(), |f| f(&error));
+            let cancel = json!({"kind": "cancel", "target": id, "id": format!("{id}-cancel"), "reason": reason,
+                                "token": self.config["token"], "client": client});
             let _ = conn.write_all(format!("{cancel}\n").as_bytes());
-            Err(format!("omprpc bridge: no answer within {timeout_ms} ms"))
+            Err(error)
         };
         loop {
             let wait = match deadline {
@@ -210,7 +214,7 @@ pub fn load(args: &[String]) -> Result<(), (String, i32)> {
 fn hello(config: &Value) -> io::Result<()> {
     let tools: Vec<Value> = config["tools"].as_array().into_iter().flatten().map(|t| t["name"].clone()).collect();
     let mut ext = Loaded::connect(config.clone())?;
-    let reply = ext.request(json!({"kind": "hello", "tools": tools, "gate": config["gate"]}), 10_000).map_err(io::Error::other)?;
+    let reply = ext.request(json!({"kind": "hello", "tools": tools, "gate": config["gate"]}), 10_000, None).map_err(io::Error::other)?;
     if reply["hello"]["ok"] != true {
         return Err(io::Error::other(format!("unexpected reply {reply}")));
     }
@@ -232,18 +236,18 @@ pub fn tool_call_hook(tool: &str, tool_call_id: &str, args: &Value) -> Option<St
         let timeout_ms = ext.config["policyTimeoutMs"].as_u64().unwrap_or(0);
         let frame = json!({"kind": "policy_eval", "tool": tool, "toolCallId": tool_call_id, "args": args});
         // The same outcomes, and texts, as the generated extension's handler.
-        let reply = ext.request(frame, timeout_ms).unwrap_or_else(|error| json!({"error": error}));
+        let no_verdict = |why: &str| format!("blocked: the host's policy gave no verdict ({why})");
+        let fail_open = ext.config["failOpen"] == true;
+        let outcome: Option<&dyn Fn(&str) -> String> = if fail_open { None } else { Some(&no_verdict) };
+        let reply = ext.request(frame, timeout_ms, outcome).unwrap_or_else(|error| json!({"error": error}));
         match reply["verdict"]["block"].as_bool() {
             Some(true) => {
                 let reason = reply["verdict"]["reason"].as_str().filter(|r| !r.is_empty());
                 return Some(reason.unwrap_or("blocked by the host's policy").to_owned());
             }
             Some(false) => {}
-            None if ext.config["failOpen"] == true => {}
-            None => {
-                let why = reply["error"].as_str().map(str::to_owned).unwrap_or_else(|| "malformed verdict".to_owned());
-                return Some(format!("blocked: the host's policy gave no verdict ({why})"));
-            }
+            None if fail_open => {}
+            None => return Some(no_verdict(reply["error"].as_str().unwrap_or("malformed verdict"))),
         }
     }
     None
