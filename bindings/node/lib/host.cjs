@@ -208,8 +208,10 @@ class ClientHost {
 function splitHandler(item, key, handlers) {
   if (!item || typeof item !== 'object' || Array.isArray(item)) {
     if (typeof item === 'string' && key === 'scheme') {
-      handlers.set(item.trim().toLowerCase(), { spec: { scheme: item }, handler: null });
-      return item;
+      // A bare name is shorthand for `{scheme}`: the core reads only objects.
+      const spec = { scheme: item };
+      handlers.set(item.trim().toLowerCase(), { spec, handler: null });
+      return spec;
     }
     throw new TypeError(`each entry must be an object with a "${key}"`);
   }
