@@ -525,6 +525,15 @@ export declare class Client extends EventEmitter {
   unregisterHostTool(name: string, opts?: CallOptions): Promise<{ toolNames: string[] }>;
   setHostUriSchemes(schemes: (HostUriScheme | string)[], opts?: CallOptions): Promise<{ schemes: string[] }>;
   registerHostUriScheme(scheme: HostUriScheme, opts?: CallOptions): Promise<{ schemes: string[] }>;
+  unregisterHostUriScheme(name: string, opts?: CallOptions): Promise<{ schemes: string[] }>;
+  /** omp protocol 1.1 `add_host_tools`: more tools, those registered stay (refused on pi). */
+  addHostTools(tools: HostTool[], opts?: CallOptions): Promise<{ toolNames: string[] }>;
+  /** omp protocol 1.1 `remove_host_tools`: the handlers go once the agent agreed. */
+  removeHostTools(names: string[], opts?: CallOptions): Promise<{ toolNames: string[] }>;
+  /** omp protocol 1.1 `add_host_uri_schemes`: more schemes, those registered stay. */
+  addHostUriSchemes(schemes: (HostUriScheme | string)[], opts?: CallOptions): Promise<{ schemes: string[] }>;
+  /** omp protocol 1.1 `remove_host_uri_schemes`: the handlers go once the agent agreed. */
+  removeHostUriSchemes(names: string[], opts?: CallOptions): Promise<{ schemes: string[] }>;
   policyVerdict(requestId: string, allow: boolean, reason?: string | null): void;
   setPolicyHandler(handler: PolicyHandler | null): void;
   hostToolUpdate(callId: string, partial: HostToolResult): void;

@@ -13,9 +13,7 @@ class ClientHost {
    * answer (`{toolNames}`).
    */
   async setHostTools(tools, opts = {}) {
-    if (!Array.isArray(tools)) throw new TypeError('tools must be an array');
-    const handlers = new Map();
-    const specs = tools.map((t) => splitHandler(t, 'name', handlers));
+    const { specs, handlers } = splitAll(tools, 'name', 'tools');
     return this._register('_tools', handlers, () => this._async('setHostTools', [JSON.stringify(specs), timeoutArg(opts.timeoutMs)], true));
   }
 
@@ -36,6 +34,59 @@ class ClientHost {
     }
   }
 
+  /**
+   * Registers more host tools (`add_host_tools`, omp protocol 1.1; entries as for
+   * setHostTools); those registered stay, one of the same name is replaced. Resolves the
+   * agent's answer (`{toolNames}`). A refusal (CommandError from an agent without the command,
+   * InvalidArgumentError from a bridged client such as pi) keeps the handlers as they were.
+   */
+  async addHostTools(tools, opts = {}) {
+    return this._addHandlers('_tools', 'addHostTools', splitAll(tools, 'name', 'tools'), opts);
+  }
+
+  /**
+   * Unregisters host tools by name (`remove_host_tools`, omp protocol 1.1); their handlers go
+   * once the agent agreed (until then it may still call them). Resolves the agent's answer
+   * (`{toolNames}`: those still registered).
+   */
+  async removeHostTools(names, opts = {}) {
+    return this._removeHandlers('_tools', 'removeHostTools', names, (n) => n.trim(), opts);
+  }
+
+  /**
+   * Runs the add_ export `name` with `specs`, its `handlers` added (`field`: '_tools' or
+   * '_schemes') before the call, as in _register; a failure puts back, key by key, what each
+   * added key held, so a concurrent registration of other keys stays.
+   */
+  async _addHandlers(field, name, { specs, handlers }, opts) {
+    const before = [...handlers.keys()].map((k) => [k, this[field].get(k)]);
+    for (const [k, v] of handlers) this[field].set(k, v);
+    this._updatePump();
+    try {
+      return JSON.parse(await this._async(name, [JSON.stringify(specs), timeoutArg(opts.timeoutMs)], true));
+    } catch (e) {
+      for (const [k, v] of before) {
+        if (v === undefined) this[field].delete(k);
+        else this[field].set(k, v);
+      }
+      this._updatePump();
+      throw e;
+    }
+  }
+
+  /**
+   * Runs the remove_ export `name` with `names`; their handlers go once the agent agreed.
+   * `key` maps a name to the table's key as the core reads it (the core checks the names, so
+   * only strings get that far).
+   */
+  async _removeHandlers(field, name, names, key, opts) {
+    if (!Array.isArray(names)) throw new TypeError('names must be an array');
+    const answer = JSON.parse(await this._async(name, [JSON.stringify(names), timeoutArg(opts.timeoutMs)], true));
+    for (const n of names) this[field].delete(key(n));
+    this._updatePump();
+    return answer;
+  }
+
   /** Adds (or replaces, by name) one host tool with its async handler. */
   async registerHostTool(tool, opts = {}) {
     if (!tool || typeof tool.name !== 'string') throw new TypeError('tool.name must be a string');
@@ -54,9 +105,7 @@ class ClientHost {
    * immutable?, handler?}]`). Resolves the agent's answer (`{schemes}`).
    */
   async setHostUriSchemes(schemes, opts = {}) {
-    if (!Array.isArray(schemes)) throw new TypeError('schemes must be an array');
-    const handlers = new Map();
-    const specs = schemes.map((s) => splitHandler(s, 'scheme', handlers));
+    const { specs, handlers } = splitAll(schemes, 'scheme', 'schemes');
     const keyed = new Map([...handlers].map(([k, v]) => [String(k).trim().toLowerCase(), v]));
     return this._register('_schemes', keyed, () => this._async('setHostUriSchemes', [JSON.stringify(specs), timeoutArg(opts.timeoutMs)], true));
   }
@@ -68,6 +117,30 @@ class ClientHost {
     const list = [...this._schemes.entries()].filter(([k]) => k !== key).map(([, e]) => joinHandler(e));
     list.push(scheme);
     return this.setHostUriSchemes(list, opts);
+  }
+
+  /** Removes one host URI scheme by name (re-sends the rest, like registerHostUriScheme). */
+  async unregisterHostUriScheme(name, opts = {}) {
+    if (typeof name !== 'string') throw new TypeError('name must be a string');
+    const key = name.trim().toLowerCase();
+    return this.setHostUriSchemes([...this._schemes.entries()].filter(([k]) => k !== key).map(([, e]) => joinHandler(e)), opts);
+  }
+
+  /**
+   * Registers more host URI schemes (`add_host_uri_schemes`, omp protocol 1.1; entries as for
+   * setHostUriSchemes); one already registered is redefined, the others stay. Resolves the
+   * agent's answer (`{schemes}`). A refusal keeps the handlers as they were.
+   */
+  async addHostUriSchemes(schemes, opts = {}) {
+    return this._addHandlers('_schemes', 'addHostUriSchemes', splitAll(schemes, 'scheme', 'schemes'), opts);
+  }
+
+  /**
+   * Unregisters host URI schemes by name (`remove_host_uri_schemes`, omp protocol 1.1); their
+   * handlers go once the agent agreed. Resolves the agent's answer (`{schemes}`).
+   */
+  async removeHostUriSchemes(names, opts = {}) {
+    return this._removeHandlers('_schemes', 'removeHostUriSchemes', names, (n) => n.trim().toLowerCase(), opts);
   }
 
   /**
@@ -208,8 +281,10 @@ class ClientHost {
 function splitHandler(item, key, handlers) {
   if (!item || typeof item !== 'object' || Array.isArray(item)) {
     if (typeof item === 'string' && key === 'scheme') {
-      handlers.set(item.trim().toLowerCase(), { spec: { scheme: item }, handler: null });
-      return item;
+      // A bare name is shorthand for `{scheme}`: the core reads only objects.
+      const spec = { scheme: item };
+      handlers.set(item.trim().toLowerCase(), { spec, handler: null });
+      return spec;
     }
     throw new TypeError(`each entry must be an object with a "${key}"`);
   }
@@ -218,6 +293,14 @@ function splitHandler(item, key, handlers) {
   const k = key === 'scheme' ? String(spec.scheme).trim().toLowerCase() : spec[key];
   handlers.set(k, { spec, handler: handler || null });
   return spec;
+}
+
+/** A registration list (`what`) split: the entries without handlers, the handlers by key. */
+function splitAll(list, key, what) {
+  if (!Array.isArray(list)) throw new TypeError(`${what} must be an array`);
+  const handlers = new Map();
+  const specs = list.map((item) => splitHandler(item, key, handlers));
+  return { specs, handlers };
 }
 
 function joinHandler(e) {

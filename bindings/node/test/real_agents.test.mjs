@@ -6,7 +6,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CancelledError } from '../index.mjs';
+import { CancelledError, CommandError } from '../index.mjs';
 import { GUARD, Workspace, Recorder, piSkip, ompSkip, groupGone, textOf, ofType, toolNames } from './real_agents_support.mjs';
 import { sleep } from './helpers.mjs';
 
@@ -395,6 +395,16 @@ describe('omp', { skip: ompSkip() }, () => {
     assert.equal(turn.agentInvoked, true);
     assert.deepEqual([turn.events[0].type, turn.events.at(-1).type], ['agent_start', 'agent_end']);
     assert.equal(ws.llmRequests().length, 1);
+  });
+
+  it('incremental host registration (protocol 1.1) is refused by omp 18; nothing is kept', async () => {
+    const more = { name: 'host_more', description: 'More', parameters: { type: 'object', properties: {} }, handler: () => 'x' };
+    await assert.rejects(client.addHostTools([more]), (e) => e instanceof CommandError && /Unknown command: add_host_tools/.test(e.message));
+    await assert.rejects(client.removeHostTools(['host_add']), (e) => e instanceof CommandError && /Unknown command: remove_host_tools/.test(e.message));
+    await assert.rejects(client.addHostUriSchemes([{ scheme: 'memo', handler: () => 'x' }]), CommandError);
+    const names = (await client.getState()).dumpTools.map((t) => t.name);
+    assert.ok(names.includes('host_add') && !names.includes('host_more'), `${names}`);
+    // host_add keeps its handler: the next test calls it.
   });
 
   it('a native host tool', async () => {

@@ -56,6 +56,12 @@ export async function main(fake: string): Promise<string | null> {
   const tools = await client.setHostTools([]);
   const schemes = await client.setHostUriSchemes([{ scheme: 'memo', handler: async (r) => ({ content: r.url }) }]);
   void [state.sessionId, bash.exitCode, data.text, tools.toolNames, schemes.schemes];
+  const added = await client.addHostTools([{ name: 'more', description: 'd', parameters: {}, handler: (a: { n: number }) => String(a.n) }]);
+  const left = await client.removeHostTools(['more'], { timeoutMs: 1000 });
+  const addedSchemes = await client.addHostUriSchemes(['plain', { scheme: 'memo', handler: async (r) => ({ content: r.url }) }]);
+  const leftSchemes = await client.removeHostUriSchemes(['memo']);
+  const unregistered = await client.unregisterHostUriScheme('plain');
+  void [added.toolNames, left.toolNames, addedSchemes.schemes, leftSchemes.schemes, unregistered.schemes];
   try {
     await client.steer('x');
   } catch (e) {
