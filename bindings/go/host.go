@@ -180,7 +180,9 @@ func (c *Client) SetHostTools(ctx context.Context, tools []HostTool) (json.RawMe
 }
 
 // RegisterHostTool adds tool to the registered set (replacing one of the same name) and
-// registers the set with the agent.
+// registers the set with the agent. It re-sends the whole set with set_host_tools, which
+// every omp agent knows; AddHostTools sends only the new tool, but needs an agent of omp
+// protocol 1.1 (a stock omp answers "Unknown command").
 func (c *Client) RegisterHostTool(ctx context.Context, tool HostTool) error {
 	defer runtime.KeepAlive(c)
 	c.h.host.reg.Lock()
@@ -237,6 +239,86 @@ func (h *core) setHostTools(ctx context.Context, tools []HostTool) (json.RawMess
 		})
 }
 
+// AddHostTools registers more tools with the agent (add_host_tools, omp protocol 1.1),
+// keeping those registered; a tool of the same name is replaced. It returns the agent's
+// answer ({"toolNames":[…]}: every tool registered after the change). The handlers serve
+// calls from the moment the request goes out; a refusal (ErrCommandFailed from an agent
+// without the command, such as a stock omp; ErrInvalidArgument from a bridged client such
+// as pi, whose host tools are fixed at start) leaves the registered set as it was.
+func (c *Client) AddHostTools(ctx context.Context, tools ...HostTool) (json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	if tools == nil {
+		tools = []HostTool{}
+	}
+	previous := c.h.host.current()
+	merged := c.h.host.current()
+	for _, tool := range tools {
+		merged = replaceOrAppend(merged, tool, func(t HostTool) string { return t.Name })
+	}
+	return c.h.registerHost(ctx, "add_host_tools", "tools", tools,
+		func() { c.h.host.install(merged) }, func() { c.h.host.install(previous) },
+		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_add_host_tools(p, js, t, out, perr)
+		})
+}
+
+// RemoveHostTools unregisters tools by name (remove_host_tools, omp protocol 1.1) and
+// returns the agent's answer ({"toolNames":[…]}: the tools left). A name that is not
+// registered is no error: the agent lists what is left. The handlers stay until the agent
+// agreed (it may call them until then); a refusal leaves the set as it was.
+func (c *Client) RemoveHostTools(ctx context.Context, names ...string) (json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	data, err := c.h.unregisterHost(ctx, "remove_host_tools", "tool names", names,
+		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_remove_host_tools(p, js, t, out, perr)
+		})
+	if err == nil {
+		c.h.host.install(without(c.h.host.current(), names, func(t HostTool) string { return t.Name }))
+		c.h.ev.setHostDemand(c.h, c.h.hostDemand())
+	}
+	return data, err
+}
+
+// without returns the items of list whose key is not one of keys.
+func without[T any](list []T, keys []string, key func(T) string) []T {
+	gone := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		gone[k] = true
+	}
+	kept := list[:0]
+	for _, item := range list {
+		if !gone[key(item)] {
+			kept = append(kept, item)
+		}
+	}
+	return kept
+}
+
+// unregisterHost sends a removal by name (names as a JSON array); the caller takes the
+// handlers out of the binding's registry once it succeeded.
+func (h *core) unregisterHost(ctx context.Context, op, what string, names []string, call registerFn) (json.RawMessage, error) {
+	if names == nil {
+		names = []string{}
+	}
+	cj, err := rawJSON(op, what, names)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(cj)
+	var out *C.char
+	err = h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return call(p, cj, t, &out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return takeBytes(out), nil
+}
+
 // SetHostURISchemes registers host URI schemes, replacing the set, and returns the agent's
 // answer ({"schemes":[…]}). Schemes with a Handler are served by this package; requests for
 // the others arrive as host_uri_request events to answer with HostURIResult (while nothing
@@ -269,6 +351,54 @@ func (h *core) setHostURISchemes(ctx context.Context, schemes []HostURIScheme) (
 		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
 			return C.omprpc_client_set_host_uri_schemes(p, js, t, out, perr)
 		})
+}
+
+// AddHostURISchemes registers more host URI schemes (add_host_uri_schemes, omp protocol
+// 1.1), keeping those registered; a scheme already registered is redefined. It returns the
+// agent's answer ({"schemes":[…]}: every scheme registered after the change). The handlers
+// serve requests from the moment the request goes out; a refusal (ErrCommandFailed from an
+// agent without the command; the agent's error for a scheme it keeps for itself) leaves the
+// registered set as it was.
+func (c *Client) AddHostURISchemes(ctx context.Context, schemes ...HostURIScheme) (json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	if schemes == nil {
+		schemes = []HostURIScheme{}
+	}
+	previous := c.h.host.currentURIs()
+	merged := c.h.host.currentURIs()
+	for _, scheme := range schemes {
+		merged = replaceOrAppend(merged, scheme, func(s HostURIScheme) string { return schemeKey(s.Scheme) })
+	}
+	return c.h.registerHost(ctx, "add_host_uri_schemes", "schemes", schemes,
+		func() { c.h.host.installURIs(merged) }, func() { c.h.host.installURIs(previous) },
+		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_add_host_uri_schemes(p, js, t, out, perr)
+		})
+}
+
+// RemoveHostURISchemes unregisters host URI schemes by name (remove_host_uri_schemes, omp
+// protocol 1.1; matched trimmed and case-insensitively, as the agent does) and returns the
+// agent's answer ({"schemes":[…]}: the schemes left). An unknown scheme is no error. The
+// handlers stay until the agent agreed; a refusal leaves the set as it was.
+func (c *Client) RemoveHostURISchemes(ctx context.Context, schemes ...string) (json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	data, err := c.h.unregisterHost(ctx, "remove_host_uri_schemes", "schemes", schemes,
+		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_remove_host_uri_schemes(p, js, t, out, perr)
+		})
+	if err == nil {
+		keys := make([]string, len(schemes))
+		for i, s := range schemes {
+			keys[i] = schemeKey(s)
+		}
+		c.h.host.installURIs(without(c.h.host.currentURIs(), keys, func(s HostURIScheme) string { return schemeKey(s.Scheme) }))
+		c.h.ev.setHostDemand(c.h, c.h.hostDemand())
+	}
+	return data, err
 }
 
 // resultJSON encodes a tool result: a Go string is a text result, json.RawMessage is sent
