@@ -4,6 +4,7 @@ package omprpc
 
 import (
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -78,5 +79,31 @@ func TestEventFD(t *testing.T) {
 	}
 	if got, err := c.EventFD(); !errors.Is(err, ErrClosed) || got != -1 {
 		t.Fatalf("EventFD after Close: %d %v", got, err)
+	}
+}
+
+// A client the agent's exit closed polls readable with no event left, so a poll loop learns
+// of the end (Close is still the caller's to call).
+func TestEventFDReadableOnceClosed(t *testing.T) {
+	c := startFake(t)
+	fd, err := c.EventFD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t)
+	if _, err := c.Prompt(ctx, "crash", nil); err != nil {
+		t.Fatal(err)
+	}
+	var end error
+	for _, err := range c.All(ctx) {
+		if err != nil {
+			end = err
+		}
+	}
+	if !errors.Is(end, ErrClosed) || !strings.Contains(end.Error(), "exited with code 3") {
+		t.Fatalf("the events ended with %v, not the agent's exit", end)
+	}
+	if !readable(t, fd, 0) || !readable(t, fd, 0) {
+		t.Fatal("not readable once the client is closed and every event was taken")
 	}
 }
