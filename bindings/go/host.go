@@ -187,7 +187,7 @@ func (c *Client) RegisterHostTool(ctx context.Context, tool HostTool) error {
 	defer runtime.KeepAlive(c)
 	c.h.host.reg.Lock()
 	defer c.h.host.reg.Unlock()
-	tools := replaceOrAppend(c.h.host.current(), tool, func(t HostTool) string { return t.Name })
+	tools := replaceOrAppend(c.h.host.current(), tool, toolKey)
 	_, err := c.h.setHostTools(ctx, tools)
 	return err
 }
@@ -249,16 +249,7 @@ func (c *Client) AddHostTools(ctx context.Context, tools ...HostTool) (json.RawM
 	defer runtime.KeepAlive(c)
 	c.h.host.reg.Lock()
 	defer c.h.host.reg.Unlock()
-	if tools == nil {
-		tools = []HostTool{}
-	}
-	previous := c.h.host.current()
-	merged := c.h.host.current()
-	for _, tool := range tools {
-		merged = replaceOrAppend(merged, tool, func(t HostTool) string { return t.Name })
-	}
-	return c.h.registerHost(ctx, "add_host_tools", "tools", tools,
-		func() { c.h.host.install(merged) }, func() { c.h.host.install(previous) },
+	return addHost(c.h, ctx, "add_host_tools", "tools", tools, c.h.host.current, c.h.installTools, toolKey,
 		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
 			return C.omprpc_client_add_host_tools(p, js, t, out, perr)
 		})
@@ -272,35 +263,41 @@ func (c *Client) RemoveHostTools(ctx context.Context, names ...string) (json.Raw
 	defer runtime.KeepAlive(c)
 	c.h.host.reg.Lock()
 	defer c.h.host.reg.Unlock()
-	data, err := c.h.unregisterHost(ctx, "remove_host_tools", "tool names", names,
+	return removeHost(c.h, ctx, "remove_host_tools", "tool names", names, c.h.host.current, c.h.installTools, toolKey, exactName,
 		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
 			return C.omprpc_client_remove_host_tools(p, js, t, out, perr)
 		})
-	if err == nil {
-		c.h.host.install(without(c.h.host.current(), names, func(t HostTool) string { return t.Name }))
-		c.h.ev.setHostDemand(c.h, c.h.hostDemand())
-	}
-	return data, err
 }
 
-// without returns the items of list whose key is not one of keys.
-func without[T any](list []T, keys []string, key func(T) string) []T {
-	gone := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		gone[k] = true
+// toolKey is what names a host tool for the agent (exactly: exactName puts a name to remove
+// in that form); uriSchemeKey, a host URI scheme (schemeKey's form).
+func toolKey(t HostTool) string           { return t.Name }
+func exactName(name string) string        { return name }
+func uriSchemeKey(s HostURIScheme) string { return schemeKey(s.Scheme) }
+
+// installTools and installURIs make the binding's sets (the handlers the pump dispatches to).
+func (h *core) installTools(tools []HostTool)       { h.host.install(tools) }
+func (h *core) installURIs(schemes []HostURIScheme) { h.host.installURIs(schemes) }
+
+// addHost sends add_host_tools / add_host_uri_schemes with added; the binding's set becomes
+// the current one with added merged in by key (installed before the request, since a call
+// may follow the agent's answer at once; put back if the request fails).
+func addHost[T any](h *core, ctx context.Context, op, what string, added []T, current func() []T, install func([]T), key func(T) string, call registerFn) (json.RawMessage, error) {
+	if added == nil {
+		added = []T{}
 	}
-	kept := list[:0]
-	for _, item := range list {
-		if !gone[key(item)] {
-			kept = append(kept, item)
-		}
+	previous := current()
+	merged := current()
+	for _, item := range added {
+		merged = replaceOrAppend(merged, item, key)
 	}
-	return kept
+	return h.registerHost(ctx, op, what, added, func() { install(merged) }, func() { install(previous) }, call)
 }
 
-// unregisterHost sends a removal by name (names as a JSON array); the caller takes the
-// handlers out of the binding's registry once it succeeded.
-func (h *core) unregisterHost(ctx context.Context, op, what string, names []string, call registerFn) (json.RawMessage, error) {
+// removeHost sends remove_host_tools / remove_host_uri_schemes with names; once the agent
+// agreed, the items whose key is one of names (matched as the agent matches them: nameKey
+// puts a name in key's form) leave the binding's set. Until then the agent may still call them.
+func removeHost[T any](h *core, ctx context.Context, op, what string, names []string, current func() []T, install func([]T), key func(T) string, nameKey func(string) string, call registerFn) (json.RawMessage, error) {
 	if names == nil {
 		names = []string{}
 	}
@@ -316,7 +313,24 @@ func (h *core) unregisterHost(ctx context.Context, op, what string, names []stri
 	if err != nil {
 		return nil, err
 	}
+	install(without(current(), names, key, nameKey))
+	h.ev.setHostDemand(h, h.hostDemand())
 	return takeBytes(out), nil
+}
+
+// without returns the items of list whose key is not one of names (in nameKey's form).
+func without[T any](list []T, names []string, key func(T) string, nameKey func(string) string) []T {
+	gone := make(map[string]bool, len(names))
+	for _, name := range names {
+		gone[nameKey(name)] = true
+	}
+	kept := list[:0]
+	for _, item := range list {
+		if !gone[key(item)] {
+			kept = append(kept, item)
+		}
+	}
+	return kept
 }
 
 // SetHostURISchemes registers host URI schemes, replacing the set, and returns the agent's
@@ -336,7 +350,7 @@ func (c *Client) RegisterHostURIScheme(ctx context.Context, scheme HostURIScheme
 	defer runtime.KeepAlive(c)
 	c.h.host.reg.Lock()
 	defer c.h.host.reg.Unlock()
-	schemes := replaceOrAppend(c.h.host.currentURIs(), scheme, func(s HostURIScheme) string { return schemeKey(s.Scheme) })
+	schemes := replaceOrAppend(c.h.host.currentURIs(), scheme, uriSchemeKey)
 	_, err := c.h.setHostURISchemes(ctx, schemes)
 	return err
 }
@@ -363,16 +377,7 @@ func (c *Client) AddHostURISchemes(ctx context.Context, schemes ...HostURIScheme
 	defer runtime.KeepAlive(c)
 	c.h.host.reg.Lock()
 	defer c.h.host.reg.Unlock()
-	if schemes == nil {
-		schemes = []HostURIScheme{}
-	}
-	previous := c.h.host.currentURIs()
-	merged := c.h.host.currentURIs()
-	for _, scheme := range schemes {
-		merged = replaceOrAppend(merged, scheme, func(s HostURIScheme) string { return schemeKey(s.Scheme) })
-	}
-	return c.h.registerHost(ctx, "add_host_uri_schemes", "schemes", schemes,
-		func() { c.h.host.installURIs(merged) }, func() { c.h.host.installURIs(previous) },
+	return addHost(c.h, ctx, "add_host_uri_schemes", "schemes", schemes, c.h.host.currentURIs, c.h.installURIs, uriSchemeKey,
 		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
 			return C.omprpc_client_add_host_uri_schemes(p, js, t, out, perr)
 		})
@@ -386,19 +391,10 @@ func (c *Client) RemoveHostURISchemes(ctx context.Context, schemes ...string) (j
 	defer runtime.KeepAlive(c)
 	c.h.host.reg.Lock()
 	defer c.h.host.reg.Unlock()
-	data, err := c.h.unregisterHost(ctx, "remove_host_uri_schemes", "schemes", schemes,
+	return removeHost(c.h, ctx, "remove_host_uri_schemes", "schemes", schemes, c.h.host.currentURIs, c.h.installURIs, uriSchemeKey, schemeKey,
 		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
 			return C.omprpc_client_remove_host_uri_schemes(p, js, t, out, perr)
 		})
-	if err == nil {
-		keys := make([]string, len(schemes))
-		for i, s := range schemes {
-			keys[i] = schemeKey(s)
-		}
-		c.h.host.installURIs(without(c.h.host.currentURIs(), keys, func(s HostURIScheme) string { return schemeKey(s.Scheme) }))
-		c.h.ev.setHostDemand(c.h, c.h.hostDemand())
-	}
-	return data, err
 }
 
 // resultJSON encodes a tool result: a Go string is a text result, json.RawMessage is sent
