@@ -492,3 +492,28 @@ func (c *Client) Events(ctx context.Context) <-chan Event {
 	}()
 	return out
 }
+
+// EventFD returns a descriptor that polls readable (level-triggered) while the library holds
+// events nobody has taken yet, and once the client is closed: for a program that folds the
+// client into its own poll loop (epoll, poll, select) instead of parking a goroutine on
+// Events. The client owns it: do not read, write or close it. It is valid until Close, after
+// which the number may name another file; EventFD then returns ErrClosed.
+//
+// The descriptor watches the library's queue, not this package's: the events pump takes
+// events from that queue while anything subscribes (All, Events) or host tools, host URI
+// schemes or a policy handler are registered, and then the descriptor is readable only for
+// the moment before the pump takes them. It tells "events wait" reliably only while none of
+// those is active; a pump that was active may still take one more batch after the last
+// subscription ended, and keeps it for the next subscriber. Take the waiting events with All
+// or Events: a new subscriber gets them first.
+func (c *Client) EventFD() (int, error) {
+	defer runtime.KeepAlive(c)
+	var fd C.int
+	err := c.h.do("event_fd", func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_event_fd(p, &fd, perr)
+	})
+	if err != nil {
+		return -1, err
+	}
+	return int(fd), nil
+}

@@ -233,3 +233,39 @@ func ExampleClient_NextUIRequest() {
 	// input Need input
 	// ui acknowledged
 }
+
+// Register host tools one at a time and take one back (omp protocol 1.1; here the fake agent
+// speaking it). The agent answers with every tool registered after the change.
+func ExampleClient_AddHostTools() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := omprpc.Start(ctx, omprpc.Options{Command: []string{fakeAgent(), "--protocol", "1.1"}})
+	if err != nil {
+		fmt.Println("start:", err)
+		return
+	}
+	defer c.Close()
+
+	object := map[string]any{"type": "object"}
+	for _, name := range []string{"lookup", "notify"} {
+		answer, err := c.AddHostTools(ctx, omprpc.HostTool{Name: name, Description: "a host tool", Parameters: object,
+			Handler: func(ctx context.Context, call omprpc.HostToolCall, update func(any) error) (omprpc.ToolResult, error) {
+				return omprpc.TextResult("done"), nil
+			}})
+		if err != nil {
+			fmt.Println("add_host_tools:", err)
+			return
+		}
+		fmt.Println(string(answer))
+	}
+	answer, err := c.RemoveHostTools(ctx, "lookup")
+	if err != nil {
+		fmt.Println("remove_host_tools:", err)
+		return
+	}
+	fmt.Println(string(answer))
+	// Output:
+	// {"toolNames":["lookup"]}
+	// {"toolNames":["lookup","notify"]}
+	// {"toolNames":["notify"]}
+}

@@ -180,12 +180,14 @@ func (c *Client) SetHostTools(ctx context.Context, tools []HostTool) (json.RawMe
 }
 
 // RegisterHostTool adds tool to the registered set (replacing one of the same name) and
-// registers the set with the agent.
+// registers the set with the agent. It re-sends the whole set with set_host_tools, which
+// every omp agent knows; AddHostTools sends only the new tool, but needs an agent of omp
+// protocol 1.1 (a stock omp answers "Unknown command").
 func (c *Client) RegisterHostTool(ctx context.Context, tool HostTool) error {
 	defer runtime.KeepAlive(c)
 	c.h.host.reg.Lock()
 	defer c.h.host.reg.Unlock()
-	tools := replaceOrAppend(c.h.host.current(), tool, func(t HostTool) string { return t.Name })
+	tools := replaceOrAppend(c.h.host.current(), tool, toolKey)
 	_, err := c.h.setHostTools(ctx, tools)
 	return err
 }
@@ -237,6 +239,100 @@ func (h *core) setHostTools(ctx context.Context, tools []HostTool) (json.RawMess
 		})
 }
 
+// AddHostTools registers more tools with the agent (add_host_tools, omp protocol 1.1),
+// keeping those registered; a tool of the same name is replaced. It returns the agent's
+// answer ({"toolNames":[…]}: every tool registered after the change). The handlers serve
+// calls from the moment the request goes out; a refusal (ErrCommandFailed from an agent
+// without the command, such as a stock omp; ErrInvalidArgument from a bridged client such
+// as pi, whose host tools are fixed at start) leaves the registered set as it was.
+func (c *Client) AddHostTools(ctx context.Context, tools ...HostTool) (json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	return addHost(c.h, ctx, "add_host_tools", "tools", tools, c.h.host.current, c.h.installTools, toolKey,
+		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_add_host_tools(p, js, t, out, perr)
+		})
+}
+
+// RemoveHostTools unregisters tools by name (remove_host_tools, omp protocol 1.1) and
+// returns the agent's answer ({"toolNames":[…]}: the tools left). A name that is not
+// registered is no error: the agent lists what is left. The handlers stay until the agent
+// agreed (it may call them until then); a refusal leaves the set as it was.
+func (c *Client) RemoveHostTools(ctx context.Context, names ...string) (json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	return removeHost(c.h, ctx, "remove_host_tools", "tool names", names, c.h.host.current, c.h.installTools, toolKey, exactName,
+		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_remove_host_tools(p, js, t, out, perr)
+		})
+}
+
+// toolKey is what names a host tool for the agent (exactly: exactName puts a name to remove
+// in that form); uriSchemeKey, a host URI scheme (schemeKey's form).
+func toolKey(t HostTool) string           { return t.Name }
+func exactName(name string) string        { return name }
+func uriSchemeKey(s HostURIScheme) string { return schemeKey(s.Scheme) }
+
+// installTools and installURIs make the binding's sets (the handlers the pump dispatches to).
+func (h *core) installTools(tools []HostTool)       { h.host.install(tools) }
+func (h *core) installURIs(schemes []HostURIScheme) { h.host.installURIs(schemes) }
+
+// addHost sends add_host_tools / add_host_uri_schemes with added; the binding's set becomes
+// the current one with added merged in by key (installed before the request, since a call
+// may follow the agent's answer at once; put back if the request fails).
+func addHost[T any](h *core, ctx context.Context, op, what string, added []T, current func() []T, install func([]T), key func(T) string, call registerFn) (json.RawMessage, error) {
+	if added == nil {
+		added = []T{}
+	}
+	previous := current()
+	merged := current()
+	for _, item := range added {
+		merged = replaceOrAppend(merged, item, key)
+	}
+	return h.registerHost(ctx, op, what, added, func() { install(merged) }, func() { install(previous) }, call)
+}
+
+// removeHost sends remove_host_tools / remove_host_uri_schemes with names; once the agent
+// agreed, the items whose key is one of names (matched as the agent matches them: nameKey
+// puts a name in key's form) leave the binding's set. Until then the agent may still call them.
+func removeHost[T any](h *core, ctx context.Context, op, what string, names []string, current func() []T, install func([]T), key func(T) string, nameKey func(string) string, call registerFn) (json.RawMessage, error) {
+	if names == nil {
+		names = []string{}
+	}
+	cj, err := rawJSON(op, what, names)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(cj)
+	var out *C.char
+	err = h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return call(p, cj, t, &out, perr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	install(without(current(), names, key, nameKey))
+	h.ev.setHostDemand(h, h.hostDemand())
+	return takeBytes(out), nil
+}
+
+// without returns the items of list whose key is not one of names (in nameKey's form).
+func without[T any](list []T, names []string, key func(T) string, nameKey func(string) string) []T {
+	gone := make(map[string]bool, len(names))
+	for _, name := range names {
+		gone[nameKey(name)] = true
+	}
+	kept := list[:0]
+	for _, item := range list {
+		if !gone[key(item)] {
+			kept = append(kept, item)
+		}
+	}
+	return kept
+}
+
 // SetHostURISchemes registers host URI schemes, replacing the set, and returns the agent's
 // answer ({"schemes":[…]}). Schemes with a Handler are served by this package; requests for
 // the others arrive as host_uri_request events to answer with HostURIResult (while nothing
@@ -254,7 +350,7 @@ func (c *Client) RegisterHostURIScheme(ctx context.Context, scheme HostURIScheme
 	defer runtime.KeepAlive(c)
 	c.h.host.reg.Lock()
 	defer c.h.host.reg.Unlock()
-	schemes := replaceOrAppend(c.h.host.currentURIs(), scheme, func(s HostURIScheme) string { return schemeKey(s.Scheme) })
+	schemes := replaceOrAppend(c.h.host.currentURIs(), scheme, uriSchemeKey)
 	_, err := c.h.setHostURISchemes(ctx, schemes)
 	return err
 }
@@ -268,6 +364,36 @@ func (h *core) setHostURISchemes(ctx context.Context, schemes []HostURIScheme) (
 		func() { h.host.installURIs(schemes) }, func() { h.host.installURIs(previous) },
 		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
 			return C.omprpc_client_set_host_uri_schemes(p, js, t, out, perr)
+		})
+}
+
+// AddHostURISchemes registers more host URI schemes (add_host_uri_schemes, omp protocol
+// 1.1), keeping those registered; a scheme already registered is redefined. It returns the
+// agent's answer ({"schemes":[…]}: every scheme registered after the change). The handlers
+// serve requests from the moment the request goes out; a refusal (ErrCommandFailed from an
+// agent without the command; the agent's error for a scheme it keeps for itself) leaves the
+// registered set as it was.
+func (c *Client) AddHostURISchemes(ctx context.Context, schemes ...HostURIScheme) (json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	return addHost(c.h, ctx, "add_host_uri_schemes", "schemes", schemes, c.h.host.currentURIs, c.h.installURIs, uriSchemeKey,
+		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_add_host_uri_schemes(p, js, t, out, perr)
+		})
+}
+
+// RemoveHostURISchemes unregisters host URI schemes by name (remove_host_uri_schemes, omp
+// protocol 1.1; matched trimmed and case-insensitively, as the agent does) and returns the
+// agent's answer ({"schemes":[…]}: the schemes left). An unknown scheme is no error. The
+// handlers stay until the agent agreed; a refusal leaves the set as it was.
+func (c *Client) RemoveHostURISchemes(ctx context.Context, schemes ...string) (json.RawMessage, error) {
+	defer runtime.KeepAlive(c)
+	c.h.host.reg.Lock()
+	defer c.h.host.reg.Unlock()
+	return removeHost(c.h, ctx, "remove_host_uri_schemes", "schemes", schemes, c.h.host.currentURIs, c.h.installURIs, uriSchemeKey, schemeKey,
+		func(p *C.omprpc_client, js *C.char, t C.int64_t, out **C.char, perr **C.char) C.omprpc_status {
+			return C.omprpc_client_remove_host_uri_schemes(p, js, t, out, perr)
 		})
 }
 

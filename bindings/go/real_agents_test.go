@@ -213,6 +213,30 @@ func realQuietCommand(t *testing.T, c *Client, w *realWorkspace) {
 	}
 }
 
+// realIncrementalRefused: AddHostTools / RemoveHostTools are refused with want (pi: the core,
+// its tools being fixed at start; a stock omp: the agent, which lacks the commands), and the
+// registered host_add still reaches its first handler (addCalls), never the refused one.
+func realIncrementalRefused(t *testing.T, c *Client, addCalls <-chan HostToolCall, want error) {
+	t.Helper()
+	refusedCalls := make(chan HostToolCall, 1)
+	_, err := c.AddHostTools(realCtx(t), HostTool{Name: "host_add", Description: "Add two numbers", Parameters: realAddParams, Handler: addHandler(refusedCalls)})
+	wantErr(t, err, want, "AddHostTools")
+	_, err = c.RemoveHostTools(realCtx(t), "host_add")
+	wantErr(t, err, want, "RemoveHostTools")
+	tr := realTurn(t, c, "add numbers")
+	if end := realOne(t, tr, "tool_execution_end"); jget(t, end, "isError") != false || realContentText(t, end, "result.content") != "5" {
+		t.Errorf("host_add after the refusals: %s", end)
+	}
+	select {
+	case <-addCalls:
+	default:
+		t.Error("the registered host_add handler was not called")
+	}
+	if len(refusedCalls) != 0 {
+		t.Error("the refused handler was called")
+	}
+}
+
 func TestRealPi(t *testing.T) {
 	t.Parallel() // the agents mostly wait (start-up): the tests overlap
 	script := []any{
@@ -334,6 +358,10 @@ func TestRealPi(t *testing.T) {
 		if !strings.Contains(strings.Join(names, ","), "host_add") {
 			t.Errorf("tools offered: %v", names)
 		}
+	})
+
+	t.Run("IncrementalHostToolsRefused", func(t *testing.T) {
+		realIncrementalRefused(t, c, addCalls, ErrInvalidArgument)
 	})
 
 	t.Run("UIRoundTrip", func(t *testing.T) {
@@ -605,6 +633,11 @@ func TestRealOmp(t *testing.T) {
 		if text(tr.AssistantText) != "sum is 5" {
 			t.Errorf("assistant text %q", text(tr.AssistantText))
 		}
+	})
+
+	t.Run("IncrementalHostToolsRefused", func(t *testing.T) {
+		// 18.2.3 has no add_host_tools / remove_host_tools (tests/support/OMP-NOTES.md)
+		realIncrementalRefused(t, c, addCalls, ErrCommandFailed)
 	})
 
 	t.Run("QuietCommand", func(t *testing.T) {
