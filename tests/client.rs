@@ -604,7 +604,7 @@ fn turns_can_keep_fewer_events_and_are_bounded_in_bytes() {
 #[test]
 fn prompt_complete_events_say_when_each_prompt_is_done() {
     let c = start_with(json!({"command": [FAKE], "prompt_complete_events": true}));
-    let until_complete = |id: &str| -> (Vec<String>, Value) {
+    let until_complete = |c: &Client, id: &str| -> (Vec<String>, Value) {
         let mut seen = Vec::new();
         loop {
             let evs = c.next_events(64, secs(10)).unwrap_or_else(|e| panic!("waiting for {id}'s prompt_complete: {e}"));
@@ -618,17 +618,29 @@ fn prompt_complete_events_say_when_each_prompt_is_done() {
         }
     };
     let id = c.prompt("prompt", "say hello", None, secs(10)).unwrap();
-    let (before, done) = until_complete(&id);
+    let (before, done) = until_complete(&c, &id);
     assert_eq!(before.last().map(String::as_str), Some("agent_end"), "{before:?}");
     assert_eq!((done["outcome"].as_str(), done["agentInvoked"].as_bool(), done["omprpc"].as_bool()), (Some("agent_end"), Some(true), Some(true)));
     let id = c.prompt("prompt", "local", None, secs(10)).unwrap();
-    assert_eq!(until_complete(&id).1["outcome"], "not_invoked");
+    assert_eq!(until_complete(&c, &id).1["outcome"], "not_invoked");
     let id = c.prompt("prompt", "prompt result", None, secs(10)).unwrap();
-    let (before, done) = until_complete(&id);
+    let (before, done) = until_complete(&c, &id);
     assert_eq!((done["outcome"].as_str(), before.last().map(String::as_str)), (Some("prompt_result"), Some("prompt_result")));
     let id = c.prompt("prompt", "late failure", None, secs(10)).unwrap();
-    let done = until_complete(&id).1;
+    let done = until_complete(&c, &id).1;
     assert_eq!((done["outcome"].as_str(), done["error"]["command"].as_str()), (Some("failed"), Some("prompt")), "{done}");
+    c.close().unwrap();
+
+    // pi runs an extension's /command inside the prompt's preflight and starts no run: only an
+    // activity probe can tell, and nobody waits here — the library's own watcher asks.
+    let c = start_with(json!({"command": [FAKE, "--flavor", "pi"], "flavor": "pi", "prompt_complete_events": true}));
+    let id = c.prompt("prompt", "/noop", None, secs(10)).unwrap();
+    let (_, done) = until_complete(&c, &id);
+    assert_eq!((done["outcome"].as_str(), done["agentInvoked"].as_bool()), (Some("not_invoked"), Some(false)), "{done}");
+    let counters: Value = serde_json::from_str(&c.counters()).unwrap();
+    assert!(counters["activity_probes"].as_u64() >= Some(2), "an idle answer stands when a second agrees: {counters}");
+    let id = c.prompt("prompt", "say hello", None, secs(10)).unwrap();
+    assert_eq!(until_complete(&c, &id).1["outcome"], "agent_end");
     c.close().unwrap();
 
     // Off by default: the stream holds only the agent's frames (and the library's reports).

@@ -194,8 +194,8 @@ fn extension_ui_round_trip() {
 }
 
 // prompt_complete_events on the real pi: a text turn completes after its agent_end; an
-// extension command that runs nothing (pi's silent preflight) completes after the waiter's
-// probe found pi idle — the event says not_invoked.
+// extension command that runs nothing (pi's silent preflight) completes after an activity probe
+// found pi idle — a waiter's, or with nobody waiting the library's own — the event says not_invoked.
 #[test]
 fn prompt_complete_events_on_real_pi() {
     let Some(env) = PiEnv::new("prompt_complete", json!([{"match": "say hello", "replies": [{"text": "hi there"}]}])) else { return };
@@ -207,6 +207,10 @@ fn prompt_complete_events_on_real_pi() {
     assert_eq!((done["outcome"].as_str(), done["agentInvoked"].as_bool()), (Some("agent_end"), Some(true)));
     let turn: Value = serde_json::from_str(&c.prompt_and_wait("/quiet", None, secs(60)).unwrap()).unwrap();
     let quiet = wait_event(&c, "prompt_complete", |e| e["type"] == "prompt_complete" && e["requestId"] == turn["requestId"]);
+    assert_eq!((quiet["outcome"].as_str(), quiet["agentInvoked"].as_bool()), (Some("not_invoked"), Some(false)), "{quiet}");
+    // Nobody waiting: the library's activity watcher probes pi as the waiter did.
+    let id = c.prompt("prompt", "/quiet", None, secs(60)).unwrap();
+    let (_, quiet) = wait_event_after(&c, "prompt_complete", |e| e["type"] == "prompt_complete" && e["requestId"] == id.as_str());
     assert_eq!((quiet["outcome"].as_str(), quiet["agentInvoked"].as_bool()), (Some("not_invoked"), Some(false)), "{quiet}");
     c.close().unwrap();
 }

@@ -33,8 +33,10 @@ impl Shared {
         if let Some(streaming) = track {
             self.state().life.track(id, streaming);
         } else if ty == "steer" || ty == "follow_up" {
-            // Before the write: the agent may run it by itself once the current run ends.
+            // Before the write: the agent may run it by itself once the current run ends. A
+            // probe may be due from now on: the activity watcher sleeps until one could be.
             self.state().life.asked_to_queue();
+            self.cond.notify_all();
         }
         let sent = Instant::now();
         if track.is_some() {
@@ -173,6 +175,33 @@ impl Shared {
                 None => self.cond.wait(st).unwrap_or_else(std::sync::PoisonError::into_inner),
                 Some(d) => self.cond.wait_timeout(st, d.saturating_duration_since(now)).unwrap_or_else(std::sync::PoisonError::into_inner).0,
             };
+        }
+    }
+
+    /// The activity watcher (a thread of a client started with `prompt_complete_events`):
+    /// where the stream leaves the agent's activity open — pi's extension `/command` that runs
+    /// nothing, omp's compaction handoff, a steer that outlived an abort — a waiter's probes
+    /// decide; a host that streams events has no waiter, so this thread probes as one would,
+    /// and the completion reaches it as its `prompt_complete` event. It sleeps on the state
+    /// condition while no probe could come due, and ends when the client closes.
+    pub(super) fn watch_activity(&self) {
+        let Some(quiet) = self.opts.activity_probe else { return };
+        let settled = |st: &State| st.probe.is_none() && st.life.probe_due(quiet).is_none();
+        let how = Wait { began_before: false, idle: None, probe: true };
+        loop {
+            {
+                let mut st = self.state();
+                while st.close_reason.is_none() && settled(&st) {
+                    st = self.cond.wait(st).unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+                if st.close_reason.is_some() {
+                    return;
+                }
+            }
+            // Probes until nothing is left open (a completion is queued as it happens).
+            if self.wait_state_since(None, "", how, &mut |st| settled(st).then_some(())).is_err() {
+                return; // closed
+            }
         }
     }
 

@@ -198,8 +198,15 @@ impl Client {
                 }
             })
         });
+        // A host streaming events learns of every completion without waiting: the library
+        // probes the agent's activity itself where the stream leaves it open.
+        let watcher = shared.opts.prompt_complete_events.then(|| {
+            let s = shared.clone();
+            std::thread::Builder::new().name("omprpc-activity".into()).spawn(move || s.guarded("activity", || s.watch_activity()))
+        });
         let mut threads = Vec::new();
-        let spawned: Result<()> = [reader, writer].into_iter().try_for_each(|t| t.map(|t| threads.push(t)).map_err(io));
+        let spawned: Result<()> =
+            [reader, writer].into_iter().chain(watcher).try_for_each(|t| t.map(|t| threads.push(t)).map_err(io));
         *lock(&client.threads) = threads;
         if let Err(e) = spawned {
             client.shared.log.log(Level::Error, "start", "start failed: starting the client's threads", json!({"error": e.message}));

@@ -14,8 +14,9 @@ One event loop drives any number of agents. How it waits, and why:
   thread is taken for one request's round trip, never for a turn.
 * **Turns** (:meth:`AsyncRpcClient.stream`, :meth:`AsyncRpcClient.run`) send the prompt, then
   follow the event queue until the library's ``prompt_complete`` event for that prompt (the
-  start option ``prompt_complete_events``): no thread waits while the agent works (but for
-  the activity probe of a quiet turn, see ``AsyncRpcClient._next_or_probe``). The
+  start option ``prompt_complete_events``): no thread of ours waits while the agent works
+  (where the stream leaves the agent's activity open, the library's own watcher asks the
+  agent, and the completion arrives as that event). The
   derived items (text and reasoning chunks, tool calls requested and completed, the turn's
   end with usage) are computed by the library's streaming summarizer
   (:class:`omprpc.Summarizer`), fed each event of the turn.
@@ -181,13 +182,6 @@ def _derived(item: Mapping[str, Any]) -> StreamItem | None:
 _STATUS_BY_NAME: Final = {_ffi.status_name(n): n for n in range(_ffi.PANIC + 1)}
 
 
-def _ignore_outcome(future: asyncio.Future[Any]) -> None:
-    """A done callback that reads a future's outcome, which nobody needs (no "exception was
-    never retrieved")."""
-    if not future.cancelled():
-        future.exception()
-
-
 def _concurrency_error() -> RpcConcurrencyError:
     exc = RpcConcurrencyError("a turn is already streaming on this client (one at a time): finish it, "
                               "or cancel it or aclose() its stream, first")
@@ -224,10 +218,6 @@ _COROUTINE_METHODS: Final = frozenset(
 ) | {"request_raw", "info", "counters", "next_logs"}
 
 _END: Final = object()
-#: Seconds without an event of the turn before it asks for the library's activity probe, and
-#: the longest that probe's wait holds a thread (see AsyncRpcClient._next_or_probe).
-_QUIET_BEFORE_PROBE: Final = 1.0
-_PROBE_WAIT: Final = 1.0
 #: Loop iterations a new turn grants the finalizer of a stream left by `break` (the hook
 #: schedules a task that creates the aclose() task, which then runs): then the old one is open.
 _FINALIZER_TURNS: Final = 3
@@ -510,7 +500,7 @@ class AsyncRpcClient:
             try:
                 request_id = await asyncio.shield(sent)
                 while True:
-                    frame, raw = await self._next_or_probe(subscriber)
+                    frame, raw = await subscriber.get()
                     if frame.get("type") == "prompt_complete" and frame.get("omprpc") is True:
                         if frame.get("requestId") != request_id:
                             continue  # an earlier prompt's (sent with prompt())
@@ -540,29 +530,6 @@ class AsyncRpcClient:
         finally:
             if self._stream_owner is owner:
                 self._stream_owner = None
-
-    async def _next_or_probe(self, subscriber: _Subscriber) -> tuple[JsonObject, bytes]:
-        """The turn's next frame. While the agent is quiet, a short ``wait_for_idle`` runs on
-        the wait pool now and then: the library decides a run-less prompt (pi's extension
-        ``/command``) by an activity probe that only a waiting call sends, and a streamed
-        turn has none. A probe holds a thread for at most ``_PROBE_WAIT`` seconds; its errors
-        are the turn's own, which arrive as its ``prompt_complete``."""
-        next_frame = asyncio.ensure_future(subscriber.get())
-        probe: asyncio.Future[None] | None = None
-        try:
-            while True:
-                waiting: set[asyncio.Future[Any]] = {next_frame} if probe is None else {next_frame, probe}
-                done, _ = await asyncio.wait(waiting, timeout=_QUIET_BEFORE_PROBE if probe is None else None,
-                                             return_when=asyncio.FIRST_COMPLETED)
-                if next_frame in done:
-                    return next_frame.result()
-                if probe is None:  # quiet: ask (the frames keep coming meanwhile)
-                    probe = asyncio.ensure_future(self._pooled(self._core.wait_for_idle, _PROBE_WAIT, kind="wait"))
-                    probe.add_done_callback(_ignore_outcome)
-                elif probe in done:
-                    probe = None
-        finally:
-            next_frame.cancel()
 
     async def run(self, message: str = "", **kwargs: Any) -> TurnComplete:
         """The whole turn of :meth:`stream`, awaited: its :class:`TurnComplete`."""
