@@ -43,9 +43,20 @@ def test_versions() -> None:
     assert _ffi.status_name(4) == "TIMEOUT" and _ffi.status_name(999) == "UNKNOWN"
 
 
+# Imports the binding in the child and says whether it loaded or why it refused.
+_IMPORT_OR_REFUSED = textwrap.dedent("""
+    try:
+        import omprpc
+    except ImportError as exc:
+        print("REFUSED:", exc)
+    else:
+        print("LOADED")
+""")
+
+
 def test_abi_mismatch_is_refused_at_import() -> None:
     # monkeypatch the library's answer before the binding loads it
-    result = _run_python("""
+    result = _run_python(textwrap.dedent("""
         import ctypes
         real = ctypes.CDLL
         class Patched(real):
@@ -56,13 +67,7 @@ def test_abi_mismatch_is_refused_at_import() -> None:
                     setattr(self, name, fn)
                 return fn
         ctypes.CDLL = Patched
-        try:
-            import omprpc
-        except ImportError as exc:
-            print("REFUSED:", exc)
-        else:
-            print("LOADED")
-    """)
+    """) + _IMPORT_OR_REFUSED)
     assert "REFUSED:" in result.stdout, result.stdout + result.stderr
     assert "ABI version 999" in result.stdout and "needs ABI version 1" in result.stdout
 
@@ -133,14 +138,7 @@ def test_an_older_library_without_an_optional_function_loads() -> None:
 
 
 def test_a_library_without_a_required_function_is_refused() -> None:
-    result = _run_python(_HIDE_EXPORTS + textwrap.dedent("""
-        try:
-            import omprpc
-        except ImportError as exc:
-            print("REFUSED:", exc)
-        else:
-            print("LOADED")
-    """), argv=("omprpc_client_start",))
+    result = _run_python(_HIDE_EXPORTS + _IMPORT_OR_REFUSED, argv=("omprpc_client_start",))
     assert "REFUSED: omprpc: the library does not export omprpc_client_start" in result.stdout, result.stdout + result.stderr
 
 
