@@ -30,6 +30,10 @@ impl Shared {
     fn call(&self, id: &str, ty: &str, line: &[u8], deadline: Deadline, track: Option<bool>) -> Reply {
         let slot = ReplySlot::new();
         lock(&self.pending).insert(id.to_string(), ty, slot.clone())?;
+        if ty == "abort" || ty == "abort_retry" || ty == "abort_and_prompt" {
+            // Before the write: a retry the agent then cancels ends its prompt aborted.
+            self.state().life.abort_asked();
+        }
         if let Some(streaming) = track {
             self.state().life.track(id, streaming);
         } else if ty == "steer" || ty == "follow_up" {

@@ -1,24 +1,41 @@
 //! Prompt lifecycle: which accepted prompts are still running, and the single active
 //! collector (prompt_and_wait, collect_events, wait_for_idle are single-flight).
 //!
-//! Completion is tracked per prompt id (spec §6.2), never by a global counter:
-//! - a `prompt_result` frame or a response with `data.agentInvoked:false` completes that id;
-//! - a terminal `agent_end` (`isTerminal` not false) completes every running prompt that was
-//!   queued into a live run (`streamingBehavior`), or whose run started (`agent_start`) after it
-//!   was sent — so a late `agent_end` of an earlier run cannot end a newer prompt;
+//! Completion is tracked per prompt id (spec §6.2), never by a global counter. A prompt ends
+//! where the agent says it will not go on (ARCHITECTURE.md, "Activity"):
+//! - a `prompt_result` frame, a response with `data.agentInvoked:false` or
+//!   `data.disposition:"handled"` (pi 0.99 on) completes that id at once, with no run;
+//! - the end of the agent's work completes every running prompt that was queued into a live run
+//!   (`streamingBehavior`, `disposition:"queued"`), or whose run started (`agent_start`) after
+//!   it was sent — so a late end of an earlier run cannot end a newer prompt. That end is:
+//!   - where the agent announces settling (pi 0.80.4 on, or once it sent one): its
+//!     `agent_settled`, however many runs came before it; `{aborted:true}` ends it aborted;
+//!   - otherwise a terminal `agent_end` (`isTerminal` not false), unless the agent goes on by
+//!     itself: the end said `willRetry:true`, or announced a retry (`auto_retry_start`, which
+//!     omp may send before the `agent_end`), or the run failed (its last assistant message
+//!     stopped with `"error"`) and the agent then retries or compacts for the overflow
+//!     (`compaction_start` / `auto_compaction_start` with reason `"overflow"`). Such a prompt
+//!     stays open until the next run's end, until the retries give up (`auto_retry_end
+//!     {success:false}`: ended aborted when the host asked to abort, which cancels them), or
+//!     until an overflow compaction ends without retrying;
 //! - a late failure (a second, failing response for the prompt's id) fails that id.
 //!
-//! The agent's activity (ARCHITECTURE.md, "Activity") comes from its own stream, whoever
-//! started the run: it is busy from any `agent_start` until a terminal `agent_end` (omp may
-//! send a second `agent_start` without an `agent_end` between), and while a `queue_update`
-//! (pi) reports queued messages. Where the stream cannot tell, a `get_state` probe decides —
-//! the waiter sends it, this module only says when one is due and what its answer means:
+//! The agent's activity comes from its own stream, whoever started the run: it is busy from any
+//! `agent_start` until the end above (omp may send a second `agent_start` without an
+//! `agent_end` between), and while a `queue_update` (pi) reports queued messages. Where the
+//! stream cannot tell, a `get_state` probe decides — the waiter sends it, this module only says
+//! when one is due and what its answer means:
 //! - a non-terminal `agent_end` followed by silence (omp's compaction handoff ends a run so and
 //!   starts nothing after it);
-//! - a prompt the agent acknowledged with no run after it (pi runs an extension's `/command`
-//!   inside the prompt's preflight and starts no run);
+//! - a failed run's terminal `agent_end` followed by silence (the agent does nothing about an
+//!   error it cannot retry, such as a bad request) — agents that do not announce settling;
+//! - a prompt the agent acknowledged with no run after it and no disposition (pi before 0.99
+//!   runs an extension's `/command` inside the prompt's preflight and starts no run);
 //! - the client asked the agent to queue a message (`steer`, `follow_up`, a prompt with
 //!   `streamingBehavior`): omp runs a steer that outlived an abort as a run of its own.
+//!
+//! No probe is due while the agent's own frames will decide: a run is open, a retry or an
+//! overflow recovery is under way, or a settling agent has not settled yet.
 //!
 //! A probe is due once the agent has been quiet for the probe period (no frame of its
 //! session). Its answer: `isStreaming` or `isCompacting` → busy, look again after a longer
@@ -27,18 +44,19 @@
 //! so with no run started between them, the messages are parked (pi keeps a steer that outlived
 //! an abort until the next prompt) and the agent is idle; "idle" for a prompt acknowledged
 //! without a run stands only when a second answer agrees too. An idle answer ends what it was due
-//! for: the non-terminal `agent_end` stands as the run's end, an acknowledged prompt without a
-//! run completes with `agentInvoked:false`.
+//! for: the open `agent_end` stands as the run's end, an acknowledged prompt without a run
+//! completes with `agentInvoked:false`.
 //!
 //! Every completion of a tracked prompt is also kept (`take_completions`) for the
 //! `prompt_complete` event, so a host that streams events learns when its prompt is done
 //! exactly as a waiter would.
 
-pub use crate::turn::{Collector, Mark, Outcome, TurnEvents};
+pub use crate::turn::{Collector, Mark, Outcome, RecoveryMark, Stop, TurnEvents, TurnOutcome};
 use crate::error::{Error, Result, Status};
 
 struct Prompt {
     id: String,
+    /// Queued into a live run (`streamingBehavior`, `disposition:"queued"`): it ends with that run.
     streaming: bool,
     /// `agent_start` frames seen before this prompt was sent.
     starts_at_send: u64,
@@ -71,12 +89,25 @@ impl Probe {
     }
 }
 
+/// What a prompt's success response said would happen to it (pi 0.99 on: `data.disposition`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Disposition {
+    /// No disposition (older agents): the stream, or a probe, tells.
+    Unknown,
+    /// `"started"`: a run starts for it.
+    Started,
+    /// `"queued"`: the live run takes it.
+    Queued,
+    /// `"handled"`, or `agentInvoked:false`: nothing runs for it.
+    Handled,
+}
+
 /// A tracked prompt that completed: what the `prompt_complete` event says.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Completion {
     pub id: String,
-    /// `agent_end` (its run ended), `prompt_result`, `not_invoked` (the response or a probe
-    /// said nothing ran) or `failed` (refused, never sent, or a late failure).
+    /// A [`TurnOutcome`] name (`agent_end`, `agent_settled`, `aborted`, `prompt_result`,
+    /// `not_invoked`), or `failed` (refused, never sent, or a late failure).
     pub outcome: &'static str,
     pub agent_invoked: bool,
     pub error: Option<Error>,
@@ -100,6 +131,18 @@ impl Completion {
     }
 }
 
+/// Why the agent's work is not over although its last run ended (`open_end`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Open {
+    /// The stream cannot tell (a non-terminal `agent_end`; a failed run the agent may act on):
+    /// the agent's next frames decide, else a probe.
+    Unclear,
+    /// The agent goes on by itself (a retry, an overflow recovery): its frames decide.
+    Recovering,
+    /// The agent announces settling: its `agent_settled` decides.
+    Settling,
+}
+
 /// The longest quiet wait between two probes that found the agent busy.
 const PROBE_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -108,12 +151,27 @@ pub struct Lifecycle {
     pub last_event: std::time::Instant,
     prompts: Vec<Prompt>,
     agent_starts: u64,
-    /// Between an `agent_start` and a terminal `agent_end`.
+    /// Between an `agent_start` and an `agent_end`.
     in_run: bool,
+    /// The agent announces settling (`agent_settled`): known from its version at start (pi 0.80.4
+    /// on), learned from its first `agent_settled` too; `None` while unknown.
+    settles: Option<bool>,
+    /// The current run's last assistant message stopped so.
+    run_stop: Stop,
+    /// The agent said it goes on after this run (`auto_retry_start`, an overflow compaction, a
+    /// compaction that will retry, `willRetry`) and no run started since.
+    recovering: bool,
+    /// The agent gave up on the current run's failure (`auto_retry_end {success:false}`, an
+    /// overflow compaction that will not retry) and no run started since: `Some(true)` when the
+    /// host's abort cancelled it. omp says so before the failed run's `agent_end`.
+    gave_up: Option<bool>,
+    /// The host asked the agent to abort since the last run started (an ended retry is then a
+    /// cancelled one).
+    abort_asked: bool,
     /// Messages the agent last reported queued (`queue_update`, pi).
     queued: u64,
-    /// The last `agent_end` was not terminal and no run started since: its frame.
-    open_end: Option<Vec<u8>>,
+    /// The last run ended but the agent's work may not be over: what decides.
+    open_end: Option<Open>,
     /// The client asked the agent to queue a message since the agent last proved idle.
     asked_to_queue: bool,
     /// Probes in a row that found the agent busy (the quiet before the next one doubles).
@@ -142,6 +200,11 @@ impl Lifecycle {
             prompts: Vec::new(),
             agent_starts: 0,
             in_run: false,
+            settles: Some(false),
+            run_stop: Stop::Normal,
+            recovering: false,
+            gave_up: None,
+            abort_asked: false,
             queued: 0,
             open_end: None,
             asked_to_queue: false,
@@ -157,6 +220,12 @@ impl Lifecycle {
             max_bytes,
             keep,
         }
+    }
+
+    /// Whether the agent announces settling, as its version says (`None`: not known; an end the
+    /// frames leave open waits for an `agent_settled` or a probe).
+    pub fn agent_settles(&mut self, settles: Option<bool>) {
+        self.settles = settles;
     }
 
     pub fn active_operation(&self) -> Option<&'static str> {
@@ -206,10 +275,17 @@ impl Lifecycle {
         self.prompts.push(Prompt { id: id.to_string(), streaming, starts_at_send: self.agent_starts, acknowledged: false });
     }
 
-    /// A prompt's success response arrived.
-    pub fn acknowledged(&mut self, id: &str) {
+    /// A prompt's success response arrived, saying `disposition` (pi 0.99 on).
+    pub fn acknowledged(&mut self, id: &str, disposition: Disposition) {
+        if disposition == Disposition::Handled {
+            self.completed_without_run(id, None, false);
+            return;
+        }
         if let Some(p) = self.prompts.iter_mut().find(|p| p.id == id) {
             p.acknowledged = true;
+            if disposition == Disposition::Queued {
+                p.streaming = true;
+            }
         }
     }
 
@@ -218,15 +294,24 @@ impl Lifecycle {
         self.asked_to_queue = true;
     }
 
+    /// `abort` (or `abort_retry`, `abort_and_prompt`) is about to be written.
+    pub fn abort_asked(&mut self) {
+        self.abort_asked = true;
+    }
+
     /// `queue_update` (pi): how many messages wait in the agent's steering and follow-up queues.
     pub fn queue_reported(&mut self, queued: u64) {
         self.queued = queued;
     }
 
-    /// Busy by the agent's own stream: a run is open, messages are queued, or a prompt of
-    /// ours has not completed.
+    /// Busy by the agent's own stream: a run is open, the agent goes on after one, messages
+    /// are queued, or a prompt of ours has not completed.
     pub fn busy(&self) -> bool {
-        self.in_run || self.queued > 0 || !self.prompts.is_empty()
+        self.in_run
+            || self.recovering
+            || matches!(self.open_end, Some(Open::Recovering | Open::Settling))
+            || self.queued > 0
+            || !self.prompts.is_empty()
     }
 
     /// Idle, and nothing leaves a doubt a probe would have to settle.
@@ -236,13 +321,18 @@ impl Lifecycle {
 
     /// The stream alone cannot say whether the agent will do more (the module rules).
     fn doubt(&self) -> bool {
-        self.open_end.is_some() || self.asked_to_queue
+        self.open_end == Some(Open::Unclear) || self.asked_to_queue
+    }
+
+    /// The agent's own frames will say what happens next: no probe.
+    fn frames_decide(&self) -> bool {
+        self.in_run || self.recovering || matches!(self.open_end, Some(Open::Recovering | Open::Settling))
     }
 
     /// When a `get_state` probe is due (None: the stream decides, or a prompt still waits for
     /// its response). `quiet`: how long the agent must have been silent first.
     pub fn probe_due(&self, quiet: std::time::Duration) -> Option<std::time::Instant> {
-        if self.in_run || self.prompts.iter().any(|p| !p.acknowledged) {
+        if self.frames_decide() || self.prompts.iter().any(|p| !p.acknowledged) {
             return None;
         }
         // Queued messages with no run open, or an acknowledged prompt still open with none.
@@ -261,8 +351,8 @@ impl Lifecycle {
 
     /// A probe sent when `starts_at_send` runs had started was answered `probe`.
     pub fn probed(&mut self, probe: Probe, starts_at_send: u64) {
-        if self.agent_starts != starts_at_send || self.in_run {
-            // A run started meanwhile: the stream knows more than the answer.
+        if self.agent_starts != starts_at_send || self.frames_decide() {
+            // A run started meanwhile, or the agent's frames said more than the answer.
             self.busy_probes = 0;
             self.queued_at = None;
             return;
@@ -292,8 +382,8 @@ impl Lifecycle {
         self.asked_to_queue = false;
         // Parked messages wait for the next prompt; until a queue_update says otherwise.
         self.queued = 0;
-        if let Some(end) = self.open_end.take() {
-            self.terminal_agent_end(&end);
+        if self.open_end.take().is_some() {
+            self.work_ended(None);
         }
         // The agent is idle by its own account: an acknowledged prompt still open will not run.
         let silent: Vec<String> = self.prompts.iter().filter(|p| p.acknowledged).map(|p| p.id.clone()).collect();
@@ -337,13 +427,12 @@ impl Lifecycle {
         self.complete(id, done, || Err(err.clone()));
     }
 
-    /// `data.agentInvoked:false` on the response, or a `prompt_result` frame.
+    /// `data.agentInvoked:false` or `disposition:"handled"` on the response, or a
+    /// `prompt_result` frame.
     pub fn completed_without_run(&mut self, id: &str, prompt_result: Option<&[u8]>, agent_invoked: bool) {
-        let outcome = if prompt_result.is_some() { "prompt_result" } else { "not_invoked" };
-        let done = Completion { id: id.to_string(), outcome, agent_invoked, error: None };
-        self.complete(id, done, || {
-            Ok(Outcome { agent_end: None, agent_invoked, prompt_result: prompt_result.map(<[u8]>::to_vec) })
-        });
+        let how = if prompt_result.is_some() { TurnOutcome::PromptResult } else { TurnOutcome::NotInvoked };
+        let done = Completion { id: id.to_string(), outcome: how.name(), agent_invoked, error: None };
+        self.complete(id, done, || Ok(Outcome { how, agent_invoked, prompt_result: prompt_result.map(<[u8]>::to_vec) }));
     }
 
     /// A second, failing response for a prompt id.
@@ -366,18 +455,80 @@ impl Lifecycle {
                 self.agent_starts += 1;
                 self.in_run = true;
                 self.open_end = None;
+                self.recovering = false;
+                self.gave_up = None;
+                self.abort_asked = false;
+                self.run_stop = Stop::Normal;
                 self.busy_probes = 0;
             }
-            Mark::AgentEnd { terminal: true } => {
+            Mark::MessageEnd { stop: Stop::NotAssistant, .. } => {}
+            Mark::MessageEnd { stop, .. } => self.run_stop = stop,
+            Mark::AgentEnd { terminal, will_retry } => {
+                self.in_run = false;
+                self.recovering |= will_retry;
+                let open = if self.settles == Some(true) {
+                    Some(Open::Settling)
+                } else if !terminal {
+                    Some(Open::Unclear)
+                } else if self.recovering {
+                    Some(Open::Recovering)
+                } else if self.run_stop == Stop::Error && self.gave_up.is_none() {
+                    Some(Open::Unclear)
+                } else if self.settles.is_none() {
+                    // It may announce settling: its agent_settled, else a probe, decides.
+                    Some(Open::Unclear)
+                } else {
+                    None
+                };
+                match open {
+                    Some(open) => self.open_end = Some(open),
+                    None => {
+                        self.open_end = None;
+                        let cancelled = self.gave_up.take() == Some(true);
+                        self.work_ended(cancelled.then_some(TurnOutcome::Aborted));
+                    }
+                }
+            }
+            Mark::Recovery(r) => self.recovery(r),
+            Mark::Update | Mark::Other => {}
+        }
+    }
+
+    /// The agent's own word on what follows a run (the module rules).
+    fn recovery(&mut self, r: RecoveryMark) {
+        match r {
+            RecoveryMark::RetryStart | RecoveryMark::CompactionStart { overflow: true } | RecoveryMark::CompactionEnd { will_retry: true } => {
+                self.recovering = true;
+                self.gave_up = None;
+                if self.open_end == Some(Open::Unclear) {
+                    self.open_end = Some(Open::Recovering);
+                }
+            }
+            RecoveryMark::RetryEnd { success: false } | RecoveryMark::CompactionEnd { will_retry: false } => {
+                let was = std::mem::replace(&mut self.recovering, false);
+                let cancelled = was && self.abort_asked && r == (RecoveryMark::RetryEnd { success: false });
+                self.gave_up = Some(cancelled);
+                if self.settles == Some(true) || self.in_run {
+                    // agent_settled, or the run's own agent_end (omp says this before it), ends it.
+                    return;
+                }
+                // The agent gives up on the failed run: its end stands, aborted when the host's
+                // abort is what cancelled the retry.
+                if matches!(self.open_end, Some(Open::Recovering | Open::Unclear)) {
+                    self.open_end = None;
+                    self.gave_up = None;
+                    self.work_ended(cancelled.then_some(TurnOutcome::Aborted));
+                }
+            }
+            RecoveryMark::Settled { aborted } => {
+                self.settles = Some(true);
+                self.recovering = false;
+                self.gave_up = None;
                 self.in_run = false;
                 self.open_end = None;
-                self.terminal_agent_end(line);
+                self.work_ended(Some(if aborted { TurnOutcome::Aborted } else { TurnOutcome::AgentSettled }));
             }
-            Mark::AgentEnd { terminal: false } => {
-                self.in_run = false;
-                self.open_end = Some(line.to_vec());
-            }
-            _ => {}
+            RecoveryMark::RetryEnd { success: true } | RecoveryMark::CompactionStart { overflow: false } => {}
         }
     }
 
@@ -387,7 +538,11 @@ impl Lifecycle {
         self.last_event = std::time::Instant::now();
     }
 
-    fn terminal_agent_end(&mut self, line: &[u8]) {
+    /// The agent's work is over (the module rules). `how`: the outcome, when not the last run's
+    /// own (`agent_end`, or `aborted` when that run stopped aborted).
+    fn work_ended(&mut self, how: Option<TurnOutcome>) {
+        let how = how.unwrap_or(if self.run_stop == Stop::Aborted { TurnOutcome::Aborted } else { TurnOutcome::AgentEnd });
+        self.abort_asked = false;
         let starts = self.agent_starts;
         let mut done = Vec::new();
         self.prompts.retain(|p| {
@@ -398,7 +553,7 @@ impl Lifecycle {
             !ends
         });
         if self.announcing {
-            self.completions.extend(done.iter().map(|id| Completion { id: id.clone(), outcome: "agent_end", agent_invoked: true, error: None }));
+            self.completions.extend(done.iter().map(|id| Completion { id: id.clone(), outcome: how.name(), agent_invoked: true, error: None }));
         }
         if let Some(c) = &mut self.collector {
             let mine = match &c.prompt_id {
@@ -406,7 +561,7 @@ impl Lifecycle {
                 Some(id) => done.contains(id),
             };
             if mine {
-                c.finish(Ok(Outcome { agent_end: Some(line.to_vec()), agent_invoked: true, prompt_result: None }));
+                c.finish(Ok(Outcome { how, agent_invoked: true, prompt_result: None }));
             }
         }
     }
@@ -424,7 +579,7 @@ mod tests {
     use super::*;
 
     fn end(l: &mut Lifecycle) {
-        l.event(b"{\"type\":\"agent_end\"}", Mark::AgentEnd { terminal: true });
+        l.event(b"{\"type\":\"agent_end\"}", Mark::AgentEnd { terminal: true, will_retry: false });
     }
 
     fn outcomes(l: &mut Lifecycle) -> Vec<(String, &'static str)> {
@@ -442,7 +597,7 @@ mod tests {
         for id in ["run", "local", "result", "refused", "late"] {
             l.track(id, false);
         }
-        l.acknowledged("run");
+        l.acknowledged("run", Disposition::Unknown);
         l.event(b"{\"type\":\"agent_start\"}", Mark::AgentStart);
         l.completed_without_run("local", None, false);
         l.completed_without_run("result", Some(b"{\"type\":\"prompt_result\"}"), false);
@@ -626,10 +781,10 @@ mod tests {
         l.acquire("prompt_and_wait").unwrap();
         l.collect(Some("req_1".into()), b"[");
         l.track("req_1", false);
-        l.acknowledged("req_1");
+        l.acknowledged("req_1", Disposition::Unknown);
         assert!(l.probe_due(Q).unwrap() >= l.last_event + Q, "acknowledged, no run yet: a probe only after the quiet");
         start(&mut l);
-        l.event(b"{\"type\":\"agent_end\",\"isTerminal\":false}", Mark::AgentEnd { terminal: false });
+        l.event(b"{\"type\":\"agent_end\",\"isTerminal\":false}", Mark::AgentEnd { terminal: false, will_retry: false });
         assert!(!l.collector_done());
         assert!(l.probe_due(Q).is_some());
         let s = l.starts_seen();
@@ -639,7 +794,7 @@ mod tests {
         assert!(l.collector_done());
         let c = l.take_collector().unwrap();
         let o = c.outcome.unwrap().ok().unwrap();
-        assert_eq!(o.agent_end.as_deref(), Some(&b"{\"type\":\"agent_end\",\"isTerminal\":false}"[..]));
+        assert_eq!(o.how, TurnOutcome::AgentEnd);
         assert!(l.is_idle());
     }
 
@@ -648,9 +803,9 @@ mod tests {
         let mut l = Lifecycle::new(None, None, TurnEvents::All);
         l.collect(Some("req_1".into()), b"[");
         l.track("req_1", false);
-        l.acknowledged("req_1");
+        l.acknowledged("req_1", Disposition::Unknown);
         start(&mut l);
-        l.event(b"{}", Mark::AgentEnd { terminal: false });
+        l.event(b"{}", Mark::AgentEnd { terminal: false, will_retry: false });
         start(&mut l);
         assert_eq!(l.probe_due(Q), None);
         assert!(!l.collector_done());
@@ -664,7 +819,7 @@ mod tests {
         l.collect(Some("req_1".into()), b"[");
         l.track("req_1", false);
         assert_eq!(l.probe_due(Q), None, "no probe before the prompt's response");
-        l.acknowledged("req_1");
+        l.acknowledged("req_1", Disposition::Unknown);
         let s = l.starts_seen();
         l.probe_due(Q).expect("acknowledged, no run: a probe is due");
         l.probed(Probe::Idle, s);
@@ -673,7 +828,7 @@ mod tests {
         let c = l.take_collector().unwrap();
         let o = c.outcome.unwrap().ok().unwrap();
         assert!(!o.agent_invoked);
-        assert!(o.agent_end.is_none());
+        assert_eq!(o.how, TurnOutcome::NotInvoked);
         assert!(l.is_idle());
     }
 
@@ -692,12 +847,274 @@ mod tests {
     fn streamed_messages_reset_at_agent_start() {
         let mut l = Lifecycle::new(None, None, TurnEvents::All);
         l.collect(None, b"[");
-        l.event(b"{}", Mark::MessageEnd { message: b"1" });
+        l.event(b"{}", Mark::MessageEnd { message: b"1", stop: Stop::NotAssistant });
         l.event(b"{}", Mark::AgentStart);
-        l.event(b"{}", Mark::MessageEnd { message: b"2" });
+        l.event(b"{}", Mark::MessageEnd { message: b"2", stop: Stop::NotAssistant });
         let c = l.take_collector().unwrap();
         assert_eq!(c.streamed, vec![b"2".to_vec()]);
         assert_eq!(c.events, b"[{},\n{},\n{}");
         assert_eq!(c.offsets, [(1, 3), (5, 7), (9, 11)]);
+    }
+
+    // --- the end of a prompt: agent_settled, dispositions, retries, overflow recovery -------
+
+    fn failed(l: &mut Lifecycle) {
+        l.event(b"{}", Mark::MessageEnd { message: b"{}", stop: Stop::Error });
+    }
+
+    fn answered(l: &mut Lifecycle) {
+        l.event(b"{}", Mark::MessageEnd { message: b"{}", stop: Stop::Normal });
+    }
+
+    fn end_with(l: &mut Lifecycle, will_retry: bool) {
+        l.event(b"{\"type\":\"agent_end\"}", Mark::AgentEnd { terminal: true, will_retry });
+    }
+
+    fn frame(l: &mut Lifecycle, r: RecoveryMark) {
+        l.event(b"{}", Mark::Recovery(r));
+    }
+
+    /// A prompt tracked, acknowledged and collected by prompt_and_wait.
+    fn prompted(settles: Option<bool>) -> Lifecycle {
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        l.agent_settles(settles);
+        l.announce_completions();
+        l.collect(Some("req_1".into()), b"[");
+        l.track("req_1", false);
+        l.acknowledged("req_1", Disposition::Started);
+        l
+    }
+
+    fn how(l: &mut Lifecycle) -> TurnOutcome {
+        l.take_collector().unwrap().outcome.unwrap().ok().unwrap().how
+    }
+
+    #[test]
+    fn pi_1_x_a_retry_after_a_500_ends_at_agent_settled_not_at_the_failed_agent_end() {
+        // pi 1.6.0, recorded: agent_end {willRetry:true}, auto_retry_start, 2 s, agent_start,
+        // auto_retry_end {success:true}, agent_end, agent_settled {aborted:false}.
+        let mut l = prompted(Some(true));
+        start(&mut l);
+        failed(&mut l);
+        end_with(&mut l, true);
+        assert!(!l.collector_done() && !l.is_idle());
+        frame(&mut l, RecoveryMark::RetryStart);
+        assert_eq!(l.probe_due(Q), None, "the agent's own frames decide: no probe in the retry's delay");
+        start(&mut l);
+        frame(&mut l, RecoveryMark::RetryEnd { success: true });
+        answered(&mut l);
+        end_with(&mut l, false);
+        assert!(!l.collector_done(), "an agent that announces settling ends at its agent_settled");
+        assert!(!l.is_idle() && l.probe_due(Q).is_none());
+        frame(&mut l, RecoveryMark::Settled { aborted: false });
+        assert!(l.is_idle());
+        assert_eq!(how(&mut l), TurnOutcome::AgentSettled);
+        assert_eq!(outcomes(&mut l), [("req_1".into(), "agent_settled")]);
+    }
+
+    #[test]
+    fn pi_1_x_overflow_gives_up_and_settles_with_the_failed_run() {
+        let mut l = prompted(Some(true));
+        start(&mut l);
+        failed(&mut l);
+        end_with(&mut l, false);
+        assert!(!l.collector_done());
+        frame(&mut l, RecoveryMark::Settled { aborted: false });
+        assert_eq!(how(&mut l), TurnOutcome::AgentSettled);
+    }
+
+    #[test]
+    fn pi_1_x_abort_in_the_retry_delay_settles_aborted() {
+        let mut l = prompted(Some(true));
+        start(&mut l);
+        failed(&mut l);
+        end_with(&mut l, true);
+        frame(&mut l, RecoveryMark::RetryStart);
+        l.abort_asked();
+        frame(&mut l, RecoveryMark::RetryEnd { success: false });
+        assert!(!l.collector_done(), "agent_settled follows at once");
+        frame(&mut l, RecoveryMark::Settled { aborted: true });
+        assert!(l.is_idle());
+        assert_eq!(how(&mut l), TurnOutcome::Aborted);
+    }
+
+    #[test]
+    fn dispositions_decide_at_once_handled_without_a_probe_and_queued_with_the_live_run() {
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        l.agent_settles(Some(true));
+        l.collect(Some("req_1".into()), b"[");
+        l.track("req_1", false);
+        l.acknowledged("req_1", Disposition::Handled);
+        assert!(l.collector_done() && l.is_idle(), "handled: nothing runs, no probe");
+        let c = l.take_collector().unwrap().outcome.unwrap().ok().unwrap();
+        assert_eq!((c.how, c.agent_invoked), (TurnOutcome::NotInvoked, false));
+        // A prompt the agent queued into its live run ends with that run, not with a later one.
+        start(&mut l);
+        l.collect(Some("req_2".into()), b"[");
+        l.track("req_2", false);
+        l.acknowledged("req_2", Disposition::Queued);
+        answered(&mut l);
+        end_with(&mut l, false);
+        frame(&mut l, RecoveryMark::Settled { aborted: false });
+        assert_eq!(how(&mut l), TurnOutcome::AgentSettled);
+        assert!(l.is_idle());
+    }
+
+    #[test]
+    fn pi_0_73_a_retry_announced_after_the_failed_agent_end_keeps_the_prompt_open() {
+        // pi 0.73.1, recorded: agent_end (error), auto_retry_start, 2 s, agent_start, …,
+        // auto_retry_end {success:true}, agent_end.
+        let mut l = prompted(Some(false));
+        start(&mut l);
+        failed(&mut l);
+        end_with(&mut l, false);
+        assert!(!l.collector_done(), "a failed run may be retried");
+        assert!(l.probe_due(Q).is_some(), "if nothing follows, a probe decides");
+        frame(&mut l, RecoveryMark::RetryStart);
+        assert_eq!(l.probe_due(Q), None);
+        let s = l.starts_seen();
+        l.probed(Probe::Idle, s);
+        assert!(!l.collector_done(), "an idle answer in the retry's delay does not end it");
+        start(&mut l);
+        frame(&mut l, RecoveryMark::RetryEnd { success: true });
+        answered(&mut l);
+        end_with(&mut l, false);
+        assert!(l.is_idle());
+        assert_eq!(how(&mut l), TurnOutcome::AgentEnd);
+    }
+
+    #[test]
+    fn an_error_the_agent_does_nothing_about_ends_when_a_probe_finds_it_idle() {
+        let mut l = prompted(Some(false));
+        start(&mut l);
+        failed(&mut l);
+        end_with(&mut l, false);
+        let s = l.starts_seen();
+        l.probed(Probe::Idle, s);
+        assert!(l.is_idle());
+        assert_eq!(how(&mut l), TurnOutcome::AgentEnd);
+    }
+
+    #[test]
+    fn retries_that_run_out_end_the_prompt_with_the_last_failed_run() {
+        let mut l = prompted(Some(false));
+        start(&mut l);
+        failed(&mut l);
+        end_with(&mut l, false);
+        frame(&mut l, RecoveryMark::RetryStart);
+        start(&mut l);
+        failed(&mut l);
+        end_with(&mut l, false);
+        frame(&mut l, RecoveryMark::RetryEnd { success: false });
+        assert!(l.is_idle(), "the agent gave up: no probe needed");
+        assert_eq!(how(&mut l), TurnOutcome::AgentEnd);
+    }
+
+    #[test]
+    fn pi_0_73_abort_in_the_retry_delay_ends_the_prompt_aborted_at_once() {
+        // pi 0.73.1, recorded: abort → auto_retry_end {success:false, finalError:"Retry cancelled"}, response.
+        let mut l = prompted(Some(false));
+        start(&mut l);
+        failed(&mut l);
+        end_with(&mut l, false);
+        frame(&mut l, RecoveryMark::RetryStart);
+        l.abort_asked();
+        frame(&mut l, RecoveryMark::RetryEnd { success: false });
+        assert!(l.is_idle());
+        assert_eq!(how(&mut l), TurnOutcome::Aborted);
+        assert_eq!(outcomes(&mut l), [("req_1".into(), "aborted")]);
+    }
+
+    #[test]
+    fn omp_announces_the_retry_inside_the_run_and_ends_at_the_last_terminal_agent_end() {
+        // omp 18.2.3, recorded: the failed run's agent_end is held back; auto_retry_start, then a
+        // second agent_start, auto_retry_end, and one agent_end {isTerminal:true}.
+        let mut l = prompted(Some(false));
+        start(&mut l);
+        failed(&mut l);
+        frame(&mut l, RecoveryMark::RetryStart);
+        start(&mut l);
+        frame(&mut l, RecoveryMark::RetryEnd { success: true });
+        answered(&mut l);
+        end_with(&mut l, false);
+        assert_eq!(how(&mut l), TurnOutcome::AgentEnd);
+        // Abort in the delay: auto_retry_end "Retry cancelled", then the failed run's agent_end.
+        let mut l = prompted(Some(false));
+        start(&mut l);
+        failed(&mut l);
+        frame(&mut l, RecoveryMark::RetryStart);
+        l.abort_asked();
+        frame(&mut l, RecoveryMark::RetryEnd { success: false });
+        assert!(!l.collector_done(), "its agent_end is still to come");
+        end_with(&mut l, false);
+        assert!(l.is_idle(), "ended at once: the agent said it gave up");
+        assert_eq!(how(&mut l), TurnOutcome::Aborted);
+    }
+
+    #[test]
+    fn an_overflow_compaction_that_retries_keeps_the_prompt_open_until_the_new_run_ends() {
+        // pi 0.73.1 (compaction_*) and 0.37.2 (auto_compaction_*): the failed agent_end, then the
+        // compaction with willRetry, then a new run.
+        let mut l = prompted(Some(false));
+        start(&mut l);
+        failed(&mut l);
+        end_with(&mut l, false);
+        frame(&mut l, RecoveryMark::CompactionStart { overflow: true });
+        assert_eq!(l.probe_due(Q), None);
+        frame(&mut l, RecoveryMark::CompactionEnd { will_retry: true });
+        assert!(!l.collector_done() && !l.is_idle());
+        start(&mut l);
+        answered(&mut l);
+        end_with(&mut l, false);
+        assert_eq!(how(&mut l), TurnOutcome::AgentEnd);
+        // omp: both compactions inside the run find nothing to drop; the failed end then stands.
+        let mut l = prompted(Some(false));
+        start(&mut l);
+        failed(&mut l);
+        for _ in 0..2 {
+            frame(&mut l, RecoveryMark::CompactionStart { overflow: true });
+            frame(&mut l, RecoveryMark::CompactionEnd { will_retry: false });
+        }
+        end_with(&mut l, false);
+        assert!(l.is_idle());
+        assert_eq!(how(&mut l), TurnOutcome::AgentEnd);
+    }
+
+    #[test]
+    fn a_pi_of_unknown_version_learns_settling_from_its_first_agent_settled() {
+        let mut l = prompted(None);
+        start(&mut l);
+        answered(&mut l);
+        end_with(&mut l, false);
+        assert!(!l.collector_done(), "it may announce settling");
+        frame(&mut l, RecoveryMark::Settled { aborted: false });
+        assert_eq!(how(&mut l), TurnOutcome::AgentSettled);
+        // Learned: the next prompt ends at its agent_settled only.
+        l.collect(Some("req_2".into()), b"[");
+        l.track("req_2", false);
+        l.acknowledged("req_2", Disposition::Started);
+        start(&mut l);
+        answered(&mut l);
+        end_with(&mut l, false);
+        assert_eq!(l.probe_due(Q), None);
+        frame(&mut l, RecoveryMark::Settled { aborted: false });
+        assert!(l.collector_done());
+        // An old pi of unknown version never settles: a probe ends its prompt.
+        let mut l = prompted(None);
+        start(&mut l);
+        answered(&mut l);
+        end_with(&mut l, false);
+        let s = l.starts_seen();
+        l.probed(Probe::Idle, s);
+        assert_eq!(how(&mut l), TurnOutcome::AgentEnd);
+    }
+
+    #[test]
+    fn an_aborted_last_run_is_an_aborted_outcome() {
+        let mut l = prompted(Some(false));
+        start(&mut l);
+        l.event(b"{}", Mark::MessageEnd { message: b"{}", stop: Stop::Aborted });
+        end_with(&mut l, false);
+        assert_eq!(how(&mut l), TurnOutcome::Aborted);
     }
 }

@@ -13,7 +13,7 @@ use crate::observe::Level;
 
 use super::events::{event_bytes, EventBytes};
 use super::host::{Incoming, Outgoing, Route};
-use super::lifecycle::Mark;
+use super::lifecycle::{Disposition, Mark, RecoveryMark, Stop};
 use super::pending::{Pending, Settled};
 use super::{is_prompt_command, Shared};
 use crate::error::{CommandFailure, Error, Status};
@@ -28,7 +28,7 @@ const EXIT_WAIT: Duration = Duration::from_secs(1);
 const SNIPPET_CHARS: usize = 240;
 
 pub(super) fn run(shared: Arc<Shared>, stdout: File, stderr: File) {
-    let mut router = Router { shared: &shared, fields: Fields::new(), line_no: 0, discarding: false, batch: Vec::new() };
+    let mut router = Router { shared: &shared, fields: Fields::new(), inner: Fields::new(), line_no: 0, discarding: false, batch: Vec::new() };
     let end = transport::pump(
         stdout,
         stderr,
@@ -66,6 +66,8 @@ pub(super) fn run(shared: Arc<Shared>, stdout: File, stderr: File) {
 struct Router<'a> {
     shared: &'a Shared,
     fields: Fields,
+    /// For a field of a frame (a `message_end`'s message).
+    inner: Fields,
     line_no: u64,
     /// After a fatal fault the rest of stdout is read and dropped, so the agent never blocks
     /// on a full pipe while it shuts down.
@@ -334,11 +336,30 @@ impl Router<'_> {
             }
             b"agent_end" => {
                 let terminal = f.kind(line, "isTerminal") != Some(Kind::False);
-                self.session_event(line, Mark::AgentEnd { terminal });
+                let will_retry = f.kind(line, "willRetry") == Some(Kind::True);
+                self.session_event(line, Mark::AgentEnd { terminal, will_retry });
             }
             b"message_end" => {
                 let message = f.raw(line, "message").unwrap_or(b"null");
-                self.session_event(line, Mark::MessageEnd { message });
+                let stop = stop_of(&mut self.inner, message);
+                self.session_event(line, Mark::MessageEnd { message, stop });
+            }
+            b"auto_retry_start" => self.session_event(line, Mark::Recovery(RecoveryMark::RetryStart)),
+            b"auto_retry_end" => {
+                let success = f.kind(line, "success") != Some(Kind::False);
+                self.session_event(line, Mark::Recovery(RecoveryMark::RetryEnd { success }));
+            }
+            b"compaction_start" | b"auto_compaction_start" => {
+                let overflow = f.str(line, "reason").as_deref() == Some("overflow");
+                self.session_event(line, Mark::Recovery(RecoveryMark::CompactionStart { overflow }));
+            }
+            b"compaction_end" | b"auto_compaction_end" => {
+                let will_retry = f.kind(line, "willRetry") == Some(Kind::True);
+                self.session_event(line, Mark::Recovery(RecoveryMark::CompactionEnd { will_retry }));
+            }
+            b"agent_settled" => {
+                let aborted = f.kind(line, "aborted") == Some(Kind::True);
+                self.session_event(line, Mark::Recovery(RecoveryMark::Settled { aborted }));
             }
             b"prompt_result" => {
                 let id = f.str(line, "id").map(Cow::into_owned);
@@ -358,7 +379,7 @@ impl Router<'_> {
     /// An event of the session's stream: retained for the active collector, then queued.
     fn session_event(&mut self, line: &[u8], mark: Mark) {
         self.shared.counters.session_event();
-        if matches!(mark, Mark::AgentEnd { .. }) {
+        if matches!(mark, Mark::AgentEnd { .. } | Mark::Recovery(_)) {
             // This may complete a turn (or, not terminal, make a waiter's activity probe due):
             // its events are in the queue before any waiter wakes.
             self.emit_line(line);
@@ -389,7 +410,7 @@ impl Router<'_> {
                 return;
             }
             Correlation::IdlessSuccess => return,
-            Correlation::Resolved { target, sent, rejected, agent_not_invoked } => {
+            Correlation::Resolved { target, sent, rejected, disposition } => {
                 if sent == "get_state" {
                     // It may be an activity probe a waiter sleeps on: wake it, under the state
                     // lock so the wakeup cannot fall between its check and its wait.
@@ -398,12 +419,9 @@ impl Router<'_> {
                 }
                 if is_prompt_command(&sent) {
                     let mut st = s.state();
-                    if let Some(e) = &rejected {
-                        st.life.rejected(&target, e);
-                    } else if agent_not_invoked {
-                        st.life.completed_without_run(&target, None, false);
-                    } else {
-                        st.life.acknowledged(&target);
+                    match &rejected {
+                        Some(e) => st.life.rejected(&target, e),
+                        None => st.life.acknowledged(&target, disposition),
                     }
                     drop(st);
                     s.cond.notify_all();
@@ -458,8 +476,9 @@ pub enum Correlation {
     BadId { command: String },
     /// A success without an id (e.g. widget_layout): nothing waits for it.
     IdlessSuccess,
-    /// The waiting request `target` (whose command was `sent`) got the reply.
-    Resolved { target: String, sent: String, rejected: Option<Error>, agent_not_invoked: bool },
+    /// The waiting request `target` (whose command was `sent`) got the reply; a success says
+    /// what happens to a prompt (`data.agentInvoked`, `data.disposition`).
+    Resolved { target: String, sent: String, rejected: Option<Error>, disposition: Disposition },
     /// No request waits for it; `settled` says how an earlier request with its id ended.
     Unmatched { id: Option<String>, command: String, rejected: Option<Error>, settled: Option<(String, Settled)> },
 }
@@ -512,11 +531,14 @@ pub fn correlate(f: &Fields, line: &[u8], pending: &mut Pending) -> Correlation 
         None => pending.match_idless(&command),
     };
     let reply = if success { Ok(data()) } else { Err(failure()) };
-    let agent_not_invoked = success && reply.as_ref().ok().and_then(|d| d.as_deref()).is_some_and(agent_not_invoked);
+    let disposition = match reply.as_ref().ok().and_then(|d| d.as_deref()) {
+        Some(data) if success => disposition(data),
+        _ => Disposition::Unknown,
+    };
     let rejected = reply.as_ref().err().cloned();
     if let Some(target) = target {
         if let Some(sent) = pending.resolve(&target, reply) {
-            return Correlation::Resolved { target, sent, rejected, agent_not_invoked };
+            return Correlation::Resolved { target, sent, rejected, disposition };
         }
     }
     let settled = id.as_deref().and_then(|i| pending.settled(i).map(|(c, how)| (c.to_string(), how)));
@@ -537,10 +559,37 @@ pub fn check_frame(fields: &mut Fields, line: &[u8]) -> Result<(), String> {
     }
 }
 
-/// `data.agentInvoked === false` on a prompt's response: it completed without a run.
-fn agent_not_invoked(data: &[u8]) -> bool {
+/// How a `message_end`'s message stopped, if it is an assistant message (a top-level scan of
+/// the message; `stopReason` is enough: only assistant messages carry one).
+fn stop_of(f: &mut Fields, message: &[u8]) -> Stop {
+    if f.scan(message, 0..message.len()).is_err() {
+        return Stop::NotAssistant;
+    }
+    match f.str(message, "stopReason").as_deref() {
+        None => Stop::NotAssistant,
+        Some("error") => Stop::Error,
+        Some("aborted") => Stop::Aborted,
+        Some(_) => Stop::Normal,
+    }
+}
+
+/// What a success response's `data` says happens to a prompt: `agentInvoked:false` (omp) or
+/// `disposition:"handled"` (pi 0.99 on) — it completed without a run; `"queued"` — the live
+/// run takes it; `"started"` — a run starts for it.
+fn disposition(data: &[u8]) -> Disposition {
     let mut f = Fields::new();
-    f.scan(data, 0..data.len()).is_ok() && f.kind(data, "agentInvoked") == Some(Kind::False)
+    if f.scan(data, 0..data.len()).is_err() {
+        return Disposition::Unknown;
+    }
+    if f.kind(data, "agentInvoked") == Some(Kind::False) {
+        return Disposition::Handled;
+    }
+    match f.str(data, "disposition").as_deref() {
+        Some("handled") => Disposition::Handled,
+        Some("queued") => Disposition::Queued,
+        Some("started") => Disposition::Started,
+        _ => Disposition::Unknown,
+    }
 }
 
 #[cfg(test)]

@@ -137,6 +137,7 @@ impl Client {
             state: Mutex::new(State {
                 life: {
                     let mut life = Lifecycle::new(opts.max_event_history, opts.max_turn_bytes, opts.turn_events);
+                    life.agent_settles(crate::protocol::version::announces_settling(opts.flavor, opts.agent_version));
                     if opts.prompt_complete_events {
                         life.announce_completions();
                     }

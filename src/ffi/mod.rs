@@ -43,7 +43,7 @@ pub use summarizer::*;
 use strings::give;
 
 /// The C ABI version. Bumped on every incompatible change; bindings refuse a mismatch.
-pub const OMPRPC_ABI_VERSION: u32 = 1;
+pub const OMPRPC_ABI_VERSION: u32 = 2;
 /// Timeout value: wait without a deadline.
 pub const OMPRPC_TIMEOUT_INFINITE: i64 = -1;
 /// Timeout value: use the client's configured default for this kind of call.

@@ -201,16 +201,23 @@ pub unsafe extern "C" fn omprpc_event_batch_free(batch: *mut omprpc_event_batch)
     }
 }
 
-/// How a prompt completed.
+/// How a prompt completed (the turn JSON's `outcome`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum omprpc_turn_outcome {
-    /// A terminal `agent_end` ended the run the prompt started.
+    /// The last run's terminal `agent_end` ended it, and the agent did not go on by itself (an
+    /// agent that does not announce settling: omp, pi before 0.80.4).
     AgentEnd = 0,
     /// omp's `prompt_result` answered it (a command that ran no agent loop).
     PromptResult = 1,
-    /// The prompt's response said `agentInvoked:false`: nothing ran.
+    /// Nothing ran: the prompt's response said `agentInvoked:false` or
+    /// `disposition:"handled"`, or the agent proved idle with no run for it.
     NotInvoked = 2,
+    /// The agent said it settled (`agent_settled`, pi 0.80.4 on) after the prompt's runs.
+    AgentSettled = 3,
+    /// It was aborted: `agent_settled {aborted:true}`, a retry the host aborted in its delay,
+    /// or a last run that stopped `aborted`.
+    Aborted = 4,
 }
 
 /// A completed turn's metadata. Every `omprpc_str` borrows from the turn (absent: `data` NULL);
@@ -238,6 +245,18 @@ pub struct omprpc_turn_info {
     pub summary_json: omprpc_str,
     /// The whole turn JSON, as `omprpc_client_prompt_and_wait` returns it.
     pub turn_json: omprpc_str,
+    /// How many attempts the agent made at the prompt: 1, plus one per retry it made and per
+    /// overflow compaction it retried after (0 when nothing ran).
+    pub attempts: u32,
+    /// The agent said it settled (`agent_settled`).
+    pub settled: bool,
+    /// The attempts that failed, oldest first, a JSON array of
+    /// `{"attempt","error","then","delayMs"?}`; `then` is `retry`, `compaction`, `gave_up`,
+    /// `cancelled` or `none`.
+    pub failed_attempts_json: omprpc_str,
+    /// The compactions inside the turn, a JSON array of
+    /// `{"reason","aborted","willRetry","errorMessage"}`.
+    pub compactions_json: omprpc_str,
 }
 
 /// A completed prompt: its metadata and its events, borrowed from it.
@@ -353,6 +372,8 @@ fn info(t: &omprpc_turn) -> omprpc_turn_info {
             TurnOutcome::AgentEnd => omprpc_turn_outcome::AgentEnd,
             TurnOutcome::PromptResult => omprpc_turn_outcome::PromptResult,
             TurnOutcome::NotInvoked => omprpc_turn_outcome::NotInvoked,
+            TurnOutcome::AgentSettled => omprpc_turn_outcome::AgentSettled,
+            TurnOutcome::Aborted => omprpc_turn_outcome::Aborted,
         },
         agent_invoked: turn.agent_invoked,
         event_count: turn.events.len(),
@@ -366,6 +387,10 @@ fn info(t: &omprpc_turn) -> omprpc_turn_info {
         prompt_result_json: span(turn.prompt_result),
         summary_json: span(turn.summary),
         turn_json: omprpc_str::of(&turn.json),
+        attempts: turn.attempts,
+        settled: turn.settled,
+        failed_attempts_json: span(Some(turn.failed_attempts)),
+        compactions_json: span(Some(turn.compactions)),
     }
 }
 

@@ -55,7 +55,7 @@ impl fmt::Display for Version {
 /// `--hook` instead and drops the flag silently; 0.35–0.37.1 are not on the registry here).
 pub const PI_OLDEST: Version = Version::new(0, 37, 2);
 /// The newest pi the suite ran on. Newer pi is started (with a log warning), untested.
-pub const PI_NEWEST: Version = Version::new(0, 73, 1);
+pub const PI_NEWEST: Version = Version::new(1, 6, 0);
 /// omp: 17.x and 18.x share the RPC surface the library uses (17.3.5 was read, 18.2.3 run).
 pub const OMP_OLDEST: Version = Version::new(17, 0, 0);
 pub const OMP_NEWEST: Version = Version::new(18, 2, 3);
@@ -165,6 +165,22 @@ pub const PI_TOOLS_FILTER_EXTENSIONS: Version = Version::new(0, 68, 0);
 /// it silently, leaving every built-in on.
 pub const PI_NO_TOOLS_FLAG: Version = Version::new(0, 40, 1);
 
+/// pi announces the end of its work with `agent_settled` from 0.80.4 (CHANGELOG 0.80.4; measured
+/// in tests/support/PI-NOTES.md): a prompt ends there, not at an `agent_end`, which from then on
+/// only ends one low-level run (retries, overflow recovery and queued messages may follow).
+pub const PI_AGENT_SETTLED: Version = Version::new(0, 80, 4);
+
+/// Whether the agent announces settling (`agent_settled`): omp does not; pi from
+/// [`PI_AGENT_SETTLED`]. `None` for a pi of unknown version: the client learns it from the first
+/// `agent_settled` it sees, and until then lets a probe settle what the frames leave open.
+pub fn announces_settling(flavor: Flavor, version: Option<Version>) -> Option<bool> {
+    match (flavor, version) {
+        (Flavor::Pi, Some(v)) => Some(v >= PI_AGENT_SETTLED),
+        (Flavor::Pi, None) => None,
+        (Flavor::Omp, _) => Some(false),
+    }
+}
+
 /// Whether the agent knows `--no-tools`. Unknown version: the newest behaviour.
 pub fn has_no_tools_flag(flavor: Flavor, version: Option<Version>) -> bool {
     match (flavor, version) {
@@ -204,6 +220,15 @@ mod tests {
         assert_eq!(launcher(&v(&["node", "/x/cli.js", "--mode=rpc"])), Some(&v(&["node", "/x/cli.js"])[..]));
         assert_eq!(launcher(&v(&["sh", "-c", "sleep 9"])), None);
         assert_eq!(launcher(&v(&["--mode", "rpc"])), None);
+    }
+
+    #[test]
+    fn pi_announces_settling_from_0_80_4() {
+        assert_eq!(announces_settling(Flavor::Pi, Some(Version::new(0, 80, 3))), Some(false));
+        assert_eq!(announces_settling(Flavor::Pi, Some(Version::new(0, 80, 4))), Some(true));
+        assert_eq!(announces_settling(Flavor::Pi, Some(Version::new(1, 6, 0))), Some(true));
+        assert_eq!(announces_settling(Flavor::Pi, None), None);
+        assert_eq!(announces_settling(Flavor::Omp, Some(Version::new(18, 2, 3))), Some(false));
     }
 
     #[test]

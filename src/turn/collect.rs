@@ -17,20 +17,73 @@ pub enum TurnEvents {
 /// What the reader says about one frame of the session's stream.
 pub enum Mark<'a> {
     AgentStart,
-    AgentEnd { terminal: bool },
-    MessageEnd { message: &'a [u8] },
+    /// `agent_end`: `terminal` unless it says `isTerminal:false` (omp hands a run over to a
+    /// continuation so); `will_retry`: pi's `willRetry:true` (0.75.4 on: a retry follows).
+    AgentEnd { terminal: bool, will_retry: bool },
+    /// `message_end`: its message, and how it stopped when it is an assistant message.
+    MessageEnd { message: &'a [u8], stop: Stop },
     /// `message_update`: retained only when the turn keeps all events.
     Update,
+    /// The agent's own word on what it does after a run's end (turn::recovery): kept for the
+    /// turn's record whatever events the turn retains.
+    Recovery(Recovery),
     Other,
 }
 
-/// How a collected run ended.
+/// How a `message_end`'s message stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Not an assistant message (no `stopReason`).
+    NotAssistant,
+    /// An assistant message that stopped otherwise (`stop`, `toolUse`, `length` …).
+    Normal,
+    /// `stopReason:"error"`: the LLM call failed (the agent may retry or compact).
+    Error,
+    /// `stopReason:"aborted"`.
+    Aborted,
+}
+
+/// The recovery and settling frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// `auto_retry_start`: the agent retries the failed call after a delay.
+    RetryStart,
+    /// `auto_retry_end`: `success:false` when the retries ran out or were cancelled.
+    RetryEnd { success: bool },
+    /// `compaction_start` (pi) / `auto_compaction_start` (omp, pi before 0.50), `overflow` when
+    /// its reason is the context overflow the last run failed with.
+    CompactionStart { overflow: bool },
+    /// `compaction_end` / `auto_compaction_end`: `will_retry` when the agent runs the prompt again.
+    CompactionEnd { will_retry: bool },
+    /// `agent_settled` (pi 0.80.4 on): the agent will not go on by itself.
+    Settled { aborted: bool },
+}
+
+/// How a collected prompt ended.
 pub struct Outcome {
-    /// The raw terminal `agent_end` frame, if the run had one.
-    pub agent_end: Option<Vec<u8>>,
+    pub how: super::TurnOutcome,
     pub agent_invoked: bool,
     /// The raw `prompt_result` frame, if that is what completed it.
     pub prompt_result: Option<Vec<u8>>,
+}
+
+/// One low-level run the turn saw end: its `agent_end` and the messages streamed in it (to
+/// rebuild a compacted `agent_end`).
+pub struct Run {
+    pub agent_end: Vec<u8>,
+    pub streamed: Vec<Vec<u8>>,
+    /// Its `agent_start` came after the collection began (else it is the tail of a run that was
+    /// live already: a prompt queued into it).
+    pub started_here: bool,
+}
+
+/// The turn's lifecycle in order, for its record (turn::recovery).
+pub enum Fact {
+    Start,
+    /// The end of `runs[i]`.
+    End(usize),
+    /// A recovery or settling frame.
+    Frame(Vec<u8>),
 }
 
 /// Events retained for the one active lifecycle operation.
@@ -44,6 +97,11 @@ pub struct Collector {
     pub offsets: Vec<(usize, usize)>,
     /// Raw `message` of each `message_end` since the last `agent_start` (compaction rebuild).
     pub streamed: Vec<Vec<u8>>,
+    /// Every run that ended while collecting, oldest first.
+    pub runs: Vec<Run>,
+    pub facts: Vec<Fact>,
+    /// An `agent_start` came since the collection began.
+    started: bool,
     limit: Option<usize>,
     max_bytes: Option<usize>,
     keep: TurnEvents,
@@ -54,7 +112,19 @@ impl Collector {
     /// Collects after `prefix`, at most `limit` events and `max_bytes` bytes (a run that passes
     /// either fails the collection with LIMIT_EXCEEDED).
     pub fn new(prompt_id: Option<String>, prefix: &[u8], limit: Option<usize>, max_bytes: Option<usize>, keep: TurnEvents) -> Self {
-        Collector { prompt_id, events: prefix.to_vec(), offsets: Vec::new(), streamed: Vec::new(), limit, max_bytes, keep, outcome: None }
+        Collector {
+            prompt_id,
+            events: prefix.to_vec(),
+            offsets: Vec::new(),
+            streamed: Vec::new(),
+            runs: Vec::new(),
+            facts: Vec::new(),
+            started: false,
+            limit,
+            max_bytes,
+            keep,
+            outcome: None,
+        }
     }
 
     /// Ends the collection (the first outcome stands).
@@ -75,7 +145,7 @@ impl Collector {
             TurnEvents::None => false,
         };
         if !keep {
-            self.stream(mark);
+            self.stream(line, mark);
         } else if let Some(l) = self.limit.filter(|l| self.offsets.len() >= *l) {
             self.finish(Err(Error::new(
                 Status::LimitExceeded,
@@ -101,16 +171,27 @@ impl Collector {
             let start = self.events.len();
             self.events.extend_from_slice(line);
             self.offsets.push((start, self.events.len()));
-            self.stream(mark);
+            self.stream(line, mark);
         }
     }
 
-    /// The messages streamed since the run started, for rebuilding a compacted `agent_end`.
-    fn stream(&mut self, mark: &Mark) {
+    /// The runs, the messages streamed in each (for rebuilding a compacted `agent_end`) and the
+    /// recovery frames, whatever events the turn keeps.
+    fn stream(&mut self, line: &[u8], mark: &Mark) {
         match mark {
-            Mark::AgentStart => self.streamed.clear(),
-            Mark::MessageEnd { message } => self.streamed.push(message.to_vec()),
-            _ => {}
+            Mark::AgentStart => {
+                self.streamed.clear();
+                self.started = true;
+                self.facts.push(Fact::Start);
+            }
+            Mark::AgentEnd { .. } => {
+                let streamed = std::mem::take(&mut self.streamed);
+                self.facts.push(Fact::End(self.runs.len()));
+                self.runs.push(Run { agent_end: line.to_vec(), streamed, started_here: self.started });
+            }
+            Mark::MessageEnd { message, .. } => self.streamed.push(message.to_vec()),
+            Mark::Recovery(_) => self.facts.push(Fact::Frame(line.to_vec())),
+            Mark::Update | Mark::Other => {}
         }
     }
 }

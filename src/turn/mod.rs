@@ -5,12 +5,13 @@
 //! Runs on the waiting caller's thread, never on the reader, and copies event bytes once.
 
 pub mod collect;
+pub mod recovery;
 pub mod summary;
 
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-pub use collect::{Collector, Mark, Outcome, TurnEvents};
+pub use collect::{Collector, Fact, Mark, Outcome, Recovery as RecoveryMark, Run, Stop, TurnEvents};
 use crate::error::{Error, Result, Status};
 use crate::protocol::scan::Fields;
 
@@ -110,6 +111,7 @@ fn find_assistant<'m>(messages: &'m [Box<RawValue>], events: &'m [u8], offsets: 
 }
 
 /// The summary of the collected events (parsing each one: opt-in, as it costs a full parse).
+/// The turn is complete when it is built, whatever its last event said.
 fn summarize(c: &Collector, model: Option<String>) -> Value {
     let mut s = summary::Summarizer::new(model);
     for &(start, end) in &c.offsets {
@@ -117,21 +119,99 @@ fn summarize(c: &Collector, model: Option<String>) -> Value {
             s.feed(&v);
         }
     }
-    s.finish()
+    let mut v = s.finish();
+    v["complete"] = Value::Bool(true);
+    v
+}
+
+/// The messages of the runs the turn held: each run's `agent_end` messages (a compacted one
+/// rebuilt), oldest run first — the runs that started while collecting, else (a prompt queued
+/// into a run that was live already) the last run.
+fn turn_messages(runs: &[Run]) -> Result<(Vec<Box<RawValue>>, Vec<usize>)> {
+    let mine: Vec<&Run> = match runs.iter().filter(|r| r.started_here).count() {
+        0 => runs.last().into_iter().collect(),
+        _ => runs.iter().filter(|r| r.started_here).collect(),
+    };
+    let mut all = Vec::new();
+    // Where each run's messages end in `all` (indexed like `runs`; a run left out ends where
+    // the one before it did).
+    let mut ends = Vec::with_capacity(runs.len());
+    for r in runs {
+        if mine.iter().any(|m| std::ptr::eq(*m, r)) {
+            all.extend(messages(&r.agent_end, &r.streamed)?);
+        }
+        ends.push(all.len());
+    }
+    Ok((all, ends))
+}
+
+/// The turn's record of attempts (turn::recovery) from the collector's facts: `msgs` and
+/// `ends` locate each run's messages.
+fn record(c: &Collector, msgs: &[Box<RawValue>], ends: &[usize]) -> recovery::Recovery {
+    let mut r = recovery::Recovery::new();
+    for fact in &c.facts {
+        match fact {
+            Fact::Start => r.run_started(),
+            Fact::End(i) => {
+                let from = if *i == 0 { 0 } else { ends[*i - 1] };
+                let run = &msgs[from.min(ends[*i])..ends[*i]];
+                let last = run.iter().rev().find(|m| role(m.get().as_bytes()).as_deref() == Some("assistant"));
+                let parsed = last.and_then(|m| serde_json::from_str::<Value>(m.get()).ok());
+                // A run left out of the messages (an earlier run's tail) has its own agent_end.
+                let parsed = parsed.or_else(|| last_assistant_of(&c.runs[*i].agent_end));
+                r.run_ended(parsed.as_ref());
+            }
+            Fact::Frame(f) => {
+                if let Ok(v) = serde_json::from_slice::<Value>(f) {
+                    r.frame(&v);
+                }
+            }
+        }
+    }
+    r
+}
+
+/// The last assistant message of an `agent_end` frame, parsed.
+fn last_assistant_of(agent_end: &[u8]) -> Option<Value> {
+    let mut f = Fields::new();
+    f.scan(agent_end, 0..agent_end.len()).ok()?;
+    let list: Vec<Box<RawValue>> = serde_json::from_slice(f.raw(agent_end, "messages")?).ok()?;
+    let last = list.iter().rev().find(|m| role(m.get().as_bytes()).as_deref() == Some("assistant"))?;
+    serde_json::from_str(last.get()).ok()
 }
 
 /// A byte range of [`Turn::json`].
 pub type Span = (usize, usize);
 
-/// How a prompt completed (the C ABI's `omprpc_turn_outcome`).
+/// How a prompt completed (the C ABI's `omprpc_turn_outcome`; `name` in the turn JSON and the
+/// `prompt_complete` event).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TurnOutcome {
-    /// A terminal `agent_end` ended the run the prompt started.
+    /// The last run's terminal `agent_end` ended it, and the agent did not go on (an agent that
+    /// does not announce settling: omp, pi before 0.80.4).
     AgentEnd,
     /// omp's `prompt_result` frame answered it (a command that ran no agent loop).
     PromptResult,
-    /// The prompt's response said `agentInvoked:false`: nothing ran.
+    /// The prompt's response said nothing ran (`agentInvoked:false`, `disposition:"handled"`), or
+    /// the agent proved idle with no run for it.
     NotInvoked,
+    /// The agent said it settled (`agent_settled`, pi 0.80.4 on) after the prompt's runs.
+    AgentSettled,
+    /// It was aborted: `agent_settled {aborted:true}`, a retry the host aborted in its delay, or
+    /// a last run that stopped `aborted`.
+    Aborted,
+}
+
+impl TurnOutcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            TurnOutcome::AgentEnd => "agent_end",
+            TurnOutcome::PromptResult => "prompt_result",
+            TurnOutcome::NotInvoked => "not_invoked",
+            TurnOutcome::AgentSettled => "agent_settled",
+            TurnOutcome::Aborted => "aborted",
+        }
+    }
 }
 
 /// A completed turn: its JSON (what `prompt_and_wait` returns) and where its parts are in it,
@@ -157,6 +237,13 @@ pub struct Turn {
     pub usage: Option<Span>,
     pub prompt_result: Option<Span>,
     pub summary: Option<Span>,
+    /// How many attempts the agent made at the prompt (turn::recovery; 0 when nothing ran).
+    pub attempts: u32,
+    /// The agent said it settled (`agent_settled`).
+    pub settled: bool,
+    /// `failedAttempts` and `compactions` (JSON arrays).
+    pub failed_attempts: Span,
+    pub compactions: Span,
 }
 
 /// Where `part` (a subslice of `whole`) sits in it.
@@ -173,18 +260,14 @@ pub fn build(request_id: &str, c: Collector, summary: Option<Option<String>>) ->
 }
 
 /// [`build`], with the parts located.
-pub fn build_turn(request_id: &str, c: Collector, summary: Option<Option<String>>) -> Result<Turn> {
+pub fn build_turn(request_id: &str, mut c: Collector, summary: Option<Option<String>>) -> Result<Turn> {
     let summary = summary.map(|model| summarize(&c, model));
-    let Outcome { agent_end, agent_invoked, prompt_result } = c.outcome.expect("collector is complete")?;
-    let outcome = match (&agent_end, &prompt_result) {
-        (Some(_), _) => TurnOutcome::AgentEnd,
-        (None, Some(_)) => TurnOutcome::PromptResult,
-        (None, None) => TurnOutcome::NotInvoked,
+    let Outcome { how: outcome, agent_invoked, prompt_result } = c.outcome.take().expect("collector is complete")?;
+    let (msgs, ends) = match outcome {
+        TurnOutcome::PromptResult | TurnOutcome::NotInvoked => (Vec::new(), vec![0; c.runs.len()]),
+        _ => turn_messages(&c.runs)?,
     };
-    let msgs = match &agent_end {
-        Some(end) => messages(end, &c.streamed)?,
-        None => Vec::new(),
-    };
+    let rec = record(&c, &msgs, &ends);
     let assistant = find_assistant(&msgs, &c.events, &c.offsets);
     let parsed = assistant.and_then(|a| serde_json::from_slice::<Value>(a).ok());
     let text = parsed.as_ref().and_then(assistant_text);
@@ -195,8 +278,22 @@ pub fn build_turn(request_id: &str, c: Collector, summary: Option<Option<String>
     let mut tail = String::with_capacity(256);
     tail.push_str("],\"requestId\":");
     tail.push_str(&Value::String(request_id.to_string()).to_string());
-    tail.push_str(",\"agentInvoked\":");
+    tail.push_str(",\"outcome\":\"");
+    tail.push_str(outcome.name());
+    tail.push_str("\",\"agentInvoked\":");
     tail.push_str(if agent_invoked { "true" } else { "false" });
+    tail.push_str(",\"attempts\":");
+    tail.push_str(&rec.attempts().to_string());
+    tail.push_str(",\"settled\":");
+    tail.push_str(if rec.settled().is_some() { "true" } else { "false" });
+    tail.push_str(",\"failedAttempts\":");
+    let failed_start = at + tail.len();
+    tail.push_str(&rec.failed_attempts().to_string());
+    let failed_attempts = (failed_start, at + tail.len());
+    tail.push_str(",\"compactions\":");
+    let compactions_start = at + tail.len();
+    tail.push_str(&rec.compactions().to_string());
+    let compactions = (compactions_start, at + tail.len());
     tail.push_str(",\"messages\":");
     let messages_start = at + tail.len();
     tail.push('[');
@@ -257,6 +354,10 @@ pub fn build_turn(request_id: &str, c: Collector, summary: Option<Option<String>
         usage,
         prompt_result: prompt_span,
         summary: summary_span,
+        attempts: rec.attempts(),
+        settled: rec.settled().is_some(),
+        failed_attempts,
+        compactions,
         json,
     })
 }
@@ -265,22 +366,37 @@ pub fn build_turn(request_id: &str, c: Collector, summary: Option<Option<String>
 mod tests {
     use super::*;
 
-    /// The collector a prompt_and_wait would have after `frames`, ended by the last terminal
-    /// `agent_end` as the lifecycle ends it.
+    /// The collector a prompt_and_wait would have after `frames`, ended by the first terminal
+    /// `agent_end` as the lifecycle ends it for an agent that does not announce settling.
     fn run(frames: &[&str]) -> Collector {
+        run_as(frames, false)
+    }
+
+    /// … or, `settling`, by the `agent_settled`.
+    fn run_as(frames: &[&str], settling: bool) -> Collector {
         let mut c = Collector::new(None, TURN_PREFIX, None, None, TurnEvents::All);
         for fr in frames {
             let v: Value = serde_json::from_str(fr).unwrap();
             let message = v["message"].to_string();
             let mark = match v["type"].as_str().unwrap() {
                 "agent_start" => Mark::AgentStart,
-                "agent_end" => Mark::AgentEnd { terminal: v["isTerminal"] != false },
-                "message_end" => Mark::MessageEnd { message: message.as_bytes() },
+                "agent_end" => Mark::AgentEnd { terminal: v["isTerminal"] != false, will_retry: false },
+                "message_end" => Mark::MessageEnd { message: message.as_bytes(), stop: Stop::NotAssistant },
+                "auto_retry_start" => Mark::Recovery(RecoveryMark::RetryStart),
+                "agent_settled" => Mark::Recovery(RecoveryMark::Settled { aborted: v["aborted"] == true }),
                 _ => Mark::Other,
             };
             c.retain(fr.as_bytes(), &mark);
-            if matches!(mark, Mark::AgentEnd { terminal: true }) {
-                c.finish(Ok(Outcome { agent_end: Some(fr.as_bytes().to_vec()), agent_invoked: true, prompt_result: None }));
+            match mark {
+                Mark::AgentEnd { terminal: true, .. } if !settling => {
+                    c.finish(Ok(Outcome { how: TurnOutcome::AgentEnd, agent_invoked: true, prompt_result: None }))
+                }
+                Mark::Recovery(RecoveryMark::Settled { aborted }) => c.finish(Ok(Outcome {
+                    how: if aborted { TurnOutcome::Aborted } else { TurnOutcome::AgentSettled },
+                    agent_invoked: true,
+                    prompt_result: None,
+                })),
+                _ => {}
             }
         }
         c
@@ -349,12 +465,58 @@ mod tests {
         let mut c = Collector::new(None, TURN_PREFIX, None, None, TurnEvents::All);
         let pr = r#"{"type":"prompt_result","id":"r","agentInvoked":false}"#;
         c.retain(pr.as_bytes(), &Mark::Other);
-        c.finish(Ok(Outcome { agent_end: None, agent_invoked: false, prompt_result: Some(pr.as_bytes().to_vec()) }));
+        c.finish(Ok(Outcome { how: TurnOutcome::PromptResult, agent_invoked: false, prompt_result: Some(pr.as_bytes().to_vec()) }));
         let t = build_turn("r", c, None).unwrap();
         assert_eq!((t.outcome, t.agent_invoked), (TurnOutcome::PromptResult, false));
         assert_eq!(&t.json[t.messages.0..t.messages.1], b"[]");
         assert_eq!(&t.json[t.prompt_result.unwrap().0..t.prompt_result.unwrap().1], pr.as_bytes());
         assert!(t.assistant_message.is_none() && t.usage.is_none() && t.summary.is_none());
+    }
+
+    #[test]
+    fn a_retried_turn_holds_every_run_and_records_the_failed_attempt() {
+        // pi 1.6.0 after an HTTP 500 (recorded): the failed run, the retry's run, agent_settled.
+        let failed = r#"{"role":"assistant","content":[],"stopReason":"error","errorMessage":"500: boom"}"#;
+        let ok = r#"{"role":"assistant","content":[{"type":"text","text":"hi there"}],"stopReason":"stop"}"#;
+        let end1 = format!(r#"{{"type":"agent_end","messages":[{{"role":"user","content":"hello"}},{failed}],"willRetry":true}}"#);
+        let end2 = format!(r#"{{"type":"agent_end","messages":[{ok}],"willRetry":false}}"#);
+        let c = run_as(
+            &[
+                r#"{"type":"agent_start"}"#,
+                &end1,
+                r#"{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"500: boom"}"#,
+                r#"{"type":"agent_start"}"#,
+                &end2,
+                r#"{"type":"agent_settled","aborted":false}"#,
+            ],
+            true,
+        );
+        let t = build_turn("req_1", c, Some(None)).unwrap();
+        let v: Value = serde_json::from_slice(&t.json).unwrap();
+        assert_eq!((t.outcome, t.attempts, t.settled), (TurnOutcome::AgentSettled, 2, true));
+        assert_eq!(v["outcome"], "agent_settled");
+        assert_eq!(v["messages"].as_array().unwrap().len(), 3, "both runs' messages");
+        assert_eq!(v["assistantText"], "hi there");
+        assert_eq!(v["failedAttempts"], serde_json::json!([{"attempt": 1, "error": "500: boom", "then": "retry", "delayMs": 2000}]));
+        assert_eq!(&t.json[t.failed_attempts.0..t.failed_attempts.1], v["failedAttempts"].to_string().as_bytes());
+        assert_eq!(&t.json[t.compactions.0..t.compactions.1], b"[]");
+        assert_eq!(v["summary"]["complete"], true);
+        // With no events retained the record is the same: it comes from the collector's facts.
+        let mut c = Collector::new(None, TURN_PREFIX, None, None, TurnEvents::None);
+        for (fr, mark) in [
+            (r#"{"type":"agent_start"}"#, Mark::AgentStart),
+            (end1.as_str(), Mark::AgentEnd { terminal: true, will_retry: true }),
+            (r#"{"type":"auto_retry_start","delayMs":2000}"#, Mark::Recovery(RecoveryMark::RetryStart)),
+            (r#"{"type":"agent_start"}"#, Mark::AgentStart),
+            (end2.as_str(), Mark::AgentEnd { terminal: true, will_retry: false }),
+        ] {
+            c.retain(fr.as_bytes(), &mark);
+        }
+        c.finish(Ok(Outcome { how: TurnOutcome::AgentEnd, agent_invoked: true, prompt_result: None }));
+        let t = build_turn("req_1", c, None).unwrap();
+        let v: Value = serde_json::from_slice(&t.json).unwrap();
+        assert_eq!((v["attempts"].as_u64(), v["failedAttempts"][0]["error"].as_str()), (Some(2), Some("500: boom")));
+        assert_eq!(v["events"], serde_json::json!([]));
     }
 
     #[test]

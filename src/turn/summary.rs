@@ -3,6 +3,10 @@
 //! calls paired by `toolCallId` with their outcome, stop reasons, the final text both as the
 //! last assistant message and as all the text, and usage per message and per turn.
 //!
+//! It also keeps the turn's record of attempts (turn::recovery): the failed attempts and what
+//! the agent did about each, the compactions, and derived items for them (`retry` when the agent
+//! waits to retry, `retry_end`, `compaction` when a compaction ends, `settled`).
+//!
 //! Usage rules: token counts are summed across the turn's LLM calls (each call bills its full
 //! input); `contextTokens` is the last call's total (rebuilt from its parts when that is 0);
 //! the model is the message's, else the configured one; when no `message_end` carried usage,
@@ -14,6 +18,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use crate::turn::assistant_text;
+use crate::turn::recovery::Recovery;
 
 #[derive(Default, Clone, Copy)]
 struct Tokens {
@@ -79,6 +84,9 @@ pub struct Summarizer {
     message_usage: Vec<Value>,
     agent_end_fallback: Option<(Tokens, Option<String>)>,
     complete: bool,
+    recovery: Recovery,
+    /// The last assistant message of the current run ended so (for the record's failed attempt).
+    last_assistant: Option<Value>,
 }
 
 fn s(v: &Value) -> Option<&str> {
@@ -168,9 +176,35 @@ impl Summarizer {
                 out.push(json!({"kind": "tool_end", "toolCallId": id, "toolName": t.name, "outcome": outcome,
                                 "result": ev["result"], "reason": reason}));
             }
+            "agent_start" => {
+                self.recovery.run_started();
+                self.last_assistant = None;
+            }
+            "auto_retry_start" => {
+                self.recovery.frame(ev);
+                out.push(json!({"kind": "retry", "attempt": ev["attempt"], "maxAttempts": ev["maxAttempts"],
+                                "delayMs": ev["delayMs"], "error": ev["errorMessage"]}));
+            }
+            "auto_retry_end" => {
+                self.recovery.frame(ev);
+                out.push(json!({"kind": "retry_end", "success": ev["success"] != false, "attempt": ev["attempt"],
+                                "finalError": ev["finalError"]}));
+            }
+            "compaction_start" | "auto_compaction_start" => self.recovery.frame(ev),
+            "compaction_end" | "auto_compaction_end" => {
+                self.recovery.frame(ev);
+                out.push(json!({"kind": "compaction", "reason": ev["reason"], "aborted": ev["aborted"] == true,
+                                "willRetry": ev["willRetry"] == true, "errorMessage": ev["errorMessage"]}));
+            }
+            "agent_settled" => {
+                self.recovery.frame(ev);
+                self.complete = true;
+                out.push(json!({"kind": "settled", "aborted": ev["aborted"] == true}));
+            }
             "message_end" => {
                 let m = &ev["message"];
                 if m["role"] == "assistant" || (m.get("role").is_none() && m.get("stopReason").is_some()) {
+                    self.last_assistant = Some(json!({"stopReason": m["stopReason"], "errorMessage": m["errorMessage"]}));
                     let model = s(&m["model"]).map(str::to_string);
                     let stop = s(&m["stopReason"]).map(str::to_string);
                     let usage = Tokens::of(&m["usage"]);
@@ -196,6 +230,8 @@ impl Summarizer {
             }
             "agent_end" => {
                 let last = ev["messages"].as_array().and_then(|ms| ms.iter().rev().find(|m| m["role"] == "assistant"));
+                let streamed = self.last_assistant.take();
+                self.recovery.run_ended(streamed.as_ref().or(last));
                 if let Some(m) = last {
                     if self.final_text.is_none() {
                         self.final_text = assistant_text(m);
@@ -205,8 +241,12 @@ impl Summarizer {
                         self.agent_end_fallback = Some((u, s(&m["model"]).map(str::to_string)));
                     }
                 }
+                // Complete unless the agent goes on (isTerminal:false, willRetry:true), or it
+                // failed and the agent may still retry or compact (the client's lifecycle decides;
+                // a turn's summary is complete when the turn is built).
+                let failed = streamed.as_ref().or(last).is_some_and(|m| m["stopReason"] == "error");
                 let terminal = ev["isTerminal"] != false;
-                if terminal {
+                if terminal && ev["willRetry"] != true && !failed {
                     self.complete = true;
                 }
                 out.push(json!({"kind": "turn_end", "terminal": terminal}));
@@ -274,6 +314,9 @@ impl Summarizer {
             "stopReasons": self.stop_reasons,
             "usage": self.usage(),
             "messageUsage": self.message_usage,
+            "attempts": self.recovery.attempts(),
+            "failedAttempts": self.recovery.failed_attempts(),
+            "compactions": self.recovery.compactions(),
         })
     }
 }
@@ -356,6 +399,33 @@ mod tests {
             json!({"type": "message_end", "message": {"stopReason": "stop"}}), json!({"type": "agent_end", "messages": []})], None);
         assert_eq!(s["usage"], Value::Null);
         assert_eq!(s["text"], "Hi there");
+    }
+
+    #[test]
+    fn a_retried_turn_lists_its_failed_attempt_and_derives_retry_items() {
+        // pi 0.73.1, recorded (abridged): the failed run, auto_retry_start, the retry's run.
+        let err = json!({"role": "assistant", "content": [], "stopReason": "error", "errorMessage": "500 boom"});
+        let mut sm = Summarizer::new(None);
+        let mut kinds = Vec::new();
+        for e in [json!({"type": "agent_start"}),
+                  json!({"type": "message_end", "message": err}),
+                  json!({"type": "agent_end", "messages": [err]}),
+                  json!({"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 2000, "errorMessage": "500 boom"}),
+                  json!({"type": "agent_start"}),
+                  json!({"type": "message_end", "message": msg("hi there", None, (12, 5, 0, 0, 17))}),
+                  json!({"type": "auto_retry_end", "success": true, "attempt": 1}),
+                  json!({"type": "agent_end", "messages": [msg("hi there", None, (12, 5, 0, 0, 17))]})] {
+            for item in sm.feed(&e) {
+                kinds.push(item["kind"].as_str().unwrap().to_string());
+            }
+        }
+        assert!(kinds.contains(&"retry".to_string()) && kinds.contains(&"retry_end".to_string()), "{kinds:?}");
+        let s = sm.finish();
+        assert_eq!(s["attempts"], 2);
+        assert_eq!(s["failedAttempts"], json!([{"attempt": 1, "error": "500 boom", "then": "retry", "delayMs": 2000}]));
+        assert_eq!(s["finalText"], "hi there");
+        assert_eq!(s["complete"], true);
+        assert_eq!(s["stopReasons"][0]["reason"], "error", "the failed attempt's stop is still listed");
     }
 
     #[test]

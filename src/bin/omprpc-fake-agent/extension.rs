@@ -2,7 +2,7 @@
 //!
 //! * `--version` (anywhere in argv): prints the version and exits 0 before anything else
 //!   (no argv or env report is written). omp flavour: `omp/<v>`; pi: `<v>`. `<v>` is env
-//!   `OMPRPC_FAKE_VERSION`, else the newest supported version of the flavour.
+//!   `OMPRPC_FAKE_VERSION`, else omp's newest supported version, and for pi [`FAKE_PI_VERSION`].
 //! * `--extension PATH` / `-e PATH`: the fake agent cannot run JavaScript, so it "loads" an
 //!   omprpc bridge extension by reading the `const CONFIG = {…};` line the library embeds
 //!   (socket path or TCP host and port, token, client id, tool names, gate) and sending the hello the
@@ -23,7 +23,11 @@ use std::os::unix::net::UnixStream;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use omprpc::protocol::version::{OMP_NEWEST, PI_NEWEST};
+use omprpc::protocol::version::OMP_NEWEST;
+
+/// The pi whose frames the fake pi reproduces unless `OMPRPC_FAKE_VERSION` names another (from
+/// 0.80.4 it also announces settling, from 0.99 answers prompts with a disposition: `pi_settles`).
+pub const FAKE_PI_VERSION: &str = "0.73.1";
 use serde_json::{json, Value};
 
 /// The loaded extensions, each with its bridge connection: open until the process exits.
@@ -180,7 +184,7 @@ pub fn answer_version(args: &[String]) -> Option<i32> {
     let version = std::env::var("OMPRPC_FAKE_VERSION")
         .ok()
         .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| if pi { PI_NEWEST } else { OMP_NEWEST }.to_string());
+        .unwrap_or_else(|| if pi { FAKE_PI_VERSION.to_string() } else { OMP_NEWEST.to_string() });
     println!("{}{version}", if pi { "" } else { "omp/" });
     Some(0)
 }

@@ -13,6 +13,9 @@ pub struct Request {
     pub method: String,
     pub path: String,
     pub body: Vec<u8>,
+    /// `x-stainless-retry-count` (the OpenAI and Anthropic SDKs number their own retries of
+    /// one call with it; absent or 0 on the call's first request).
+    pub sdk_retry: u32,
 }
 
 fn bad(msg: impl Into<String>) -> io::Error {
@@ -40,6 +43,7 @@ pub fn read_request(conn: &mut TcpStream) -> io::Result<Option<Request>> {
         buf.extend_from_slice(&chunk[..n]);
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    if std::env::var("FAKE_LLM_DEBUG").is_ok() { eprintln!("HEAD {head}"); }
     let mut rest = buf[head_end + 4..].to_vec();
     let mut lines = head.split("\r\n");
     let first = lines.next().unwrap_or("");
@@ -49,6 +53,7 @@ pub fn read_request(conn: &mut TcpStream) -> io::Result<Option<Request>> {
     let mut content_length: Option<usize> = None;
     let mut chunked = false;
     let mut expect_continue = false;
+    let mut sdk_retry = 0;
     for line in lines {
         let Some((k, v)) = line.split_once(':') else { continue };
         let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
@@ -56,6 +61,7 @@ pub fn read_request(conn: &mut TcpStream) -> io::Result<Option<Request>> {
             "content-length" => content_length = Some(v.parse().map_err(|_| bad("bad Content-Length"))?),
             "transfer-encoding" => chunked = v.to_ascii_lowercase().contains("chunked"),
             "expect" => expect_continue = v.eq_ignore_ascii_case("100-continue"),
+            "x-stainless-retry-count" => sdk_retry = v.parse().unwrap_or(0),
             _ => {}
         }
     }
@@ -79,7 +85,7 @@ pub fn read_request(conn: &mut TcpStream) -> io::Result<Option<Request>> {
         rest.truncate(len);
         rest
     };
-    Ok(Some(Request { method, path, body }))
+    Ok(Some(Request { method, path, body, sdk_retry }))
 }
 
 fn read_chunked(conn: &mut TcpStream, mut buf: Vec<u8>) -> io::Result<Vec<u8>> {
@@ -127,6 +133,7 @@ fn reason(status: u16) -> &'static str {
         400 => "Bad Request",
         401 => "Unauthorized",
         404 => "Not Found",
+        413 => "Payload Too Large",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         503 => "Service Unavailable",
@@ -135,9 +142,15 @@ fn reason(status: u16) -> &'static str {
 }
 
 pub fn respond_json(conn: &mut TcpStream, status: u16, body: &Value) -> io::Result<()> {
+    respond_json_with(conn, status, &[], body)
+}
+
+/// [`respond_json`] with extra headers (`(name, value)`).
+pub fn respond_json_with(conn: &mut TcpStream, status: u16, headers: &[(&str, String)], body: &Value) -> io::Result<()> {
     let text = body.to_string();
+    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
     let head = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
         reason(status),
         text.len()
     );

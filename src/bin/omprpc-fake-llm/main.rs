@@ -56,8 +56,14 @@
 //!   - `"usage": {"prompt_tokens","completion_tokens","cached_tokens"?}`: overrides the
 //!     script-level `usage`, which overrides the default 12 / 5;
 //!   - `"finish_reason"`: overrides "stop" / "tool_calls";
-//!   - `"error": {"status":500,"message":"…"}`: an HTTP error instead of a stream (note
-//!     that the agents' SDKs retry 429 and 5xx).
+//!   - `"error": {"status":500,"message":"…"}`: an HTTP error instead of a stream, every time;
+//!   - `"fail": KIND` or `{"kind":KIND,"times":N,"retry_after_s":S}`: the first N requests
+//!     (default 1) answered by this reply (the same rule and reply index) fail as a real
+//!     provider fails, in the API's own error shape; later ones get the reply. KIND:
+//!     `http_500` (a server error), `http_429` (a rate limit with `retry-after: S`, default 1),
+//!     `context_length` (HTTP 400: the prompt exceeds the context window, worded as OpenAI
+//!     and Anthropic word it, so the agents recognise an overflow). The agents retry the
+//!     first two themselves (pi: `auto_retry_start`) and compact on the third.
 //! * Substitutions in `text`, `reasoning` and every string inside tool-call arguments:
 //!   `{{last_tool_result}}` (the text of the last tool result message), `{{last_user}}`
 //!   (the matched user text), `{{call_index}}` (the reply index), `{{model}}`.
@@ -68,6 +74,7 @@ mod http;
 mod script;
 mod stream;
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -81,6 +88,9 @@ pub struct Server {
     pub script: script::Script,
     log: Option<Mutex<File>>,
     pub next_id: AtomicU64,
+    /// Per failing reply (by its place in the script): the calls it answered, and whether the
+    /// last one failed.
+    failed: Mutex<HashMap<(usize, usize), (u32, bool)>>,
 }
 
 impl Server {
@@ -97,6 +107,21 @@ impl Server {
 
     pub fn fresh_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Whether this request to the reply at `place` fails: the first `times` calls do. An
+    /// SDK's own retry of a call (`sdk_retry` > 0) is the same call: it fails as that call
+    /// did, so the agent sees the failure whatever its SDK's retry budget (pi 0.73.1's and
+    /// omp's SDKs retry 429 and 5xx twice by themselves; pi 1.x turns that off).
+    fn fails_now(&self, place: (usize, usize), times: u32, sdk_retry: u32) -> bool {
+        let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        let (calls, last_failed) = failed.entry(place).or_insert((0, false));
+        if sdk_retry > 0 && *calls > 0 {
+            return *last_failed;
+        }
+        *calls += 1;
+        *last_failed = *calls <= times;
+        *last_failed
     }
 }
 
@@ -162,7 +187,7 @@ fn main() {
             }
         });
     }
-    let server = Arc::new(Server { script, log, next_id: AtomicU64::new(0) });
+    let server = Arc::new(Server { script, log, next_id: AtomicU64::new(0), failed: Mutex::new(HashMap::new()) });
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
         let server = server.clone();
@@ -189,11 +214,11 @@ fn handle(server: &Server, mut conn: TcpStream) -> std::io::Result<()> {
     match (req.method.as_str(), path) {
         ("POST", p) if p.ends_with("/chat/completions") => {
             server.log_body(&req.body);
-            serve_llm(server, conn, &req.body, stream::Api::OpenAi)
+            serve_llm(server, conn, &req, stream::Api::OpenAi)
         }
         ("POST", p) if p.ends_with("/messages") => {
             server.log_body(&req.body);
-            serve_llm(server, conn, &req.body, stream::Api::Anthropic)
+            serve_llm(server, conn, &req, stream::Api::Anthropic)
         }
         ("GET", p) if p.ends_with("/models") => http::respond_json(
             &mut conn,
@@ -204,12 +229,15 @@ fn handle(server: &Server, mut conn: TcpStream) -> std::io::Result<()> {
     }
 }
 
-fn serve_llm(server: &Server, mut conn: TcpStream, body: &[u8], api: stream::Api) -> std::io::Result<()> {
-    let request: Value = match serde_json::from_slice(body) {
+fn serve_llm(server: &Server, mut conn: TcpStream, req: &http::Request, api: stream::Api) -> std::io::Result<()> {
+    let request: Value = match serde_json::from_slice(&req.body) {
         Ok(v) => v,
         Err(e) => return http::respond_json(&mut conn, 400, &serde_json::json!({"error": {"message": format!("body is not JSON: {e}")}})),
     };
     let conv = script::Conversation::from_request(&request, api);
-    let reply = server.script.reply_for(&conv);
+    let (reply, place) = server.script.reply_for(&conv);
+    if let Some(f) = reply.fail.filter(|f| server.fails_now(place, f.times, req.sdk_retry)) {
+        return stream::fail(conn, f.kind, api);
+    }
     stream::send(server, conn, &request, &conv, &reply, api)
 }

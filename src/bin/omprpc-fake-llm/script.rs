@@ -24,6 +24,25 @@ pub struct Reply {
     pub usage: Option<Map<String, Value>>,
     pub finish_reason: Option<String>,
     pub error: Option<(u16, String)>,
+    /// The first `times` requests this reply answers fail so instead (then it is served).
+    pub fail: Option<Failure>,
+}
+
+/// A failure a real provider answers with, in each API's own wire shape (stream.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailKind {
+    /// HTTP 500, a server error.
+    Http500,
+    /// HTTP 429 with a `retry-after` header (seconds).
+    Http429 { retry_after_s: u64 },
+    /// HTTP 400 saying the prompt exceeds the model's context window.
+    ContextLength,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: FailKind,
+    pub times: u32,
 }
 
 impl Default for Reply {
@@ -39,6 +58,7 @@ impl Default for Reply {
             usage: None,
             finish_reason: None,
             error: None,
+            fail: None,
         }
     }
 }
@@ -79,7 +99,7 @@ fn parse_reply(v: &Value) -> Result<Reply, String> {
     for k in o.keys() {
         if !matches!(
             k.as_str(),
-            "text" | "reasoning" | "tool_call" | "tool_calls" | "delay_ms" | "chunk_delay_ms" | "hang" | "hang_max_ms" | "usage" | "finish_reason" | "error"
+            "text" | "reasoning" | "tool_call" | "tool_calls" | "delay_ms" | "chunk_delay_ms" | "hang" | "hang_max_ms" | "usage" | "finish_reason" | "error" | "fail"
         ) {
             return Err(format!("unknown reply key {k:?}"));
         }
@@ -102,6 +122,7 @@ fn parse_reply(v: &Value) -> Result<Reply, String> {
             e.get("message").and_then(Value::as_str).unwrap_or("fake LLM error").to_string(),
         )),
     };
+    let fail = o.get("fail").map(parse_failure).transpose()?;
     let text = s("text");
     let hang = o.get("hang").and_then(Value::as_bool).unwrap_or(false);
     Ok(Reply {
@@ -116,7 +137,26 @@ fn parse_reply(v: &Value) -> Result<Reply, String> {
         usage: o.get("usage").and_then(Value::as_object).cloned(),
         finish_reason: s("finish_reason"),
         error,
+        fail,
     })
+}
+
+/// `"fail": "http_500" | "http_429" | "context_length"`, or an object with `kind`, `times`
+/// (default 1) and, for 429, `retry_after_s` (default 1).
+fn parse_failure(v: &Value) -> Result<Failure, String> {
+    let (kind, o) = match v {
+        Value::String(k) => (k.as_str(), None),
+        Value::Object(o) => (o.get("kind").and_then(Value::as_str).ok_or_else(|| err("\"fail\" needs a string \"kind\""))?, Some(o)),
+        _ => return Err(err("\"fail\" is a kind or an object")),
+    };
+    let n = |k: &str| o.and_then(|o| o.get(k)).and_then(Value::as_u64);
+    let kind = match kind {
+        "http_500" => FailKind::Http500,
+        "http_429" => FailKind::Http429 { retry_after_s: n("retry_after_s").unwrap_or(1) },
+        "context_length" => FailKind::ContextLength,
+        other => return Err(format!("unknown failure kind {other:?} (http_500, http_429, context_length)")),
+    };
+    Ok(Failure { kind, times: n("times").unwrap_or(1).min(u64::from(u32::MAX)) as u32 })
 }
 
 impl Script {
@@ -145,16 +185,20 @@ impl Script {
         Ok(Script { rules, default, usage })
     }
 
-    /// The reply for this request, substitutions applied.
-    pub fn reply_for(&self, conv: &Conversation) -> Reply {
-        let picked = self
+    /// The reply for this request, substitutions applied, and where it sits in the script
+    /// (`(rule, reply)`; the default reply is `(usize::MAX, 0)`): a reply's `fail` counts
+    /// the requests it answered there.
+    pub fn reply_for(&self, conv: &Conversation) -> (Reply, (usize, usize)) {
+        let found = self
             .rules
             .iter()
-            .find(|r| conv.last_user.contains(r.matcher.as_str()))
-            .and_then(|r| r.replies.get(conv.call_index))
-            .cloned()
-            .or_else(|| self.default.clone())
-            .unwrap_or_default();
+            .enumerate()
+            .find(|(_, r)| conv.last_user.contains(r.matcher.as_str()))
+            .and_then(|(i, r)| Some(((i, conv.call_index), r.replies.get(conv.call_index)?.clone())));
+        let (place, picked) = match found {
+            Some((place, reply)) => (place, reply),
+            None => ((usize::MAX, 0), self.default.clone().unwrap_or_default()),
+        };
         let mut reply = picked;
         if reply.usage.is_none() {
             reply.usage = self.usage.clone();
@@ -164,7 +208,7 @@ impl Script {
         for tc in &mut reply.tool_calls {
             conv.substitute_value(&mut tc.arguments);
         }
-        reply
+        (reply, place)
     }
 }
 
@@ -266,13 +310,13 @@ mod tests {
         )
         .unwrap();
         let req = json!({"model":"m","messages":[{"role":"system","content":"x"},{"role":"user","content":[{"type":"text","text":"please run bash"}]}]});
-        let r = s.reply_for(&Conversation::from_request(&req, Api::OpenAi));
+        let (r, _) = s.reply_for(&Conversation::from_request(&req, Api::OpenAi));
         assert_eq!(r.tool_calls[0].name, "bash");
         let req = json!({"messages":[{"role":"user","content":"please run bash"},{"role":"assistant","content":null,"tool_calls":[]},{"role":"tool","content":"hi\n"}]});
-        let r = s.reply_for(&Conversation::from_request(&req, Api::OpenAi));
+        let (r, _) = s.reply_for(&Conversation::from_request(&req, Api::OpenAi));
         assert_eq!(r.text.as_deref(), Some("done: hi\n"));
         let req = json!({"messages":[{"role":"user","content":"other"}]});
-        assert_eq!(s.reply_for(&Conversation::from_request(&req, Api::OpenAi)).text.as_deref(), Some("pong"));
+        assert_eq!(s.reply_for(&Conversation::from_request(&req, Api::OpenAi)).0.text.as_deref(), Some("pong"));
     }
 
     #[test]

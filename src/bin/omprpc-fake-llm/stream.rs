@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::http;
-use crate::script::{Conversation, Reply, ToolCall};
+use crate::script::{Conversation, FailKind, Reply, ToolCall};
 use crate::Server;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +70,33 @@ fn quiet(e: io::Error) -> io::Result<()> {
     } else {
         Err(e)
     }
+}
+
+/// A failed request as the provider answers it: status, headers and the API's error body
+/// (OpenAI's `{"error":{message,type,param,code}}`, Anthropic's `{"type":"error","error":{type,message}}`;
+/// the wording of each is the provider's own).
+pub fn fail(mut conn: TcpStream, kind: FailKind, api: Api) -> io::Result<()> {
+    let (status, headers, body) = match (kind, api) {
+        (FailKind::Http500, Api::OpenAi) => (500, vec![], json!({"error": {"message": "The server had an error while processing your request. Sorry about that!", "type": "server_error", "param": null, "code": null}})),
+        (FailKind::Http500, Api::Anthropic) => (500, vec![], json!({"type": "error", "error": {"type": "api_error", "message": "Internal server error"}})),
+        (FailKind::Http429 { retry_after_s }, Api::OpenAi) => (
+            429,
+            vec![("retry-after", retry_after_s.to_string())],
+            json!({"error": {"message": "Rate limit reached for requests. Please try again later.", "type": "requests", "param": null, "code": "rate_limit_exceeded"}}),
+        ),
+        (FailKind::Http429 { retry_after_s }, Api::Anthropic) => (
+            429,
+            vec![("retry-after", retry_after_s.to_string())],
+            json!({"type": "error", "error": {"type": "rate_limit_error", "message": "This request would exceed the rate limit for your organization. Please try again later."}}),
+        ),
+        (FailKind::ContextLength, Api::OpenAi) => (400, vec![], json!({"error": {
+            "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
+            "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})),
+        (FailKind::ContextLength, Api::Anthropic) => {
+            (400, vec![], json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 213462 tokens > 200000 maximum"}}))
+        }
+    };
+    http::respond_json_with(&mut conn, status, &headers, &body).or_else(quiet)
 }
 
 pub fn send(server: &Server, mut conn: TcpStream, request: &Value, conv: &Conversation, reply: &Reply, api: Api) -> io::Result<()> {
