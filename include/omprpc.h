@@ -36,7 +36,7 @@
 /**
  * The C ABI version. Bumped on every incompatible change; bindings refuse a mismatch.
  */
-#define OMPRPC_ABI_VERSION 1
+#define OMPRPC_ABI_VERSION 2
 
 /**
  * Timeout value: wait without a deadline.
@@ -70,11 +70,12 @@ typedef enum {
 } omprpc_status;
 
 /**
- * How a prompt completed.
+ * How a prompt completed (the turn JSON's `outcome`).
  */
 typedef enum {
     /**
-     * A terminal `agent_end` ended the run the prompt started.
+     * The last run's terminal `agent_end` ended it, and the agent did not go on by itself (an
+     * agent that does not announce settling: omp, pi before 0.80.4).
      */
     OMPRPC_TURN_OUTCOME_AGENT_END = 0,
     /**
@@ -82,9 +83,19 @@ typedef enum {
      */
     OMPRPC_TURN_OUTCOME_PROMPT_RESULT = 1,
     /**
-     * The prompt's response said `agentInvoked:false`: nothing ran.
+     * Nothing ran: the prompt's response said `agentInvoked:false` or
+     * `disposition:"handled"`, or the agent proved idle with no run for it.
      */
     OMPRPC_TURN_OUTCOME_NOT_INVOKED = 2,
+    /**
+     * The agent said it settled (`agent_settled`, pi 0.80.4 on) after the prompt's runs.
+     */
+    OMPRPC_TURN_OUTCOME_AGENT_SETTLED = 3,
+    /**
+     * It was aborted: `agent_settled {aborted:true}`, a retry the host aborted in its delay,
+     * or a last run that stopped `aborted`.
+     */
+    OMPRPC_TURN_OUTCOME_ABORTED = 4,
 } omprpc_turn_outcome;
 
 /**
@@ -164,6 +175,26 @@ typedef struct {
      * The whole turn JSON, as `omprpc_client_prompt_and_wait` returns it.
      */
     omprpc_str turn_json;
+    /**
+     * How many attempts the agent made at the prompt: 1, plus one per retry it made and per
+     * overflow compaction it retried after (0 when nothing ran).
+     */
+    uint32_t attempts;
+    /**
+     * The agent said it settled (`agent_settled`).
+     */
+    bool settled;
+    /**
+     * The attempts that failed, oldest first, a JSON array of
+     * `{"attempt","error","then","delayMs"?}`; `then` is `retry`, `compaction`, `gave_up`,
+     * `cancelled` or `none`.
+     */
+    omprpc_str failed_attempts_json;
+    /**
+     * The compactions inside the turn, a JSON array of
+     * `{"reason","aborted","willRetry","errorMessage"}`.
+     */
+    omprpc_str compactions_json;
 } omprpc_turn_info;
 
 #ifdef __cplusplus

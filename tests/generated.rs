@@ -140,7 +140,7 @@ mod ffi_declarations_are_up_to_date {
         assert_eq!(h.opaque, ["omprpc_client", "omprpc_event_batch", "omprpc_summarizer", "omprpc_turn"]);
         assert_eq!(h.statuses.first(), Some(&("OK".to_string(), 0)));
         let enums: Vec<(&str, Vec<&str>)> = h.enums.iter().map(|e| (e.name.as_str(), e.items.iter().map(|(n, _)| n.as_str()).collect())).collect();
-        assert_eq!(enums, [("omprpc_turn_outcome", vec!["AGENT_END", "PROMPT_RESULT", "NOT_INVOKED"])]);
+        assert_eq!(enums, [("omprpc_turn_outcome", vec!["AGENT_END", "PROMPT_RESULT", "NOT_INVOKED", "AGENT_SETTLED", "ABORTED"])]);
         // Every struct with a body, each member (type, name) in header order.
         let structs: Vec<&str> = h.structs.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(structs, ["omprpc_str", "omprpc_event_view", "omprpc_turn_info"]);
@@ -152,9 +152,13 @@ mod ffi_declarations_are_up_to_date {
         assert_eq!(fields("omprpc_event_view"), pairs(&[("omprpc_str", "event_type"), ("omprpc_str", "json")]));
         let info = fields("omprpc_turn_info");
         assert_eq!(info[..3], pairs(&[("omprpc_turn_outcome", "outcome"), ("bool", "agent_invoked"), ("size_t", "event_count")]));
-        assert_eq!(info.len(), 13);
-        assert!(info[3..].iter().all(|(t, _)| t == "omprpc_str"));
-        assert_eq!(info.last().unwrap().1, "turn_json");
+        assert_eq!(info.len(), 17);
+        assert!(info[3..13].iter().all(|(t, _)| t == "omprpc_str"));
+        assert_eq!(info[12].1, "turn_json");
+        assert_eq!(
+            info[13..],
+            pairs(&[("uint32_t", "attempts"), ("bool", "settled"), ("omprpc_str", "failed_attempts_json"), ("omprpc_str", "compactions_json")])
+        );
         // The new parameter kinds, as normalised.
         let params = |f: &str| -> Vec<String> { h.functions.iter().find(|x| x.name == f).unwrap().params.iter().map(|p| p.ty.clone()).collect() };
         assert_eq!(params("omprpc_turn_events"), ["const omprpc_turn *", "const omprpc_event_view **", "size_t *", "char **"]);

@@ -32,6 +32,10 @@ function defineStructs(koffi) {
     prompt_result_json: 'omprpc_str',
     summary_json: 'omprpc_str',
     turn_json: 'omprpc_str',
+    attempts: 'uint32_t',
+    settled: 'bool',
+    failed_attempts_json: 'omprpc_str',
+    compactions_json: 'omprpc_str',
   });
   return types;
 }
@@ -131,6 +135,8 @@ const TurnOutcome = Object.freeze({
   AGENT_END: 0,
   PROMPT_RESULT: 1,
   NOT_INVOKED: 2,
+  AGENT_SETTLED: 3,
+  ABORTED: 4,
 });
 
 module.exports = { defineStructs, DECLS, OPTIONAL_DECLS, Status, TurnOutcome };

@@ -31,6 +31,8 @@ __all__ = [
     "TURN_OUTCOME_AGENT_END",
     "TURN_OUTCOME_PROMPT_RESULT",
     "TURN_OUTCOME_NOT_INVOKED",
+    "TURN_OUTCOME_AGENT_SETTLED",
+    "TURN_OUTCOME_ABORTED",
     "omprpc_str",
     "omprpc_event_view",
     "omprpc_turn_info",
@@ -57,6 +59,8 @@ PANIC = 14
 TURN_OUTCOME_AGENT_END = 0
 TURN_OUTCOME_PROMPT_RESULT = 1
 TURN_OUTCOME_NOT_INVOKED = 2
+TURN_OUTCOME_AGENT_SETTLED = 3
+TURN_OUTCOME_ABORTED = 4
 
 
 class omprpc_str(Structure):
@@ -88,6 +92,10 @@ class omprpc_turn_info(Structure):
         ("prompt_result_json", omprpc_str),
         ("summary_json", omprpc_str),
         ("turn_json", omprpc_str),
+        ("attempts", c_uint32),
+        ("settled", c_bool),
+        ("failed_attempts_json", omprpc_str),
+        ("compactions_json", omprpc_str),
     ]
 
 

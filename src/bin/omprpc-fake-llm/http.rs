@@ -43,7 +43,6 @@ pub fn read_request(conn: &mut TcpStream) -> io::Result<Option<Request>> {
         buf.extend_from_slice(&chunk[..n]);
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    if std::env::var("FAKE_LLM_DEBUG").is_ok() { eprintln!("HEAD {head}"); }
     let mut rest = buf[head_end + 4..].to_vec();
     let mut lines = head.split("\r\n");
     let first = lines.next().unwrap_or("");
