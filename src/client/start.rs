@@ -102,7 +102,7 @@ impl Client {
         // Opened before the agent exists, so a bad path fails start with nothing to tear down.
         let recorder = match &opts.record_path {
             None => None,
-            Some(p) => match Recorder::create(p, opts.flavor.name(), &argv_shown) {
+            Some(p) => match Recorder::create(p, opts.flavor.name(), opts.agent_version.map(|v| v.to_string()).as_deref(), &argv_shown) {
                 Ok(r) => Some(r),
                 Err(e) => return Err(failed(Error::new(Status::Io, format!("cannot open record_path {}: {e}", p.display())), "record_path")),
             },

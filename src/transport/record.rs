@@ -5,7 +5,7 @@
 //! The file is one header line, then one line per frame:
 //!
 //! ```text
-//! {"omprpc_recording":1,"version":"0.1.0","flavor":"pi","argv":[…redacted…],"started":"2026-…Z"}
+//! {"omprpc_recording":1,"version":"0.1.0","flavor":"pi","agentVersion":"1.6.0","argv":[…redacted…],"started":"2026-…Z"}
 //! {"t_ms":0.412,"dir":"out","frame":{"id":"req_1","type":"get_state"}}
 //! {"t_ms":1803.25,"dir":"in","frame":{"type":"response","id":"req_1",…}}
 //! {"t_ms":1810.5,"dir":"in","invalid":true,"frame":"this is not json"}
@@ -17,7 +17,9 @@
 //! just before they are written (under the stdin lock), inbound ones as the reader takes them
 //! (before v2 chunk reassembly), so the file's order never shows an answer before its
 //! request. The file holds what the session held — prompts, tool output, file contents — so
-//! it is created 0600; argv in the header is redacted like everywhere else.
+//! it is created 0600; argv in the header is redacted like everywhere else. `agentVersion` is the
+//! agent's version as the client knew it (null when it did not): a replay answers `--version`
+//! with it, so the replayed client reads the stream as it read the agent's.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -48,7 +50,7 @@ pub struct Recorder {
 
 impl Recorder {
     /// Creates (or truncates) the file, mode 0600, and writes the header line.
-    pub fn create(path: &Path, flavor: &str, argv: &[String]) -> io::Result<Recorder> {
+    pub fn create(path: &Path, flavor: &str, agent_version: Option<&str>, argv: &[String]) -> io::Result<Recorder> {
         use std::os::unix::fs::OpenOptionsExt;
         let file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
         // An existing file keeps its mode through open(): narrow it, the content is private.
@@ -62,9 +64,10 @@ impl Recorder {
         // Written by hand for a fixed key order (json! sorts keys): the format marker first.
         writeln!(
             w,
-            "{{\"omprpc_recording\":{FORMAT},\"version\":{},\"flavor\":{},\"argv\":{},\"started\":{}}}",
+            "{{\"omprpc_recording\":{FORMAT},\"version\":{},\"flavor\":{},\"agentVersion\":{},\"argv\":{},\"started\":{}}}",
             json!(env!("CARGO_PKG_VERSION")),
             json!(flavor),
+            json!(agent_version),
             json!(argv),
             utc_now()
         )?;
@@ -146,7 +149,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("omprpc-record-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("r.jsonl");
-        let r = Recorder::create(&path, "omp", &["agent".into(), "--mode".into(), "rpc".into()]).unwrap();
+        let r = Recorder::create(&path, "omp", Some("18.2.3"), &["agent".into(), "--mode".into(), "rpc".into()]).unwrap();
         r.frame(Dir::Out, br#"{"id":"req_1","type":"get_state"}"#, true).unwrap();
         r.frame(Dir::In, b"not \"json\"\xff", false).unwrap();
         r.flush().unwrap();
@@ -154,6 +157,7 @@ mod tests {
         let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert!(text.starts_with("{\"omprpc_recording\":1,\"version\":"), "{text}");
         assert_eq!(lines[0]["flavor"], "omp");
+        assert_eq!(lines[0]["agentVersion"], "18.2.3");
         assert_eq!(lines[0]["argv"], json!(["agent", "--mode", "rpc"]));
         let started = lines[0]["started"].as_str().unwrap();
         assert_eq!(started.len(), 24, "{started}");

@@ -84,7 +84,8 @@ impl Recovery {
             "auto_retry_start" => {
                 let f = self.current_failure(str_of(&ev["errorMessage"]));
                 f.then = "retry";
-                f.delay_ms = ev["delayMs"].as_u64();
+                // omp's delay is a float (its jitter): whole milliseconds here.
+                f.delay_ms = ev["delayMs"].as_f64().map(|d| d.round() as u64);
                 self.next_is_retry = true;
             }
             "auto_retry_end" if ev["success"] == false => {
@@ -188,7 +189,7 @@ mod tests {
     fn a_retry_announced_before_the_run_ended_is_listed_once() {
         let mut r = Recovery::new();
         r.run_started();
-        r.frame(&json!({"type": "auto_retry_start", "delayMs": 10, "errorMessage": "overloaded"}));
+        r.frame(&json!({"type": "auto_retry_start", "delayMs": 9.6, "errorMessage": "overloaded"}));
         r.run_ended(Some(&assistant("error", Some("overloaded"))));
         r.run_started();
         r.run_ended(Some(&assistant("stop", None)));

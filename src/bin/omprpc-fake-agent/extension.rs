@@ -2,7 +2,8 @@
 //!
 //! * `--version` (anywhere in argv): prints the version and exits 0 before anything else
 //!   (no argv or env report is written). omp flavour: `omp/<v>`; pi: `<v>`. `<v>` is env
-//!   `OMPRPC_FAKE_VERSION`, else omp's newest supported version, and for pi [`FAKE_PI_VERSION`].
+//!   `OMPRPC_FAKE_VERSION`, else omp's newest supported version, and for pi [`FAKE_PI_VERSION`];
+//!   with `--replay FILE`, the recorded agent's flavour and version (its header's `agentVersion`).
 //! * `--extension PATH` / `-e PATH`: the fake agent cannot run JavaScript, so it "loads" an
 //!   omprpc bridge extension by reading the `const CONFIG = {…};` line the library embeds
 //!   (socket path or TCP host and port, token, client id, tool names, gate) and sending the hello the
@@ -180,10 +181,15 @@ pub fn answer_version(args: &[String]) -> Option<i32> {
     if !args.iter().any(|a| a == "--version") {
         return None;
     }
-    let pi = flavor_of(args) == "pi";
-    let version = std::env::var("OMPRPC_FAKE_VERSION")
-        .ok()
-        .filter(|s| !s.is_empty())
+    // A replay is the recorded agent: its flavour and version, from the recording's header.
+    let recorded = crate::replay::recorded_agent(args);
+    let pi = match &recorded {
+        Some((flavor, _)) => flavor == "pi",
+        None => flavor_of(args) == "pi",
+    };
+    let version = recorded
+        .and_then(|(_, v)| v)
+        .or_else(|| std::env::var("OMPRPC_FAKE_VERSION").ok().filter(|s| !s.is_empty()))
         .unwrap_or_else(|| if pi { FAKE_PI_VERSION.to_string() } else { OMP_NEWEST.to_string() });
     println!("{}{version}", if pi { "" } else { "omp/" });
     Some(0)

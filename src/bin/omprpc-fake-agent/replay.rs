@@ -78,6 +78,20 @@ pub fn from_args(args: &[String]) -> Option<i32> {
     }
 }
 
+/// With `--replay FILE`: the recorded agent's flavour and version (`agentVersion`, when the
+/// recording has one), read from the header line.
+pub fn recorded_agent(args: &[String]) -> Option<(String, Option<String>)> {
+    let i = args.iter().position(|a| a == "--replay" || a.starts_with("--replay="))?;
+    let path = match args[i].split_once('=') {
+        Some((_, p)) => p.to_string(),
+        None => args.get(i + 1)?.clone(),
+    };
+    let text = std::fs::read_to_string(path).ok()?;
+    let header: Value = serde_json::from_str(text.lines().next()?).ok()?;
+    let flavor = header.get("flavor")?.as_str()?.to_string();
+    Some((flavor, header.get("agentVersion").and_then(Value::as_str).map(str::to_string)))
+}
+
 fn fail(code: i32, message: &str) -> i32 {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "omprpc-fake-agent: {message}");

@@ -57,10 +57,11 @@
 //!     script-level `usage`, which overrides the default 12 / 5;
 //!   - `"finish_reason"`: overrides "stop" / "tool_calls";
 //!   - `"error": {"status":500,"message":"…"}`: an HTTP error instead of a stream, every time;
-//!   - `"fail": KIND` or `{"kind":KIND,"times":N,"retry_after_s":S}`: the first N requests
+//!   - `"fail": KIND` or `{"kind":KIND,"times":N,"retry_after_s":S,"retry_after_ms":M}`: the first N requests
 //!     (default 1) answered by this reply (the same rule and reply index) fail as a real
 //!     provider fails, in the API's own error shape; later ones get the reply. KIND:
-//!     `http_500` (a server error), `http_429` (a rate limit with `retry-after: S`, default 1),
+//!     `http_500` (a server error), `http_429` (a rate limit with `retry-after: S`, default 1;
+//!     with M, OpenAI's `retry-after-ms: M` header too, on a 500 as well),
 //!     `context_length` (HTTP 400: the prompt exceeds the context window, worded as OpenAI
 //!     and Anthropic word it, so the agents recognise an overflow). The agents retry the
 //!     first two themselves (pi: `auto_retry_start`) and compact on the third.
@@ -237,7 +238,7 @@ fn serve_llm(server: &Server, mut conn: TcpStream, req: &http::Request, api: str
     let conv = script::Conversation::from_request(&request, api);
     let (reply, place) = server.script.reply_for(&conv);
     if let Some(f) = reply.fail.filter(|f| server.fails_now(place, f.times, req.sdk_retry)) {
-        return stream::fail(conn, f.kind, api);
+        return stream::fail(conn, f, api);
     }
     stream::send(server, conn, &request, &conv, &reply, api)
 }

@@ -43,6 +43,9 @@ pub enum FailKind {
 pub struct Failure {
     pub kind: FailKind,
     pub times: u32,
+    /// OpenAI's `retry-after-ms` header too (omp's provider layer waits that long between its
+    /// own retries of the call, and its session as long before retrying the turn).
+    pub retry_after_ms: Option<u64>,
 }
 
 impl Default for Reply {
@@ -142,7 +145,8 @@ fn parse_reply(v: &Value) -> Result<Reply, String> {
 }
 
 /// `"fail": "http_500" | "http_429" | "context_length"`, or an object with `kind`, `times`
-/// (default 1) and, for 429, `retry_after_s` (default 1).
+/// (default 1), for 429 `retry_after_s` (default 1), and `retry_after_ms` (a `retry-after-ms`
+/// header on a 500 or 429).
 fn parse_failure(v: &Value) -> Result<Failure, String> {
     let (kind, o) = match v {
         Value::String(k) => (k.as_str(), None),
@@ -156,7 +160,7 @@ fn parse_failure(v: &Value) -> Result<Failure, String> {
         "context_length" => FailKind::ContextLength,
         other => return Err(format!("unknown failure kind {other:?} (http_500, http_429, context_length)")),
     };
-    Ok(Failure { kind, times: n("times").unwrap_or(1).min(u64::from(u32::MAX)) as u32 })
+    Ok(Failure { kind, times: n("times").unwrap_or(1).min(u64::from(u32::MAX)) as u32, retry_after_ms: n("retry_after_ms") })
 }
 
 impl Script {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::http;
-use crate::script::{Conversation, FailKind, Reply, ToolCall};
+use crate::script::{Conversation, FailKind, Failure, Reply, ToolCall};
 use crate::Server;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,8 +75,8 @@ fn quiet(e: io::Error) -> io::Result<()> {
 /// A failed request as the provider answers it: status, headers and the API's error body
 /// (OpenAI's `{"error":{message,type,param,code}}`, Anthropic's `{"type":"error","error":{type,message}}`;
 /// the wording of each is the provider's own).
-pub fn fail(mut conn: TcpStream, kind: FailKind, api: Api) -> io::Result<()> {
-    let (status, headers, body) = match (kind, api) {
+pub fn fail(mut conn: TcpStream, failure: Failure, api: Api) -> io::Result<()> {
+    let (status, mut headers, body) = match (failure.kind, api) {
         (FailKind::Http500, Api::OpenAi) => (500, vec![], json!({"error": {"message": "The server had an error while processing your request. Sorry about that!", "type": "server_error", "param": null, "code": null}})),
         (FailKind::Http500, Api::Anthropic) => (500, vec![], json!({"type": "error", "error": {"type": "api_error", "message": "Internal server error"}})),
         (FailKind::Http429 { retry_after_s }, Api::OpenAi) => (
@@ -96,6 +96,9 @@ pub fn fail(mut conn: TcpStream, kind: FailKind, api: Api) -> io::Result<()> {
             (400, vec![], json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 213462 tokens > 200000 maximum"}}))
         }
     };
+    if let Some(ms) = failure.retry_after_ms.filter(|_| failure.kind != FailKind::ContextLength) {
+        headers.push(("retry-after-ms", ms.to_string()));
+    }
     http::respond_json_with(&mut conn, status, &headers, &body).or_else(quiet)
 }
 
