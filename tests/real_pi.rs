@@ -590,3 +590,160 @@ fn a_queued_follow_up_runs_before_the_agent_is_idle() {
     assert_eq!(env.llm_requests().len(), 2, "the answer, then the follow-up");
     c.close().unwrap();
 }
+
+// --- (i) A prompt ends where pi says it will not go on: retries, overflow recovery, abort ---
+//
+// The fake LLM fails a call (`fail`), pi recovers by itself or gives up, and the turn holds it
+// all: the call returns after pi's last run with that run's outcome, pi starts nothing after it
+// returned, and a second prompt right after is accepted. Each session is recorded; the scrubbed
+// recording is replayed through the fake agent to a fresh client, which must end the turn the
+// same way; OMPRPC_UPDATE_RECORDINGS=1 writes it to tests/fixtures/recordings/pi-<version>-<case>.jsonl
+// (for the pi versions the fake agent reproduces: the newest and the previous one).
+
+/// pi's own retry settings (agent dir settings.json): a short first delay, except where a test
+/// needs the delay to act in.
+fn retry_settings(env: &PiEnv, base_delay_ms: u64) {
+    let settings = json!({"retry": {"enabled": true, "maxRetries": 3, "baseDelayMs": base_delay_ms}});
+    std::fs::write(env.ws.agent_dir.join("settings.json"), settings.to_string()).unwrap();
+}
+
+/// After `turn` returned: pi starts nothing more (no LLM request, nothing streaming), and the
+/// next prompt is accepted at once.
+fn nothing_after(c: &Client, env: &PiEnv) {
+    let requests = env.llm_requests().len();
+    let state: Value = serde_json::from_str(&c.request("get_state", None, secs(60)).unwrap()).unwrap();
+    assert_eq!(state["isStreaming"], false, "pi still streams after the turn returned: {state}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(env.llm_requests().len(), requests, "pi called the model after the turn returned");
+    let next = turn(c, "say hello");
+    assert_eq!((next["assistantText"].as_str(), next["outcome"].as_str()), (Some("pong"), Some(pi::pi_turn_end().1)), "{next:#}");
+}
+
+/// Scrubs the session recorded at `rec`, replays it through the fake agent (`drive` runs the
+/// same calls) checking that the replayed turn ends as `live` did, and writes it as a fixture
+/// when asked (the newest and the previous pi only).
+fn replayed(env: &PiEnv, rec: &std::path::Path, case: &str, live: &Value, drive: impl Fn(&Client) -> Value) {
+    let scrubbed = scrub(&std::fs::read_to_string(rec).unwrap(), env);
+    let path = env.write_file(&format!("{case}.jsonl"), &scrubbed);
+    // `--mode rpc` makes the client ask the replay its `--version`: the recorded pi's.
+    let opts = json!({"command": [env!("CARGO_BIN_EXE_omprpc-fake-agent"), "--replay", path.display().to_string(), "--mode", "rpc"],
+                      "flavor": "pi", "startup_timeout_ms": 30000, "request_timeout_ms": 30000});
+    let r = Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("replaying {case}: {e}"));
+    assert_eq!(parse(r.info().as_bytes())["agentVersion"], pi::pi_version().as_str());
+    let again = drive(&r);
+    for field in ["outcome", "attempts", "settled", "failedAttempts", "compactions", "assistantText"] {
+        assert_eq!(again[field], live[field], "replayed {case}: {field}");
+    }
+    r.close().unwrap();
+    use omprpc::protocol::version::{PI_NEWEST, PI_PREVIOUS};
+    let v = pi::pi_version();
+    if std::env::var("OMPRPC_UPDATE_RECORDINGS").as_deref() == Ok("1") && (v == PI_NEWEST.to_string() || v == PI_PREVIOUS.to_string()) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+        std::fs::write(dir.join(format!("pi-{v}-{case}.jsonl")), &scrubbed).unwrap();
+        eprintln!("wrote tests/fixtures/recordings/pi-{v}-{case}.jsonl");
+    }
+}
+
+fn recorded_start(env: &PiEnv, rec: &std::path::Path) -> Client {
+    start(env, &[], json!({"record_path": rec.display().to_string(), "turn_summary": true}))
+}
+
+/// A retry after the model failed once with `kind`: one turn, two attempts.
+fn a_retry_is_one_turn(case: &str, kind: Value) {
+    let script = json!([{"match": "flaky", "replies": [{"text": "recovered", "fail": kind}]}]);
+    let Some(env) = PiEnv::new(case, script) else { return };
+    retry_settings(&env, 300);
+    let rec = env.root.join("session.jsonl");
+    let c = recorded_start(&env, &rec);
+    let t = turn(&c, "flaky");
+    assert_eq!(t["assistantText"], "recovered", "{t:#}");
+    assert_eq!((t["outcome"].as_str(), t["settled"].as_bool()), (Some(pi::pi_turn_end().1), Some(pi::pi_settles())));
+    assert_eq!(t["attempts"], 2, "{t:#}");
+    let failed = &t["failedAttempts"];
+    assert_eq!((failed.as_array().map(Vec::len), failed[0]["attempt"].as_u64(), failed[0]["then"].as_str()), (Some(1), Some(1), Some("retry")), "{failed}");
+    assert!(failed[0]["error"].as_str().is_some_and(|e| e.contains(if case.ends_with("429") { "429" } else { "500" })), "{failed}");
+    assert_eq!(failed[0]["delayMs"], 300);
+    // The turn holds both runs: the failed attempt's error message, then the answer.
+    let stops: Vec<&str> = t["messages"].as_array().unwrap().iter().filter_map(|m| m["stopReason"].as_str()).collect();
+    assert_eq!(stops, ["error", "stop"]);
+    assert_eq!((t["summary"]["attempts"].as_u64(), t["summary"]["failedAttempts"][0]["then"].as_str()), (Some(2), Some("retry")));
+    assert_eq!(events(&t, "agent_start").len(), 2);
+    one(&t, "auto_retry_start");
+    nothing_after(&c, &env);
+    c.close().unwrap();
+    replayed(&env, &rec, case, &t, |r| turn(r, "flaky"));
+}
+
+#[test]
+fn a_retry_after_a_500_is_one_turn() {
+    a_retry_is_one_turn("retry-500", json!("http_500"));
+}
+
+#[test]
+fn a_retry_after_a_429_is_one_turn() {
+    a_retry_is_one_turn("retry-429", json!({"kind": "http_429", "retry_after_s": 1}));
+}
+
+// A context-length error: pi before 0.80 compacts for the overflow and retries (one turn, two
+// attempts, the compaction in it); pi 1.x gives up and settles with the failed run.
+#[test]
+fn overflow_recovery_is_one_turn() {
+    let script = json!([{"match": "too long", "replies": [{"text": "recovered", "fail": "context_length"}]}]);
+    let Some(env) = PiEnv::new("overflow", script) else { return };
+    let rec = env.root.join("session.jsonl");
+    let c = recorded_start(&env, &rec);
+    turn(&c, "first");
+    let t = turn(&c, "too long");
+    let failed = &t["failedAttempts"];
+    assert!(failed[0]["error"].as_str().is_some_and(|e| e.contains("maximum context length")), "{failed}");
+    if pi::pi_settles() {
+        assert_eq!((t["outcome"].as_str(), t["attempts"].as_u64(), failed[0]["then"].as_str()), (Some("agent_settled"), Some(1), Some("none")), "{t:#}");
+        assert_eq!(t["assistantMessage"]["stopReason"], "error");
+        assert_eq!(t["compactions"], json!([]));
+    } else {
+        assert_eq!((t["outcome"].as_str(), t["attempts"].as_u64(), failed[0]["then"].as_str()), (Some("agent_end"), Some(2), Some("compaction")), "{t:#}");
+        assert_eq!(t["assistantText"], "recovered");
+        let c0 = &t["compactions"][0];
+        assert_eq!((c0["reason"].as_str(), c0["willRetry"].as_bool(), c0["aborted"].as_bool()), (Some("overflow"), Some(true), Some(false)), "{c0}");
+    }
+    nothing_after(&c, &env);
+    c.close().unwrap();
+    replayed(&env, &rec, "overflow", &t, |r| {
+        turn(r, "first");
+        turn(r, "too long")
+    });
+}
+
+/// Sends `abort` once the agent announced its retry, while `prompt_and_wait` waits on another
+/// thread; returns the turn and how long it took to come back after the abort.
+fn abort_in_the_retry_delay(c: &Client) -> (Value, Duration) {
+    std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("flaky", None, secs(120)));
+        wait_event(c, "auto_retry_start", |e| e["type"] == "auto_retry_start");
+        let aborted_at = Instant::now();
+        c.request("abort", None, secs(60)).unwrap();
+        let turn = t.join().unwrap().unwrap_or_else(|e| panic!("aborted turn: {e}\nstderr: {}", c.stderr()));
+        (serde_json::from_str(&turn).unwrap(), aborted_at.elapsed())
+    })
+}
+
+// Abort while pi waits to retry (its default 2 s): the turn ends at once, aborted, and pi does
+// not retry after it.
+#[test]
+fn abort_in_the_retry_delay_ends_the_turn_aborted() {
+    let script = json!([{"match": "flaky", "replies": [{"text": "recovered", "fail": "http_500"}]}]);
+    let Some(env) = PiEnv::new("abort-in-retry-delay", script) else { return };
+    retry_settings(&env, 2000);
+    let rec = env.root.join("session.jsonl");
+    let c = recorded_start(&env, &rec);
+    let (t, took) = abort_in_the_retry_delay(&c);
+    assert!(took < Duration::from_secs(1), "the aborted turn came back {took:?} after the abort");
+    assert_eq!((t["outcome"].as_str(), t["attempts"].as_u64()), (Some("aborted"), Some(1)), "{t:#}");
+    assert_eq!(t["failedAttempts"][0]["then"], "cancelled", "{t:#}");
+    let requests = env.llm_requests().len();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(env.llm_requests().len(), requests, "pi retried after the abort");
+    nothing_after(&c, &env);
+    c.close().unwrap();
+    replayed(&env, &rec, "abort-in-retry-delay", &t, |r| abort_in_the_retry_delay(r).0);
+}

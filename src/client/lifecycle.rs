@@ -8,7 +8,8 @@
 //! - the end of the agent's work completes every running prompt that was queued into a live run
 //!   (`streamingBehavior`, `disposition:"queued"`), or whose run started (`agent_start`) after
 //!   it was sent — so a late end of an earlier run cannot end a newer prompt. That end is:
-//!   - where the agent announces settling (pi 0.80.4 on, or once it sent one): its
+//!   - where the agent announces settling (pi 0.80.4 on; a pi of unknown version once it
+//!     answered a prompt with a disposition, 0.99 on, or sent an `agent_settled`): its
 //!     `agent_settled`, however many runs came before it; `{aborted:true}` ends it aborted;
 //!   - otherwise a terminal `agent_end` (`isTerminal` not false), unless the agent goes on by
 //!     itself: the end said `willRetry:true`, or announced a retry (`auto_retry_start`, which
@@ -154,7 +155,8 @@ pub struct Lifecycle {
     /// Between an `agent_start` and an `agent_end`.
     in_run: bool,
     /// The agent announces settling (`agent_settled`): known from its version at start (pi 0.80.4
-    /// on), learned from its first `agent_settled` too; `None` while unknown.
+    /// on); for a pi of unknown version learned from its first disposition (0.99 on) or
+    /// `agent_settled`, and until then taken as not.
     settles: Option<bool>,
     /// The current run's last assistant message stopped so.
     run_stop: Stop,
@@ -222,8 +224,8 @@ impl Lifecycle {
         }
     }
 
-    /// Whether the agent announces settling, as its version says (`None`: not known; an end the
-    /// frames leave open waits for an `agent_settled` or a probe).
+    /// Whether the agent announces settling, as its version says (`None`: not known — learned
+    /// from the stream, see `settles`).
     pub fn agent_settles(&mut self, settles: Option<bool>) {
         self.settles = settles;
     }
@@ -277,6 +279,11 @@ impl Lifecycle {
 
     /// A prompt's success response arrived, saying `disposition` (pi 0.99 on).
     pub fn acknowledged(&mut self, id: &str, disposition: Disposition) {
+        if self.settles.is_none() && disposition != Disposition::Unknown {
+            // A pi of unknown version that answers with a disposition is 0.99 or newer: it
+            // announces settling (0.80.4 on).
+            self.settles = Some(true);
+        }
         if disposition == Disposition::Handled {
             self.completed_without_run(id, None, false);
             return;
@@ -473,9 +480,6 @@ impl Lifecycle {
                 } else if self.recovering {
                     Some(Open::Recovering)
                 } else if self.run_stop == Stop::Error && self.gave_up.is_none() {
-                    Some(Open::Unclear)
-                } else if self.settles.is_none() {
-                    // It may announce settling: its agent_settled, else a probe, decides.
                     Some(Open::Unclear)
                 } else {
                     None
@@ -1081,32 +1085,36 @@ mod tests {
     }
 
     #[test]
-    fn a_pi_of_unknown_version_learns_settling_from_its_first_agent_settled() {
+    fn a_pi_of_unknown_version_learns_settling_from_its_disposition_or_first_agent_settled() {
+        // A disposition says pi 0.99 or newer: its first prompt already ends at agent_settled.
         let mut l = prompted(None);
         start(&mut l);
         answered(&mut l);
         end_with(&mut l, false);
-        assert!(!l.collector_done(), "it may announce settling");
+        assert!(!l.collector_done() && l.probe_due(Q).is_none(), "waits for its agent_settled");
         frame(&mut l, RecoveryMark::Settled { aborted: false });
         assert_eq!(how(&mut l), TurnOutcome::AgentSettled);
-        // Learned: the next prompt ends at its agent_settled only.
+        // Without one (0.80.4 – 0.98) the first prompt ends at its agent_end; the agent_settled
+        // that follows teaches the rest.
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        l.agent_settles(None);
+        l.collect(Some("req_1".into()), b"[");
+        l.track("req_1", false);
+        l.acknowledged("req_1", Disposition::Unknown);
+        start(&mut l);
+        answered(&mut l);
+        end_with(&mut l, false);
+        assert_eq!(how(&mut l), TurnOutcome::AgentEnd);
+        frame(&mut l, RecoveryMark::Settled { aborted: false });
         l.collect(Some("req_2".into()), b"[");
         l.track("req_2", false);
-        l.acknowledged("req_2", Disposition::Started);
+        l.acknowledged("req_2", Disposition::Unknown);
         start(&mut l);
         answered(&mut l);
         end_with(&mut l, false);
-        assert_eq!(l.probe_due(Q), None);
+        assert!(!l.collector_done());
         frame(&mut l, RecoveryMark::Settled { aborted: false });
-        assert!(l.collector_done());
-        // An old pi of unknown version never settles: a probe ends its prompt.
-        let mut l = prompted(None);
-        start(&mut l);
-        answered(&mut l);
-        end_with(&mut l, false);
-        let s = l.starts_seen();
-        l.probed(Probe::Idle, s);
-        assert_eq!(how(&mut l), TurnOutcome::AgentEnd);
+        assert_eq!(how(&mut l), TurnOutcome::AgentSettled);
     }
 
     #[test]
