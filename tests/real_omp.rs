@@ -663,3 +663,92 @@ fn three_megabytes_of_tool_output() {
     assert_eq!(reqs[1]["messages"].as_array().unwrap().last().unwrap()["content"], text.as_str());
     c.close().unwrap();
 }
+
+// --- A prompt ends where omp says it will not go on: retries, overflow recovery, abort -------
+//
+// omp's provider layer retries a failing HTTP call 11 more times by itself (12 identical
+// requests; `retry-after-ms: 1` makes that fast), then its session retries the turn: it
+// announces the retry inside the failed run (whose agent_end it holds back), starts a second
+// run, and sends one terminal agent_end (OMP-NOTES.md).
+
+/// After `turn` returned: omp starts nothing more, and the next prompt is accepted at once.
+fn nothing_after(c: &Client, env: &OmpEnv) {
+    let requests = env.llm_requests().len();
+    let state: Value = serde_json::from_str(&c.request("get_state", None, secs(60)).unwrap()).unwrap();
+    assert_eq!(state["isStreaming"], false, "omp still streams after the turn returned");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(env.llm_requests().len(), requests, "omp called the model after the turn returned");
+    let next = turn(c, "say hello");
+    assert_eq!((next["assistantText"].as_str(), next["outcome"].as_str()), (Some("pong"), Some("agent_end")), "{:#}", next["outcome"]);
+}
+
+fn a_retry_is_one_turn(case: &str, fail: Value, status: &str) {
+    let Some(env) = OmpEnv::new(case, json!([{"match": "flaky", "replies": [{"text": "recovered", "fail": fail}]}])) else { return };
+    let c = start(&env, &[], json!({"turn_summary": true}));
+    let t = turn(&c, "flaky");
+    assert_eq!((t["assistantText"].as_str(), t["outcome"].as_str(), t["attempts"].as_u64()), (Some("recovered"), Some("agent_end"), Some(2)), "{t:#}");
+    let failed = &t["failedAttempts"];
+    assert_eq!((failed.as_array().map(Vec::len), failed[0]["then"].as_str()), (Some(1), Some("retry")), "{failed}");
+    assert!(failed[0]["error"].as_str().is_some_and(|e| e.starts_with(status)), "{failed}");
+    assert!(failed[0]["delayMs"].as_u64().is_some(), "{failed}");
+    assert_eq!(events(&t, "agent_start").len(), 2);
+    assert_eq!(events(&t, "agent_end").len(), 1, "omp holds back the failed run's agent_end");
+    assert_eq!(t["summary"]["attempts"], 2);
+    nothing_after(&c, &env);
+    c.close().unwrap();
+}
+
+#[test]
+fn a_retry_after_a_500_is_one_turn() {
+    a_retry_is_one_turn("retry-500", json!({"kind": "http_500", "times": 12, "retry_after_ms": 1}), "500");
+}
+
+#[test]
+fn a_retry_after_a_429_is_one_turn() {
+    a_retry_is_one_turn("retry-429", json!({"kind": "http_429", "times": 12, "retry_after_s": 0, "retry_after_ms": 1}), "429");
+}
+
+// A context-length error after an earlier prompt: omp compacts for the overflow (its first
+// method finds nothing to drop, the summary then makes room) and runs the prompt again.
+// `compaction.keepRecentTokens` this low lets the summary cut this short conversation.
+#[test]
+fn overflow_recovery_is_one_turn() {
+    let script = json!([{"match": "too long", "replies": [{"text": "recovered", "fail": "context_length"}]}]);
+    let Some(env) = OmpEnv::new("overflow", script) else { return };
+    std::fs::write(env.agent_dir.join("config.yml"), json!({"compaction": {"keepRecentTokens": 10}}).to_string()).unwrap();
+    let c = start(&env, &[], json!({}));
+    turn(&c, "first");
+    let t = turn(&c, "too long");
+    assert_eq!((t["assistantText"].as_str(), t["outcome"].as_str(), t["attempts"].as_u64()), (Some("recovered"), Some("agent_end"), Some(2)), "{t:#}");
+    let failed = &t["failedAttempts"];
+    assert_eq!(failed[0]["then"], "compaction", "{failed}");
+    assert!(failed[0]["error"].as_str().is_some_and(|e| e.contains("maximum context length")), "{failed}");
+    let compactions = t["compactions"].as_array().unwrap();
+    assert!(compactions.iter().all(|c| c["reason"] == "overflow"), "{compactions:?}");
+    assert_eq!(compactions.last().unwrap()["willRetry"], true, "{compactions:?}");
+    nothing_after(&c, &env);
+    c.close().unwrap();
+}
+
+// Abort while omp waits to retry: a 429 whose retry-after (61 s) is above what its provider
+// layer waits for, so the session gets the error at once and waits 61 s to retry. The abort
+// cancels the retry ("Retry cancelled") and the turn ends at once, aborted.
+#[test]
+fn abort_in_the_retry_delay_ends_the_turn_aborted() {
+    let script = json!([{"match": "flaky", "replies": [{"text": "recovered", "fail": {"kind": "http_429", "times": 12, "retry_after_s": 61}}]}]);
+    let Some(env) = OmpEnv::new("abort-in-retry-delay", script) else { return };
+    let c = start(&env, &[], json!({}));
+    let (t, took) = std::thread::scope(|s| {
+        let t = s.spawn(|| c.prompt_and_wait("flaky", None, secs(120)));
+        wait_event(&c, "auto_retry_start", |e| e["type"] == "auto_retry_start");
+        let aborted_at = Instant::now();
+        c.request("abort", None, secs(60)).unwrap();
+        let turn = t.join().unwrap().unwrap_or_else(|e| panic!("aborted turn: {e}\nstderr: {}", c.stderr()));
+        (parse(turn.as_bytes()), aborted_at.elapsed())
+    });
+    assert!(took < Duration::from_secs(2), "the aborted turn came back {took:?} after the abort");
+    assert_eq!((t["outcome"].as_str(), t["attempts"].as_u64()), (Some("aborted"), Some(1)), "{t:#}");
+    assert_eq!(t["failedAttempts"][0]["then"], "cancelled", "{t:#}");
+    nothing_after(&c, &env);
+    c.close().unwrap();
+}

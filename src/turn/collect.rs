@@ -82,7 +82,7 @@ pub enum Fact {
     Start,
     /// The end of `runs[i]`.
     End(usize),
-    /// A recovery or settling frame.
+    /// A recovery or settling frame, or a failed assistant message's `message_end`.
     Frame(Vec<u8>),
 }
 
@@ -189,7 +189,13 @@ impl Collector {
                 self.facts.push(Fact::End(self.runs.len()));
                 self.runs.push(Run { agent_end: line.to_vec(), streamed, started_here: self.started });
             }
-            Mark::MessageEnd { message, .. } => self.streamed.push(message.to_vec()),
+            Mark::MessageEnd { message, stop } => {
+                self.streamed.push(message.to_vec());
+                if *stop == Stop::Error {
+                    // The record's failed attempt may be announced before the run's end (omp).
+                    self.facts.push(Fact::Frame(line.to_vec()));
+                }
+            }
             Mark::Recovery(_) => self.facts.push(Fact::Frame(line.to_vec())),
             Mark::Update | Mark::Other => {}
         }

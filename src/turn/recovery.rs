@@ -33,6 +33,9 @@ pub struct Recovery {
     next_is_retry: bool,
     /// The current attempt is already listed as failed (its retry came before its `agent_end`).
     listed: bool,
+    /// The error of the current run's failed assistant message (`message_end`), if one failed:
+    /// omp announces its retry or overflow compaction before the run's `agent_end`.
+    run_error: Option<Option<String>>,
     failed: Vec<Failed>,
     compactions: Vec<Value>,
     settled: Option<bool>,
@@ -54,6 +57,7 @@ impl Recovery {
             self.listed = false;
         }
         self.next_is_retry = false;
+        self.run_error = None;
     }
 
     /// An `agent_end`, with its run's last assistant message (from its `messages`, or streamed).
@@ -67,10 +71,11 @@ impl Recovery {
     }
 
     /// The failure of the current attempt, listed now if the agent announced it before the run
-    /// ended (`error` from the announcement).
+    /// ended (`error` from the announcement, else the failed message's).
     fn current_failure(&mut self, error: Option<String>) -> &mut Failed {
         if !self.listed {
             self.listed = true;
+            let error = error.or_else(|| self.run_error.clone().flatten());
             self.failed.push(Failed { attempt: self.attempt.max(1), error, then: "none", delay_ms: None });
         }
         self.failed.last_mut().expect("listed above")
@@ -78,9 +83,11 @@ impl Recovery {
 
     /// A frame of the agent's own recovery: `auto_retry_start` / `auto_retry_end`,
     /// `compaction_start` / `compaction_end` (pi) or `auto_compaction_start` / `auto_compaction_end`
-    /// (omp, pi before 0.50), `agent_settled`. Other frames are ignored.
+    /// (omp, pi before 0.50), `agent_settled`; and a `message_end` whose assistant message failed.
+    /// Other frames are ignored.
     pub fn frame(&mut self, ev: &Value) {
         match ev["type"].as_str().unwrap_or("") {
+            "message_end" if ev["message"]["stopReason"] == "error" => self.run_error = Some(str_of(&ev["message"]["errorMessage"])),
             "auto_retry_start" => {
                 let f = self.current_failure(str_of(&ev["errorMessage"]));
                 f.then = "retry";
@@ -96,10 +103,8 @@ impl Recovery {
             }
             "compaction_start" | "auto_compaction_start" => {
                 let reason = ev["reason"].as_str().unwrap_or("threshold");
-                if reason == "overflow" {
-                    if let Some(f) = self.failed.last_mut().filter(|f| f.attempt == self.attempt.max(1)) {
-                        f.then = "compaction";
-                    }
+                if reason == "overflow" && (self.listed || self.run_error.is_some()) {
+                    self.current_failure(None).then = "compaction";
                 }
                 self.compactions.push(json!({"reason": reason, "aborted": null, "willRetry": null, "errorMessage": null}));
             }
@@ -229,6 +234,25 @@ mod tests {
         r.frame(&json!({"type": "auto_retry_end", "success": false, "finalError": "Retry cancelled"}));
         r.frame(&json!({"type": "agent_settled", "aborted": true}));
         assert_eq!((r.attempts(), r.failed_attempts()[0]["then"].as_str(), r.settled()), (1, Some("cancelled"), Some(true)));
+    }
+
+    #[test]
+    fn omp_compacts_for_the_overflow_before_the_failed_run_ends() {
+        // omp 18.2.3, recorded: the failed message_end, two overflow compactions (the first finds
+        // nothing to drop), a new run, one agent_end.
+        let mut r = Recovery::new();
+        r.run_started();
+        r.frame(&json!({"type": "message_end", "message": assistant("error", Some("400 maximum context length"))}));
+        r.frame(&json!({"type": "auto_compaction_start", "reason": "overflow", "action": "shake"}));
+        r.frame(&json!({"type": "auto_compaction_end", "aborted": false, "willRetry": false, "skipped": true}));
+        r.frame(&json!({"type": "auto_compaction_start", "reason": "overflow", "action": "context-full"}));
+        r.frame(&json!({"type": "auto_compaction_end", "aborted": false, "willRetry": true}));
+        r.run_started();
+        r.run_ended(Some(&assistant("stop", None)));
+        assert_eq!(r.attempts(), 2);
+        assert_eq!(r.failed_attempts(), json!([{"attempt": 1, "error": "400 maximum context length", "then": "compaction"}]));
+        assert_eq!(r.compactions().as_array().unwrap().len(), 2);
+        assert_eq!(r.compactions()[1]["willRetry"], true);
     }
 
     #[test]

@@ -205,6 +205,7 @@ impl Summarizer {
                 let m = &ev["message"];
                 if m["role"] == "assistant" || (m.get("role").is_none() && m.get("stopReason").is_some()) {
                     self.last_assistant = Some(json!({"stopReason": m["stopReason"], "errorMessage": m["errorMessage"]}));
+                    self.recovery.frame(ev);
                     let model = s(&m["model"]).map(str::to_string);
                     let stop = s(&m["stopReason"]).map(str::to_string);
                     let usage = Tokens::of(&m["usage"]);
