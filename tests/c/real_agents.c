@@ -1,7 +1,7 @@
 /*
- * The real pi 0.73.1 and omp 18.2.3 through the C API, offline, with omprpc-fake-llm as the
- * model (the scenarios of tests/real_pi.rs and tests/real_omp.rs: pi's full set, omp's short
- * set — Python runs omp's full set). Both: start, a text turn, a host tool answered from this
+ * The real pi and omp 18.2.3 through the C API, offline, with omprpc-fake-llm as the model
+ * (the scenarios of tests/real_pi.rs and tests/real_omp.rs: pi's full set, omp's short set —
+ * Python runs omp's full set). Both: start, a text turn, a host tool answered from this
  * program's event loop (pi: through the tool bridge; omp: its own host tools, loadMode
  * "essential"), close leaving no process. And the activity model (src/client/lifecycle.rs): a
  * queued follow_up runs before the agent is idle; steer then abort a hanging stream (pi parks
@@ -14,10 +14,16 @@
  * library's rules and by this program's verdict (policy_eval). omp also: the compaction
  * handoff.
  *
+ * What depends on the agent's version is read from its package.json (not from the library),
+ * and the library's probed version (client info agentVersion) is checked against it and
+ * printed: pi 0.80.4 on ends a prompt with agent_settled (turn outcome AGENT_SETTLED), pi 1.x
+ * lists a system message first in the session's first run's messages.
+ *
  * Not a test_*.c program (those run in shared, ASan, valgrind and TSan modes): `make
  * c-real-agents` runs it once. Environment (the Makefile's REAL_AGENT_ENV): OMPRPC_FAKE_LLM,
- * OMPRPC_PI_CLI (run by `node`), OMPRPC_OMP_CLI + OMPRPC_BUN. Unset: that agent is skipped
- * with a message; set but unusable: the test fails.
+ * OMPRPC_PI_CLI (run by OMPRPC_PI_NODE when set — pi 0.80 on needs Node 22 — else by `node`),
+ * OMPRPC_OMP_CLI + OMPRPC_BUN. Unset: that agent is
+ * skipped with a message; set but unusable: the test fails.
  */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <fcntl.h>
@@ -197,6 +203,88 @@ static char *ws_options(const workspace *w, const char *launcher0, const char *c
     return out;
 }
 
+/* --- what this program knows of the agents -------------------------------------------- */
+
+/* What this program knows of an agent apart from the library: its package's version (the
+ * package.json above its cli.js) and what follows from it. */
+typedef struct {
+    const char *label; /* "pi", "pi (previous)", "omp" */
+    int omp;
+    char version[32];
+    int settles; /* pi >= 0.80.4 announces settling: agent_settled ends a prompt */
+} agent_facts;
+
+/* A whole file, NUL-terminated (NULL when unreadable); free with free(). */
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long n;
+    if (!f) return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = (char *)malloc((size_t)n + 1)) != NULL) {
+        size_t got = fread(buf, 1, (size_t)n, f);
+        buf[got] = '\0';
+    }
+    fclose(f);
+    return buf;
+}
+
+/* The version of the package `cli` belongs to: the first package.json in the directories above
+ * it (pi 1.x: …/pi-coding-agent/dist/bundle/cli.js, pi 0.x and omp: …/dist/cli.js). */
+static int cli_package_version(const char *cli, char *out, size_t cap) {
+    char dir[1024], path[1100];
+    int up;
+    snprintf(dir, sizeof dir, "%s", cli);
+    for (up = 0; up < 4; up++) {
+        char *slash = strrchr(dir, '/'), *text;
+        jval *v;
+        if (!slash) break;
+        *slash = '\0';
+        snprintf(path, sizeof path, "%s/package.json", dir);
+        if (!(text = read_text(path))) continue;
+        v = json_parse(text);
+        free(text);
+        if (jpath_str(v, "version")) snprintf(out, cap, "%s", jpath_str(v, "version"));
+        json_free(v);
+        return out[0] != '\0';
+    }
+    return 0;
+}
+
+/* a.b.c >= maj.min.pat */
+static int version_at_least(const char *v, int maj, int min, int pat) {
+    int a = 0, b = 0, c = 0;
+    if (sscanf(v, "%d.%d.%d", &a, &b, &c) != 3) return 0;
+    return a != maj ? a > maj : b != min ? b > min : c >= pat;
+}
+
+static int facts_of(agent_facts *f, const char *label, const char *cli) {
+    memset(f, 0, sizeof *f);
+    f->label = label;
+    f->omp = !strcmp(label, "omp");
+    if (!cli_package_version(cli, f->version, sizeof f->version)) {
+        h_fail(__FILE__, __LINE__, "no package.json with a version above %s", cli);
+        return 0;
+    }
+    f->settles = !f->omp && version_at_least(f->version, 0, 80, 4);
+    return 1;
+}
+
+/* The client's info agrees with the package: the probed version (agentVersion), printed. */
+static void check_agent_version(omprpc_client *c, const agent_facts *f) {
+    char *text = NULL, *err = NULL;
+    if (CHECK_OK(omprpc_client_info(c, &text, &err), err)) {
+        jval *v = PARSE(text);
+        const char *got = jpath_str(v, "agentVersion");
+        printf("  %s: agentVersion %s (package %s)%s\n", f->label, got ? got : "(none)", f->version,
+               f->settles ? ", announces settling" : "");
+        CHECK_STR(got, f->version);
+        CHECK_STR(jpath_str(v, "flavor"), f->omp ? "omp" : "pi");
+        json_free(v);
+        h_strfree(&text);
+    }
+}
+
 /* --- the scenarios -------------------------------------------------------------------- */
 
 /* The rules both agents' fake LLMs know (first match on the last user message wins). */
@@ -302,17 +390,29 @@ static void drain_events(omprpc_client *c) {
     h_strfree(&err);
 }
 
-static void text_turn(omprpc_client *c) {
+/* The client's first prompt: one run, ended by the agent's last word (pi 0.80.4 on: its
+ * agent_settled; before, and omp: the run's agent_end). pi 1.x lists the system prompt first
+ * in the session's first run's messages. */
+static void text_turn(omprpc_client *c, const agent_facts *f) {
     char *turn = NULL, *err = NULL;
     int64_t t0 = h_now_ms();
     jval *t;
+    int system_first = !f->omp && version_at_least(f->version, 1, 0, 0);
     if (!CHECK_OK(omprpc_client_prompt_and_wait(c, "say hello", NULL, REAL_WAIT_MS, &turn, &err), err)) return;
     t = PARSE(turn);
     CHECK_STR(jpath_str(t, "assistantText"), "Hello from the fake model");
     CHECK(jbool(jget(t, "agentInvoked")) == 1);
     CHECK_STR(jpath_str(t, "assistantMessage.stopReason"), "stop");
     CHECK_STR(jpath_str(jat(jget(t, "events"), 0), "type"), "agent_start");
-    CHECK_STR(jpath_str(jat(jget(t, "events"), jlen(jget(t, "events")) - 1), "type"), "agent_end");
+    CHECK_STR(jpath_str(jat(jget(t, "events"), jlen(jget(t, "events")) - 1), "type"),
+              f->settles ? "agent_settled" : "agent_end");
+    CHECK_STR(jpath_str(t, "outcome"), f->settles ? "agent_settled" : "agent_end");
+    CHECK(jbool(jget(t, "settled")) == (f->settles ? 1 : 0));
+    CHECK(jnum(jget(t, "attempts"), NULL) == 1);
+    CHECK(jis(jget(t, "failedAttempts"), J_ARR) && jlen(jget(t, "failedAttempts")) == 0);
+    CHECK(jis(jget(t, "compactions"), J_ARR) && jlen(jget(t, "compactions")) == 0);
+    CHECK_STR(jpath_str(t, "messages.0.role"), system_first ? "system" : "user");
+    if (system_first) CHECK_STR(jpath_str(t, "messages.1.role"), "user");
     printf("  text turn: %lld ms\n", (long long)(h_now_ms() - t0));
     json_free(t);
     h_strfree(&turn);
@@ -484,7 +584,7 @@ static void queued_follow_up(omprpc_client *c) {
 
 /* prompt_and_wait "hang please" (one delta, then the model hangs), steer, abort: the turn is
  * the aborted one. omp then runs the steer by itself, pi parks it. */
-static jval *steer_then_abort(omprpc_client *c) {
+static jval *steer_then_abort(omprpc_client *c, const agent_facts *f) {
     char *err = NULL;
     waited_turn t;
     jval *turn;
@@ -500,16 +600,18 @@ static jval *steer_then_abort(omprpc_client *c) {
     if (turn) {
         const jval *evs = jget(turn, "events");
         CHECK_STR(jpath_str(turn, "assistantMessage.stopReason"), "aborted");
-        CHECK_STR(jpath_str(jat(evs, jlen(evs) - 1), "type"), "agent_end");
+        CHECK_STR(jpath_str(turn, "outcome"), "aborted");
+        CHECK_STR(jpath_str(jat(evs, jlen(evs) - 1), "type"), f->settles ? "agent_settled" : "agent_end");
+        if (f->settles) CHECK(jbool(jpath(jat(evs, jlen(evs) - 1), "aborted")) == 1);
     }
     return turn;
 }
 
 /* pi: the steer stays parked; the agent is idle, wait_for_idle returns OK. */
-static void pi_steer_then_abort(omprpc_client *c) {
+static void pi_steer_then_abort(omprpc_client *c, const agent_facts *f) {
     char *err = NULL, *state = NULL;
     int64_t t0 = h_now_ms();
-    jval *turn = steer_then_abort(c);
+    jval *turn = steer_then_abort(c, f);
     if (!turn) return;
     CHECK_STR(jpath_str(turn, "assistantMessage.errorMessage"), "Request was aborted");
     json_free(turn);
@@ -525,11 +627,11 @@ static void pi_steer_then_abort(omprpc_client *c) {
 
 /* omp: wait_for_idle returns only after the run omp started for the steer ended: its
  * agent_end, ending with the steered reply, is already queued. */
-static void omp_steer_then_abort(omprpc_client *c) {
+static void omp_steer_then_abort(omprpc_client *c, const agent_facts *f) {
     char *err = NULL, buf[256];
     int64_t t0 = h_now_ms();
     int ends;
-    jval *turn = steer_then_abort(c);
+    jval *turn = steer_then_abort(c, f);
     if (!turn) return;
     CHECK_STR(jpath_str(turn, "assistantMessage.errorMessage"), "Interrupted by user");
     json_free(turn);
@@ -956,8 +1058,6 @@ static void pi_check_bridge(omprpc_client *c) {
     char *text = NULL, *err = NULL;
     if (CHECK_OK(omprpc_client_info(c, &text, &err), err)) {
         jval *v = PARSE(text);
-        CHECK_STR(jpath_str(v, "flavor"), "pi");
-        CHECK_STR(jpath_str(v, "agentVersion"), "0.73.1");
         CHECK(jbool(jget(v, "bridgeLoaded")) == 1);
         json_free(v);
         h_strfree(&text);
@@ -968,17 +1068,24 @@ static void pi_check_bridge(omprpc_client *c) {
     }
 }
 
+/* The program that runs pi: OMPRPC_PI_NODE (Node 22: pi 0.80 on needs it), else `node`. */
+static const char *pi_node(void) {
+    const char *v = getenv("OMPRPC_PI_NODE");
+    return v && *v ? v : "node";
+}
+
 static void test_real_pi(void) {
     int missing = 0;
     const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_PI_CLI", &missing);
     workspace w;
     omprpc_client *c;
+    agent_facts f;
     char *opts, *err = NULL;
     if (missing) {
         printf("  skipped: OMPRPC_FAKE_LLM or OMPRPC_PI_CLI is unset (make c-real-agents sets them)\n");
         return;
     }
-    if (!llm || !cli) return;
+    if (!llm || !cli || !facts_of(&f, "pi", cli)) return;
     if (ws_new(&w, "pi", llm, PI_SCRIPT)) {
         char ext[400], args[600], *q_ext;
         snprintf(ext, sizeof ext, "%s/ask.mjs", w.root);
@@ -987,12 +1094,13 @@ static void test_real_pi(void) {
         snprintf(args, sizeof args, "\"--extension\",%s", q_ext ? q_ext : "null");
         free(q_ext);
         /* The main client: the extension, host_add and host_wait bridged. */
-        opts = ws_options(&w, "node", cli, args, HOST_ADD_AND_WAIT);
+        opts = ws_options(&w, pi_node(), cli, args, HOST_ADD_AND_WAIT);
         c = start_real(opts, "pi");
         free(opts);
         if (c) {
+            check_agent_version(c, &f);
             pi_check_bridge(c);
-            text_turn(c);
+            text_turn(c, &f);
             pi_bash_tool(c);
             host_tool_turn(c, 1);
             pi_ui_dialog(c, &w);
@@ -1000,13 +1108,13 @@ static void test_real_pi(void) {
             pi_abort_during_host_tool(c, &w);
             pi_big_tool_output(c, &w);
             queued_follow_up(c);
-            pi_steer_then_abort(c); /* last: the parked steer would join the next prompt */
+            pi_steer_then_abort(c, &f); /* last: the parked steer would join the next prompt */
             close_leaves_no_process(c);
             omprpc_client_free(c);
         }
         /* Start options: a client of its own (same workspace) with the policy gate's rules and
          * turn_idle_timeout_ms. */
-        opts = ws_options(&w, "node", cli, NULL, POLICY_RULES ",\"turn_idle_timeout_ms\":4000," HOST_ADD(""));
+        opts = ws_options(&w, pi_node(), cli, NULL, POLICY_RULES ",\"turn_idle_timeout_ms\":4000," HOST_ADD(""));
         c = start_real(opts, "pi (policy rules, turn_idle_timeout_ms 4000)");
         free(opts);
         if (c) {
@@ -1016,10 +1124,11 @@ static void test_real_pi(void) {
             omprpc_client_free(c);
         }
         /* The gate in host mode, and no host tools: tool_policy alone loads the bridge. */
-        opts = ws_options(&w, "node", cli, NULL, "\"tool_policy\":{\"mode\":\"host\"}");
+        opts = ws_options(&w, pi_node(), cli, NULL, "\"tool_policy\":{\"mode\":\"host\"}");
         c = start_real(opts, "pi (policy host)");
         free(opts);
         if (c) {
+            check_agent_version(c, &f);
             pi_check_bridge(c);
             pi_policy_host(c, &w);
             CHECK_OK(omprpc_client_close(c, &err), err);
@@ -1035,12 +1144,13 @@ static void test_real_omp(void) {
                *bun = env_file("OMPRPC_BUN", &missing);
     workspace w;
     omprpc_client *c;
+    agent_facts f;
     char *opts, *info = NULL, *err = NULL;
     if (missing) {
         printf("  skipped: OMPRPC_FAKE_LLM, OMPRPC_OMP_CLI or OMPRPC_BUN is unset (make c-real-agents sets them)\n");
         return;
     }
-    if (!llm || !cli || !bun) return;
+    if (!llm || !cli || !bun || !facts_of(&f, "omp", cli)) return;
     if (ws_new(&w, "omp", llm, SCRIPT)) {
         char ext[400], args[600], *q_ext;
         snprintf(ext, sizeof ext, "%s/ask.mjs", w.root);
@@ -1061,19 +1171,18 @@ static void test_real_omp(void) {
                 size_t i, extensions = 0;
                 for (i = 0; i < jlen(argv); i++)
                     if (jstr(jat(argv, i)) && !strcmp(jstr(jat(argv, i)), "--extension")) extensions++;
-                CHECK_STR(jpath_str(v, "flavor"), "omp");
-                CHECK_STR(jpath_str(v, "agentVersion"), "18.2.3");
                 /* Only this program's extension: host tools are native on omp, no bridge. */
                 CHECKF(extensions == 1 && jbool(jget(v, "bridgeLoaded")) == 0, "no bridge on omp: %s", info);
                 json_free(v);
                 h_strfree(&info);
             }
-            text_turn(c);
+            check_agent_version(c, &f);
+            text_turn(c, &f);
             host_tool_turn(c, 0);
             silent_host_tool(c);
             quiet_command(c, &w);
             queued_follow_up(c);
-            omp_steer_then_abort(c);
+            omp_steer_then_abort(c, &f);
             omp_compaction_handoff(c);
             close_leaves_no_process(c);
             omprpc_client_free(c);
