@@ -14,6 +14,13 @@
  * library's rules and by this program's verdict (policy_eval). omp also: the compaction
  * handoff.
  *
+ * Recovery (issue 21), on pi, the previous pi (0.73.1) and omp, through the structured turn
+ * (omprpc_client_prompt_and_wait_turn): a retry after a 500 and after a 429, overflow recovery
+ * (pi 0.73.1 and omp compact and answer; pi 0.80.4 on gives up and settles) — each call returns
+ * after the agent's last run with that run's outcome and the record of the attempts, the agent
+ * starts nothing after it, a second prompt right after it is accepted — and abort from another
+ * thread in a retry's delay (the turn ends at once, ABORTED, and no retry follows).
+ *
  * What depends on the agent's version is read from its package.json (not from the library),
  * and the library's probed version (client info agentVersion) is checked against it and
  * printed: pi 0.80.4 on ends a prompt with agent_settled (turn outcome AGENT_SETTLED), pi 1.x
@@ -22,7 +29,7 @@
  * Not a test_*.c program (those run in shared, ASan, valgrind and TSan modes): `make
  * c-real-agents` runs it once. Environment (the Makefile's REAL_AGENT_ENV): OMPRPC_FAKE_LLM,
  * OMPRPC_PI_CLI (run by OMPRPC_PI_NODE when set — pi 0.80 on needs Node 22 — else by `node`),
- * OMPRPC_OMP_CLI + OMPRPC_BUN. Unset: that agent is
+ * OMPRPC_PI_PREVIOUS_CLI (run by `node`), OMPRPC_OMP_CLI + OMPRPC_BUN. Unset: that agent is
  * skipped with a message; set but unusable: the test fails.
  */
 #define _XOPEN_SOURCE 700 /* nftw */
@@ -1191,11 +1198,423 @@ static void test_real_omp(void) {
     ws_free(&w);
 }
 
+/* --- recovery: retries, overflow, abort in a retry's delay (issue 21) ------------------ */
+
+/* A borrowed omprpc_str as a NUL-terminated copy, parsed (NULL when absent). */
+static jval *parse_str(omprpc_str s) {
+    char *copy;
+    jval *v;
+    if (!s.data) return NULL;
+    copy = (char *)malloc(s.len + 1);
+    if (!copy) return NULL;
+    memcpy(copy, s.data, s.len);
+    copy[s.len] = '\0';
+    v = PARSE(copy);
+    free(copy);
+    return v;
+}
+
+/* omprpc_str == text (NULL: absent). */
+static int str_is(omprpc_str s, const char *text) {
+    if (!text || !s.data) return !text && !s.data;
+    return s.len == strlen(text) && !memcmp(s.data, text, s.len);
+}
+
+#define CHECK_OSTR(s, want)                                                                             \
+    CHECKF(str_is((s), (want)), "%s is \"%.*s\", expected \"%s\"", #s, (s).data ? (int)(s).len : 6,       \
+           (s).data ? (s).data : "(none)", (want) ? (want) : "(none)")
+
+static const char *outcome_name(omprpc_turn_outcome o) {
+    switch (o) {
+    case OMPRPC_TURN_OUTCOME_AGENT_END: return "AGENT_END";
+    case OMPRPC_TURN_OUTCOME_PROMPT_RESULT: return "PROMPT_RESULT";
+    case OMPRPC_TURN_OUTCOME_NOT_INVOKED: return "NOT_INVOKED";
+    case OMPRPC_TURN_OUTCOME_AGENT_SETTLED: return "AGENT_SETTLED";
+    case OMPRPC_TURN_OUTCOME_ABORTED: return "ABORTED";
+    }
+    return "?";
+}
+
+/* How many of the turn's events have `type`, and the type of its last one (into last). */
+static int turn_count_type(const omprpc_turn *t, const char *type, char *last, size_t cap) {
+    const omprpc_event_view *evs = NULL;
+    size_t n = 0, i;
+    int count = 0;
+    char *err = NULL;
+    if (last) last[0] = '\0';
+    if (!CHECK_OK(omprpc_turn_events(t, &evs, &n, &err), err)) return -1;
+    for (i = 0; i < n; i++)
+        if (str_is(evs[i].event_type, type)) count++;
+    if (last && n && evs[n - 1].event_type.data)
+        snprintf(last, cap, "%.*s", (int)evs[n - 1].event_type.len, evs[n - 1].event_type.data);
+    return count;
+}
+
+/* The first of the turn's events with `type` whose `key` is the number `value` (key NULL: any),
+ * parsed; NULL when none. */
+static jval *turn_event(const omprpc_turn *t, const char *type, const char *key, double value) {
+    const omprpc_event_view *evs = NULL;
+    size_t n = 0, i;
+    char *err = NULL;
+    if (!CHECK_OK(omprpc_turn_events(t, &evs, &n, &err), err)) return NULL;
+    for (i = 0; i < n; i++) {
+        jval *v;
+        if (!str_is(evs[i].event_type, type)) continue;
+        v = parse_str(evs[i].json);
+        if (!key || jnum(jget(v, key), NULL) == value) return v;
+        json_free(v);
+    }
+    return NULL;
+}
+
+/* get_state says the agent is not streaming (nor retrying, where it says). */
+static void check_idle_state(omprpc_client *c, const char *when) {
+    char *state = NULL, *err = NULL;
+    if (CHECK_OK(omprpc_client_get_state(c, REAL_WAIT_MS, &state, &err), err)) {
+        jval *s = PARSE(state);
+        CHECKF(jbool(jget(s, "isStreaming")) == 0 && jbool(jget(s, "isRetrying")) != 1, "%s: state %s", when, state);
+        json_free(s);
+        h_strfree(&state);
+    }
+}
+
+/* The second prompt, sent right after the first returned: accepted, one attempt, answered. */
+static void second_prompt(omprpc_client *c, const agent_facts *f) {
+    omprpc_turn *t = NULL;
+    omprpc_turn_info info;
+    char *err = NULL;
+    if (!CHECK_OK(omprpc_client_prompt_and_wait_turn(c, "say hello", NULL, REAL_WAIT_MS, &t, &err), err)) return;
+    if (CHECK_OK(omprpc_turn_get_info(t, &info, &err), err)) {
+        CHECK_OSTR(info.assistant_text, "Hello from the fake model");
+        CHECKF(info.outcome == (f->settles ? OMPRPC_TURN_OUTCOME_AGENT_SETTLED : OMPRPC_TURN_OUTCOME_AGENT_END),
+               "the second prompt's outcome: %s", outcome_name(info.outcome));
+        CHECKF(info.attempts == 1, "the second prompt made %u attempts", (unsigned)info.attempts);
+        CHECK_OSTR(info.failed_attempts_json, "[]");
+    }
+    omprpc_turn_free(t);
+}
+
+/* After a recovering prompt returned: get_state at once says idle; a second prompt is accepted
+ * and costs exactly one LLM request; nothing more is asked a moment later. */
+static void after_return(omprpc_client *c, const workspace *w, const agent_facts *f, int requests_at_return) {
+    check_idle_state(c, "right after the call returned");
+    second_prompt(c, f);
+    CHECKF(llm_requests(w) == requests_at_return + 1, "after the call returned the agent made %d LLM requests (1 expected: the second prompt)",
+           llm_requests(w) - requests_at_return);
+    h_sleep_ms(300);
+    CHECKF(llm_requests(w) == requests_at_return + 1, "a moment later: %d LLM requests since the call returned",
+           llm_requests(w) - requests_at_return);
+    check_idle_state(c, "a moment later");
+}
+
+typedef struct {
+    const char *name;
+    const char *prompt;
+    const char *answer;  /* the last run's text; NULL: the failed run is the last one */
+    const char *error;   /* a substring of the failed attempt's error */
+    const char *then;    /* what the agent did after the failed attempt */
+    uint32_t attempts;
+    int compaction;      /* an overflow compaction that retried */
+} recovery_case;
+
+/* One prompt that fails once and (usually) recovers, through prompt_and_wait_turn: the call
+ * returns after the agent's last run, with that run's outcome and the record of the attempts;
+ * then after_return. */
+static void recovery_turn(omprpc_client *c, const workspace *w, const agent_facts *f, const recovery_case *rc) {
+    omprpc_turn *t = NULL;
+    omprpc_turn_info info;
+    char *err = NULL, last[64];
+    int64_t t0 = h_now_ms();
+    int before = llm_requests(w), at_return, starts, ends;
+    omprpc_turn_outcome want = f->settles ? OMPRPC_TURN_OUTCOME_AGENT_SETTLED : OMPRPC_TURN_OUTCOME_AGENT_END;
+    jval *failed, *compactions;
+    drain_events(c);
+    if (!CHECK_OK(omprpc_client_prompt_and_wait_turn(c, rc->prompt, NULL, REAL_WAIT_MS, &t, &err), err)) return;
+    at_return = llm_requests(w);
+    if (!CHECK_OK(omprpc_turn_get_info(t, &info, &err), err)) {
+        omprpc_turn_free(t);
+        return;
+    }
+    CHECKF(info.outcome == want, "%s: outcome %s, expected %s", rc->name, outcome_name(info.outcome), outcome_name(want));
+    CHECKF(info.attempts == rc->attempts, "%s: %u attempts, expected %u", rc->name, (unsigned)info.attempts,
+           (unsigned)rc->attempts);
+    CHECKF(info.settled == (f->settles != 0), "%s: settled %d", rc->name, (int)info.settled);
+    CHECK(info.agent_invoked);
+    if (rc->answer) {
+        CHECK_OSTR(info.assistant_text, rc->answer);
+        CHECK_OSTR(info.stop_reason, "stop");
+    } else {
+        CHECK_OSTR(info.stop_reason, "error");
+    }
+    failed = parse_str(info.failed_attempts_json);
+    CHECKF(jlen(failed) == 1, "%s: failedAttempts %.*s", rc->name, (int)info.failed_attempts_json.len,
+           info.failed_attempts_json.data ? info.failed_attempts_json.data : "");
+    if (jlen(failed) >= 1) {
+        const jval *f0 = jat(failed, 0);
+        const char *e = jpath_str(f0, "error");
+        CHECK(jnum(jget(f0, "attempt"), NULL) == 1);
+        CHECKF(e && strstr(e, rc->error), "%s: failed attempt's error %s", rc->name, e ? e : "(none)");
+        CHECK_STR(jpath_str(f0, "then"), rc->then);
+        if (!strcmp(rc->then, "retry")) CHECKF(jnum(jget(f0, "delayMs"), NULL) > 0, "%s: no delayMs", rc->name);
+    }
+    json_free(failed);
+    compactions = parse_str(info.compactions_json);
+    if (rc->compaction) {
+        /* omp may try a cheaper method first ("shake", skipped, willRetry false). */
+        const jval *lastc = jat(compactions, jlen(compactions) ? jlen(compactions) - 1 : 0);
+        CHECKF(jlen(compactions) >= 1 && jpath_str(lastc, "reason") && !strcmp(jpath_str(lastc, "reason"), "overflow") &&
+                   jbool(jget(lastc, "willRetry")) == 1 && jbool(jget(lastc, "aborted")) == 0,
+               "%s: compactions %.*s", rc->name, (int)info.compactions_json.len,
+               info.compactions_json.data ? info.compactions_json.data : "");
+    } else {
+        CHECK_OSTR(info.compactions_json, "[]");
+    }
+    json_free(compactions);
+    /* The turn holds every run: one agent_start per attempt; pi ends each run (omp holds the
+     * failed run's agent_end back), and the last event is the agent's last word. */
+    starts = turn_count_type(t, "agent_start", NULL, 0);
+    ends = turn_count_type(t, "agent_end", last, sizeof last);
+    CHECKF(starts == (int)rc->attempts, "%s: %d agent_start in the turn", rc->name, starts);
+    if (!f->omp) CHECKF(ends == (int)rc->attempts, "%s: %d agent_end in the turn", rc->name, ends);
+    CHECK_STR(last, f->settles ? "agent_settled" : "agent_end");
+    if (!strcmp(rc->then, "retry")) {
+        jval *end = turn_event(t, "auto_retry_end", NULL, 0);
+        CHECKF(end && jbool(jget(end, "success")) == 1, "%s: auto_retry_end {success:true} in the turn", rc->name);
+        json_free(end);
+    }
+    {
+        /* The failed attempt's error message: streamed (message_end) in the turn's events, and
+         * on pi among the turn's messages (every run's agent_end messages). omp's one agent_end
+         * lists only the last run's answer (see the report of issue 21). */
+        const omprpc_str *msgs = NULL;
+        size_t n = 0, i;
+        int errors = 0;
+        const omprpc_event_view *evs = NULL;
+        size_t nev = 0;
+        int streamed_errors = 0;
+        if (CHECK_OK(omprpc_turn_events(t, &evs, &nev, &err), err))
+            for (i = 0; i < nev; i++) {
+                jval *v;
+                if (!str_is(evs[i].event_type, "message_end")) continue;
+                v = parse_str(evs[i].json);
+                if (jpath_str(v, "message.stopReason") && !strcmp(jpath_str(v, "message.stopReason"), "error"))
+                    streamed_errors++;
+                json_free(v);
+            }
+        CHECKF(streamed_errors >= 1, "%s: no message_end with stopReason error among the turn's events", rc->name);
+        if (CHECK_OK(omprpc_turn_messages(t, &msgs, &n, &err), err))
+            for (i = 0; i < n; i++) {
+                jval *m = parse_str(msgs[i]);
+                if (jpath_str(m, "stopReason") && !strcmp(jpath_str(m, "stopReason"), "error")) errors++;
+                json_free(m);
+            }
+        if (!f->omp) CHECKF(errors >= 1, "%s: no error message among the turn's %zu messages", rc->name, n);
+    }
+    omprpc_turn_free(t);
+    printf("  %s %s: %s after %lld ms, %u attempts, %d LLM requests\n", f->label, rc->name, outcome_name(want),
+           (long long)(h_now_ms() - t0), (unsigned)rc->attempts, at_return - before);
+    after_return(c, w, f, at_return);
+}
+
+/* prompt_and_wait_turn on a thread of its own, and when it returned. */
+typedef struct {
+    omprpc_client *c;
+    const char *message;
+    omprpc_status st;
+    omprpc_turn *turn;
+    char *err;
+    int64_t returned_ms;
+    pthread_t th;
+} struct_turn;
+
+static void *struct_turn_thread(void *arg) {
+    struct_turn *t = (struct_turn *)arg;
+    t->st = omprpc_client_prompt_and_wait_turn(t->c, t->message, NULL, REAL_WAIT_MS, &t->turn, &t->err);
+    t->returned_ms = h_now_ms();
+    return NULL;
+}
+
+/* Abort (omprpc_client_abort, from this thread) during the delay before retry `attempt`, while
+ * another thread waits in prompt_and_wait_turn: the turn ends at once, ABORTED, the retry
+ * cancelled; the agent asks the model nothing more and takes the next prompt. */
+static void abort_in_retry_delay(omprpc_client *c, const workspace *w, const agent_facts *f, const char *prompt,
+                                 int attempt) {
+    struct_turn st;
+    omprpc_turn_info info;
+    char *err = NULL;
+    int64_t t0 = h_now_ms(), seen = 0, aborted_at = 0, delay = 0;
+    int requests = 0;
+    jval *retry = NULL, *failed;
+    drain_events(c);
+    memset(&st, 0, sizeof st);
+    st.c = c;
+    st.message = prompt;
+    st.st = OMPRPC_STATUS_PANIC;
+    pthread_create(&st.th, NULL, struct_turn_thread, &st);
+    for (;;) {
+        int64_t left = t0 + 60000 - h_now_ms(); /* pi's three attempts take ~3 s */
+        retry = h_wait_event(c, "auto_retry_start", left > 0 ? left : 0);
+        if (!retry || jnum(jget(retry, "attempt"), NULL) == attempt) break;
+        json_free(retry);
+    }
+    seen = h_now_ms();
+    CHECKF(retry != NULL, "no auto_retry_start for attempt %d", attempt);
+    delay = retry ? (int64_t)jnum(jget(retry, "delayMs"), NULL) : 0;
+    requests = llm_requests(w);
+    aborted_at = h_now_ms();
+    CHECK_OK(omprpc_client_abort(c, REAL_WAIT_MS, &err), err);
+    pthread_join(st.th, NULL);
+    if (!CHECK_OK(st.st, st.err)) {
+        json_free(retry);
+        return;
+    }
+    CHECKF(st.returned_ms - seen < delay, "the turn returned %lld ms after the abort, %lld ms into a %lld ms delay",
+           (long long)(st.returned_ms - aborted_at), (long long)(st.returned_ms - seen), (long long)delay);
+    if (CHECK_OK(omprpc_turn_get_info(st.turn, &info, &err), err)) {
+        jval *end = turn_event(st.turn, "auto_retry_end", NULL, 0);
+        const jval *lastf;
+        CHECKF(info.outcome == OMPRPC_TURN_OUTCOME_ABORTED, "outcome %s", outcome_name(info.outcome));
+        CHECKF(info.attempts == (uint32_t)attempt, "%u attempts, expected %d", (unsigned)info.attempts, attempt);
+        CHECKF(info.settled == (f->settles != 0), "settled %d", (int)info.settled);
+        failed = parse_str(info.failed_attempts_json);
+        lastf = jat(failed, jlen(failed) ? jlen(failed) - 1 : 0);
+        CHECKF((int)jlen(failed) == attempt && jnum(jget(lastf, "attempt"), NULL) == attempt &&
+                   jpath_str(lastf, "then") && !strcmp(jpath_str(lastf, "then"), "cancelled"),
+               "failedAttempts %.*s", (int)info.failed_attempts_json.len,
+               info.failed_attempts_json.data ? info.failed_attempts_json.data : "");
+        json_free(failed);
+        CHECKF(end && jbool(jget(end, "success")) == 0 && jpath_str(end, "finalError") &&
+                   !strcmp(jpath_str(end, "finalError"), "Retry cancelled"),
+               "auto_retry_end {success:false, finalError:\"Retry cancelled\"} in the turn");
+        json_free(end);
+    }
+    omprpc_turn_free(st.turn);
+    check_idle_state(c, "right after the aborted turn");
+    /* No retry follows: past the end of the cancelled delay (omp's 61 s: a moment), the model
+     * was not asked again and no run started. */
+    h_sleep_ms(f->omp ? 500 : (long)(seen + delay + 300 - h_now_ms() > 300 ? seen + delay + 300 - h_now_ms() : 300));
+    CHECKF(llm_requests(w) == requests, "%d LLM requests after the abort", llm_requests(w) - requests);
+    {
+        jval *start = h_wait_event(c, "agent_start", 0);
+        CHECKF(start == NULL, "a run started after the aborted turn");
+        json_free(start);
+    }
+    check_idle_state(c, "after the cancelled delay");
+    printf("  %s abort in the delay before retry %d: ABORTED %lld ms after the abort (delay %lld ms), whole case %lld ms\n",
+           f->label, attempt, (long long)(st.returned_ms - aborted_at), (long long)delay, (long long)(h_now_ms() - t0));
+    json_free(retry);
+    second_prompt(c, f);
+}
+
+/* The fake LLM's failures (src/bin/omprpc-fake-llm/main.rs): each rule's failures are counted
+ * over the server's life, so each case has a rule of its own. "overflow now" comes first: the
+ * compaction's summary request quotes the conversation, and must get a reply, not a failure. */
+#define RECOVERY_HELLO "{\"match\":\"say hello\",\"replies\":[{\"text\":\"Hello from the fake model\"}]}"
+#define RECOVERY_OVERFLOW "{\"match\":\"overflow now\",\"replies\":[{\"text\":\"recovered after compaction\",\"fail\":\"context_length\"}]}"
+/* pi: one failure each (pi 0.73.1's SDK retries of one call fail alike; retry-after-ms 1 keeps
+ * them fast on the 429s); the abort case fails every attempt. */
+#define PI_RECOVERY_SCRIPT                                                                              \
+    "[" RECOVERY_OVERFLOW ","                                                                           \
+    "{\"match\":\"fail with 500\",\"replies\":[{\"text\":\"recovered from 500\",\"fail\":\"http_500\"}]},"  \
+    "{\"match\":\"fail with 429\",\"replies\":[{\"text\":\"recovered from 429\","                          \
+    "\"fail\":{\"kind\":\"http_429\",\"retry_after_ms\":1}}]}," RECOVERY_HELLO ","                          \
+    "{\"match\":\"abort my retry\",\"replies\":[{\"text\":\"never\","                                      \
+    "\"fail\":{\"kind\":\"http_429\",\"times\":10,\"retry_after_ms\":1}}]}]"
+/* omp: its provider layer retries a failing call 11 more times by itself (all 12 must fail for
+ * the session to see it; retry-after-ms 1 makes that fast); a retry-after above 60 s makes it
+ * give up at once and the session wait 61 s (the abort case). /tmp/omp-research, the spec. */
+#define OMP_RECOVERY_SCRIPT                                                                             \
+    "[" RECOVERY_OVERFLOW ","                                                                           \
+    "{\"match\":\"fail with 500\",\"replies\":[{\"text\":\"recovered from 500\","                          \
+    "\"fail\":{\"kind\":\"http_500\",\"times\":12,\"retry_after_ms\":1}}]},"                              \
+    "{\"match\":\"fail with 429\",\"replies\":[{\"text\":\"recovered from 429\","                          \
+    "\"fail\":{\"kind\":\"http_429\",\"times\":12,\"retry_after_s\":0,\"retry_after_ms\":1}}]}," RECOVERY_HELLO "," \
+    "{\"match\":\"abort my retry\",\"replies\":[{\"text\":\"never\","                                      \
+    "\"fail\":{\"kind\":\"http_429\",\"times\":12,\"retry_after_s\":61}}]}]"
+
+/* The recovery cases on one agent, in a workspace of their own: a retry after a 500, after a
+ * 429, overflow recovery (pi before 0.80.4 and omp compact and answer, later pi gives up and
+ * settles), then abort in a retry's delay. pi retries after 300 ms, 600 ms, 1200 ms (settings:
+ * baseDelayMs 300, maxRetries 3): the abort lands in the third delay. omp compacts an overflow
+ * only with something to keep (keepRecentTokens 10, after the earlier prompts). */
+static void recovery_suite(const char *label, const char *launcher, const char *cli, const char *llm) {
+    agent_facts f;
+    workspace w;
+    omprpc_client *c;
+    char *opts, *err = NULL, path[400];
+    recovery_case r500 = {"retry after a 500", "fail with 500", "recovered from 500", "500", "retry", 2, 0};
+    recovery_case r429 = {"retry after a 429", "fail with 429", "recovered from 429", "429", "retry", 2, 0};
+    recovery_case overflow = {"overflow", "overflow now", "recovered after compaction", "maximum context length",
+                              "compaction", 2, 1};
+    if (!facts_of(&f, label, cli)) return;
+    if (f.settles) {
+        /* pi 0.80.4 on gives up on an overflow and settles: the failed run is the last. */
+        overflow.answer = NULL;
+        overflow.then = "none";
+        overflow.attempts = 1;
+        overflow.compaction = 0;
+    }
+    if (ws_new(&w, f.omp ? "omp" : "pi", llm, f.omp ? OMP_RECOVERY_SCRIPT : PI_RECOVERY_SCRIPT)) {
+        snprintf(path, sizeof path, "%s/%s", w.agent_dir, f.omp ? "config.yml" : "settings.json");
+        CHECK(write_text(path, f.omp ? "{\"compaction\":{\"keepRecentTokens\":10}}\n"
+                                     : "{\"retry\":{\"enabled\":true,\"maxRetries\":3,\"baseDelayMs\":300}}\n"));
+        opts = ws_options(&w, launcher, cli, NULL, NULL);
+        c = start_real(opts, label);
+        free(opts);
+        if (c) {
+            check_agent_version(c, &f);
+            recovery_turn(c, &w, &f, &r500);
+            recovery_turn(c, &w, &f, &r429);
+            recovery_turn(c, &w, &f, &overflow);
+            abort_in_retry_delay(c, &w, &f, "abort my retry", f.omp ? 1 : 3);
+            CHECK_OK(omprpc_client_close(c, &err), err);
+            omprpc_client_free(c);
+        }
+    }
+    ws_free(&w);
+}
+
+/* The recovery cases on pi (OMPRPC_PI_CLI, run by OMPRPC_PI_NODE), the previous pi
+ * (OMPRPC_PI_PREVIOUS_CLI, 0.73.1, run by `node`) and omp. */
+static void test_recovery_pi(void) {
+    int missing = 0;
+    const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_PI_CLI", &missing);
+    if (missing) {
+        printf("  skipped: OMPRPC_FAKE_LLM or OMPRPC_PI_CLI is unset (make c-real-agents sets them)\n");
+        return;
+    }
+    if (llm && cli) recovery_suite("pi", pi_node(), cli, llm);
+}
+
+static void test_recovery_pi_previous(void) {
+    int missing = 0;
+    const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_PI_PREVIOUS_CLI", &missing);
+    if (missing) {
+        printf("  skipped: OMPRPC_FAKE_LLM or OMPRPC_PI_PREVIOUS_CLI is unset (make c-real-agents sets them)\n");
+        return;
+    }
+    if (llm && cli) recovery_suite("pi (previous)", "node", cli, llm);
+}
+
+static void test_recovery_omp(void) {
+    int missing = 0;
+    const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_OMP_CLI", &missing),
+               *bun = env_file("OMPRPC_BUN", &missing);
+    if (missing) {
+        printf("  skipped: OMPRPC_FAKE_LLM, OMPRPC_OMP_CLI or OMPRPC_BUN is unset (make c-real-agents sets them)\n");
+        return;
+    }
+    if (llm && cli && bun) recovery_suite("omp", bun, cli, llm);
+}
+
 int main(void) {
     /* h_init wants the fake agent, which this program does not use. */
     setenv("OMPRPC_FAKE_AGENT", "(unused)", 0);
     h_init();
     RUN(test_real_pi);
     RUN(test_real_omp);
+    RUN(test_recovery_pi);
+    RUN(test_recovery_pi_previous);
+    RUN(test_recovery_omp);
     return h_summary();
 }
