@@ -17,7 +17,12 @@ static void test_version_abi_and_status_names(void) {
     CHECK(v != NULL && *v != '\0');
     CHECK(omprpc_version() == v); /* a static string, the same every time */
     CHECK(omprpc_abi_version() == OMPRPC_ABI_VERSION);
-    CHECK(OMPRPC_ABI_VERSION >= 1);
+    /* ABI 2: the turn outcomes AGENT_SETTLED / ABORTED and omprpc_turn_info's attempts,
+     * settled, failed_attempts_json, compactions_json (a struct grown at its end). */
+    CHECK(OMPRPC_ABI_VERSION == 2);
+    CHECK(OMPRPC_TURN_OUTCOME_AGENT_END == 0 && OMPRPC_TURN_OUTCOME_PROMPT_RESULT == 1 &&
+          OMPRPC_TURN_OUTCOME_NOT_INVOKED == 2 && OMPRPC_TURN_OUTCOME_AGENT_SETTLED == 3 &&
+          OMPRPC_TURN_OUTCOME_ABORTED == 4);
     CHECK(OMPRPC_TIMEOUT_INFINITE == -1);
     CHECK(OMPRPC_TIMEOUT_DEFAULT == -2);
     CHECK(OMPRPC_STATUS_OK == 0);

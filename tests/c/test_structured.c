@@ -108,6 +108,15 @@ static void test_a_turn_is_its_json_located(void) {
     v = PARSE_STR(info.summary_json);
     CHECK_STR(jpath_str(v, "finalText"), "pong");
     json_free(v);
+    /* the record of attempts: one, nothing failed, nothing compacted, no settling (omp) — the
+     * same as the turn JSON's members */
+    CHECK_STR(jpath_str(whole, "outcome"), "agent_end");
+    CHECK(info.attempts == 1 && jnum(jget(whole, "attempts"), NULL) == 1);
+    CHECK(!info.settled && jbool(jget(whole, "settled")) == 0);
+    CHECK(str_is(info.failed_attempts_json, "[]") && jis(jget(whole, "failedAttempts"), J_ARR) &&
+          jlen(jget(whole, "failedAttempts")) == 0);
+    CHECK(str_is(info.compactions_json, "[]") && jis(jget(whole, "compactions"), J_ARR) &&
+          jlen(jget(whole, "compactions")) == 0);
     CHECK_OK(omprpc_turn_events(turn, &views, &n, &err), err);
     CHECKF(n == info.event_count && n == jlen(jget(whole, "events")) && n >= 3, "%u views, %u in info, %u in the JSON",
            (unsigned)n, (unsigned)info.event_count, (unsigned)jlen(jget(whole, "events")));
@@ -142,12 +151,16 @@ static void test_local_outcomes(void) {
         CHECK(info.outcome == OMPRPC_TURN_OUTCOME_NOT_INVOKED && !info.agent_invoked);
         CHECK(info.assistant_text.data == NULL && info.assistant_message_json.data == NULL);
         CHECK(str_is(info.messages_json, "[]"));
+        /* nothing ran: no attempt */
+        CHECK(info.attempts == 0 && !info.settled);
+        CHECK(str_is(info.failed_attempts_json, "[]") && str_is(info.compactions_json, "[]"));
     }
     omprpc_turn_free(turn);
     turn = NULL;
     if (CHECK_OK(omprpc_client_prompt_and_wait_turn(c, "prompt result", NULL, WAIT_MS, &turn, &err), err)
         && CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err)) {
         CHECK(info.outcome == OMPRPC_TURN_OUTCOME_PROMPT_RESULT && !info.agent_invoked);
+        CHECK(info.attempts == 0 && !info.settled);
         v = PARSE_STR(info.prompt_result_json);
         CHECK_STR(jpath_str(v, "type"), "prompt_result");
         json_free(v);
