@@ -532,7 +532,10 @@ impl Lifecycle {
                 self.open_end = None;
                 self.work_ended(Some(if aborted { TurnOutcome::Aborted } else { TurnOutcome::AgentSettled }));
             }
-            RecoveryMark::RetryEnd { success: true } | RecoveryMark::CompactionStart { overflow: false } => {}
+            // The retry succeeded: the run it started is under way (its agent_start came first),
+            // and its end is the end.
+            RecoveryMark::RetryEnd { success: true } => self.recovering = false,
+            RecoveryMark::CompactionStart { overflow: false } => {}
         }
     }
 
