@@ -228,10 +228,17 @@ func takeTurn(op string, turn *C.omprpc_turn) (*Turn, error) {
 		v := string(borrowed(s))
 		return &v
 	}
+	outcome, err := turnOutcome(op, info.outcome)
+	if err != nil {
+		C.omprpc_turn_free(turn)
+		return nil, err
+	}
 	t := &Turn{
 		RequestID:        string(borrowed(info.request_id)),
 		AgentInvoked:     bool(info.agent_invoked),
-		Outcome:          turnOutcome(info.outcome),
+		Outcome:          outcome,
+		Attempts:         int(info.attempts),
+		Settled:          bool(info.settled),
 		AssistantMessage: part(info.assistant_message_json),
 		AssistantText:    text(info.assistant_text),
 		StopReason:       text(info.stop_reason),
@@ -239,6 +246,15 @@ func takeTurn(op string, turn *C.omprpc_turn) (*Turn, error) {
 		Usage:            part(info.usage_json),
 		PromptResult:     part(info.prompt_result_json),
 		Summary:          part(info.summary_json),
+	}
+	// The record of attempts is the library's: read from its structure, decoded as it is.
+	if err := turnList(op, info.failed_attempts_json, &t.FailedAttempts); err != nil {
+		C.omprpc_turn_free(turn)
+		return nil, err
+	}
+	if err := turnList(op, info.compactions_json, &t.Compactions); err != nil {
+		C.omprpc_turn_free(turn)
+		return nil, err
 	}
 	views := viewsOf(p, n)
 	t.Events = make([]json.RawMessage, len(views))
@@ -268,15 +284,32 @@ func takeTurn(op string, turn *C.omprpc_turn) (*Turn, error) {
 	return t, nil
 }
 
-func turnOutcome(o C.omprpc_turn_outcome) TurnOutcome {
-	switch o {
-	case C.OMPRPC_TURN_OUTCOME_PROMPT_RESULT:
-		return TurnPromptResult
-	case C.OMPRPC_TURN_OUTCOME_NOT_INVOKED:
-		return TurnNotInvoked
-	default:
-		return TurnAgentEnd
+// turnList decodes one of the turn's JSON arrays (failedAttempts, compactions) into out;
+// an absent or empty one leaves out nil.
+func turnList[T any](op string, s C.omprpc_str, out *[]T) error {
+	b := borrowed(s)
+	if len(b) == 0 || string(b) == "[]" {
+		return nil
 	}
+	return unmarshal(op, b, out)
+}
+
+// turnOutcome is the Go outcome of the library's; an unknown one is the library's error (the
+// ABI version, checked at start, fixes the enum).
+func turnOutcome(op string, o C.omprpc_turn_outcome) (TurnOutcome, error) {
+	switch o {
+	case C.OMPRPC_TURN_OUTCOME_AGENT_END:
+		return TurnAgentEnd, nil
+	case C.OMPRPC_TURN_OUTCOME_PROMPT_RESULT:
+		return TurnPromptResult, nil
+	case C.OMPRPC_TURN_OUTCOME_NOT_INVOKED:
+		return TurnNotInvoked, nil
+	case C.OMPRPC_TURN_OUTCOME_AGENT_SETTLED:
+		return TurnAgentSettled, nil
+	case C.OMPRPC_TURN_OUTCOME_ABORTED:
+		return TurnAborted, nil
+	}
+	return 0, newError(op, StatusProtocol, "the library reported an unknown turn outcome %d", int(o))
 }
 
 // internType returns the common event types as shared constant strings (no allocation for

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -415,13 +416,20 @@ func (c *Client) AbortAndPrompt(ctx context.Context, message string, opts *Promp
 	return takeString(out), err
 }
 
-// Turn is one prompt's completed turn, as the library assembled it.
+// Turn is one prompt's completed turn, as the library assembled it. The library decides
+// where a prompt ends: where the agent says it will not go on (pi's agent_settled, a
+// prompt's disposition), else after the last run of the agent's own recovery (a retry after
+// a failed LLM call, an overflow compaction) — never at an agent_end the agent goes on
+// after. So a turn may hold several runs; Attempts, FailedAttempts and Compactions say what
+// happened in between.
 type Turn struct {
 	RequestID    string `json:"requestId"`
 	AgentInvoked bool   `json:"agentInvoked"`
-	// Messages are the terminal agent_end's messages (rebuilt when it was compacted).
+	// Messages are every run's messages in order (a failed attempt's error message too; a
+	// compacted agent_end rebuilt); pi 1.x lists a system message first in a run.
 	Messages []json.RawMessage `json:"messages"`
-	// AssistantMessage is the last assistant message; nil when there was none.
+	// AssistantMessage is the last assistant message (after a retry: the answer); nil when
+	// there was none.
 	AssistantMessage json.RawMessage `json:"assistantMessage"`
 	// AssistantText is its visible text; nil when there was no assistant message.
 	AssistantText *string `json:"assistantText"`
@@ -434,6 +442,16 @@ type Turn struct {
 	Summary json.RawMessage `json:"summary,omitempty"`
 	// Outcome is how the prompt completed.
 	Outcome TurnOutcome `json:"-"`
+	// Attempts is how many attempts the agent made at the prompt: 1, plus one per retry and
+	// per overflow compaction it retried after; 0 when nothing ran.
+	Attempts int `json:"-"`
+	// Settled: the agent said it settled (pi's agent_settled, pi 0.80.4 on).
+	Settled bool `json:"-"`
+	// FailedAttempts are the attempts that failed, oldest first, each with what the agent did
+	// next; empty when none failed.
+	FailedAttempts []FailedAttempt `json:"-"`
+	// Compactions are the compactions inside the turn, oldest first.
+	Compactions []Compaction `json:"-"`
 	// StopReason and ErrorMessage are the assistant message's stopReason ("stop", "toolUse",
 	// "error", "aborted" …) and errorMessage; nil when it has none.
 	StopReason   *string `json:"-"`
@@ -444,17 +462,76 @@ type Turn struct {
 	types []string
 }
 
-// TurnOutcome is how a prompt completed.
+// TurnOutcome is how a prompt completed (omprpc_turn_outcome; String gives the turn JSON's
+// "outcome" name).
 type TurnOutcome int
 
 const (
-	// TurnAgentEnd: a terminal agent_end ended the run the prompt started.
+	// TurnAgentEnd: the last run's terminal agent_end ended it (an agent that does not
+	// announce settling: pi before 0.80.4, omp).
 	TurnAgentEnd TurnOutcome = iota
 	// TurnPromptResult: omp's prompt_result answered it (a command that ran no agent loop).
 	TurnPromptResult
-	// TurnNotInvoked: the prompt's response said agentInvoked:false; nothing ran.
+	// TurnNotInvoked: nothing ran (the prompt's response said agentInvoked:false or
+	// disposition "handled", or the agent proved idle with no run for it).
 	TurnNotInvoked
+	// TurnAgentSettled: the agent said it settled (agent_settled) after the prompt's runs.
+	TurnAgentSettled
+	// TurnAborted: it was aborted (agent_settled {aborted:true}, a retry aborted in its
+	// delay, or a last run that stopped "aborted").
+	TurnAborted
 )
+
+var turnOutcomeNames = [...]string{
+	TurnAgentEnd:     "agent_end",
+	TurnPromptResult: "prompt_result",
+	TurnNotInvoked:   "not_invoked",
+	TurnAgentSettled: "agent_settled",
+	TurnAborted:      "aborted",
+}
+
+// String is the outcome's name in the turn JSON ("agent_end", "agent_settled", "aborted",
+// "prompt_result", "not_invoked").
+func (o TurnOutcome) String() string {
+	if o >= 0 && int(o) < len(turnOutcomeNames) {
+		return turnOutcomeNames[o]
+	}
+	return "TurnOutcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// FailedAttempt is an attempt at a prompt that failed, and what the agent did next.
+type FailedAttempt struct {
+	Attempt int    `json:"attempt"` // 1 for the prompt's first run
+	Error   string `json:"error"`   // the error the agent reported ("" when it gave none)
+	// Then is what followed the failure.
+	Then AttemptThen `json:"then"`
+	// DelayMs is the delay the agent announced before its retry (Then AttemptRetry); 0 when
+	// it announced none.
+	DelayMs int64 `json:"delayMs,omitempty"`
+}
+
+// AttemptThen is what an agent did after a failed attempt.
+type AttemptThen string
+
+const (
+	AttemptRetry      AttemptThen = "retry"      // it retried (auto_retry_start)
+	AttemptCompaction AttemptThen = "compaction" // it compacted for an overflow and retried
+	AttemptGaveUp     AttemptThen = "gave_up"    // its retries ran out (auto_retry_end {success:false})
+	AttemptCancelled  AttemptThen = "cancelled"  // the host aborted the retry in its delay
+	AttemptNone       AttemptThen = "none"       // nothing: the failure ended the prompt
+)
+
+// Compaction is a compaction inside a turn (pi's compaction_start/end, omp's
+// auto_compaction_start/end).
+type Compaction struct {
+	Reason string `json:"reason"` // "overflow", "threshold" …
+	// Aborted and WillRetry are the compaction's result (both false when it had not ended
+	// when the turn did): WillRetry, the agent retries the prompt after it.
+	Aborted   bool `json:"aborted"`
+	WillRetry bool `json:"willRetry"`
+	// ErrorMessage is the compaction's error; "" when none.
+	ErrorMessage string `json:"errorMessage"`
+}
 
 // TypedEvents returns the turn's events with their types, as the event pump delivers them
 // (the library reads each type; a host dispatching on it decodes only the events it needs).

@@ -47,7 +47,8 @@ func callJSON(op string, options, result any, fn func(co *C.char, out, perr **C.
 // Turn.Summary holds the same as JSON when the client was started with TurnSummary;
 // ParseSummary reads it.
 type Summary struct {
-	// Complete: a terminal agent_end was seen.
+	// Complete: the agent will not go on (agent_settled, or a terminal agent_end after a run
+	// that did not fail); always true in a Turn's summary (the library decided the turn ended).
 	Complete bool   `json:"complete"`
 	Text     string `json:"text"` // all the text
 	// FinalText is the last assistant message's text; nil when there was none.
@@ -61,6 +62,10 @@ type Summary struct {
 	// when no call reported any.
 	Usage        *Usage  `json:"usage"`
 	MessageUsage []Usage `json:"messageUsage"` // per LLM call
+	// Attempts, FailedAttempts and Compactions are the record of attempts, as in a Turn.
+	Attempts       int             `json:"attempts"`
+	FailedAttempts []FailedAttempt `json:"failedAttempts"`
+	Compactions    []Compaction    `json:"compactions"`
 	// Raw is the library's JSON, verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -204,8 +209,11 @@ func NewSummarizer(model string) (*Summarizer, error) {
 }
 
 // DerivedItem is what one event contributes to a turn: Kind is "text", "reasoning_start",
-// "reasoning", "tool_start", "tool_update", "tool_end", "message_end", "stop" or
-// "turn_end"; Raw has the item's other members (text, toolCallId, outcome, usage …).
+// "reasoning", "tool_start", "tool_update", "tool_end", "message_end", "stop", "turn_end"
+// (one run's end), or of the agent's recovery "retry" (attempt, maxAttempts, delayMs, error:
+// it waits to retry), "retry_end" (success, attempt, finalError), "compaction" (reason,
+// aborted, willRetry, errorMessage) and "settled" (aborted: the agent will not go on); Raw
+// has the item's other members (text, toolCallId, outcome, usage …).
 type DerivedItem struct {
 	Kind string
 	Raw  json.RawMessage

@@ -102,6 +102,12 @@ type Options struct {
 	ToolPolicy *ToolPolicy `json:"tool_policy,omitempty"`
 	// TurnSummary adds a summary to PromptAndWait's Turn.
 	TurnSummary bool `json:"turn_summary,omitempty"`
+	// PromptCompleteEvents (prompt_complete_events) queues a prompt_complete event when a
+	// prompt completes, right after the frame that completed it:
+	// {"type":"prompt_complete","omprpc":true,"requestId","outcome","agentInvoked","error"?},
+	// outcome a TurnOutcome name or "failed". The end to wait for when streaming a prompt's
+	// events (an agent_end is not the end when the agent retries, compacts or settles later).
+	PromptCompleteEvents bool `json:"prompt_complete_events,omitempty"`
 	// LogLevel ("error", "warn", "info", "debug", "trace"; empty: off) makes the library keep
 	// log records for Logs / ForwardLogs; LogQueueCapacity bounds them (1024).
 	LogLevel         string `json:"log_level,omitempty"`
