@@ -33,11 +33,12 @@ func BenchmarkPromptAndWaitBurst(b *testing.B) {
 }
 
 // BenchmarkIteratorBurst measures events/s through the event iterator (All): a prompt,
-// then every event up to its agent_end.
+// then every event up to its prompt_complete (the library's end of the prompt).
 func BenchmarkIteratorBurst(b *testing.B) {
 	opts := fakeOptions()
 	opts.MaxEventHistory = Unlimited()
 	opts.EventQueueCapacity = Unlimited()
+	opts.PromptCompleteEvents = true
 	c := start(b, opts)
 	ctx := context.Background()
 	var events int
@@ -55,10 +56,10 @@ func BenchmarkIteratorBurst(b *testing.B) {
 			if ev.Type == "ready" {
 				continue
 			}
-			n++
-			if ev.Type == "agent_end" {
+			if ev.Type == "prompt_complete" { // the library's end of the prompt (not counted)
 				break
 			}
+			n++
 		}
 		if n != burstN+6 {
 			b.Fatalf("%d events, want %d", n, burstN+6)

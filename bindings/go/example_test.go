@@ -52,18 +52,21 @@ func Example() {
 	// fake-session
 }
 
-// Stream a prompt's events with the iterator.
+// Stream a prompt's events with the iterator, up to the library's prompt_complete event for
+// that prompt: the agent may go on after an agent_end (a retry after a failed LLM call, an
+// overflow compaction, pi's agent_settled), and the library says when it will not.
 func ExampleClient_All() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := omprpc.Start(ctx, omprpc.Options{Command: []string{fakeAgent()}})
+	c, err := omprpc.Start(ctx, omprpc.Options{Command: []string{fakeAgent()}, PromptCompleteEvents: true})
 	if err != nil {
 		fmt.Println("start:", err)
 		return
 	}
 	defer c.Close()
 
-	if _, err := c.Prompt(ctx, "say hello", nil); err != nil {
+	id, err := c.Prompt(ctx, "say hello", nil)
+	if err != nil {
 		fmt.Println("prompt:", err)
 		return
 	}
@@ -72,7 +75,8 @@ func ExampleClient_All() {
 			fmt.Println("events:", err)
 			return
 		}
-		if ev.Type == "message_update" {
+		switch ev.Type {
+		case "message_update":
 			var u struct {
 				AssistantMessageEvent struct {
 					Delta string `json:"delta"`
@@ -80,11 +84,18 @@ func ExampleClient_All() {
 			}
 			_ = ev.Decode(&u)
 			fmt.Println("delta:", u.AssistantMessageEvent.Delta)
-		} else {
+		case "prompt_complete":
+			var done struct {
+				RequestID string `json:"requestId"`
+				Outcome   string `json:"outcome"`
+			}
+			_ = ev.Decode(&done)
+			if done.RequestID == id {
+				fmt.Println("prompt_complete:", done.Outcome)
+				return
+			}
+		default:
 			fmt.Println(ev.Type)
-		}
-		if ev.Type == "agent_end" {
-			break
 		}
 	}
 	// Output:
@@ -96,6 +107,7 @@ func ExampleClient_All() {
 	// message_end
 	// turn_end
 	// agent_end
+	// prompt_complete: agent_end
 }
 
 // Serve a host tool: the handler runs on its own goroutine for every call.

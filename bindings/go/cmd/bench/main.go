@@ -18,7 +18,7 @@
 //	go run -tags omprpc_release ./cmd/bench -runs 5 -mode turn|decode|iterator
 //
 // decode: every event unmarshalled with encoding/json (type and assistantMessageEvent);
-// iterator: Prompt, then the event iterator (All) up to agent_end, no turn. -cpuprofile FILE
+// iterator: Prompt, then the event iterator (All) up to its prompt_complete, no turn. -cpuprofile FILE
 // writes a CPU profile of the whole run (go tool pprof go-bench FILE).
 package main
 
@@ -123,10 +123,10 @@ func iterate(ctx context.Context, c *omprpc.Client, n int) error {
 		if ev.Type == "ready" {
 			continue
 		}
-		got++
-		if ev.Type == "agent_end" {
+		if ev.Type == "prompt_complete" { // the library's end of the prompt (not counted)
 			break
 		}
+		got++
 	}
 	if got != n+6 {
 		return fmt.Errorf("%d events, want %d", got, n+6)
@@ -144,6 +144,7 @@ func run(mode string, n, runs int) ([]float64, error) {
 	if mode == "iterator" {
 		opts.EventQueueCapacity = omprpc.Unlimited()
 		opts.EventQueueMaxBytes = omprpc.Unlimited()
+		opts.PromptCompleteEvents = true
 	}
 	c, err := omprpc.Start(ctx, opts)
 	if err != nil {
