@@ -98,7 +98,10 @@ int main(int argc, char **argv) {
             }
         } else if (type && !strcmp(type, "prompt_complete") && request_id
                    && !strcmp(jstr(jget(ev, "requestId")) ? jstr(jget(ev, "requestId")) : "", request_id)) {
-            /* The library's word: this prompt's run ended, or nothing needed to run. */
+            /* The library's word: the agent will not go on with this prompt (its last run ended,
+             * after any retries; or nothing needed to run). */
+            const char *outcome = jstr(jget(ev, "outcome"));
+            printf("\n(prompt complete: %s)", outcome ? outcome : "?");
             done = 1;
         }
         json_free(ev);
