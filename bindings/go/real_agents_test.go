@@ -1,8 +1,9 @@
 package omprpc
 
 // The real-agent scenarios of tests/real_pi.rs and tests/real_omp.rs through the Go binding:
-// the real pi 0.73.1 and omp 18.2.3, offline, with omprpc-fake-llm as the model (workspace:
-// real_workspace_test.go). One pi client serves every scenario that does not change its
+// the real pi (the newest, 1.6.0: OMPRPC_PI_CLI) and omp 18.2.3, offline, with
+// omprpc-fake-llm as the model (workspace: real_workspace_test.go; retries, overflow and
+// abort in the retry delay on pi 1.6.0, pi 0.73.1 and omp: real_recovery_test.go). One pi client serves every scenario that does not change its
 // options; the policy gate and the idle timeout (start options) share their own; omp is one
 // client (it is slow to start), plus one for the idle timeout and one for the compaction
 // handoff (its huge prompt stays in the session).
@@ -279,7 +280,7 @@ func TestRealPi(t *testing.T) {
 	log := recordEvents(t, c)
 	realHelloAcknowledged(t, c)
 	info, err := c.Info()
-	if err != nil || info.Flavor != "pi" || jget(t, info.Raw, "bridgeLoaded") != true || jstr(t, info.Raw, "agentVersion") != "0.73.1" {
+	if err != nil || info.Flavor != "pi" || jget(t, info.Raw, "bridgeLoaded") != true || jstr(t, info.Raw, "agentVersion") == "" {
 		t.Fatalf("Info: %s, %v", info.Raw, err)
 	}
 
@@ -301,9 +302,18 @@ func TestRealPi(t *testing.T) {
 		if strings.Join(deltas, "|") != "Hello |from |the |fake |model" {
 			t.Errorf("deltas %q", deltas)
 		}
+		// The turn ends with pi's word: agent_settled where pi announces settling.
+		wantEnd, wantOutcome := "agent_end", TurnAgentEnd
+		if piSettles(t, realVersion(t, c)) {
+			wantEnd, wantOutcome = "agent_settled", TurnAgentSettled
+		}
 		evs := tr.TypedEvents()
-		if evs[0].Type != "agent_start" || evs[len(evs)-1].Type != "agent_end" {
-			t.Errorf("turn runs from %s to %s", evs[0].Type, evs[len(evs)-1].Type)
+		if evs[0].Type != "agent_start" || evs[len(evs)-1].Type != wantEnd {
+			t.Errorf("turn runs from %s to %s, want to %s", evs[0].Type, evs[len(evs)-1].Type, wantEnd)
+		}
+		if tr.Outcome != wantOutcome || tr.Settled != (wantOutcome == TurnAgentSettled) || tr.Attempts != 1 ||
+			len(tr.FailedAttempts) != 0 || len(tr.Compactions) != 0 {
+			t.Errorf("outcome %v settled %v attempts %d failed %+v compactions %+v", tr.Outcome, tr.Settled, tr.Attempts, tr.FailedAttempts, tr.Compactions)
 		}
 		reqs := w.llmRequests(t)
 		if len(reqs)-before != 1 || jstr(t, reqs[len(reqs)-1], "model") != "fake-model" {
@@ -604,9 +614,13 @@ func TestRealOmp(t *testing.T) {
 		if text(tr.AssistantText) != "Hello from the fake model" || !tr.AgentInvoked || jstr(t, tr.AssistantMessage, "stopReason") != "stop" {
 			t.Fatalf("turn: %q %s", text(tr.AssistantText), tr.AssistantMessage)
 		}
+		// omp does not announce settling: its terminal agent_end ends the turn.
 		evs := tr.TypedEvents()
 		if evs[0].Type != "agent_start" || evs[len(evs)-1].Type != "agent_end" {
 			t.Errorf("turn runs from %s to %s", evs[0].Type, evs[len(evs)-1].Type)
+		}
+		if tr.Outcome != TurnAgentEnd || tr.Settled || tr.Attempts != 1 || len(tr.FailedAttempts) != 0 || len(tr.Compactions) != 0 {
+			t.Errorf("outcome %v settled %v attempts %d failed %+v compactions %+v", tr.Outcome, tr.Settled, tr.Attempts, tr.FailedAttempts, tr.Compactions)
 		}
 	})
 

@@ -5,9 +5,11 @@ package omprpc
 // running omprpc-fake-llm as the model. Plus a recorder of a client's events.
 //
 // Environment (the Makefile's REAL_AGENT_ENV, passed to the -race run of `make go-tests`):
-// OMPRPC_FAKE_LLM (the fake LLM binary), OMPRPC_PI_CLI (pi's dist/cli.js, run by `node`),
-// OMPRPC_OMP_CLI + OMPRPC_BUN (omp runs as `bun cli.js`). Unset: the tests skip, saying so.
-// Set but unusable: the tests fail.
+// OMPRPC_FAKE_LLM (the fake LLM binary); OMPRPC_PI_CLI (the newest pi, 1.6.0: its cli.js, run
+// by OMPRPC_PI_NODE, the Node 22 installed beside it, else by `node`); OMPRPC_PI_PREVIOUS_CLI
+// (pi 0.73.1, the newest that does not announce settling, run by `node`); OMPRPC_OMP_CLI +
+// OMPRPC_BUN (omp runs as `bun cli.js`). Unset: the tests skip, saying so. Set but unusable:
+// the tests fail. Each real-agent test logs the agent's version (Info's agentVersion).
 
 import (
 	"bufio"
@@ -47,18 +49,44 @@ func realEnvFile(t testing.TB, name string) string {
 	return v
 }
 
-// realLauncher is the agent's launcher words: pi `node <cli>`, omp `<bun> <cli>`.
+// The real agents a workspace runs: "pi" is the newest pi (OMPRPC_PI_CLI), "pi-previous"
+// pi 0.73.1 (OMPRPC_PI_PREVIOUS_CLI), "omp" omp 18.2.3.
+const (
+	realPi         = "pi"
+	realPiPrevious = "pi-previous"
+	realOmp        = "omp"
+)
+
+// realFlavor is the flavor of a real agent of the constants above.
+func realFlavor(agent string) string {
+	if agent == realOmp {
+		return "omp"
+	}
+	return "pi"
+}
+
+// realLauncher is the agent's launcher words: pi `<OMPRPC_PI_NODE or node> <cli>`, the
+// previous pi `node <cli>`, omp `<bun> <cli>`.
 func realLauncher(t testing.TB, agent string) []string {
 	t.Helper()
-	switch agent {
-	case "pi":
-		cli := realEnvFile(t, "OMPRPC_PI_CLI")
+	node := func(env string) string {
+		if env != "" && os.Getenv(env) != "" {
+			return realEnvFile(t, env)
+		}
 		node, err := exec.LookPath("node")
 		if err != nil {
-			t.Fatalf("OMPRPC_PI_CLI is set but node is not on PATH: %v", err)
+			t.Fatalf("pi is set but node is not on PATH: %v", err)
 		}
-		return []string{node, cli}
-	case "omp":
+		return node
+	}
+	switch agent {
+	case realPi:
+		cli := realEnvFile(t, "OMPRPC_PI_CLI")
+		return []string{node("OMPRPC_PI_NODE"), cli}
+	case realPiPrevious:
+		cli := realEnvFile(t, "OMPRPC_PI_PREVIOUS_CLI")
+		return []string{node(""), cli}
+	case realOmp:
 		cli := realEnvFile(t, "OMPRPC_OMP_CLI")
 		return []string{realEnvFile(t, "OMPRPC_BUN"), cli}
 	}
@@ -68,7 +96,8 @@ func realLauncher(t testing.TB, agent string) []string {
 
 // realWorkspace is one test's directories, provider file and fake LLM.
 type realWorkspace struct {
-	agent    string // "pi" or "omp"
+	agent    string // "pi" or "omp": the flavor
+	which    string // realPi, realPiPrevious or realOmp
 	launcher []string
 	root     string
 	home     string
@@ -86,7 +115,8 @@ func newRealWorkspace(t testing.TB, agent string, script any) *realWorkspace {
 	t.Helper()
 	llm := realEnvFile(t, "OMPRPC_FAKE_LLM")
 	launcher := realLauncher(t, agent)
-	root, err := os.MkdirTemp("", "omprpc-go-real-"+agent+"-")
+	which, agent := agent, realFlavor(agent)
+	root, err := os.MkdirTemp("", "omprpc-go-real-"+which+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +127,7 @@ func newRealWorkspace(t testing.TB, agent string, script any) *realWorkspace {
 		}
 		_ = os.RemoveAll(root)
 	})
-	w := &realWorkspace{agent: agent, launcher: launcher, root: root, home: filepath.Join(root, "home"),
+	w := &realWorkspace{agent: agent, which: which, launcher: launcher, root: root, home: filepath.Join(root, "home"),
 		agentDir: filepath.Join(root, "agent"), work: filepath.Join(root, "work"), llmLog: filepath.Join(root, "llm-requests.jsonl")}
 	for _, d := range []string{w.home, w.agentDir, w.work} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -217,8 +247,22 @@ func (w *realWorkspace) start(t testing.TB, opts Options) *Client {
 		t.Fatalf("starting the real %s: %v", w.agent, err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	t.Logf("%s was ready after %.1fs", w.agent, time.Since(started).Seconds())
+	info, err := c.Info()
+	if err != nil {
+		t.Fatalf("Info: %v", err)
+	}
+	t.Logf("%s %s was ready after %.1fs", w.agent, jstr(t, info.Raw, "agentVersion"), time.Since(started).Seconds())
 	return c
+}
+
+// version is the agent's version, as the client probed it (Info's agentVersion).
+func realVersion(t testing.TB, c *Client) string {
+	t.Helper()
+	info, err := c.Info()
+	if err != nil {
+		t.Fatalf("Info: %v", err)
+	}
+	return jstr(t, info.Raw, "agentVersion")
 }
 
 // llmRequests are the request bodies the fake LLM received so far.
