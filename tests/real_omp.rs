@@ -752,3 +752,18 @@ fn abort_in_the_retry_delay_ends_the_turn_aborted() {
     nothing_after(&c, &env);
     c.close().unwrap();
 }
+
+// A failure omp does nothing about (a 400: neither its provider layer nor its session retries
+// a client error): one terminal agent_end with the error.
+#[test]
+fn a_failure_nobody_retries_ends_the_turn_with_it() {
+    let script = json!([{"match": "broken", "replies": [{"error": {"status": 400, "message": "bad request"}}]}]);
+    let Some(env) = OmpEnv::new("failure-not-retried", script) else { return };
+    let c = start(&env, &[], json!({}));
+    let t = turn(&c, "broken");
+    assert_eq!((t["outcome"].as_str(), t["attempts"].as_u64()), (Some("agent_end"), Some(1)), "{t:#}");
+    assert_eq!((t["failedAttempts"][0]["then"].as_str(), t["assistantMessage"]["stopReason"].as_str()), (Some("none"), Some("error")), "{t:#}");
+    assert_eq!(env.llm_requests().len(), 1);
+    nothing_after(&c, &env);
+    c.close().unwrap();
+}

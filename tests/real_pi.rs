@@ -747,3 +747,20 @@ fn abort_in_the_retry_delay_ends_the_turn_aborted() {
     c.close().unwrap();
     replayed(&env, &rec, "abort-in-retry-delay", &t, |r| abort_in_the_retry_delay(r).0);
 }
+
+// A failure pi does nothing about (a 400): the failed run is the end — on pi 1.x its
+// agent_settled says so; before, nothing follows the failed agent_end and a get_state probe
+// finds pi idle.
+#[test]
+fn a_failure_nobody_retries_ends_the_turn_with_it() {
+    let script = json!([{"match": "broken", "replies": [{"error": {"status": 400, "message": "bad request"}}]}]);
+    let Some(env) = PiEnv::new("failure-not-retried", script) else { return };
+    let c = start(&env, &[], json!({}));
+    let t = turn(&c, "broken");
+    assert_eq!((t["outcome"].as_str(), t["attempts"].as_u64()), (Some(pi::pi_turn_end().1), Some(1)), "{t:#}");
+    assert_eq!((t["failedAttempts"][0]["then"].as_str(), t["assistantMessage"]["stopReason"].as_str()), (Some("none"), Some("error")), "{t:#}");
+    assert!(t["failedAttempts"][0]["error"].as_str().is_some_and(|e| e.contains("bad request")), "{t:#}");
+    assert_eq!(env.llm_requests().len(), 1);
+    nothing_after(&c, &env);
+    c.close().unwrap();
+}
