@@ -3,7 +3,7 @@
 // timeout values, poll slices, batch and buffer sizes.
 
 /** The C ABI version this binding was written against (`OMPRPC_ABI_VERSION`). */
-const ABI_VERSION = 1;
+const ABI_VERSION = 2;
 /** Timeout value: wait without a deadline. */
 const TIMEOUT_INFINITE = -1;
 /** Timeout value: the client's configured default for that kind of call. */

@@ -14,7 +14,7 @@ test('require() and import() share one module', async () => {
   assert.equal(esm.Client, Client);
   assert.equal(esm.default, omprpc);
   assert.equal(esm.ClosedError, ClosedError);
-  assert.equal(omprpc.ABI_VERSION, 1);
+  assert.equal(omprpc.ABI_VERSION, 2);
   assert.equal(require('../package.json').name, 'omprpc');
 });
 
