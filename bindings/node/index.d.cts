@@ -380,12 +380,34 @@ export interface UiRequest extends AgentEvent {
   options?: string[];
 }
 
-/** The completed prompt, as assembled by the core. */
+/**
+ * The completed prompt, as assembled by the core. It ends where the agent says it will not go
+ * on (`agent_settled` from pi 0.80.4), or, for an agent that does not say so (omp, older pi),
+ * at the last run's terminal `agent_end`: a failed run the agent retries, or recovers from by
+ * an overflow compaction, does not end it. Every run in between is in the turn.
+ */
 export interface Turn {
   requestId: string;
+  /** How the prompt completed (the library decides; see `TurnOutcome`). */
+  outcome: TurnOutcome;
   agentInvoked: boolean;
-  /** The terminal agent_end's messages (a compacted agent_end rebuilt). */
+  /**
+   * The attempts the agent made at the prompt: 1, plus one per retry (`auto_retry_start`) and
+   * per overflow compaction it retried after; 0 when nothing ran.
+   */
+  attempts: number;
+  /** The agent said it settled (`agent_settled`). */
+  settled: boolean;
+  /** The attempts that failed, oldest first, each with what the agent did next. */
+  failedAttempts: FailedAttempt[];
+  /** The compactions inside the turn, oldest first. */
+  compactions: Compaction[];
+  /**
+   * Every run's messages, oldest run first (a failed attempt's error message too; a compacted
+   * agent_end rebuilt; pi 1.x lists a `system` message first in a run).
+   */
   messages: any[];
+  /** The last assistant message (after a retry: the answer's). */
   assistantMessage: any | null;
   assistantText: string | null;
   promptResult: any | null;
@@ -399,22 +421,58 @@ export interface Turn {
   /** With the `turn_summary` option. */
   summary?: TurnSummary;
   /**
-   * How the prompt completed: a terminal `agent_end` ended its run, omp's `prompt_result`
-   * answered it (a command that ran no agent loop), or its response said
-   * `agentInvoked: false` (nothing ran). This and the members below are not enumerable: the
-   * object's own keys (spread, `JSON.stringify`) are the core's turn JSON.
+   * The last assistant message's `stopReason` (`'stop'`, `'toolUse'`, `'error'`, `'aborted'`, …);
+   * null without one. This and the members below are not enumerable: the object's own keys
+   * (spread, `JSON.stringify`) are the core's turn JSON.
    */
-  outcome: TurnOutcome;
-  /** The assistant message's `stopReason` (`'stop'`, `'toolUse'`, `'error'`, `'aborted'`, …); null without one. */
   stopReason: string | null;
-  /** The assistant message's `errorMessage` (a failed LLM call); null without one. */
+  /** The last assistant message's `errorMessage` (a failed LLM call); null without one. */
   errorMessage: string | null;
-  /** The assistant message's `usage` object, as the agent sent it; null without one. */
+  /** The last assistant message's `usage` object, as the agent sent it; null without one. */
   usage: any | null;
 }
 
-/** How a prompt completed (`omprpc_turn_outcome`). */
-export type TurnOutcome = 'agent_end' | 'prompt_result' | 'not_invoked';
+/**
+ * How a prompt completed (`omprpc_turn_outcome`):
+ * - `'agent_settled'`: the agent said it settled (`agent_settled {aborted:false}`, pi 0.80.4 on),
+ *   after however many runs;
+ * - `'agent_end'`: the last run's terminal `agent_end`, and the agent did not go on by itself
+ *   (agents that do not announce settling: omp, pi before 0.80.4);
+ * - `'aborted'`: `agent_settled {aborted:true}`, a retry aborted in its delay, or a last run
+ *   that stopped `aborted`;
+ * - `'prompt_result'`: omp's `prompt_result` answered it (a command that ran no agent loop);
+ * - `'not_invoked'`: nothing ran (`agentInvoked: false`, `disposition: "handled"`).
+ */
+export type TurnOutcome = 'agent_end' | 'agent_settled' | 'aborted' | 'prompt_result' | 'not_invoked';
+
+/**
+ * What the agent did after a failed attempt: `'retry'` (after `delayMs`), `'compaction'` (an
+ * overflow compaction), `'gave_up'` (its retries ran out), `'cancelled'` (a retry aborted in its
+ * delay), `'none'` (nothing).
+ */
+export type FailedAttemptThen = 'retry' | 'compaction' | 'gave_up' | 'cancelled' | 'none';
+
+/** One failed attempt at a prompt. */
+export interface FailedAttempt {
+  /** Which attempt (1 is the prompt's first run). */
+  attempt: number;
+  /** The error, as the agent gave it (`"500: …"`); null when it gave none. */
+  error: string | null;
+  then: FailedAttemptThen;
+  /** The delay before the retry (`then: 'retry'`), in whole ms. */
+  delayMs?: number;
+}
+
+/** A compaction inside a turn (`compaction_*` on pi, `auto_compaction_*` on omp). */
+export interface Compaction {
+  /** Why it ran: `'overflow'` (the context did not fit: a recovery), `'threshold'`, … */
+  reason: 'overflow' | 'threshold' | 'manual' | (string & {});
+  /** null while it had not ended when the turn did. */
+  aborted: boolean | null;
+  /** The agent retried the prompt after it; null while it had not ended. */
+  willRetry: boolean | null;
+  errorMessage: string | null;
+}
 
 export interface TurnSummary {
   complete: boolean;
@@ -445,6 +503,10 @@ export interface TurnSummary {
     [key: string]: unknown;
   } | null;
   messageUsage: any[];
+  /** The attempts at the prompt (as `Turn.attempts`), its failed attempts and compactions. */
+  attempts: number;
+  failedAttempts: FailedAttempt[];
+  compactions: Compaction[];
   [key: string]: unknown;
 }
 
@@ -588,7 +650,10 @@ export declare function summarize(events: AgentEvent[] | string, options?: { mod
 /** The streaming turn summary. */
 export declare class Summarizer {
   constructor(options?: { model?: string | null });
-  /** Feeds one raw event; returns the derived items (`{kind: "text" | "reasoning" | "tool_start" | …}`). */
+  /**
+   * Feeds one raw event; returns the derived items (`{kind: "text" | "reasoning" | "tool_start" | …}`;
+   * the agent's recovery: `"retry"`, `"retry_end"`, `"compaction"`, `"settled"`).
+   */
   feed(event: AgentEvent | string): { kind: string; [key: string]: any }[];
   summary(): TurnSummary;
   free(): void;

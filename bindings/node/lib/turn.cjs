@@ -21,11 +21,21 @@ const { getKoffi, native, failure } = require('./native.cjs');
 const { TurnOutcome } = require('./native.gen.cjs');
 const { lent, viewNumbers, viewsInPlace, strText } = require('./views.cjs');
 
+/** `omprpc_turn_outcome` by number: the names the turn JSON's `outcome` uses. */
 const OUTCOMES = {
   [TurnOutcome.AGENT_END]: 'agent_end',
   [TurnOutcome.PROMPT_RESULT]: 'prompt_result',
   [TurnOutcome.NOT_INVOKED]: 'not_invoked',
+  [TurnOutcome.AGENT_SETTLED]: 'agent_settled',
+  [TurnOutcome.ABORTED]: 'aborted',
 };
+
+function outcomeName(n) {
+  const name = OUTCOMES[n];
+  // The ABI version is checked at load: a number outside the enum is the library's bug.
+  if (name === undefined) throw new Error(`omprpc: the library reported an unknown turn outcome ${n}`);
+  return name;
+}
 
 /** The library's turns the binding holds (for the tests). */
 let turnsHeld = 0;
@@ -46,10 +56,17 @@ function takeTurn(ptr) {
     const err = [null];
     const st = N.turnGetInfo(ptr, info, err);
     if (st !== 0) throw failure(st, err[0]);
+    // The turn JSON's members, in its order; the record of attempts (outcome, attempts,
+    // settled, failedAttempts, compactions) is the library's, read from its structure.
     const turn = {
       events: null, // replaced below: in the turn JSON's place
       requestId: strText(info.request_id),
+      outcome: outcomeName(info.outcome),
       agentInvoked: info.agent_invoked,
+      attempts: info.attempts,
+      settled: info.settled,
+      failedAttempts: parsed(info.failed_attempts_json) || [],
+      compactions: parsed(info.compactions_json) || [],
       messages: parsed(info.messages_json) || [],
       assistantMessage: parsed(info.assistant_message_json),
       assistantText: strText(info.assistant_text),
@@ -60,7 +77,6 @@ function takeTurn(ptr) {
     // Additions to the turn JSON's members: not enumerable, so the object still is that JSON.
     const extra = (value) => ({ value, writable: true, enumerable: false, configurable: true });
     Object.defineProperties(turn, {
-      outcome: extra(OUTCOMES[info.outcome] || 'agent_end'),
       stopReason: extra(strText(info.stop_reason)),
       errorMessage: extra(strText(info.error_message)),
       usage: extra(parsed(info.usage_json)),

@@ -73,11 +73,12 @@ test('the generated structs follow the header', () => {
   assert.deepEqual(Object.keys(T), ['omprpc_str', 'omprpc_event_view', 'omprpc_turn_info']);
   assert.deepEqual(Object.keys(T.omprpc_str.members), ['data', 'len']);
   assert.deepEqual(Object.keys(T.omprpc_turn_info.members).slice(0, 3), ['outcome', 'agent_invoked', 'event_count']);
-  assert.deepEqual(TurnOutcome, { AGENT_END: 0, PROMPT_RESULT: 1, NOT_INVOKED: 2 });
+  assert.deepEqual(TurnOutcome, { AGENT_END: 0, PROMPT_RESULT: 1, NOT_INVOKED: 2, AGENT_SETTLED: 3, ABORTED: 4 });
   if (koffi.sizeof('void *') === 8) {
-    assert.deepEqual([koffi.sizeof(T.omprpc_str), koffi.sizeof(T.omprpc_event_view), koffi.sizeof(T.omprpc_turn_info)], [16, 32, 176]);
+    assert.deepEqual([koffi.sizeof(T.omprpc_str), koffi.sizeof(T.omprpc_event_view), koffi.sizeof(T.omprpc_turn_info)], [16, 32, 216]);
     assert.equal(koffi.offsetof(T.omprpc_turn_info, 'agent_invoked'), 4);
     assert.equal(koffi.offsetof(T.omprpc_turn_info, 'turn_json'), 160);
+    assert.deepEqual(['attempts', 'settled', 'failed_attempts_json', 'compactions_json'].map((m) => koffi.offsetof(T.omprpc_turn_info, m)), [176, 180, 184, 200]);
   }
 });
 
@@ -112,6 +113,11 @@ test('a turn read through the generated declarations', (t) => {
   assert.deepEqual(parsed(info.messages_json), whole.messages);
   assert.equal(text(info.prompt_result_json), null);
   assert.equal(text(info.summary_json), null);
+  assert.deepEqual([whole.outcome, info.attempts, info.settled], ['agent_end', 1, false]);
+  assert.deepEqual([whole.attempts, whole.settled], [info.attempts, info.settled]);
+  assert.deepEqual(parsed(info.failed_attempts_json), whole.failedAttempts);
+  assert.deepEqual(parsed(info.compactions_json), whole.compactions);
+  assert.deepEqual([whole.failedAttempts, whole.compactions], [[], []]);
 
   const events = views(N.turnEvents, turn, 'omprpc_event_view');
   assert.equal(events.length, Number(info.event_count));

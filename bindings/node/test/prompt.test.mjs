@@ -308,7 +308,7 @@ test('an AbortSignal ends an event iterator; break detaches it', async (t) => {
   assert.equal(c._iterators.size, 0);
 });
 
-test('a turn is the library\'s turn JSON, with outcome, stopReason, errorMessage and usage besides', async (t) => {
+test('a turn is the library\'s turn JSON (outcome and the attempts included), with stopReason, errorMessage and usage besides', async (t) => {
   const { createRequire } = await import('node:module');
   const require = createRequire(import.meta.url);
   const { native, take } = require('../lib/native.cjs');
@@ -342,7 +342,9 @@ test('a turn is the library\'s turn JSON, with outcome, stopReason, errorMessage
     assert.equal(turn.stopReason, msg && typeof msg.stopReason === 'string' ? msg.stopReason : null, message);
     assert.equal(turn.errorMessage, msg && typeof msg.errorMessage === 'string' ? msg.errorMessage : null, message);
     assert.deepStrictEqual(turn.usage, msg && msg.usage !== undefined ? msg.usage : null, message);
-    for (const k of ['outcome', 'stopReason', 'errorMessage', 'usage']) assert.equal(Object.keys(turn).includes(k), false);
+    assert.equal(turn.attempts, outcome === 'agent_end' ? 1 : 0, message);
+    if (message === 'say hello') assert.deepEqual([turn.settled, turn.failedAttempts, turn.compactions], [false, [], []]);
+    for (const k of ['stopReason', 'errorMessage', 'usage']) assert.equal(Object.keys(turn).includes(k), false);
   }
   const turn = await c.promptAndWait('say hello', { timeoutMs: WAIT_MS });
   assert.equal(turn.outcome, 'agent_end');

@@ -3,6 +3,7 @@ import omprpc, {
   Client, ClosedError, CommandError, OmprpcError, TimeoutError, Status, TIMEOUT_INFINITE, buildArgv,
   Summarizer, summarize, envAllowlisted, promptFromContent, sanitizeSchema, skillsFlags,
   type AgentEvent, type HostToolContext, type StartOptions, type Turn, type TurnOutcome, type UiRequest,
+  type FailedAttempt, type FailedAttemptThen, type Compaction,
 } from 'omprpc';
 
 export async function main(fake: string): Promise<string | null> {
@@ -39,6 +40,28 @@ export async function main(fake: string): Promise<string | null> {
   // @ts-expect-error: not an outcome
   const notOutcome: TurnOutcome = 'done';
   void notOutcome;
+  const settledOutcomes: TurnOutcome[] = ['agent_settled', 'aborted', 'agent_end', 'prompt_result', 'not_invoked'];
+  const attempts: number = turn.attempts;
+  const settled: boolean = turn.settled;
+  const failedAttempts: FailedAttempt[] = turn.failedAttempts;
+  for (const f of failedAttempts) {
+    const n: number = f.attempt;
+    const error: string | null = f.error;
+    const then: FailedAttemptThen = f.then;
+    const delay: number | undefined = f.delayMs;
+    // @ts-expect-error: delayMs may be absent
+    const delayAlways: number = f.delayMs;
+    // @ts-expect-error: not a `then`
+    const notThen: FailedAttemptThen = 'later';
+    void [n, error, then, delay, delayAlways, notThen];
+  }
+  const compactions: Compaction[] = turn.compactions;
+  const overflow = compactions.filter((c) => c.reason === 'overflow' && c.willRetry === true && c.aborted === false);
+  const compactionError: string | null | undefined = compactions[0]?.errorMessage;
+  // @ts-expect-error: a number is no attempt list
+  const notFailed: FailedAttempt[] = turn.attempts;
+  void [settledOutcomes, attempts, settled, overflow, compactionError, notFailed];
+  if (turn.summary) void [turn.summary.attempts, turn.summary.failedAttempts[0]?.then, turn.summary.compactions[0]?.reason];
   const id: string = await client.prompt('needs ui', { streamingBehavior: 'steer' });
   void id;
   const ac = new AbortController();
