@@ -12,8 +12,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead};
+use std::sync::mpsc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -21,10 +22,12 @@ mod activity;
 mod faults;
 mod gate;
 mod host;
+mod recovery;
 mod responses;
 mod rpc11;
 mod turns;
 mod ui;
+pub mod versions;
 mod volume;
 pub use rpc11::timestamp;
 
@@ -52,6 +55,7 @@ enum Plan {
     Response(responses::Scenario),
     Activity(activity::Scenario),
     Gate(gate::Scenario),
+    Recovery(recovery::Scenario),
 }
 
 impl Plan {
@@ -67,6 +71,7 @@ impl Plan {
             .or_else(|| responses::Scenario::parse(message).map(Plan::Response))
             .or_else(|| activity::Scenario::parse(message).map(Plan::Activity))
             .or_else(|| gate::Scenario::parse(message).map(Plan::Gate))
+            .or_else(|| recovery::Scenario::parse(message).map(Plan::Recovery))
             .unwrap_or(Plan::Turn(turns::Scenario::Normal))
     }
 }
@@ -160,6 +165,19 @@ pub struct Agent {
     /// `--protocol 1.1`: the "omp-rpc" 1.1.0 server (agent/rpc11.rs).
     pub protocol11: bool,
     rpc11: rpc11::Rpc11,
+    /// The version this agent is (`OMPRPC_FAKE_VERSION`): what pi writes differently by
+    /// version is in agent/versions.rs.
+    pub version: omprpc::protocol::version::Version,
+    /// pi 0.80.4 on: an `agent_settled` is due (`Some(aborted)`), written before the next
+    /// response or at the end of the batch.
+    settle_due: Option<bool>,
+    /// pi 0.99 on: the disposition of the next prompt/steer/follow_up success response, when
+    /// not the default one (agent/versions.rs).
+    disposition: Option<&'static str>,
+    /// Runs started this session (`agent_start` frames written).
+    runs: u64,
+    /// A retry's delay or an overflow compaction under way (agent/recovery.rs).
+    recovery: Option<recovery::Pending>,
 }
 
 impl Agent {
@@ -180,6 +198,11 @@ impl Agent {
             gated_calls: 0,
             protocol11: false,
             rpc11: rpc11::Rpc11::default(),
+            version: versions::of(flavor),
+            settle_due: None,
+            disposition: None,
+            runs: 0,
+            recovery: None,
         }
     }
 
@@ -206,22 +229,44 @@ impl Agent {
         self.out.flush();
     }
 
-    /// Serves stdin until EOF, one command per line.
+    /// Serves stdin until EOF, one command per line. A reader thread hands the lines over, so
+    /// that what the agent does by itself later (a retry after its delay, the end of a
+    /// compaction: agent/recovery.rs) happens on time while stdin is quiet.
     pub fn serve(&mut self) {
-        let stdin = io::stdin();
-        let mut input = stdin.lock();
-        let mut line = Vec::with_capacity(4096);
-        loop {
-            line.clear();
-            match input.read_until(b'\n', &mut line) {
-                Ok(0) => break,
-                Ok(_) => {
-                    self.handle_line(&line);
-                    self.out.flush();
+        let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(64);
+        thread::spawn(move || {
+            let stdin = io::stdin();
+            let mut input = stdin.lock();
+            loop {
+                let mut line = Vec::with_capacity(256);
+                match input.read_until(b'\n', &mut line) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
             }
+        });
+        loop {
+            let line = match self.recovery_due() {
+                None => rx.recv().ok(),
+                Some(at) => match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                    Ok(line) => Some(line),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        self.recovery_fire();
+                        self.end_batch();
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => None,
+                },
+            };
+            let Some(line) = line else { break };
+            self.handle_line(&line);
+            self.end_batch();
         }
         self.out.flush();
     }
@@ -229,6 +274,9 @@ impl Agent {
     // ----- responses -------------------------------------------------------
 
     pub fn respond(&mut self, id: &Option<J>, command: &str, outcome: Result<Option<J>, String>) {
+        // A settling pi settles before it answers the command that ended its work (`abort`).
+        self.settle_if_due();
+        let outcome = self.with_disposition(command, outcome);
         let mut fields: Vec<(&'static str, J)> = Vec::with_capacity(5);
         if let Some(id) = id {
             fields.push(("id", id.clone()));
@@ -271,8 +319,11 @@ impl Agent {
         self.respond(id, command, Err(error.to_owned()));
     }
 
+    /// Every event goes out here: as this agent's version writes it (agent/versions.rs).
     fn event(&mut self, j: J) {
+        let j = self.versioned(j);
         self.out.frame(&j);
+        self.after_frame(&j);
     }
 
     fn seen(&mut self, ty: &str, frame_text: &str) {
@@ -314,7 +365,7 @@ impl Agent {
             self.unknown(cmd);
             return;
         }
-        if self.live_command(cmd) {
+        if self.live_command(cmd) || self.recovery_command(cmd) {
             return;
         }
         if self.protocol11 && self.rpc11_command(cmd) {
@@ -579,7 +630,7 @@ impl Agent {
             "model": model_info(&self.st.model_id, &self.st.model_provider),
             "thinkingLevel": self.st.thinking_level.clone(),
             "isStreaming": streaming,
-            "isCompacting": false,
+            "isCompacting": self.compacting(),
             "steeringMode": self.st.steering_mode.clone(),
             "followUpMode": self.st.follow_up_mode.clone(),
             "interruptMode": self.st.interrupt_mode.clone(),
@@ -701,6 +752,12 @@ impl Agent {
             }
         }
 
+        // pi 0.99 on: what the response says happens to the prompt (default "started").
+        self.disposition = match plan {
+            Plan::Response(responses::Scenario::Queued) => Some("queued"),
+            Plan::Activity(activity::Scenario::SlashCommand) => Some("handled"),
+            _ => None,
+        };
         // The response comes first; "local" answers with data of its own.
         if !matches!(plan, Plan::Response(responses::Scenario::Local)) {
             self.ack(id, ty);
@@ -715,6 +772,7 @@ impl Agent {
             Plan::Response(response) => self.run_response(response, cmd),
             Plan::Activity(run) => self.run_activity(run, cmd, &message),
             Plan::Gate(gate) => self.run_gate(gate, &message),
+            Plan::Recovery(recovery) => self.run_recovery(recovery, &message),
         }
     }
 }

@@ -26,6 +26,17 @@
 //! * `OMPRPC_FAKE_GRANDCHILD=path`: the path of scenario `grandchild`.
 //! * `--version`, `--extension PATH`, env `OMPRPC_FAKE_VERSION` and
 //!   `OMPRPC_FAKE_DROP_EXTENSION=1`: see `extension.rs` (the bridge hello).
+//! * `OMPRPC_FAKE_VERSION` (pi; default 0.73.1) is also the pi the fake behaves as, in every
+//!   scenario (`agent/versions.rs`): from 0.75.4 every `agent_end` carries `willRetry`; from
+//!   0.80.4 the work ends with `{"type":"agent_settled","aborted":…}` (after the last
+//!   `agent_end` and what closes the work; before the `abort` response that ended it) and
+//!   `get_state` says `isStreaming` until then; from 0.83.0 a streaming assistant
+//!   `message_start` says `stopReason:"pending"`; from 0.84.0 `message_update` is delta-only
+//!   (`usage`, no `message`/`partial`); from 0.86.0 the session's first run lists a system
+//!   message (recovery scenarios); from 0.87.0 a failed attempt left out is an
+//!   `entry_appended` context_edit; from 0.99.0 prompt/steer/follow_up responses carry
+//!   `data.disposition` ("started", "queued" — `streamingBehavior`, a live run, every
+//!   steer/follow-up —, "handled" — `/noop`). Measured on pi 0.73.1 and 1.6.0.
 //! * `--protocol 1.1` (env `OMPRPC_FAKE_PROTOCOL=1.1`, omp flavour): the "omp-rpc" 1.1.0
 //!   server of the omp fork `omp_rpc` is written for — typed errors, frame metadata,
 //!   operations, session entries, incremental host registration; see `agent/rpc11.rs`.
@@ -129,7 +140,9 @@
 //! message_end, turn_end (`toolResults:[]`), agent_end (`messages:[assistant]`).
 //! Missing `message` → failure "missing field: message". The messages come in
 //! families, each in its module under `agent/`: `turns.rs`, `ui.rs`, `host.rs`,
-//! `volume.rs`, `faults.rs`, `responses.rs`, `activity.rs`, `gate.rs`.
+//! `volume.rs`, `faults.rs`, `responses.rs`, `activity.rs`, `gate.rs`, `recovery.rs`.
+//! The frames below are the default pi's (0.73.1) and omp's; a newer fake pi adds what its
+//! version writes (see `OMPRPC_FAKE_VERSION` above).
 //!
 //! | message | behaviour |
 //! |---|---|
@@ -171,6 +184,12 @@
 //! | stream until abort | a live run streaming "thinking " until `abort`; steer/follow_up queue (see `agent/activity.rs`: omp runs a queued steer by itself after the abort, pi parks it; a follow_up finishes the answer and runs in the same run) |
 //! | handoff | omp's compaction handoff: compaction events, a run ending `agent_end {isTerminal:false}`, then nothing |
 //! | /noop | an extension command: no run (omp adds `prompt_result {agentInvoked:false}`) |
+//! | retry once [MS] | the LLM call fails with a 500, the agent retries after MS ms (default 100) and answers "recovered". pi: user message, failed assistant (`stopReason:"error"`, `errorMessage` "500 The server had an error…"; pi 0.80.4+ "500: {\"code\":null,…}"), `turn_end`, `agent_end` (pi 0.75.4+ `willRetry:true`), `auto_retry_start {attempt:1,maxAttempts:3,delayMs:MS,errorMessage}`, (0.87+: `entry_appended`); after the delay agent_start, turn_start, the answer's message_start/updates/message_end, `auto_retry_end {success:true,attempt:1}`, turn_end, agent_end (0.80.4+: `agent_settled`). omp 18.2.3: no agent_end for the failed run; `auto_retry_start {…,maxAttempts:10,delayMs:MS.4…,errorId}` after its turn_end; the new run ends turn_end, `auto_retry_end {…,retryErrors}`, `agent_end {isTerminal:true}`. `get_state` in the delay: `isStreaming` false on pi < 0.80.4, true on pi 0.80.4+ and omp. See `agent/recovery.rs` |
+//! | rate limited [MS] | the same with a 429 ("429 Rate limit reached for requests…") |
+//! | retry until abort | the same with a 60 s delay. `abort` in it: pi `auto_retry_end {success:false,attempt:1,finalError:"Retry cancelled"}` (0.80.4+: `agent_settled {aborted:true}`), the response; omp `auto_retry_end`, the failed run's `agent_end {isTerminal:true}`, the response. `abort_retry`: pi `auto_retry_end`, the response (0.80.4+: then `agent_settled {aborted:false}`); omp the response, `auto_retry_end`, `agent_end`. A prompt in the delay: pi < 0.80.4 takes it into the retry's run, pi 0.80.4+ refuses it ("Agent is already processing. Specify streamingBehavior…"), omp acknowledges then refuses it |
+//! | retries exhausted | every attempt fails, maxAttempts 2 (delays 100, 200 ms): the retry runs fail alike (no user message); then pi `agent_end` (`willRetry:false`), `auto_retry_end {success:false,attempt:2,finalError}` (0.80.4+: `agent_settled`); omp `auto_retry_end {…,retryErrors}`, `agent_end {isTerminal:true}` |
+//! | overflow [MS] | a context-length error (400 "…maximum context length…"). pi < 0.80.4: `agent_end`, `compaction_start {reason:"overflow"}`, MS ms (default 100) with `get_state` `isCompacting:true`, `compaction_end {reason:"overflow",result,aborted:false,willRetry:true}`, a new run answering "recovered" (an `abort` meanwhile is answered and changes nothing); pi 0.80.4+ gives up: `agent_end`, (0.87+: `entry_appended`), `agent_settled`; omp: `auto_compaction_start {reason:"overflow",action:"shake"}`, `auto_compaction_end {…,skipped:true,willRetry:false,errorMessage}`, `auto_compaction_start {…,action:"context-full"}`, MS ms (`isStreaming`, `isCompacting`), `auto_compaction_end {…,result,willRetry:true}`, the new run (`abort` meanwhile: `auto_compaction_end {aborted:true,willRetry:false}`, the failed run's `agent_end`, the response) |
+//! | failed call | a 400 ("400 Invalid request: bad parameter") the agent does nothing about: the failed run's `agent_end` (omp `isTerminal:true`; pi 0.80.4+ then `agent_settled`), nothing more |
 //! | gated TOOL JSON-ARGS | the model calls TOOL (e.g. `gated bash {"command":"echo hi"}`) and pi's `tool_call` hook asks the loaded bridge extension's gate (`policy_eval` over the bridge, the verdict awaited): blocked → `tool_execution_end` isError with the reason; allowed or no gate → the tool "runs" (`bash`: `echo X` outputs `X\n`, else `hello\n`; nothing is executed); then the answer "after: <result>" — pi 0.73.1's frames, see `agent/gate.rs` |
 //! | anything else | the normal turn |
 //!

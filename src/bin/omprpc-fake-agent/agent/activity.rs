@@ -62,7 +62,7 @@ impl Agent {
         }
     }
 
-    fn user_message(&self, text: &str, steering: bool) -> J {
+    pub(super) fn user_message(&self, text: &str, steering: bool) -> J {
         let mut m = obj! {"role": "user", "content": arr![obj! {"type": "text", "text": text}]};
         if self.flavor == Flavor::Omp {
             m = m.with("attribution", J::from("user"));
@@ -113,19 +113,27 @@ impl Agent {
             "prompt" if cmd.str("streamingBehavior").is_ok() => {
                 let message = cmd.str("message").unwrap_or_default();
                 live.follow_up.push(message);
+                self.disposition = Some("queued");
                 self.ack(id, ty);
             }
-            "prompt" => {
-                let busy = "Agent is already processing. Use steer() or followUp() to queue messages, or wait for completion.";
-                if self.flavor == Flavor::Omp {
-                    self.ack(id, ty);
-                }
-                self.fail(id, ty, busy);
-            }
+            "prompt" => self.busy(cmd),
             "abort" => self.abort_live(cmd),
             _ => return false,
         }
         true
+    }
+
+    /// A prompt without `streamingBehavior` while the agent works: omp acknowledges it, then
+    /// fails it with the same id; pi fails it (its own words, the same on 0.73.1 and 1.6.0).
+    pub(super) fn busy(&mut self, cmd: &Cmd<'_>) {
+        let (id, ty) = (&cmd.id, cmd.ty.as_str());
+        match self.flavor {
+            Flavor::Omp => {
+                self.ack(id, ty);
+                self.fail(id, ty, "Agent is already processing. Use steer() or followUp() to queue messages, or wait for completion.");
+            }
+            Flavor::Pi => self.fail(id, ty, "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."),
+        }
     }
 
     /// The model finishes its answer, then the run goes on with the queued follow-ups (and
@@ -204,7 +212,7 @@ impl Agent {
     /// `isStreaming` and the queue size for get_state.
     pub(super) fn activity_state(&self) -> (bool, usize) {
         let queued = self.live.as_ref().map_or(0, |l| l.steering.len() + l.follow_up.len()) + self.parked;
-        (self.live.is_some() || self.hanging, queued)
+        (self.live.is_some() || self.hanging || self.recovery_streaming(), queued)
     }
 
     /// omp's compaction handoff: the run ends non-terminally and nothing follows.

@@ -39,7 +39,7 @@ impl Scenario {
     }
 }
 
-fn usage() -> J {
+pub(super) fn usage() -> J {
     obj! {
         "input": 1,
         "output": 1,

@@ -1,7 +1,8 @@
 //! Volume: many frames fast, and frames too big for one read — for the framing, the v2 chunking
 //! and the benchmarks.
 //!
-//! * "burst N": N identical 640-byte `message_update` lines, written in large blocks.
+//! * "burst N": N identical 640-byte `message_update` lines, written in large blocks (pre-built:
+//!   the same on every pi version).
 //! * "big N": a run whose one message has N bytes of text; "exact MiB": the same with its
 //!   `message_end` line exactly 1 MiB long.
 //! * "huge N": a tool whose result has N bytes of text.
@@ -100,8 +101,11 @@ impl Agent {
         self.event(obj! {"type": "agent_start"});
         self.out.line(&wrap(b"{\"type\":\"message_end\",\"message\":", &body, b"}"));
         const END_PREFIX: &[u8] = b"{\"type\":\"agent_end\",\"messages\":[";
-        if END_PREFIX.len() + body.len() + 2 < MIB {
-            self.out.line(&wrap(END_PREFIX, &body, b"]}"));
+        // As this pi writes an agent_end (agent/versions.rs), framed by hand too.
+        let suffix: &[u8] = if self.pi_since(super::versions::WILL_RETRY) { b"],\"willRetry\":false}" } else { b"]}" };
+        if END_PREFIX.len() + body.len() + suffix.len() < MIB {
+            self.out.line(&wrap(END_PREFIX, &body, suffix));
+            self.after_frame(&obj! {"type": "agent_end"});
         } else {
             self.event(obj! {"type": "agent_end", "messages": arr![], "messageCount": 1});
         }
