@@ -162,7 +162,8 @@ typedef struct {
      */
     omprpc_str usage_json;
     /**
-     * The terminal `agent_end` messages (a compacted `agent_end` rebuilt), a JSON array.
+     * The messages of every run of the turn, oldest first (each run's `agent_end` messages, a
+     * compacted `agent_end` rebuilt), a JSON array.
      */
     omprpc_str messages_json;
     omprpc_str assistant_message_json;
@@ -374,9 +375,12 @@ omprpc_status omprpc_client_abort_and_prompt(const omprpc_client *client,
                                              char **out_error);
 
 /**
- * Prompts and waits until that prompt completes (terminal `agent_end`, `prompt_result`, or
- * `agentInvoked:false`); returns the turn JSON `{"requestId","agentInvoked","messages",
- * "assistantMessage","assistantText","promptResult","events"}`. The timeout covers the whole
+ * Prompts and waits until that prompt completes — where the agent says it will not go on:
+ * `agent_settled` (pi 0.80.4 on), else the last run's terminal `agent_end` after the agent's own
+ * retries and overflow recovery; or `prompt_result`, `agentInvoked:false`,
+ * `disposition:"handled"` — and returns the turn JSON `{"events","requestId","outcome",
+ * "agentInvoked","attempts","settled","failedAttempts","compactions","messages",
+ * "assistantMessage","assistantText","promptResult","summary"?}` (docs/c-api.md). The timeout covers the whole
  * turn (OMPRPC_TIMEOUT_DEFAULT: the `turn_timeout_ms` option, no deadline unless set).
  * Single-flight with collect_events / wait_for_idle (CONCURRENCY). COMMAND_FAILED for a
  * rejected or late-failed prompt; LIMIT_EXCEEDED past `max_event_history`.
@@ -449,8 +453,9 @@ omprpc_status omprpc_client_bash(const omprpc_client *client,
                                  char **out_error);
 
 /**
- * Waits for the next terminal `agent_end` and returns every session event from the call
- * until then (JSON array). Single-flight (CONCURRENCY).
+ * Waits until the agent's current work ends (as a prompt ends: `agent_settled`, else the last
+ * run's terminal `agent_end` after its own retries and recovery) and returns every session
+ * event from the call until then (JSON array). Single-flight (CONCURRENCY).
  * Ownership: the caller frees `*out_events_json` with `omprpc_string_free`. Threads: any
  * thread (one collector at a time). Statuses: OK, TIMEOUT, CONCURRENCY, LIMIT_EXCEEDED,
  * INVALID_ARGUMENT, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
@@ -461,8 +466,10 @@ omprpc_status omprpc_client_collect_events(const omprpc_client *client,
                                            char **out_error);
 
 /**
- * Waits until every accepted prompt has completed. COMMAND_FAILED when a prompt failed late
- * since the last prompt was sent. Single-flight (CONCURRENCY).
+ * Waits until the agent is idle by its own account: every accepted prompt completed (as
+ * `omprpc_client_prompt_and_wait` completes one), no run open and none to follow (a retry, an
+ * overflow recovery, queued messages), whoever started it. COMMAND_FAILED when a prompt failed
+ * late since the last prompt was sent. Single-flight (CONCURRENCY).
  * Threads: any thread (one collector at a time). Statuses: OK, COMMAND_FAILED, TIMEOUT,
  * CONCURRENCY, INVALID_ARGUMENT, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO),
  * PANIC.
@@ -844,7 +851,7 @@ omprpc_status omprpc_client_next_event_batch(const omprpc_client *client,
 
 /**
  * `omprpc_client_collect_events` as a batch: every session event from the call through the
- * next terminal `agent_end`, each with its type (see `omprpc_event_batch_events`).
+ * end of the agent's current work, each with its type (see `omprpc_event_batch_events`).
  * Ownership: the caller frees `*out_batch` with `omprpc_event_batch_free`. Threads: any
  * thread (one collector at a time). Statuses: those of `omprpc_client_collect_events`: OK,
  * TIMEOUT, CONCURRENCY, LIMIT_EXCEEDED, INVALID_ARGUMENT, CLOSED (or the close reason:

@@ -396,7 +396,8 @@ impl Client {
         turn::build_turn(&id, collector, s.opts.turn_summary.then(|| s.opts.model.clone()))
     }
 
-    /// Events from now through the next terminal `agent_end`, as a JSON array.
+    /// Events from now through the end of the agent's current work (client::lifecycle), as a
+    /// JSON array.
     pub fn collect_events(&self, deadline: Deadline) -> Result<String> {
         self.collect_events_json(deadline).map(json_text)
     }
@@ -421,7 +422,7 @@ impl Client {
     /// Waits for the active collector to complete and takes it.
     fn completed_collector(&self, deadline: Deadline) -> Result<turn::Collector> {
         let s = &self.shared;
-        s.wait_state_since(deadline, "Timed out waiting for agent_end", s.turn_wait(), &mut |st| {
+        s.wait_state_since(deadline, "Timed out waiting for the agent to finish", s.turn_wait(), &mut |st| {
             if st.life.collector_done() {
                 st.life.take_collector()
             } else {

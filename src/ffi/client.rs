@@ -188,9 +188,12 @@ pub unsafe extern "C" fn omprpc_client_abort_and_prompt(
     prompt_like(client, "abort_and_prompt", message, options_json, timeout_ms, out_request_id, out_error)
 }
 
-/// Prompts and waits until that prompt completes (terminal `agent_end`, `prompt_result`, or
-/// `agentInvoked:false`); returns the turn JSON `{"requestId","agentInvoked","messages",
-/// "assistantMessage","assistantText","promptResult","events"}`. The timeout covers the whole
+/// Prompts and waits until that prompt completes — where the agent says it will not go on:
+/// `agent_settled` (pi 0.80.4 on), else the last run's terminal `agent_end` after the agent's own
+/// retries and overflow recovery; or `prompt_result`, `agentInvoked:false`,
+/// `disposition:"handled"` — and returns the turn JSON `{"events","requestId","outcome",
+/// "agentInvoked","attempts","settled","failedAttempts","compactions","messages",
+/// "assistantMessage","assistantText","promptResult","summary"?}` (docs/c-api.md). The timeout covers the whole
 /// turn (OMPRPC_TIMEOUT_DEFAULT: the `turn_timeout_ms` option, no deadline unless set).
 /// Single-flight with collect_events / wait_for_idle (CONCURRENCY). COMMAND_FAILED for a
 /// rejected or late-failed prompt; LIMIT_EXCEEDED past `max_event_history`.
@@ -317,8 +320,9 @@ pub unsafe extern "C" fn omprpc_client_bash(
     })
 }
 
-/// Waits for the next terminal `agent_end` and returns every session event from the call
-/// until then (JSON array). Single-flight (CONCURRENCY).
+/// Waits until the agent's current work ends (as a prompt ends: `agent_settled`, else the last
+/// run's terminal `agent_end` after its own retries and recovery) and returns every session
+/// event from the call until then (JSON array). Single-flight (CONCURRENCY).
 /// Ownership: the caller frees `*out_events_json` with `omprpc_string_free`. Threads: any
 /// thread (one collector at a time). Statuses: OK, TIMEOUT, CONCURRENCY, LIMIT_EXCEEDED,
 /// INVALID_ARGUMENT, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
@@ -337,8 +341,10 @@ pub unsafe extern "C" fn omprpc_client_collect_events(
     })
 }
 
-/// Waits until every accepted prompt has completed. COMMAND_FAILED when a prompt failed late
-/// since the last prompt was sent. Single-flight (CONCURRENCY).
+/// Waits until the agent is idle by its own account: every accepted prompt completed (as
+/// `omprpc_client_prompt_and_wait` completes one), no run open and none to follow (a retry, an
+/// overflow recovery, queued messages), whoever started it. COMMAND_FAILED when a prompt failed
+/// late since the last prompt was sent. Single-flight (CONCURRENCY).
 /// Threads: any thread (one collector at a time). Statuses: OK, COMMAND_FAILED, TIMEOUT,
 /// CONCURRENCY, INVALID_ARGUMENT, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO),
 /// PANIC.

@@ -150,7 +150,7 @@ pub unsafe extern "C" fn omprpc_client_next_event_batch(
 }
 
 /// `omprpc_client_collect_events` as a batch: every session event from the call through the
-/// next terminal `agent_end`, each with its type (see `omprpc_event_batch_events`).
+/// end of the agent's current work, each with its type (see `omprpc_event_batch_events`).
 /// Ownership: the caller frees `*out_batch` with `omprpc_event_batch_free`. Threads: any
 /// thread (one collector at a time). Statuses: those of `omprpc_client_collect_events`: OK,
 /// TIMEOUT, CONCURRENCY, LIMIT_EXCEEDED, INVALID_ARGUMENT, CLOSED (or the close reason:
@@ -237,7 +237,8 @@ pub struct omprpc_turn_info {
     pub error_message: omprpc_str,
     /// The assistant message's `usage` object.
     pub usage_json: omprpc_str,
-    /// The terminal `agent_end` messages (a compacted `agent_end` rebuilt), a JSON array.
+    /// The messages of every run of the turn, oldest first (each run's `agent_end` messages, a
+    /// compacted `agent_end` rebuilt), a JSON array.
     pub messages_json: omprpc_str,
     pub assistant_message_json: omprpc_str,
     pub prompt_result_json: omprpc_str,
