@@ -10,7 +10,7 @@
   the header (as are the status constants and the structs; ``make generate``). Owned strings
   come back as ``c_void_p``, are copied with ``ctypes.string_at`` and released with
   ``omprpc_string_free``.
-* The functions of ``_ffi_gen.REQUIRED`` (the first ABI-1 surface; the same list as Node's)
+* The functions of ``_ffi_gen.REQUIRED`` (the first surface; the same list as Node's)
   must be exported: a library without one is an ImportError. The others, added later within
   the same ABI version, are optional: a library without one still loads, the name is bound to
   a stand-in raising :class:`RpcError` when called, and :func:`has` tells them apart.
@@ -43,7 +43,7 @@ from .errors import (
 )
 
 #: The C ABI version this binding was written against (``OMPRPC_ABI_VERSION``).
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 TIMEOUT_INFINITE = -1
 TIMEOUT_DEFAULT = -2

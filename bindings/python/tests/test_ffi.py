@@ -38,7 +38,7 @@ def _run_python(code: str, *, env: dict[str, str] | None = None, args: tuple[str
 
 
 def test_versions() -> None:
-    assert omprpc.ABI_VERSION == _ffi.lib.omprpc_abi_version() == 1
+    assert omprpc.ABI_VERSION == _ffi.lib.omprpc_abi_version() == 2
     assert re.match(r"^\d+\.\d+\.\d+", omprpc.LIBRARY_VERSION)
     assert _ffi.status_name(4) == "TIMEOUT" and _ffi.status_name(999) == "UNKNOWN"
 
@@ -69,13 +69,14 @@ def test_abi_mismatch_is_refused_at_import() -> None:
         ctypes.CDLL = Patched
     """) + _IMPORT_OR_REFUSED)
     assert "REFUSED:" in result.stdout, result.stdout + result.stderr
-    assert "ABI version 999" in result.stdout and "needs ABI version 1" in result.stdout
+    assert "ABI version 999" in result.stdout and f"needs ABI version {omprpc.ABI_VERSION}" in result.stdout
 
 
 def test_abi_check_function(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_ffi, "ABI_VERSION", 2)
+    _ffi.check_abi(_ffi.ABI_VERSION, "/x/libomprpc.so")
+    monkeypatch.setattr(_ffi, "ABI_VERSION", 3)
     with pytest.raises(ImportError, match="ABI mismatch"):
-        _ffi.check_abi(1, "/x/libomprpc.so")
+        _ffi.check_abi(2, "/x/libomprpc.so")
 
 
 def test_missing_library_is_a_clear_import_error(tmp_path: Path) -> None:

@@ -22,7 +22,9 @@ import pytest
 from omprpc import _ffi
 from omprpc._ffi import lib
 from omprpc._ffi_gen import (
+    TURN_OUTCOME_ABORTED,
     TURN_OUTCOME_AGENT_END,
+    TURN_OUTCOME_AGENT_SETTLED,
     TURN_OUTCOME_NOT_INVOKED,
     TURN_OUTCOME_PROMPT_RESULT,
     omprpc_event_view,
@@ -81,8 +83,11 @@ def test_struct_fields_follow_the_header() -> None:
     assert [n for n, _ in omprpc_str._fields_] == ["data", "len"]
     assert [n for n, _ in omprpc_event_view._fields_] == ["event_type", "json"]
     assert [n for n, _ in omprpc_turn_info._fields_][:3] == ["outcome", "agent_invoked", "event_count"]
-    assert omprpc_turn_info._fields_[-1][0] == "turn_json"
-    assert (TURN_OUTCOME_AGENT_END, TURN_OUTCOME_PROMPT_RESULT, TURN_OUTCOME_NOT_INVOKED) == (0, 1, 2)
+    # ABI 2 appended the record of the attempts after turn_json.
+    assert [n for n, _ in omprpc_turn_info._fields_][-5:] == [
+        "turn_json", "attempts", "settled", "failed_attempts_json", "compactions_json"]
+    assert (TURN_OUTCOME_AGENT_END, TURN_OUTCOME_PROMPT_RESULT, TURN_OUTCOME_NOT_INVOKED,
+            TURN_OUTCOME_AGENT_SETTLED, TURN_OUTCOME_ABORTED) == (0, 1, 2, 3, 4)
     # The signatures name the structs (precise types, not c_void_p).
     _, args = _ffi._SIGNATURES["omprpc_turn_events"]
     assert args[1] is POINTER(POINTER(omprpc_event_view)) and args[2] is POINTER(c_size_t)
@@ -91,10 +96,12 @@ def test_struct_fields_follow_the_header() -> None:
 
 @pytest.mark.skipif(ctypes.sizeof(c_void_p) != 8, reason="the expected numbers are LP64's")
 def test_lp64_layout() -> None:
-    assert (ctypes.sizeof(omprpc_str), ctypes.sizeof(omprpc_event_view), ctypes.sizeof(omprpc_turn_info)) == (16, 32, 176)
+    assert (ctypes.sizeof(omprpc_str), ctypes.sizeof(omprpc_event_view), ctypes.sizeof(omprpc_turn_info)) == (16, 32, 216)
     offsets = {n: getattr(omprpc_turn_info, n).offset for n, _ in omprpc_turn_info._fields_}
     assert (offsets["outcome"], offsets["agent_invoked"], offsets["event_count"], offsets["request_id"]) == (0, 4, 8, 16)
     assert offsets["turn_json"] == 160 and omprpc_event_view.json.offset == 16
+    assert (offsets["attempts"], offsets["settled"], offsets["failed_attempts_json"], offsets["compactions_json"]) == (
+        176, 180, 184, 200)
 
 
 def test_turn_read_through_the_generated_structs(client: _ffi.Handle) -> None:
@@ -120,9 +127,15 @@ def test_turn_read_through_the_generated_structs(client: _ffi.Handle) -> None:
         assert parsed(info.usage_json) == assistant.get("usage")
         assert parsed(info.messages_json) == whole["messages"]
         assert text(info.prompt_result_json) is None and text(info.summary_json) is None
+        # The record of the attempts (ABI 2): one attempt, nothing failed, the fake agent
+        # (pi 0.73.1 by default) does not announce settling.
+        assert (info.attempts, info.settled) == (whole["attempts"], whole["settled"]) == (1, False)
+        assert parsed(info.failed_attempts_json) == whole["failedAttempts"] == []
+        assert parsed(info.compactions_json) == whole["compactions"] == []
         # The JSON members are slices of the turn JSON (one buffer).
         start, end = info.turn_json.data, info.turn_json.data + info.turn_json.len
-        for member in (info.usage_json, info.messages_json, info.assistant_message_json):
+        for member in (info.usage_json, info.messages_json, info.assistant_message_json,
+                       info.failed_attempts_json, info.compactions_json):
             assert start <= member.data and member.data + member.len <= end
 
         # The events: as many as the turn JSON's, each the same event, its type read aside.
