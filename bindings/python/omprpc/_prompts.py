@@ -107,9 +107,14 @@ class _Prompts(_ClientBase):
         timeout: float | None = None,
         content: Sequence[Mapping[str, Any]] | None = None,
     ) -> PromptTurn:
-        """Prompts and waits until *that* prompt completes (its run's terminal ``agent_end``,
-        a ``prompt_result``, or ``agentInvoked:false``). ``timeout=None`` means the
-        ``turn_timeout`` option, which defaults to no deadline. ``content`` as for prompt()."""
+        """Prompts and waits until *that* prompt completes, where the library says the agent
+        will not go on by itself: its ``agent_settled`` (pi 0.80.4 on), else the last run's
+        terminal ``agent_end`` — a run that failed and that the agent retries, or compacts for
+        and retries, is not the end — or a ``prompt_result``, ``agentInvoked:false`` or
+        ``disposition:"handled"``. The turn holds every run in between; its ``outcome``,
+        ``attempts``, ``failed_attempts`` and ``compactions`` say what happened.
+        ``timeout=None`` means the ``turn_timeout`` option, which defaults to no deadline.
+        ``content`` as for prompt()."""
         session = self._require()
         encoded = _ffi.encode(message, "message")
         options = self._prompt_options(images, streaming_behavior, content)
@@ -117,8 +122,7 @@ class _Prompts(_ClientBase):
 
         if not _ffi.has("omprpc_client_prompt_and_wait_turn"):  # an older library: the JSON form
             return self._synced(session, lambda: PromptTurn._from_json(_loads_bulk(_interruptible(
-                lambda: session.handle.call_out(lib.omprpc_client_prompt_and_wait, encoded, options, ms)) or b"null")),
-                lambda turn: turn.agent_invoked and turn.prompt_result is None)
+                lambda: session.handle.call_out(lib.omprpc_client_prompt_and_wait, encoded, options, ms)) or b"null")))
 
         def call() -> PromptTurn:
             status, ptr, err = session.handle.call_raw(lib.omprpc_client_prompt_and_wait_turn, encoded, options, ms)
@@ -132,15 +136,16 @@ class _Prompts(_ClientBase):
             turn: PromptTurn = _interruptible(call)
             return turn
 
-        return self._synced(session, wait, lambda turn: turn.agent_invoked and turn.prompt_result is None)
+        return self._synced(session, wait)
 
     def collect_events(self, timeout: float | None = None) -> tuple[RpcNotification, ...]:
-        """Events from now through the next terminal ``agent_end`` (typed)."""
+        """Events from now until the agent's work ends as prompt_and_wait's does (its
+        ``agent_settled``, or a terminal ``agent_end`` it does not retry after), typed."""
         session = self._require()
         ms = self._turn_ms(timeout)
         if not _ffi.has("omprpc_client_collect_event_batch"):  # an older library: the JSON form
             raw = self._synced(session, lambda: _interruptible(lambda: session.handle.call_out(
-                lib.omprpc_client_collect_events, ms)), lambda _raw: True)
+                lib.omprpc_client_collect_events, ms)))
             data = _loads_bulk(raw) if raw is not None else None
             return _typed_bulk(data if isinstance(data, list) else ())
 
@@ -158,7 +163,7 @@ class _Prompts(_ClientBase):
             events: tuple[RpcNotification, ...] = _interruptible(call)
             return events
 
-        return self._synced(session, wait, lambda _events: True)
+        return self._synced(session, wait)
 
     def wait_for_idle(self, timeout: float | None = None) -> None:
         """Waits until every accepted prompt has completed; raises the first late prompt

@@ -91,7 +91,6 @@ class _Session(_HostCalls):
         self._sync = threading.Condition()
         self._sync_req = 0
         self._drained = 0
-        self._terminal_seen = 0
         self._sync_waiters = 0
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -187,7 +186,6 @@ class _Session(_HostCalls):
         finally:
             with self._sync:
                 self._drained = 1 << 62
-                self._terminal_seen = 1 << 62
                 self._sync.notify_all()
             with self._shutdown_lock:
                 self._dispatcher_done = True
@@ -280,8 +278,6 @@ class _Session(_HostCalls):
         if kind == "extension_error":
             return notified or bool(lists["extension_error"])
         if kind in AGENT_EVENT_TYPES:
-            if kind == "agent_end" and L.count > 0:
-                return True  # counted for settle()
             return notified or bool(lists["event"] or L.typed.get(kind) or lists["unknown_notification"])
         return notified or bool(lists["unknown_notification"])
 
@@ -371,11 +367,6 @@ class _Session(_HostCalls):
                 else:
                     L.run("event", note.type, lists["event"], note)
                     L.run("typed_event", note.type, typed, note)
-            if kind == "agent_end" and frame.get("isTerminal") is not False:
-                with self._sync:
-                    self._terminal_seen += 1
-                    if self._sync_waiters:
-                        self._sync.notify_all()
             return
         if lists["notification"] or lists["unknown_notification"]:
             note = to_notification(frame, private=private)
@@ -384,25 +375,17 @@ class _Session(_HostCalls):
 
     # -- listener synchronisation --
 
-    def sync_mark(self) -> int:
-        """Where the dispatcher is, for :meth:`settle`; -1 when nobody listens (then batches
-        are not decoded and agent_end frames not counted)."""
-        if self.listeners.count == 0:
-            return -1
-        with self._sync:
-            return self._terminal_seen
-
-    def settle(self, mark: int, expect_terminal: bool) -> None:
-        """After a lifecycle call returned: waits (at most ``listener_sync_timeout``) until the
-        dispatcher has run the listeners for everything queued so far — and, when the call
-        ended at an ``agent_end``, for that ``agent_end`` — so listeners have seen the turn
-        when prompt_and_wait returns, as with omp_rpc."""
+    def settle(self) -> None:
+        """After a call that waits on the agent returned (or raised): waits (at most
+        ``listener_sync_timeout``) until the dispatcher has run the listeners for everything
+        queued so far, so listeners have seen the turn when prompt_and_wait returns, as with
+        omp_rpc. That is every event before the call's outcome: the library queues an event
+        before any waiter wakes on it (where the turn ended is the library's decision, never
+        read here)."""
         if self.sync_timeout <= 0 or self.listeners.count == 0:
             return
         if threading.current_thread() is self.thread or not self.thread.is_alive():
             return
-        if mark < 0:
-            expect_terminal = False
         deadline = time.monotonic() + self.sync_timeout
         with self._sync:
             self._sync_req += 1
@@ -414,7 +397,7 @@ class _Session(_HostCalls):
             except (BlockingIOError, OSError):
                 pass
             with self._sync:
-                while not (self._drained >= req and (not expect_terminal or self._terminal_seen > mark)):
+                while self._drained < req:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         return

@@ -550,7 +550,7 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
             # Which tools the bridge serves is the library's decision (info's bridgedTools).
             session.bridged_tools = bool(session.info().get("bridgedTools"))
         # as with omp_rpc, ready (and whatever came before it) has reached the listeners
-        session.settle(session.sync_mark(), expect_terminal=False)
+        session.settle()
         return self
 
     def stop(self) -> None:
@@ -578,17 +578,15 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         return session
 
     @staticmethod
-    def _synced(session: _Session, call: Callable[[], _T], terminal: Callable[[_T], bool] | None = None) -> _T:
+    def _synced(session: _Session, call: Callable[[], _T]) -> _T:
         """Runs a call that waits on the agent, then (returned or raised an RpcError) waits for
-        the dispatcher to have run the listeners for every event queued before its outcome;
-        with ``terminal(result)``, also for the ``agent_end`` that ended it."""
-        mark = session.sync_mark()
+        the dispatcher to have run the listeners for every event queued before its outcome."""
         try:
             result = call()
         except RpcError:
-            session.settle(mark, expect_terminal=False)
+            session.settle()
             raise
-        session.settle(mark, expect_terminal=terminal(result) if terminal is not None else False)
+        session.settle()
         return result
 
     # -- read-only state --
