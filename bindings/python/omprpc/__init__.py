@@ -20,6 +20,7 @@ from .client import (
     ReadyListener,
     RpcClient,
     ToolBlockedListener,
+    TurnOutcome,
     UiRequestListener,
     UnknownNotificationListener,
 )
@@ -132,6 +133,9 @@ from .protocol import (
     parse_todo_phases,
 )
 from .summary import (
+    Compaction,
+    FailedAttempt,
+    FailedAttemptThen,
     Summarizer,
     SummaryChunk,
     SummaryStop,
@@ -165,6 +169,7 @@ __all__ = [
     "BranchResult",
     "BranchSummaryMessage",
     "CancellationResult",
+    "Compaction",
     "CompactionResult",
     "CompactionSummaryMessage",
     "ContextUsage",
@@ -177,6 +182,8 @@ __all__ = [
     "ExtensionErrorListener",
     "ExtensionUiRequest",
     "ExtensionWidgetBlock",
+    "FailedAttempt",
+    "FailedAttemptThen",
     "FastModeResult",
     "FileMentionMessage",
     "HookMessage",
@@ -253,6 +260,7 @@ __all__ = [
     "ToolResultMessage",
     "TtsrTriggeredEvent",
     "TurnEndEvent",
+    "TurnOutcome",
     "TurnStartEvent",
     "TurnSummary",
     "UiRequestListener",

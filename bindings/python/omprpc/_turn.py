@@ -14,18 +14,39 @@ from ._common import _typed_bulk
 from ._ffi import lib
 from .errors import RpcError
 from .protocol import AgentMessage, AssistantMessage, JsonObject, RpcNotification
-from .summary import TurnSummary, parse_turn_summary
+from .summary import (
+    Compaction,
+    FailedAttempt,
+    TurnSummary,
+    parse_compactions,
+    parse_failed_attempts,
+    parse_turn_summary,
+)
 
 if TYPE_CHECKING:
     from .client import RpcClient
 
-#: How a prompt completed (``omprpc_turn_outcome``).
-TurnOutcome = Literal["agent_end", "prompt_result", "not_invoked"]
+#: How a prompt completed (``omprpc_turn_outcome``, the turn JSON's ``outcome``; the library
+#: decides): ``"agent_end"`` (the last run's terminal ``agent_end``, from an agent that does not
+#: announce settling: omp, pi before 0.80.4), ``"agent_settled"`` (the agent said it settled, pi
+#: 0.80.4 on), ``"aborted"`` (``agent_settled {aborted:true}``, a retry aborted in its delay, or
+#: a last run that stopped ``aborted``), ``"prompt_result"`` (omp's ``prompt_result``: a
+#: command that ran no agent loop) or ``"not_invoked"`` (nothing ran).
+TurnOutcome = Literal["agent_end", "agent_settled", "aborted", "prompt_result", "not_invoked"]
 _OUTCOMES: dict[int, TurnOutcome] = {
     _ffi.TURN_OUTCOME_AGENT_END: "agent_end",
     _ffi.TURN_OUTCOME_PROMPT_RESULT: "prompt_result",
     _ffi.TURN_OUTCOME_NOT_INVOKED: "not_invoked",
+    _ffi.TURN_OUTCOME_AGENT_SETTLED: "agent_settled",
+    _ffi.TURN_OUTCOME_ABORTED: "aborted",
 }
+_OUTCOME_NAMES: frozenset[str] = frozenset(_OUTCOMES.values())
+
+
+def turn_outcome(name: object, default: TurnOutcome) -> TurnOutcome:
+    """A library outcome name (the turn JSON's, a ``prompt_complete`` event's) as a
+    :data:`TurnOutcome`; ``default`` for anything else."""
+    return cast(TurnOutcome, name) if isinstance(name, str) and name in _OUTCOME_NAMES else default
 
 
 class _TurnEvents:
@@ -72,7 +93,8 @@ class PromptTurn:
 
     __slots__ = ("_raw", "_payloads", "_events", "_lock", "_messages", "_assistant_message",
                  "_assistant_text", "_request_id", "_agent_invoked", "_prompt_result", "_summary",
-                 "_outcome", "_stop_reason", "_error_message", "_usage")
+                 "_outcome", "_stop_reason", "_error_message", "_usage", "_attempts", "_settled",
+                 "_failed_attempts", "_compactions")
     # Public as omprpc.client.PromptTurn, where it was defined before the split.
     __module__ = "omprpc.client"
 
@@ -104,6 +126,11 @@ class PromptTurn:
         self._stop_reason: str | None = None
         self._error_message: str | None = None
         self._usage: JsonObject | None = None
+        # The record of the attempts (the library's; a turn built here: one attempt if it ran).
+        self._attempts = 1 if agent_invoked and prompt_result is None else 0
+        self._settled = False
+        self._failed_attempts: tuple[FailedAttempt, ...] = ()
+        self._compactions: tuple[Compaction, ...] = ()
         if assistant_message is not None:
             self._stop_reason = _str_or_none(assistant_message.get("stopReason"))
             self._error_message = _str_or_none(assistant_message.get("errorMessage"))
@@ -140,6 +167,10 @@ class PromptTurn:
         summary = _ffi.json_of(info.summary_json)
         if isinstance(summary, dict):
             self._summary = parse_turn_summary(summary)
+        self._attempts = int(info.attempts)
+        self._settled = bool(info.settled)
+        self._failed_attempts = parse_failed_attempts(_ffi.json_of(info.failed_attempts_json))
+        self._compactions = parse_compactions(_ffi.json_of(info.compactions_json))
         self._events = None
         if info.event_count:
             self._raw = _TurnEvents(owner, (info.turn_json.data, info.turn_json.len))
@@ -172,6 +203,13 @@ class PromptTurn:
         summary = data.get("summary")
         if isinstance(summary, dict):
             self._summary = parse_turn_summary(summary)
+        self._outcome = turn_outcome(data.get("outcome"), self._outcome)
+        attempts = data.get("attempts")
+        if isinstance(attempts, int) and not isinstance(attempts, bool):
+            self._attempts = attempts
+        self._settled = data.get("settled") is True
+        self._failed_attempts = parse_failed_attempts(data.get("failedAttempts"))
+        self._compactions = parse_compactions(data.get("compactions"))
         return self
 
     def _load_payloads(self) -> list[Any]:
@@ -232,6 +270,8 @@ class PromptTurn:
 
     @property
     def messages(self) -> tuple[AgentMessage, ...]:
+        """Every run's messages, in order (a failed attempt's error message too, before the
+        answer of its retry)."""
         return self._messages
 
     @property
@@ -258,10 +298,38 @@ class PromptTurn:
 
     @property
     def outcome(self) -> TurnOutcome:
-        """How the prompt completed: ``"agent_end"`` (a terminal ``agent_end`` ended its run),
-        ``"prompt_result"`` (omp's ``prompt_result`` answered it: a command that ran no agent
-        loop) or ``"not_invoked"`` (the response said ``agentInvoked: false``)."""
+        """How the prompt completed, as the library decided: ``"agent_end"`` (the last run's
+        terminal ``agent_end``: an agent that does not announce settling — omp, pi before
+        0.80.4), ``"agent_settled"`` (the agent said it settled: pi 0.80.4 on), ``"aborted"``
+        (aborted: ``agent_settled {aborted:true}``, a retry the host aborted in its delay, or a
+        last run that stopped ``aborted``), ``"prompt_result"`` (omp's ``prompt_result``
+        answered it: a command that ran no agent loop) or ``"not_invoked"`` (nothing ran: the
+        response said ``agentInvoked: false`` or ``disposition: "handled"``)."""
         return self._outcome
+
+    @property
+    def attempts(self) -> int:
+        """How many attempts the agent made at the prompt: 1, plus one per retry it made
+        (``auto_retry_start``) and per overflow compaction it retried after; 0 when nothing ran.
+        Every attempt's run is in the turn (``events``, ``messages``)."""
+        return self._attempts
+
+    @property
+    def settled(self) -> bool:
+        """The agent said it settled (``agent_settled``: pi 0.80.4 on)."""
+        return self._settled
+
+    @property
+    def failed_attempts(self) -> tuple[FailedAttempt, ...]:
+        """The attempts that failed, oldest first: each one's error and what the agent did
+        next (``then``: ``"retry"``, ``"compaction"``, ``"gave_up"``, ``"cancelled"``,
+        ``"none"``), with the retry's delay. Empty when every attempt succeeded."""
+        return self._failed_attempts
+
+    @property
+    def compactions(self) -> tuple[Compaction, ...]:
+        """The compactions inside the turn (an overflow recovery's, a threshold's), oldest first."""
+        return self._compactions
 
     @property
     def stop_reason(self) -> str | None:
@@ -286,7 +354,8 @@ class PromptTurn:
         return self._assistant_text
 
     def __repr__(self) -> str:
-        return (f"PromptTurn(request_id={self._request_id!r}, messages={len(self._messages)}, "
+        return (f"PromptTurn(request_id={self._request_id!r}, outcome={self._outcome!r}, "
+                f"attempts={self._attempts}, messages={len(self._messages)}, "
                 f"assistant_text={self._assistant_text!r})")
 
 

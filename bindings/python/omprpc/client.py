@@ -75,6 +75,7 @@ from ._todos import TodoPhaseSeed as TodoPhaseSeed
 from ._todos import TodoSeed as TodoSeed
 from ._todos import _normalize_todo_phases as _normalize_todo_phases
 from ._turn import PromptTurn as PromptTurn
+from ._turn import TurnOutcome as TurnOutcome
 from ._turn import _event_payload as _event_payload
 from ._turn import _PromptLifecycle as _PromptLifecycle
 
@@ -167,6 +168,7 @@ from .summary import TurnSummary, parse_turn_summary
 __all__ = [
     "RpcClient",
     "PromptTurn",
+    "TurnOutcome",
     "ListenerErrorEvent",
     "AgentEventListener",
     "NotificationListener",

@@ -16,7 +16,7 @@ import json
 import threading
 from ctypes import c_void_p
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, cast
 
 from . import _ffi
 from ._ffi import lib
@@ -26,12 +26,17 @@ if TYPE_CHECKING:
     from .client import PromptTurn
 
 __all__ = [
+    "Compaction",
+    "FailedAttempt",
+    "FailedAttemptThen",
     "SummaryChunk",
     "SummaryStop",
     "SummaryToolCall",
     "SummaryUsage",
     "Summarizer",
     "TurnSummary",
+    "parse_compactions",
+    "parse_failed_attempts",
     "parse_turn_summary",
     "summarize",
 ]
@@ -108,6 +113,74 @@ class SummaryStop:
     error_message: str | None
 
 
+#: What the agent did after a failed attempt (the library decides, from the agent's frames):
+#: ``"retry"`` (it retried after a delay), ``"compaction"`` (it compacted for a context
+#: overflow and retried), ``"gave_up"`` (its retries ran out), ``"cancelled"`` (the host aborted
+#: the retry in its delay) or ``"none"`` (it did nothing more about it).
+FailedAttemptThen = Literal["retry", "compaction", "gave_up", "cancelled", "none"]
+
+
+@dataclass(slots=True, frozen=True)
+class FailedAttempt:
+    """An attempt of the turn that failed (``failedAttempts``): its number (1 is the prompt's
+    first run), the error it failed with, what the agent did next (:data:`FailedAttemptThen`)
+    and, for a retry, the delay the agent waited before it (milliseconds)."""
+
+    attempt: int
+    error: str | None
+    then: FailedAttemptThen
+    delay_ms: int | None = None
+
+    @classmethod
+    def _from(cls, v: object) -> FailedAttempt | None:
+        if not isinstance(v, Mapping):
+            return None
+        delay = v.get("delayMs")
+        return cls(
+            attempt=_i(v.get("attempt")),
+            error=_s(v.get("error")),
+            then=cast(FailedAttemptThen, _s(v.get("then")) or "none"),
+            delay_ms=delay if isinstance(delay, int) and not isinstance(delay, bool) else None,
+        )
+
+
+@dataclass(slots=True, frozen=True)
+class Compaction:
+    """A compaction inside the turn (``compactions``): its ``reason`` (``"overflow"``: the
+    context was too long for the model; ``"threshold"``, ``"manual"`` …) and its result:
+    ``aborted``, ``will_retry`` (the agent retried the failed attempt after it) and
+    ``error_message``; the result members are None while the compaction has not ended."""
+
+    reason: str
+    aborted: bool | None
+    will_retry: bool | None
+    error_message: str | None
+
+    @classmethod
+    def _from(cls, v: object) -> Compaction | None:
+        if not isinstance(v, Mapping):
+            return None
+        aborted, will_retry = v.get("aborted"), v.get("willRetry")
+        return cls(
+            reason=_s(v.get("reason")) or "",
+            aborted=aborted if isinstance(aborted, bool) else None,
+            will_retry=will_retry if isinstance(will_retry, bool) else None,
+            error_message=_s(v.get("errorMessage")),
+        )
+
+
+def parse_failed_attempts(v: object) -> tuple[FailedAttempt, ...]:
+    """The typed records of a ``failedAttempts`` array (a turn's, a summary's)."""
+    items = v if isinstance(v, list) else []
+    return tuple(f for f in map(FailedAttempt._from, items) if f is not None)
+
+
+def parse_compactions(v: object) -> tuple[Compaction, ...]:
+    """The typed records of a ``compactions`` array (a turn's, a summary's)."""
+    items = v if isinstance(v, list) else []
+    return tuple(c for c in map(Compaction._from, items) if c is not None)
+
+
 @dataclass(slots=True, frozen=True)
 class TurnSummary:
     """What most hosts want from a turn without interpreting every event. ``raw`` is the
@@ -124,6 +197,13 @@ class TurnSummary:
     usage: SummaryUsage | None
     message_usage: tuple[SummaryUsage, ...]
     raw: JsonObject
+    #: The attempts the agent made at the prompt: 1, plus one per retry and per overflow
+    #: compaction it retried after (0: nothing ran).
+    attempts: int = 0
+    #: The attempts that failed, oldest first.
+    failed_attempts: tuple[FailedAttempt, ...] = ()
+    #: The compactions inside the turn, oldest first.
+    compactions: tuple[Compaction, ...] = ()
 
 
 def parse_turn_summary(data: Mapping[str, Any]) -> TurnSummary:
@@ -165,6 +245,9 @@ def parse_turn_summary(data: Mapping[str, Any]) -> TurnSummary:
         usage=SummaryUsage._from(data.get("usage")),
         message_usage=usage_list,
         raw=dict(data),
+        attempts=_i(data.get("attempts")),
+        failed_attempts=parse_failed_attempts(data.get("failedAttempts")),
+        compactions=parse_compactions(data.get("compactions")),
     )
 
 
@@ -218,7 +301,8 @@ class Summarizer:
     """A streaming turn summarizer (``omprpc_summarizer_*``). Feed raw events in order with
     :meth:`feed`, which returns the derived items each produces (dicts: ``{"kind": "text"|
     "reasoning_start"|"reasoning"|"tool_start"|"tool_update"|"tool_end"|"message_end"|"stop"|
-    "turn_end", …}``); :meth:`summary` is the summary so far. Thread-safe; release it with
+    "turn_end"|"retry"|"retry_end"|"compaction"|"settled", …}``); :meth:`summary` is the
+    summary so far. Thread-safe; release it with
     :meth:`close` (or a ``with`` block; the garbage collector does it too)."""
 
     def __init__(self, *, model: str | None = None) -> None:
