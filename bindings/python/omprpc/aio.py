@@ -17,9 +17,12 @@ One event loop drives any number of agents. How it waits, and why:
   start option ``prompt_complete_events``): no thread of ours waits while the agent works
   (where the stream leaves the agent's activity open, the library's own watcher asks the
   agent, and the completion arrives as that event). The
-  derived items (text and reasoning chunks, tool calls requested and completed, the turn's
-  end with usage) are computed by the library's streaming summarizer
-  (:class:`omprpc.Summarizer`), fed each event of the turn.
+  derived items (text and reasoning chunks, tool calls requested and completed, a retry the
+  agent schedules, a compaction, the turn's end with usage and its attempts) are computed by
+  the library's streaming summarizer (:class:`omprpc.Summarizer`), fed each event of the
+  turn. Where the turn ends is the library's word (``prompt_complete``: the agent's
+  ``agent_settled`` on pi 0.80.4 on, else the last run's end it does not retry after), never
+  an ``agent_end`` read here: a retry or an overflow recovery stays inside one turn.
 * The waits of the sync API that block inside the library for a whole run
   (``prompt_and_wait``, ``collect_events``, ``wait_for_idle``, ``next_ui_request``) are offered
   too, on a second shared pool (:data:`DEFAULT_MAX_WAITS` threads): each holds one of its
@@ -58,17 +61,20 @@ from ._host import _HostRegistration, _verdict_of
 from ._prompts import _Prompts
 from ._protocol_gen import _GeneratedCommands
 from ._session import _BATCH_MAX_EVENTS, _HOST_TYPES, _decode_events, _Session
+from ._turn import TurnOutcome, turn_outcome
 from ._ui import _Ui
 from .client import RpcClient
 from .errors import RpcConcurrencyError, RpcError, RpcProcessExitError
 from .protocol import ImageContent, JsonObject, PolicyEvalEvent, RpcNotification, to_notification
-from .summary import Summarizer, SummaryUsage, TurnSummary
+from .summary import Compaction, FailedAttempt, Summarizer, SummaryUsage, TurnSummary
 
 __all__ = [
     "AsyncRpcClient",
+    "CompactionComplete",
     "DEFAULT_MAX_WAITS",
     "DEFAULT_MAX_WORKERS",
     "ReasoningChunk",
+    "RetryScheduled",
     "StreamItem",
     "TextChunk",
     "ToolCallComplete",
@@ -144,22 +150,63 @@ class ToolCallComplete:
 
 
 @dataclass(slots=True, frozen=True)
+class RetryScheduled:
+    """The agent's attempt failed and it will retry by itself after ``delay_ms`` (its
+    ``auto_retry_start``): ``attempt`` of ``max_attempts`` retries, ``error`` the failure. The
+    turn goes on: the retry's items follow, then :class:`TurnComplete`. Aborting now (``abort``,
+    or leaving the stream) cancels the retry."""
+
+    attempt: int | None
+    max_attempts: int | None
+    delay_ms: int | None
+    error: str | None
+
+
+@dataclass(slots=True, frozen=True)
+class CompactionComplete:
+    """A compaction inside the turn ended (``reason`` ``"overflow"``: the context was too long
+    for the model; then ``will_retry`` says the agent retries the failed attempt)."""
+
+    reason: str | None
+    aborted: bool
+    will_retry: bool
+    error_message: str | None
+
+
+@dataclass(slots=True, frozen=True)
 class TurnComplete:
-    """The prompt completed (always the stream's last item). ``outcome``: ``"agent_end"`` (its
-    run ended), ``"prompt_result"`` or ``"not_invoked"`` (nothing ran); ``stop_reason`` the
-    last assistant message's (``"stop"``, ``"toolUse"``, ``"aborted"``, ``"error"``,
-    ``"length"``, …); ``usage`` summed over the turn's LLM calls; ``text`` the final assistant
-    text; ``summary`` the library's whole summary of the turn."""
+    """The prompt completed (always the stream's last item), where the library says the agent
+    will not go on (a retry or an overflow recovery is inside the turn).
+
+    ``outcome`` (:data:`omprpc.TurnOutcome`): ``"agent_settled"`` (pi 0.80.4 on said it
+    settled), ``"agent_end"`` (the last run ended: omp, older pi), ``"aborted"``,
+    ``"prompt_result"`` or ``"not_invoked"`` (nothing ran); ``stop_reason`` the last assistant
+    message's (``"stop"``, ``"toolUse"``, ``"aborted"``, ``"error"``, ``"length"``, …);
+    ``usage`` summed over the turn's LLM calls; ``text`` the final assistant text; ``summary``
+    the library's whole summary of the turn; ``attempts`` how many attempts the agent made (1
+    plus each retry and each overflow compaction it retried after), ``failed_attempts`` the
+    ones that failed and what the agent did next, ``compactions`` those inside the turn."""
 
     request_id: str
-    outcome: str
+    outcome: TurnOutcome
     stop_reason: str | None
     usage: SummaryUsage | None
     text: str | None
     summary: TurnSummary
+    attempts: int = 0
+    failed_attempts: tuple[FailedAttempt, ...] = ()
+    compactions: tuple[Compaction, ...] = ()
 
 
-StreamItem = Union[TextChunk, ReasoningChunk, ToolCallRequest, ToolCallComplete, TurnComplete]
+StreamItem = Union[TextChunk, ReasoningChunk, ToolCallRequest, ToolCallComplete, RetryScheduled,
+                   CompactionComplete, TurnComplete]
+
+
+def _int_or_none(v: object) -> int | None:
+    """A JSON number as whole units (omp's retry delay is a float), None when absent."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return round(v)
 
 
 def _derived(item: Mapping[str, Any]) -> StreamItem | None:
@@ -176,6 +223,14 @@ def _derived(item: Mapping[str, Any]) -> StreamItem | None:
         return ToolCallComplete(str(item.get("toolCallId") or ""), str(item.get("toolName") or ""),
                                 str(item.get("outcome") or ""), item.get("result"),
                                 reason if isinstance(reason, str) else None)
+    if kind == "retry":
+        error = item.get("error")
+        return RetryScheduled(_int_or_none(item.get("attempt")), _int_or_none(item.get("maxAttempts")),
+                              _int_or_none(item.get("delayMs")), error if isinstance(error, str) else None)
+    if kind == "compaction":
+        reason, message = item.get("reason"), item.get("errorMessage")
+        return CompactionComplete(reason if isinstance(reason, str) else None, item.get("aborted") is True,
+                                  item.get("willRetry") is True, message if isinstance(message, str) else None)
     return None
 
 
@@ -469,8 +524,10 @@ class AsyncRpcClient:
         timeout: float | None = LIBRARY_DEFAULT,
     ) -> AsyncGenerator[StreamItem, None]:
         """Prompts, then yields the turn as it happens: :class:`TextChunk`,
-        :class:`ReasoningChunk`, :class:`ToolCallRequest`, :class:`ToolCallComplete`, and
-        last :class:`TurnComplete`. ``timeout``: for the prompt's acknowledgement (the turn
+        :class:`ReasoningChunk`, :class:`ToolCallRequest`, :class:`ToolCallComplete`,
+        :class:`RetryScheduled` (the agent will retry a failed attempt), :class:`CompactionComplete`,
+        and last :class:`TurnComplete`, when the library's ``prompt_complete`` says the prompt
+        is done (after every retry and recovery the agent makes by itself). ``timeout``: for the prompt's acknowledgement (the turn
         itself has no deadline here: wrap it in ``asyncio.timeout``). A refused or failed
         prompt raises its RpcCommandError; an agent that exits, RpcProcessExitError.
 
@@ -512,8 +569,9 @@ class AsyncRpcClient:
                         # generator is closed (run() and a loop that breaks leave it to the GC).
                         self._stream_owner = None
                         self._unsubscribe(subscriber)
-                        yield TurnComplete(request_id, str(frame.get("outcome")), summary.stop_reason,
-                                           summary.usage, summary.final_text, summary)
+                        yield TurnComplete(request_id, turn_outcome(frame.get("outcome"), "agent_end"),
+                                           summary.stop_reason, summary.usage, summary.final_text, summary,
+                                           summary.attempts, summary.failed_attempts, summary.compactions)
                         return
                     for derived in summarizer.feed(raw):
                         item = _derived(derived)
