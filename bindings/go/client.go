@@ -548,8 +548,9 @@ func (t *Turn) TypedEvents() []Event {
 	return evs
 }
 
-// PromptAndWait prompts and waits until that prompt completes. The wait is bounded by ctx's
-// deadline, else by the turn_timeout_ms option (no deadline by default); Close ends it at
+// PromptAndWait prompts and waits until that prompt completes — where the agent will not go
+// on (see Turn): after its retries and overflow recovery, at pi's agent_settled. A ctx ends
+// the wait, not the agent's work (Abort does). The wait is bounded by ctx's deadline, else by the turn_timeout_ms option (no deadline by default); Close ends it at
 // once with ErrClosed. Only one of PromptAndWait, CollectEvents and WaitForIdle runs at a
 // time (ErrConcurrency). A rejected or late-failed prompt is a *CommandError;
 // ErrLimitExceeded past max_event_history.
@@ -632,8 +633,9 @@ func decodeEvent(e Event, v any) error {
 	return unmarshal(e.Type, e.Raw, v)
 }
 
-// CollectEvents waits for the next terminal agent_end and returns every session event from
-// the call until then. Its wait is bounded like PromptAndWait's (it cannot be repeated
+// CollectEvents waits for the end of the agent's work — its next terminal agent_end it does
+// not go on from (no retry, no overflow recovery), or its agent_settled — and returns every
+// session event from the call until then. Its wait is bounded like PromptAndWait's (it cannot be repeated
 // without losing events, so a cancellation without a deadline is seen only before it starts).
 func (c *Client) CollectEvents(ctx context.Context) ([]Event, error) {
 	defer runtime.KeepAlive(c)
@@ -647,7 +649,8 @@ func (c *Client) CollectEvents(ctx context.Context) ([]Event, error) {
 	return takeBatch("collect_events", batch)
 }
 
-// WaitForIdle waits until every accepted prompt has completed; a *CommandError when a
+// WaitForIdle waits until every accepted prompt has completed (after the agent's retries and
+// overflow recovery: where it will not go on); a *CommandError when a
 // prompt failed late since the last prompt was sent. ctx ends the wait, not the client.
 // The turn_timeout_ms option bounds it only when ctx can never end (context.Background()).
 func (c *Client) WaitForIdle(ctx context.Context) error {

@@ -18,6 +18,20 @@
 // request_timeout_ms / turn_timeout_ms options, and Close ends them at once. A timeout that a
 // context deadline caused matches both ErrTimeout and context.DeadlineExceeded.
 //
+// # Turns
+//
+// A prompt ends where the agent will not go on, and the library decides where that is: at pi's
+// agent_settled (pi 0.80.4 on), else at the last run's terminal agent_end after any retry of a
+// failed LLM call or any overflow compaction the agent recovers with. An agent_end alone ends
+// one run, not the prompt. PromptAndWait, WaitForIdle, CollectEvents and the prompt_complete
+// event (Options.PromptCompleteEvents) all end there; this package adds no end of its own. The
+// Turn holds every run in between and says what happened: Outcome (TurnAgentEnd,
+// TurnAgentSettled, TurnAborted, TurnPromptResult, TurnNotInvoked), Attempts, Settled,
+// FailedAttempts (each failure's error and what followed: a retry, a compaction, giving up, a
+// cancelled retry) and Compactions. Abort while the agent waits to retry ends the turn at once
+// as TurnAborted, and no retry follows. A program streaming a prompt's events stops at the
+// prompt_complete event for its request id.
+//
 // # Events
 //
 // One goroutine per client (the pump) reads the library's event queue in batches while
