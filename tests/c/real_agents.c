@@ -14,12 +14,13 @@
  * library's rules and by this program's verdict (policy_eval). omp also: the compaction
  * handoff.
  *
- * Recovery (issue 21), on pi, the previous pi (0.73.1) and omp, through the structured turn
- * (omprpc_client_prompt_and_wait_turn): a retry after a 500 and after a 429, overflow recovery
- * (pi 0.73.1 and omp compact and answer; pi 0.80.4 on gives up and settles) — each call returns
- * after the agent's last run with that run's outcome and the record of the attempts, the agent
- * starts nothing after it, a second prompt right after it is accepted — and abort from another
- * thread in a retry's delay (the turn ends at once, ABORTED, and no retry follows).
+ * Recovery (issue 21), on pi and omp (their main clients) and on the previous pi (0.73.1, a
+ * client of its own), through the structured turn (omprpc_client_prompt_and_wait_turn): a retry
+ * after a 500 and after a 429, overflow recovery (pi 0.73.1 and omp compact and answer; pi
+ * 0.80.4 on gives up and settles) — each call returns after the agent's last run with that
+ * run's outcome and the record of the attempts, the agent starts nothing after it, a second
+ * prompt right after it is accepted — and abort from another thread in a retry's delay (the
+ * turn ends at once, ABORTED, and no retry follows).
  *
  * What depends on the agent's version is read from its package.json (not from the library),
  * and the library's probed version (client info agentVersion) is checked against it and
@@ -305,13 +306,44 @@ static void check_agent_version(omprpc_client *c, const agent_facts *f) {
     "{\"match\":\"follow me\",\"replies\":[{\"text\":\"followed ok\"}]},"                           \
     "{\"match\":\"big\",\"replies\":[{\"text\":\"got it\"}]}"
 
-#define SCRIPT "[" COMMON_RULES "]"
+/* Recovery (issue 21). The fake LLM's failures (src/bin/omprpc-fake-llm/main.rs) are counted
+ * per rule over the server's life, so each case has a rule of its own. A compaction's summary
+ * request (pi and omp: "<conversation>…</conversation>" and instructions, which contain "changes":
+ * the common "hang" rule) quotes the conversation: the first rule answers it, whatever the
+ * conversation held. */
+#define SUMMARY_RULE "{\"match\":\"<conversation>\",\"replies\":[{\"text\":\"summary of the conversation\"}]}"
+#define RECOVERY_OVERFLOW                                                                               \
+    "{\"match\":\"overflow now\",\"replies\":[{\"text\":\"recovered after compaction\",\"fail\":\"context_length\"}]}"
+/* pi: one failure each (pi 0.73.1's SDK retries of one call fail alike; retry-after-ms 1 keeps
+ * them fast on the 429s); the abort case fails every attempt. */
+#define PI_RECOVERY_RULES                                                                               \
+    RECOVERY_OVERFLOW ","                                                                               \
+    "{\"match\":\"fail with 500\",\"replies\":[{\"text\":\"recovered from 500\",\"fail\":\"http_500\"}]},"  \
+    "{\"match\":\"fail with 429\",\"replies\":[{\"text\":\"recovered from 429\","                          \
+    "\"fail\":{\"kind\":\"http_429\",\"retry_after_ms\":1}}]},"                                            \
+    "{\"match\":\"abort my retry\",\"replies\":[{\"text\":\"never\","                                      \
+    "\"fail\":{\"kind\":\"http_429\",\"times\":10,\"retry_after_ms\":1}}]}"
+/* omp: its provider layer retries a failing call 11 more times by itself (all 12 must fail for
+ * the session to see it; retry-after-ms 1 makes that fast); a retry-after above 60 s makes it
+ * give up at once and the session wait 61 s (the abort case). */
+#define OMP_RECOVERY_RULES                                                                              \
+    RECOVERY_OVERFLOW ","                                                                               \
+    "{\"match\":\"fail with 500\",\"replies\":[{\"text\":\"recovered from 500\","                          \
+    "\"fail\":{\"kind\":\"http_500\",\"times\":12,\"retry_after_ms\":1}}]},"                              \
+    "{\"match\":\"fail with 429\",\"replies\":[{\"text\":\"recovered from 429\","                          \
+    "\"fail\":{\"kind\":\"http_429\",\"times\":12,\"retry_after_s\":0,\"retry_after_ms\":1}}]},"         \
+    "{\"match\":\"abort my retry\",\"replies\":[{\"text\":\"never\","                                      \
+    "\"fail\":{\"kind\":\"http_429\",\"times\":12,\"retry_after_s\":61}}]}"
+
+#define OMP_SCRIPT "[" SUMMARY_RULE "," OMP_RECOVERY_RULES "," COMMON_RULES "]"
+/* The previous pi runs only the recovery cases. */
+#define PI_PREVIOUS_SCRIPT "[" SUMMARY_RULE "," PI_RECOVERY_RULES "," COMMON_RULES "]"
 
 /* pi's own scenarios: its bash tool (a short command, one the gate blocks, two calls for the
  * host's verdicts, 3 MB of output) and the bridged host_wait. First, so that "big output"
  * wins over the common "big". */
 #define PI_SCRIPT                                                                                       \
-    "[{\"match\":\"run bash\",\"replies\":[{\"text\":\"Running it. \",\"tool_call\":{\"name\":\"bash\","   \
+    "[" SUMMARY_RULE "," PI_RECOVERY_RULES ",{\"match\":\"run bash\",\"replies\":[{\"text\":\"Running it. \",\"tool_call\":{\"name\":\"bash\","   \
     "\"arguments\":{\"command\":\"echo hi-from-bash\"}}},{\"text\":\"done: {{last_tool_result}}\"}]},"    \
     "{\"match\":\"run forbidden\",\"replies\":[{\"tool_call\":{\"name\":\"bash\",\"arguments\":"          \
     "{\"command\":\"touch ran-forbidden\"}}},{\"text\":\"after: {{last_tool_result}}\"}]},"              \
@@ -1035,169 +1067,6 @@ static void omp_compaction_handoff(omprpc_client *c) {
     printf("  compaction handoff: %lld ms\n", (long long)(h_now_ms() - t0));
 }
 
-static omprpc_client *start_real(const char *opts, const char *agent) {
-    omprpc_client *c = NULL;
-    char *err = NULL;
-    int64_t t0 = h_now_ms();
-    if (!opts) return NULL; /* ws_options failed (and said so) */
-    if (!CHECK_OK(omprpc_client_start(opts, &c, &err), err)) return NULL;
-    printf("  %s was ready after %lld ms\n", agent, (long long)(h_now_ms() - t0));
-    return c;
-}
-
-static const char *env_file(const char *name, int *missing) {
-    const char *v = getenv(name);
-    struct stat st;
-    if (!v || !*v) {
-        *missing = 1;
-        return NULL;
-    }
-    if (stat(v, &st) != 0 || !S_ISREG(st.st_mode)) {
-        h_fail(__FILE__, __LINE__, "%s=%s is not a file", name, v);
-        return NULL;
-    }
-    return v;
-}
-
-/* The bridge extension is loaded and its hello was answered (pi awaits it before its first
- * command; unanswered, start took 10 s more). */
-static void pi_check_bridge(omprpc_client *c) {
-    char *text = NULL, *err = NULL;
-    if (CHECK_OK(omprpc_client_info(c, &text, &err), err)) {
-        jval *v = PARSE(text);
-        CHECK(jbool(jget(v, "bridgeLoaded")) == 1);
-        json_free(v);
-        h_strfree(&text);
-    }
-    if (CHECK_OK(omprpc_client_stderr(c, &text, &err), err)) {
-        CHECKF(!strstr(text, "hello not acknowledged"), "the bridge's hello went unanswered: %s", text);
-        h_strfree(&text);
-    }
-}
-
-/* The program that runs pi: OMPRPC_PI_NODE (Node 22: pi 0.80 on needs it), else `node`. */
-static const char *pi_node(void) {
-    const char *v = getenv("OMPRPC_PI_NODE");
-    return v && *v ? v : "node";
-}
-
-static void test_real_pi(void) {
-    int missing = 0;
-    const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_PI_CLI", &missing);
-    workspace w;
-    omprpc_client *c;
-    agent_facts f;
-    char *opts, *err = NULL;
-    if (missing) {
-        printf("  skipped: OMPRPC_FAKE_LLM or OMPRPC_PI_CLI is unset (make c-real-agents sets them)\n");
-        return;
-    }
-    if (!llm || !cli || !facts_of(&f, "pi", cli)) return;
-    if (ws_new(&w, "pi", llm, PI_SCRIPT)) {
-        char ext[400], args[600], *q_ext;
-        snprintf(ext, sizeof ext, "%s/ask.mjs", w.root);
-        CHECK(write_text(ext, ASK_EXTENSION));
-        q_ext = json_quote(ext);
-        snprintf(args, sizeof args, "\"--extension\",%s", q_ext ? q_ext : "null");
-        free(q_ext);
-        /* The main client: the extension, host_add and host_wait bridged. */
-        opts = ws_options(&w, pi_node(), cli, args, HOST_ADD_AND_WAIT);
-        c = start_real(opts, "pi");
-        free(opts);
-        if (c) {
-            check_agent_version(c, &f);
-            pi_check_bridge(c);
-            text_turn(c, &f);
-            pi_bash_tool(c);
-            host_tool_turn(c, 1);
-            pi_ui_dialog(c, &w);
-            quiet_command(c, &w);
-            pi_abort_during_host_tool(c, &w);
-            pi_big_tool_output(c, &w);
-            queued_follow_up(c);
-            pi_steer_then_abort(c, &f); /* last: the parked steer would join the next prompt */
-            close_leaves_no_process(c);
-            omprpc_client_free(c);
-        }
-        /* Start options: a client of its own (same workspace) with the policy gate's rules and
-         * turn_idle_timeout_ms. */
-        opts = ws_options(&w, pi_node(), cli, NULL, POLICY_RULES ",\"turn_idle_timeout_ms\":4000," HOST_ADD(""));
-        c = start_real(opts, "pi (policy rules, turn_idle_timeout_ms 4000)");
-        free(opts);
-        if (c) {
-            pi_policy_rules(c, &w);
-            silent_host_tool(c);
-            CHECK_OK(omprpc_client_close(c, &err), err);
-            omprpc_client_free(c);
-        }
-        /* The gate in host mode, and no host tools: tool_policy alone loads the bridge. */
-        opts = ws_options(&w, pi_node(), cli, NULL, "\"tool_policy\":{\"mode\":\"host\"}");
-        c = start_real(opts, "pi (policy host)");
-        free(opts);
-        if (c) {
-            check_agent_version(c, &f);
-            pi_check_bridge(c);
-            pi_policy_host(c, &w);
-            CHECK_OK(omprpc_client_close(c, &err), err);
-            omprpc_client_free(c);
-        }
-    }
-    ws_free(&w);
-}
-
-static void test_real_omp(void) {
-    int missing = 0;
-    const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_OMP_CLI", &missing),
-               *bun = env_file("OMPRPC_BUN", &missing);
-    workspace w;
-    omprpc_client *c;
-    agent_facts f;
-    char *opts, *info = NULL, *err = NULL;
-    if (missing) {
-        printf("  skipped: OMPRPC_FAKE_LLM, OMPRPC_OMP_CLI or OMPRPC_BUN is unset (make c-real-agents sets them)\n");
-        return;
-    }
-    if (!llm || !cli || !bun || !facts_of(&f, "omp", cli)) return;
-    if (ws_new(&w, "omp", llm, SCRIPT)) {
-        char ext[400], args[600], *q_ext;
-        snprintf(ext, sizeof ext, "%s/ask.mjs", w.root);
-        CHECK(write_text(ext, ASK_EXTENSION));
-        q_ext = json_quote(ext);
-        snprintf(args, sizeof args, "\"--extension\",%s", q_ext ? q_ext : "null");
-        free(q_ext);
-        /* loadMode "essential": omp offers the host tool to the model directly. The idle
-         * timeout (4 s) is shorter than the silent host tool's work; no other turn here is
-         * that quiet. */
-        opts = ws_options(&w, bun, cli, args, "\"turn_idle_timeout_ms\":4000," HOST_ADD(",\"loadMode\":\"essential\""));
-        c = start_real(opts, "omp");
-        free(opts);
-        if (c) {
-            if (CHECK_OK(omprpc_client_info(c, &info, &err), err)) {
-                jval *v = PARSE(info);
-                const jval *argv = jget(v, "argv");
-                size_t i, extensions = 0;
-                for (i = 0; i < jlen(argv); i++)
-                    if (jstr(jat(argv, i)) && !strcmp(jstr(jat(argv, i)), "--extension")) extensions++;
-                /* Only this program's extension: host tools are native on omp, no bridge. */
-                CHECKF(extensions == 1 && jbool(jget(v, "bridgeLoaded")) == 0, "no bridge on omp: %s", info);
-                json_free(v);
-                h_strfree(&info);
-            }
-            check_agent_version(c, &f);
-            text_turn(c, &f);
-            host_tool_turn(c, 0);
-            silent_host_tool(c);
-            quiet_command(c, &w);
-            queued_follow_up(c);
-            omp_steer_then_abort(c, &f);
-            omp_compaction_handoff(c);
-            close_leaves_no_process(c);
-            omprpc_client_free(c);
-        }
-    }
-    ws_free(&w);
-}
-
 /* --- recovery: retries, overflow, abort in a retry's delay (issue 21) ------------------ */
 
 /* A borrowed omprpc_str as a NUL-terminated copy, parsed (NULL when absent). */
@@ -1506,67 +1375,144 @@ static void abort_in_retry_delay(omprpc_client *c, const workspace *w, const age
     second_prompt(c, f);
 }
 
-/* The fake LLM's failures (src/bin/omprpc-fake-llm/main.rs): each rule's failures are counted
- * over the server's life, so each case has a rule of its own. "overflow now" comes first: the
- * compaction's summary request quotes the conversation, and must get a reply, not a failure. */
-#define RECOVERY_HELLO "{\"match\":\"say hello\",\"replies\":[{\"text\":\"Hello from the fake model\"}]}"
-#define RECOVERY_OVERFLOW "{\"match\":\"overflow now\",\"replies\":[{\"text\":\"recovered after compaction\",\"fail\":\"context_length\"}]}"
-/* pi: one failure each (pi 0.73.1's SDK retries of one call fail alike; retry-after-ms 1 keeps
- * them fast on the 429s); the abort case fails every attempt. */
-#define PI_RECOVERY_SCRIPT                                                                              \
-    "[" RECOVERY_OVERFLOW ","                                                                           \
-    "{\"match\":\"fail with 500\",\"replies\":[{\"text\":\"recovered from 500\",\"fail\":\"http_500\"}]},"  \
-    "{\"match\":\"fail with 429\",\"replies\":[{\"text\":\"recovered from 429\","                          \
-    "\"fail\":{\"kind\":\"http_429\",\"retry_after_ms\":1}}]}," RECOVERY_HELLO ","                          \
-    "{\"match\":\"abort my retry\",\"replies\":[{\"text\":\"never\","                                      \
-    "\"fail\":{\"kind\":\"http_429\",\"times\":10,\"retry_after_ms\":1}}]}]"
-/* omp: its provider layer retries a failing call 11 more times by itself (all 12 must fail for
- * the session to see it; retry-after-ms 1 makes that fast); a retry-after above 60 s makes it
- * give up at once and the session wait 61 s (the abort case). /tmp/omp-research, the spec. */
-#define OMP_RECOVERY_SCRIPT                                                                             \
-    "[" RECOVERY_OVERFLOW ","                                                                           \
-    "{\"match\":\"fail with 500\",\"replies\":[{\"text\":\"recovered from 500\","                          \
-    "\"fail\":{\"kind\":\"http_500\",\"times\":12,\"retry_after_ms\":1}}]},"                              \
-    "{\"match\":\"fail with 429\",\"replies\":[{\"text\":\"recovered from 429\","                          \
-    "\"fail\":{\"kind\":\"http_429\",\"times\":12,\"retry_after_s\":0,\"retry_after_ms\":1}}]}," RECOVERY_HELLO "," \
-    "{\"match\":\"abort my retry\",\"replies\":[{\"text\":\"never\","                                      \
-    "\"fail\":{\"kind\":\"http_429\",\"times\":12,\"retry_after_s\":61}}]}]"
+/* The agent's settings for the recovery cases, in its agent directory before it starts. pi
+ * retries after 300 ms, 600 ms, 1200 ms (baseDelayMs 300, maxRetries 3): quick, and the abort
+ * lands in the third delay, long enough to hit. omp compacts an overflow only with something to
+ * keep (keepRecentTokens 10; without it omp gives up); its retry delays are its own. */
+static int write_recovery_settings(const workspace *w, const agent_facts *f) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", w->agent_dir, f->omp ? "config.yml" : "settings.json");
+    int ok = write_text(path, f->omp ? "{\"compaction\":{\"keepRecentTokens\":10}}\n"
+                                     : "{\"retry\":{\"enabled\":true,\"maxRetries\":3,\"baseDelayMs\":300}}\n");
+    CHECKF(ok, "writing %s: %s", path, strerror(errno));
+    return ok;
+}
 
-/* The recovery cases on one agent, in a workspace of their own: a retry after a 500, after a
- * 429, overflow recovery (pi before 0.80.4 and omp compact and answer, later pi gives up and
- * settles), then abort in a retry's delay. pi retries after 300 ms, 600 ms, 1200 ms (settings:
- * baseDelayMs 300, maxRetries 3): the abort lands in the third delay. omp compacts an overflow
- * only with something to keep (keepRecentTokens 10, after the earlier prompts). */
-static void recovery_suite(const char *label, const char *launcher, const char *cli, const char *llm) {
-    agent_facts f;
-    workspace w;
-    omprpc_client *c;
-    char *opts, *err = NULL, path[400];
+/* The recovery cases (the script's PI_/OMP_RECOVERY_RULES, the settings above): a retry after a
+ * 500, after a 429, overflow recovery (pi before 0.80.4 and omp compact and answer, later pi
+ * gives up and settles; omp needs an earlier prompt), then abort in a retry's delay. */
+static void recovery_cases(omprpc_client *c, const workspace *w, const agent_facts *f) {
     recovery_case r500 = {"retry after a 500", "fail with 500", "recovered from 500", "500", "retry", 2, 0};
     recovery_case r429 = {"retry after a 429", "fail with 429", "recovered from 429", "429", "retry", 2, 0};
     recovery_case overflow = {"overflow", "overflow now", "recovered after compaction", "maximum context length",
                               "compaction", 2, 1};
-    if (!facts_of(&f, label, cli)) return;
-    if (f.settles) {
+    if (f->settles) {
         /* pi 0.80.4 on gives up on an overflow and settles: the failed run is the last. */
         overflow.answer = NULL;
         overflow.then = "none";
         overflow.attempts = 1;
         overflow.compaction = 0;
     }
-    if (ws_new(&w, f.omp ? "omp" : "pi", llm, f.omp ? OMP_RECOVERY_SCRIPT : PI_RECOVERY_SCRIPT)) {
-        snprintf(path, sizeof path, "%s/%s", w.agent_dir, f.omp ? "config.yml" : "settings.json");
-        CHECK(write_text(path, f.omp ? "{\"compaction\":{\"keepRecentTokens\":10}}\n"
-                                     : "{\"retry\":{\"enabled\":true,\"maxRetries\":3,\"baseDelayMs\":300}}\n"));
-        opts = ws_options(&w, launcher, cli, NULL, NULL);
-        c = start_real(opts, label);
+    recovery_turn(c, w, f, &r500);
+    recovery_turn(c, w, f, &r429);
+    recovery_turn(c, w, f, &overflow);
+    abort_in_retry_delay(c, w, f, "abort my retry", f->omp ? 1 : 3);
+}
+
+static omprpc_client *start_real(const char *opts, const char *agent) {
+    omprpc_client *c = NULL;
+    char *err = NULL;
+    int64_t t0 = h_now_ms();
+    if (!opts) return NULL; /* ws_options failed (and said so) */
+    if (!CHECK_OK(omprpc_client_start(opts, &c, &err), err)) return NULL;
+    printf("  %s was ready after %lld ms\n", agent, (long long)(h_now_ms() - t0));
+    return c;
+}
+
+static const char *env_file(const char *name, int *missing) {
+    const char *v = getenv(name);
+    struct stat st;
+    if (!v || !*v) {
+        *missing = 1;
+        return NULL;
+    }
+    if (stat(v, &st) != 0 || !S_ISREG(st.st_mode)) {
+        h_fail(__FILE__, __LINE__, "%s=%s is not a file", name, v);
+        return NULL;
+    }
+    return v;
+}
+
+/* The bridge extension is loaded and its hello was answered (pi awaits it before its first
+ * command; unanswered, start took 10 s more). */
+static void pi_check_bridge(omprpc_client *c) {
+    char *text = NULL, *err = NULL;
+    if (CHECK_OK(omprpc_client_info(c, &text, &err), err)) {
+        jval *v = PARSE(text);
+        CHECK(jbool(jget(v, "bridgeLoaded")) == 1);
+        json_free(v);
+        h_strfree(&text);
+    }
+    if (CHECK_OK(omprpc_client_stderr(c, &text, &err), err)) {
+        CHECKF(!strstr(text, "hello not acknowledged"), "the bridge's hello went unanswered: %s", text);
+        h_strfree(&text);
+    }
+}
+
+/* The program that runs pi: OMPRPC_PI_NODE (Node 22: pi 0.80 on needs it), else `node`. */
+static const char *pi_node(void) {
+    const char *v = getenv("OMPRPC_PI_NODE");
+    return v && *v ? v : "node";
+}
+
+static void test_real_pi(void) {
+    int missing = 0;
+    const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_PI_CLI", &missing);
+    workspace w;
+    omprpc_client *c;
+    agent_facts f;
+    char *opts, *err = NULL;
+    if (missing) {
+        printf("  skipped: OMPRPC_FAKE_LLM or OMPRPC_PI_CLI is unset (make c-real-agents sets them)\n");
+        return;
+    }
+    if (!llm || !cli || !facts_of(&f, "pi", cli)) return;
+    if (ws_new(&w, "pi", llm, PI_SCRIPT) && write_recovery_settings(&w, &f)) {
+        char ext[400], args[600], *q_ext;
+        snprintf(ext, sizeof ext, "%s/ask.mjs", w.root);
+        CHECK(write_text(ext, ASK_EXTENSION));
+        q_ext = json_quote(ext);
+        snprintf(args, sizeof args, "\"--extension\",%s", q_ext ? q_ext : "null");
+        free(q_ext);
+        /* The main client: the extension, host_add and host_wait bridged. */
+        opts = ws_options(&w, pi_node(), cli, args, HOST_ADD_AND_WAIT);
+        c = start_real(opts, "pi");
         free(opts);
         if (c) {
             check_agent_version(c, &f);
-            recovery_turn(c, &w, &f, &r500);
-            recovery_turn(c, &w, &f, &r429);
-            recovery_turn(c, &w, &f, &overflow);
-            abort_in_retry_delay(c, &w, &f, "abort my retry", f.omp ? 1 : 3);
+            pi_check_bridge(c);
+            text_turn(c, &f);
+            pi_bash_tool(c);
+            host_tool_turn(c, 1);
+            pi_ui_dialog(c, &w);
+            quiet_command(c, &w);
+            pi_abort_during_host_tool(c, &w);
+            pi_big_tool_output(c, &w);
+            recovery_cases(c, &w, &f);
+            queued_follow_up(c);
+            pi_steer_then_abort(c, &f); /* last: the parked steer would join the next prompt */
+            close_leaves_no_process(c);
+            omprpc_client_free(c);
+        }
+        /* Start options: a client of its own (same workspace) with the policy gate's rules and
+         * turn_idle_timeout_ms. */
+        opts = ws_options(&w, pi_node(), cli, NULL, POLICY_RULES ",\"turn_idle_timeout_ms\":4000," HOST_ADD(""));
+        c = start_real(opts, "pi (policy rules, turn_idle_timeout_ms 4000)");
+        free(opts);
+        if (c) {
+            pi_policy_rules(c, &w);
+            silent_host_tool(c);
+            CHECK_OK(omprpc_client_close(c, &err), err);
+            omprpc_client_free(c);
+        }
+        /* The gate in host mode, and no host tools: tool_policy alone loads the bridge. */
+        opts = ws_options(&w, pi_node(), cli, NULL, "\"tool_policy\":{\"mode\":\"host\"}");
+        c = start_real(opts, "pi (policy host)");
+        free(opts);
+        if (c) {
+            check_agent_version(c, &f);
+            pi_check_bridge(c);
+            pi_policy_host(c, &w);
             CHECK_OK(omprpc_client_close(c, &err), err);
             omprpc_client_free(c);
         }
@@ -1574,37 +1520,86 @@ static void recovery_suite(const char *label, const char *launcher, const char *
     ws_free(&w);
 }
 
-/* The recovery cases on pi (OMPRPC_PI_CLI, run by OMPRPC_PI_NODE), the previous pi
- * (OMPRPC_PI_PREVIOUS_CLI, 0.73.1, run by `node`) and omp. */
-static void test_recovery_pi(void) {
-    int missing = 0;
-    const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_PI_CLI", &missing);
-    if (missing) {
-        printf("  skipped: OMPRPC_FAKE_LLM or OMPRPC_PI_CLI is unset (make c-real-agents sets them)\n");
-        return;
-    }
-    if (llm && cli) recovery_suite("pi", pi_node(), cli, llm);
-}
-
-static void test_recovery_pi_previous(void) {
-    int missing = 0;
-    const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_PI_PREVIOUS_CLI", &missing);
-    if (missing) {
-        printf("  skipped: OMPRPC_FAKE_LLM or OMPRPC_PI_PREVIOUS_CLI is unset (make c-real-agents sets them)\n");
-        return;
-    }
-    if (llm && cli) recovery_suite("pi (previous)", "node", cli, llm);
-}
-
-static void test_recovery_omp(void) {
+static void test_real_omp(void) {
     int missing = 0;
     const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_OMP_CLI", &missing),
                *bun = env_file("OMPRPC_BUN", &missing);
+    workspace w;
+    omprpc_client *c;
+    agent_facts f;
+    char *opts, *info = NULL, *err = NULL;
     if (missing) {
         printf("  skipped: OMPRPC_FAKE_LLM, OMPRPC_OMP_CLI or OMPRPC_BUN is unset (make c-real-agents sets them)\n");
         return;
     }
-    if (llm && cli && bun) recovery_suite("omp", bun, cli, llm);
+    if (!llm || !cli || !bun || !facts_of(&f, "omp", cli)) return;
+    if (ws_new(&w, "omp", llm, OMP_SCRIPT) && write_recovery_settings(&w, &f)) {
+        char ext[400], args[600], *q_ext;
+        snprintf(ext, sizeof ext, "%s/ask.mjs", w.root);
+        CHECK(write_text(ext, ASK_EXTENSION));
+        q_ext = json_quote(ext);
+        snprintf(args, sizeof args, "\"--extension\",%s", q_ext ? q_ext : "null");
+        free(q_ext);
+        /* loadMode "essential": omp offers the host tool to the model directly. The idle
+         * timeout (4 s) is shorter than the silent host tool's work; no other turn here is
+         * that quiet. */
+        opts = ws_options(&w, bun, cli, args, "\"turn_idle_timeout_ms\":4000," HOST_ADD(",\"loadMode\":\"essential\""));
+        c = start_real(opts, "omp");
+        free(opts);
+        if (c) {
+            if (CHECK_OK(omprpc_client_info(c, &info, &err), err)) {
+                jval *v = PARSE(info);
+                const jval *argv = jget(v, "argv");
+                size_t i, extensions = 0;
+                for (i = 0; i < jlen(argv); i++)
+                    if (jstr(jat(argv, i)) && !strcmp(jstr(jat(argv, i)), "--extension")) extensions++;
+                /* Only this program's extension: host tools are native on omp, no bridge. */
+                CHECKF(extensions == 1 && jbool(jget(v, "bridgeLoaded")) == 0, "no bridge on omp: %s", info);
+                json_free(v);
+                h_strfree(&info);
+            }
+            check_agent_version(c, &f);
+            text_turn(c, &f);
+            host_tool_turn(c, 0);
+            silent_host_tool(c);
+            quiet_command(c, &w);
+            queued_follow_up(c);
+            omp_steer_then_abort(c, &f);
+            recovery_cases(c, &w, &f);
+            omp_compaction_handoff(c);
+            close_leaves_no_process(c);
+            omprpc_client_free(c);
+        }
+    }
+    ws_free(&w);
+}
+
+/* The previous pi (OMPRPC_PI_PREVIOUS_CLI, 0.73.1, run by `node`): the recovery cases only, on
+ * a client of its own. */
+static void test_recovery_pi_previous(void) {
+    int missing = 0;
+    const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_PI_PREVIOUS_CLI", &missing);
+    agent_facts f;
+    workspace w;
+    omprpc_client *c;
+    char *opts, *err = NULL;
+    if (missing) {
+        printf("  skipped: OMPRPC_FAKE_LLM or OMPRPC_PI_PREVIOUS_CLI is unset (make c-real-agents sets them)\n");
+        return;
+    }
+    if (!llm || !cli || !facts_of(&f, "pi (previous)", cli)) return;
+    if (ws_new(&w, "pi", llm, PI_PREVIOUS_SCRIPT) && write_recovery_settings(&w, &f)) {
+        opts = ws_options(&w, "node", cli, NULL, NULL);
+        c = start_real(opts, "pi (previous)");
+        free(opts);
+        if (c) {
+            check_agent_version(c, &f);
+            recovery_cases(c, &w, &f);
+            CHECK_OK(omprpc_client_close(c, &err), err);
+            omprpc_client_free(c);
+        }
+    }
+    ws_free(&w);
 }
 
 int main(void) {
@@ -1613,8 +1608,6 @@ int main(void) {
     h_init();
     RUN(test_real_pi);
     RUN(test_real_omp);
-    RUN(test_recovery_pi);
     RUN(test_recovery_pi_previous);
-    RUN(test_recovery_omp);
     return h_summary();
 }
