@@ -98,3 +98,15 @@ def group_members(pgid: int, *, zombies: bool = True) -> list[int]:
         if int(pgrp) == pgid and (zombies or state != "Z"):
             out.append(int(entry))
     return out
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Which real agents each module ran on (real_agents_support.note_agent): shown even with
+    -q, so the log of `make python-tests` says which pi the suite ran on."""
+    support = sys.modules.get("real_agents_support")
+    seen = getattr(support, "AGENTS_RUN", None)
+    if not seen:
+        return
+    terminalreporter.write_sep("-", "real agents")
+    for module in sorted(seen):
+        terminalreporter.write_line(f"{module}: {', '.join(sorted(seen[module]))}")

@@ -12,7 +12,7 @@ import pytest
 
 from omprpc import HostToolContext, host_tool
 from omprpc.aio import AsyncRpcClient, StreamItem, TextChunk, ToolCallComplete, ToolCallRequest, TurnComplete
-from real_agents_support import GUARD, Workspace, result_text
+from real_agents_support import GUARD, Workspace, note_agent, result_text, settles
 
 _T = TypeVar("_T")
 
@@ -48,12 +48,17 @@ def test_real_agent_streams_a_text_turn_and_calls_an_async_host_tool(agent: str)
 
     async def test() -> None:
         async with AsyncRpcClient(**ws.client_kwargs(custom_tools=[tool])) as client:
+            info = await client.info()
+            note_agent(__name__, info)
+            # pi 0.80.4 on (pi 1.6.0 here) ends a prompt with agent_settled.
+            end = "agent_settled" if settles(info) else "agent_end"
             hello: list[StreamItem] = [item async for item in client.stream("say hello")]
             chunks = [i.text for i in hello if isinstance(i, TextChunk)]
             assert "".join(chunks) == "Hello from the fake model" and len(chunks) > 1, hello
             done = hello[-1]
             assert isinstance(done, TurnComplete), hello
-            assert (done.outcome, done.stop_reason, done.text) == ("agent_end", "stop", "Hello from the fake model")
+            assert (done.outcome, done.stop_reason, done.text) == (end, "stop", "Hello from the fake model")
+            assert (done.attempts, done.failed_attempts, done.compactions) == (1, (), ())
 
             items = [item async for item in client.stream("add numbers")]
             request = next(i for i in items if isinstance(i, ToolCallRequest))
