@@ -16,7 +16,7 @@
 //!   `auto_retry_end {success:true,attempt:1}`, `turn_end`, `agent_end`; omp: `message_end`,
 //!   `turn_end`, `auto_retry_end {…,retryErrors}`, `agent_end {isTerminal:true}`.
 //! * "rate limited [MS]": the same with a 429.
-//! * "retry until abort": the same with a 60 s delay; `abort` in it: pi — `auto_retry_end
+//! * "retry until abort [MS]": the same with a 60 s delay (or MS); `abort` in it: pi — `auto_retry_end
 //!   {success:false,attempt:1,finalError:"Retry cancelled"}`, (0.80.4+: `agent_settled
 //!   {aborted:true}`), the response; omp — `auto_retry_end`, the failed run's `agent_end
 //!   {isTerminal:true}`, the response. `abort_retry`: pi — `auto_retry_end`, the response,
@@ -75,7 +75,7 @@ pub(super) enum Failure {
 #[derive(Debug)]
 pub(super) enum Scenario {
     RetryOnce { failure: Failure, delay_ms: u64 },
-    RetryUntilAbort,
+    RetryUntilAbort { delay_ms: u64 },
     RetriesExhausted,
     Overflow { compaction_ms: u64 },
     FailedCall,
@@ -98,7 +98,7 @@ impl Scenario {
             ("retry once", _) => Scenario::RetryOnce { failure: Failure::ServerError, delay_ms: ms_or_default },
             ("rate limited", _) => Scenario::RetryOnce { failure: Failure::RateLimit, delay_ms: ms_or_default },
             ("overflow", _) => Scenario::Overflow { compaction_ms: ms_or_default },
-            ("retry until abort", None) => Scenario::RetryUntilAbort,
+            ("retry until abort", _) => Scenario::RetryUntilAbort { delay_ms: ms.unwrap_or(LONG_DELAY_MS) },
             ("retries exhausted", None) => Scenario::RetriesExhausted,
             ("failed call", None) => Scenario::FailedCall,
             _ => return None,
@@ -166,7 +166,7 @@ impl Agent {
         let users = vec![prompt.to_owned()];
         match scenario {
             Scenario::RetryOnce { failure, delay_ms } => self.fail_then_retry(failure, users, delay_ms, false),
-            Scenario::RetryUntilAbort => self.fail_then_retry(Failure::ServerError, users, LONG_DELAY_MS, false),
+            Scenario::RetryUntilAbort { delay_ms } => self.fail_then_retry(Failure::ServerError, users, delay_ms, false),
             Scenario::RetriesExhausted => self.fail_then_retry(Failure::ServerError, users, QUICK_MS, true),
             Scenario::Overflow { compaction_ms } => self.overflow(users, compaction_ms),
             Scenario::FailedCall => {
@@ -536,10 +536,11 @@ mod tests {
         assert!(matches!(Scenario::parse("rate limited 5"), Some(Scenario::RetryOnce { failure: Failure::RateLimit, delay_ms: 5 })));
         assert!(matches!(Scenario::parse("overflow"), Some(Scenario::Overflow { compaction_ms: 100 })));
         assert!(matches!(Scenario::parse("overflow 900"), Some(Scenario::Overflow { compaction_ms: 900 })));
-        assert!(matches!(Scenario::parse("retry until abort"), Some(Scenario::RetryUntilAbort)));
+        assert!(matches!(Scenario::parse("retry until abort"), Some(Scenario::RetryUntilAbort { delay_ms: 60_000 })));
+        assert!(matches!(Scenario::parse("retry until abort 2000"), Some(Scenario::RetryUntilAbort { delay_ms: 2000 })));
         assert!(matches!(Scenario::parse("retries exhausted"), Some(Scenario::RetriesExhausted)));
         assert!(matches!(Scenario::parse("failed call"), Some(Scenario::FailedCall)));
-        for other in ["retry", "retry once x", "failed call 5", "retry until abort 5", "overflows", "say hello"] {
+        for other in ["retry", "retry once x", "failed call 5", "retries exhausted 5", "overflows", "say hello"] {
             assert!(Scenario::parse(other).is_none(), "{other}");
         }
     }
