@@ -283,16 +283,19 @@ def concurrently(jobs: dict[str, Any]) -> dict[str, Any]:
     start and to answer; the tests of several run side by side); returns ``label → result``.
     Raises an AssertionError naming every label whose job raised (its traceback in the text)."""
     import threading
+    import time
     import traceback
 
     results: dict[str, Any] = {}
     failures: dict[str, str] = {}
 
     def run(label: str, fn: Any) -> None:
+        t0 = time.monotonic()
         try:
             results[label] = fn()
         except BaseException:  # noqa: BLE001 - reported below with the label
             failures[label] = traceback.format_exc()
+        print(f"{label}: {time.monotonic() - t0:.2f} s")
 
     threads = [threading.Thread(target=run, args=item, daemon=True, name=f"agent-{item[0]}") for item in jobs.items()]
     for t in threads:

@@ -1,0 +1,530 @@
+"""Issue 21 through the Python binding, on REAL agents (offline, the project's fake LLM failing a
+request the way a provider does): pi 1.6.0 (``OMPRPC_PI_CLI``; it announces settling), pi 0.73.1
+(``OMPRPC_PI_PREVIOUS_CLI``; its prompts end at the last ``agent_end``) and omp 18.2.3.
+
+* a retry after an HTTP 500, and after a 429: one turn, two attempts, the answer of the retry;
+* overflow recovery (a context-length error): pi 0.73.1 and omp compact and answer, pi 1.6.0
+  gives up and settles with the failed run;
+* in every case the call returns after the agent's last run with that run's outcome, the agent
+  is idle at once, a second prompt sent right after is accepted, and the agent starts nothing
+  more (no LLM request) in the time its retry would have taken;
+* abort while the agent waits to retry: the turn ends at once, aborted, and no retry follows.
+
+The sync client (``prompt_and_wait``) and ``omprpc.aio`` (``stream()``, whose items include
+``RetryScheduled`` and ``CompactionComplete``, and the awaited ``prompt_and_wait``) each run
+every case on every agent; the agents of a case run side by side (one thread or task each).
+pi's retry delay is lowered to 300 ms (agent dir settings.json) except for the abort cases,
+which need the delay to act in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Coroutine, Iterator, TypeVar
+
+import pytest
+
+from omprpc import Compaction, FailedAttempt, PromptTurn, RpcClient
+from omprpc.aio import AsyncRpcClient, CompactionComplete, RetryScheduled, StreamItem, TextChunk, TurnComplete
+from real_agents_support import (
+    GUARD,
+    RECOVERY_AGENTS,
+    EventLog,
+    Workspace,
+    concurrently,
+    note_agent,
+    recovery_workspace,
+    settles,
+)
+
+_T = TypeVar("_T")
+_A = TypeVar("_A", bound="Agent")
+
+#: pi's retry settings: a short first delay (the cases that do not abort), the default 2 s
+#: (the abort cases: the abort lands inside it).
+FAST_RETRY = {"retry": {"enabled": True, "maxRetries": 3, "baseDelayMs": 300}}
+SLOW_RETRY = {"retry": {"enabled": True, "maxRetries": 3, "baseDelayMs": 2000}}
+#: omp compacts for an overflow only when it can keep less than the failed prompt
+#: (tests/support/OMP-NOTES.md; without it omp gives up).
+OMP_SETTINGS = {"compaction": {"keepRecentTokens": 10}}
+
+HELLO = "Hello from the fake model"
+#: How long after a turn returned the agent must have started nothing (longer than any retry
+#: delay of the fast settings: a retry the turn had wrongly left behind would show by then).
+QUIET = 1.0
+
+
+def fail_kinds(label: str) -> tuple[Any, Any]:
+    """The fake LLM's failures (500, 429) for an agent. pi 0.73.1's SDK retries a failing call
+    twice by itself, honouring ``retry-after-ms`` (20 ms here, not seconds); omp's provider
+    layer retries it 11 more times (``times`` covers them, 1 ms apart), then the session retries."""
+    if label == "omp":
+        return ({"kind": "http_500", "times": 12, "retry_after_ms": 1},
+                {"kind": "http_429", "times": 12, "retry_after_s": 0, "retry_after_ms": 1})
+    return {"kind": "http_500", "retry_after_ms": 20}, {"kind": "http_429", "retry_after_s": 1, "retry_after_ms": 20}
+
+
+#: The abort case's prompt: the agent fails and waits to retry (pi: its 2 s delay; omp: 61 s).
+ABORT_PROMPT = "wait to retry"
+
+
+def fast_script(label: str) -> list[Any]:
+    k500, k429 = fail_kinds(label)
+    rules = [
+        {"match": "say hello", "replies": [{"text": HELLO}]},
+        {"match": "flaky 500", "replies": [{"text": "recovered", "fail": k500}]},
+        {"match": "flaky 429", "replies": [{"text": "recovered", "fail": k429}]},
+        {"match": "too long", "replies": [{"text": "recovered", "fail": "context_length"}]},
+    ]
+    if label == "omp":
+        # A retry-after above 60 s makes omp's provider give up at once; its session then waits
+        # that long to retry: the abort case lands in that wait, on this same client.
+        rules.append({"match": ABORT_PROMPT, "replies": [
+            {"text": "recovered", "fail": {"kind": "http_429", "times": 12, "retry_after_s": 61}}]})
+    return rules
+
+
+def abort_script() -> list[Any]:
+    """pi's abort case: a client of its own, with pi's default 2 s retry delay."""
+    return [{"match": "say hello", "replies": [{"text": HELLO}]},
+            {"match": ABORT_PROMPT, "replies": [{"text": "recovered", "fail": {"kind": "http_500", "retry_after_ms": 20}}]}]
+
+
+@dataclass
+class Agent:
+    label: str
+    ws: Workspace
+    info: dict[str, Any]
+
+    @property
+    def settles(self) -> bool:
+        return settles(self.info)
+
+    def requests(self) -> int:
+        return len(self.ws.llm_requests())
+
+
+def make_workspaces() -> dict[str, Workspace]:
+    """``"<label> fast"`` for every agent (its retries 300 ms apart) and ``"<label> abort"`` for
+    pi's (its default 2 s retry delay); omp's abort case runs on its fast client."""
+    spaces: dict[str, Workspace] = {}
+    try:
+        for label in RECOVERY_AGENTS:
+            spaces[f"{label} fast"] = recovery_workspace(label, fast_script(label),
+                                                         OMP_SETTINGS if label == "omp" else FAST_RETRY)
+            if label != "omp":
+                spaces[f"{label} abort"] = recovery_workspace(label, abort_script(), SLOW_RETRY)
+    except BaseException:
+        for ws in spaces.values():
+            ws.close()
+        raise
+    return spaces
+
+
+def by_case(started: dict[str, _A]) -> tuple[dict[str, _A], dict[str, _A]]:
+    """The fast clients by agent, and the clients of the abort case by agent."""
+    fast = {label: started[f"{label} fast"] for label in RECOVERY_AGENTS}
+    abort = {label: started.get(f"{label} abort", fast[label]) for label in RECOVERY_AGENTS}
+    return fast, abort
+
+
+# --- what every case checks ----------------------------------------------------------------
+
+
+def assistant_stops(messages: Any) -> list[str]:
+    return [m.get("stopReason") for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
+
+
+def check_retried(agent: Agent, outcome: str, attempts: int, failed: tuple[FailedAttempt, ...], code: str) -> None:
+    """One retry after a failure whose error names ``code``: two attempts, the first failed
+    and retried after the agent's delay, outcome the agent's last word."""
+    assert outcome == ("agent_settled" if agent.settles else "agent_end"), outcome
+    assert attempts == 2, attempts
+    assert len(failed) == 1, failed
+    first = failed[0]
+    assert (first.attempt, first.then) == (1, "retry"), first
+    assert first.error is not None and code in first.error, first
+    if agent.label == "omp":
+        assert first.delay_ms is not None and first.delay_ms > 0, first
+    else:
+        assert first.delay_ms == 300, first
+
+
+def check_retried_turn(agent: Agent, turn: PromptTurn, code: str) -> None:
+    check_retried(agent, turn.outcome, turn.attempts, turn.failed_attempts, code)
+    assert turn.settled is agent.settles
+    assert (turn.assistant_text, turn.stop_reason) == ("recovered", "stop")
+    check_both_runs(agent, turn)
+    assert "auto_retry_start" in [p.get("type") for p in turn.event_payloads]
+    assert turn.compactions == ()
+
+
+def check_both_runs(agent: Agent, turn: PromptTurn) -> None:
+    """The turn holds both runs: the failed attempt's error message, then the answer (in its
+    events; pi's agent_end messages carry them too, omp's final agent_end only the answer)."""
+    types = [p.get("type") for p in turn.event_payloads]
+    assert types.count("agent_start") == 2, types
+    ended = [p["message"].get("stopReason") for p in turn.event_payloads
+             if p.get("type") == "message_end" and p["message"].get("role") == "assistant"]
+    assert ended == ["error", "stop"], ended
+    stops = assistant_stops(turn.messages)
+    assert stops == (["stop"] if agent.label == "omp" else ["error", "stop"]), turn.messages
+
+
+def check_overflow(agent: Agent, outcome: str, attempts: int, failed: tuple[FailedAttempt, ...],
+                   compactions: tuple[Compaction, ...]) -> None:
+    assert len(failed) == 1 and failed[0].attempt == 1, failed
+    assert failed[0].error is not None and "maximum context length" in failed[0].error, failed
+    if agent.settles:
+        # pi 1.x gives up on an overflow: the failed run is the turn, and pi settles.
+        assert (outcome, attempts, failed[0].then, compactions) == ("agent_settled", 1, "none", ())
+        return
+    assert (outcome, attempts, failed[0].then) == ("agent_end", 2, "compaction")
+    assert compactions and all(c.reason == "overflow" for c in compactions), compactions
+    # omp first tries to shake the context (nothing to drop: no retry), then compacts.
+    assert (compactions[-1].aborted, compactions[-1].will_retry) == (False, True), compactions
+
+
+def check_overflow_turn(agent: Agent, turn: PromptTurn) -> None:
+    check_overflow(agent, turn.outcome, turn.attempts, turn.failed_attempts, turn.compactions)
+    if agent.settles:
+        assert turn.stop_reason == "error" and assistant_stops(turn.messages) == ["error"], turn.messages
+    else:
+        assert (turn.assistant_text, turn.stop_reason) == ("recovered", "stop")
+        check_both_runs(agent, turn)
+
+
+def check_aborted(outcome: str, attempts: int, failed: tuple[FailedAttempt, ...]) -> None:
+    assert (outcome, attempts) == ("aborted", 1), (outcome, attempts, failed)
+    assert len(failed) == 1 and (failed[0].attempt, failed[0].then) == (1, "cancelled"), failed
+
+
+def wait_until(at: float) -> None:
+    """The observation window of a negative check (nothing may happen before ``at``)."""
+    left = at - time.monotonic()
+    if left > 0:
+        time.sleep(left)
+
+
+def nothing_after(agent: Agent, client: RpcClient, requests: int, quiet_until: float) -> None:
+    """After a turn returned with the fake LLM at ``requests`` requests: the
+    agent is idle at once, a prompt sent right after is accepted and answered, and until
+    ``quiet_until`` the agent calls the model for nothing else."""
+    assert client.get_state().is_streaming is False
+    second = client.prompt_and_wait("say hello", timeout=GUARD)
+    assert (second.assistant_text, second.attempts, second.failed_attempts) == (HELLO, 1, ()), second
+    assert second.outcome == ("agent_settled" if agent.settles else "agent_end")
+    wait_until(quiet_until)
+    assert agent.requests() == requests + 1, "the agent called the model after the turn returned"
+    assert client.get_state().is_streaming is False
+
+
+# --- the clients: every agent's, sync and async, started once for the module -----------------
+
+
+@dataclass
+class SyncAgent(Agent):
+    client: RpcClient
+    log: EventLog
+
+
+@dataclass
+class AioAgent(Agent):
+    client: AsyncRpcClient
+
+
+class LoopThread:
+    """An event loop running on a thread of its own, for the module's aio clients (a client
+    belongs to the loop that started it): they start there while the sync tests run."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="aio-loop", daemon=True)
+        self.thread.start()
+
+    def submit(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        return self.submit(coro).result(GUARD * 2)
+
+    def close(self) -> None:
+        self.run(self.loop.shutdown_asyncgens())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(GUARD)
+        self.loop.close()
+
+
+class Fleet:
+    """The module's clients: the sync ones (started by the fixture) and the async ones (started
+    on the loop thread meanwhile; :meth:`aio` waits for them)."""
+
+    def __init__(self) -> None:
+        self.spaces: dict[str, Workspace] = {}
+        self.sync_started: dict[str, SyncAgent] = {}
+        self.aio_clients: dict[str, AsyncRpcClient] = {}
+        self.loop: LoopThread | None = None
+        self.aio_start: concurrent.futures.Future[dict[str, AioAgent]] | None = None
+
+    def start(self) -> None:
+        sync_spaces, aio_spaces = make_workspaces(), make_workspaces()
+        self.spaces = {**{f"sync {k}": v for k, v in sync_spaces.items()},
+                       **{f"aio {k}": v for k, v in aio_spaces.items()}}
+
+        def starter(key: str, ws: Workspace) -> Callable[[], SyncAgent]:
+            def start() -> SyncAgent:
+                client = RpcClient(**ws.client_kwargs())
+                log = EventLog(client)
+                try:
+                    client.start()
+                except BaseException:
+                    client.stop()
+                    raise
+                self.sync_started[key] = agent = SyncAgent(key.split()[0], ws, client.info(), client, log)
+                note_agent(__name__, agent.info)
+                return agent
+
+            return start
+
+        concurrently({key: starter(key, ws) for key, ws in sync_spaces.items()})
+        self.aio_clients = {key: AsyncRpcClient(**ws.client_kwargs()) for key, ws in aio_spaces.items()}
+        self.loop = LoopThread()
+        self.aio_start = self.loop.submit(self._start_aio(aio_spaces))
+
+    async def _start_aio(self, spaces: dict[str, Workspace]) -> dict[str, AioAgent]:
+        started = await asyncio.gather(*(c.start() for c in self.aio_clients.values()), return_exceptions=True)
+        failed = [exc for exc in started if isinstance(exc, BaseException)]
+        if failed:
+            raise failed[0]
+        agents = {}
+        for key, client in self.aio_clients.items():
+            agents[key] = AioAgent(key.split()[0], spaces[key], await client.info(), client)
+            note_agent(__name__, agents[key].info)
+        return agents
+
+    def sync(self) -> tuple[dict[str, SyncAgent], dict[str, SyncAgent]]:
+        return by_case(self.sync_started)
+
+    def aio(self) -> tuple[dict[str, AioAgent], dict[str, AioAgent]]:
+        assert self.aio_start is not None
+        return by_case(self.aio_start.result(GUARD * 2))
+
+    def close(self) -> None:
+        for agent in self.sync_started.values():
+            agent.client.stop()
+        if self.loop is not None:
+            if self.aio_start is not None:
+                concurrent.futures.wait([self.aio_start], GUARD * 2)
+
+            async def close_all() -> None:
+                await asyncio.gather(*(c.close() for c in self.aio_clients.values()), return_exceptions=True)
+
+            self.loop.run(close_all())
+            self.loop.close()
+        for ws in self.spaces.values():
+            ws.close()
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[Fleet]:
+    fleet = Fleet()
+    try:
+        fleet.start()
+        yield fleet
+    finally:
+        fleet.close()
+
+
+# --- the sync client ---------------------------------------------------------------------------
+
+
+def each(agents: dict[str, SyncAgent], case: Callable[[SyncAgent], None]) -> None:
+    """Runs ``case`` on every agent at once (a thread each); fails naming each agent that failed."""
+    concurrently({label: (lambda a=agent: case(a)) for label, agent in agents.items()})
+
+
+def sync_retry_case(code: str) -> Callable[[SyncAgent], None]:
+    def case(agent: SyncAgent) -> None:
+        turn = agent.client.prompt_and_wait(f"flaky {code} please", timeout=GUARD)
+        returned = time.monotonic()
+        requests = agent.requests()
+        check_retried_turn(agent, turn, code)
+        nothing_after(agent, agent.client, requests, returned + QUIET)
+
+    return case
+
+
+def test_sync_retry_after_a_500_is_one_turn(fleet: Fleet) -> None:
+    each(fleet.sync()[0], sync_retry_case("500"))
+
+
+def test_sync_retry_after_a_429_is_one_turn(fleet: Fleet) -> None:
+    each(fleet.sync()[0], sync_retry_case("429"))
+
+
+def test_sync_overflow_recovery_is_one_turn(fleet: Fleet) -> None:
+    def case(agent: SyncAgent) -> None:
+        agent.client.prompt_and_wait("say hello", timeout=GUARD)  # an earlier prompt to compact
+        turn = agent.client.prompt_and_wait("too long please", timeout=GUARD)
+        returned = time.monotonic()
+        requests = agent.requests()
+        check_overflow_turn(agent, turn)
+        nothing_after(agent, agent.client, requests, returned + QUIET)
+
+    each(fleet.sync()[0], case)
+
+
+def test_sync_abort_in_the_retry_delay_ends_the_turn_aborted(fleet: Fleet) -> None:
+    def case(agent: SyncAgent) -> None:
+        mark = agent.log.mark()
+        result: list[PromptTurn | BaseException] = []
+        waiter = threading.Thread(target=lambda: result.append(_call(
+            lambda: agent.client.prompt_and_wait(ABORT_PROMPT, timeout=GUARD))), daemon=True)
+        waiter.start()
+        seen, retry = agent.log.wait("the agent's retry", "auto_retry_start", mark)
+        agent.client.abort()
+        waiter.join(GUARD)
+        assert not waiter.is_alive(), "the aborted turn never returned"
+        returned = time.monotonic()
+        requests = agent.requests()
+        turn = result[0]
+        if isinstance(turn, BaseException):
+            raise turn
+        delay = float(retry["delayMs"]) / 1000
+        # At once: before the retry would have started.
+        assert returned - seen < delay, f"the turn came back {returned - seen:.2f} s after the retry was announced"
+        check_aborted(turn.outcome, turn.attempts, turn.failed_attempts)
+        assert turn.stop_reason == "error", turn  # the failed attempt's message is the last
+        # No retry follows: nothing until the retry's time has passed (omp's is 61 s away:
+        # watched for QUIET).
+        nothing_after(agent, agent.client, requests, min(seen + delay, returned + QUIET) + 0.5)
+
+    each(fleet.sync()[1], case)
+
+
+def _call(fn: Callable[[], _T]) -> _T | BaseException:
+    try:
+        return fn()
+    except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+        return exc
+
+
+# --- omprpc.aio ----------------------------------------------------------------------------
+
+
+def each_async(fleet: Fleet, agents: dict[str, AioAgent], case: Callable[[AioAgent], Awaitable[None]]) -> None:
+    """Runs ``case`` on every agent at once (a task each); fails naming each agent that failed."""
+    async def all_of() -> list[BaseException | None]:
+        return await asyncio.gather(*(case(a) for a in agents.values()), return_exceptions=True)
+
+    assert fleet.loop is not None
+    outcomes = fleet.loop.run(all_of())
+    failures = {label: exc for label, exc in zip(agents, outcomes) if isinstance(exc, BaseException)}
+    if failures:
+        raise AssertionError("\n".join(f"--- {label}:\n{''.join(traceback.format_exception(exc))}"
+                                       for label, exc in sorted(failures.items())))
+
+
+async def aio_nothing_after(agent: AioAgent, requests: int, quiet_until: float) -> None:
+    """:func:`nothing_after` through the async client (the second prompt streamed)."""
+    assert (await agent.client.get_state()).is_streaming is False
+    items = [item async for item in agent.client.stream("say hello")]
+    done = items[-1]
+    assert isinstance(done, TurnComplete), items
+    assert (done.text, done.attempts, done.failed_attempts) == (HELLO, 1, ()), done
+    assert done.outcome == ("agent_settled" if agent.settles else "agent_end"), done
+    assert not any(isinstance(i, RetryScheduled) for i in items), items
+    await asyncio.sleep(max(0.0, quiet_until - time.monotonic()))  # the negative check's window
+    assert agent.requests() == requests + 1, "the agent called the model after the turn returned"
+    assert (await agent.client.get_state()).is_streaming is False
+
+
+def test_aio_stream_of_a_retry_after_a_500(fleet: Fleet) -> None:
+    async def case(agent: AioAgent) -> None:
+        items: list[StreamItem] = [item async for item in agent.client.stream("flaky 500 please")]
+        returned = time.monotonic()
+        requests = agent.requests()
+        retries = [i for i in items if isinstance(i, RetryScheduled)]
+        assert len(retries) == 1, items
+        retry = retries[0]
+        assert retry.attempt == 1 and retry.error is not None and "500" in retry.error, retry
+        if agent.label == "omp":
+            assert retry.delay_ms is not None and retry.delay_ms > 0, retry
+        else:
+            assert (retry.delay_ms, retry.max_attempts) == (300, 3), retry
+        done = items[-1]
+        assert isinstance(done, TurnComplete), items
+        assert [type(i) for i in items].count(TurnComplete) == 1
+        check_retried(agent, done.outcome, done.attempts, done.failed_attempts, "500")
+        assert (done.text, done.stop_reason, done.compactions) == ("recovered", "stop", ())
+        # The retry's answer streams after the announcement.
+        after = items[items.index(retry) + 1:]
+        assert "".join(i.text for i in after if isinstance(i, TextChunk)) == "recovered", items
+        await aio_nothing_after(agent, requests, returned + QUIET)
+
+    each_async(fleet, fleet.aio()[0], case)
+
+
+def test_aio_prompt_and_wait_of_a_retry_after_a_429(fleet: Fleet) -> None:
+    async def case(agent: AioAgent) -> None:
+        turn = await agent.client.prompt_and_wait("flaky 429 please", timeout=GUARD)
+        returned = time.monotonic()
+        requests = agent.requests()
+        check_retried_turn(agent, turn, "429")
+        await aio_nothing_after(agent, requests, returned + QUIET)
+
+    each_async(fleet, fleet.aio()[0], case)
+
+
+def test_aio_stream_of_an_overflow_recovery(fleet: Fleet) -> None:
+    async def case(agent: AioAgent) -> None:
+        await agent.client.run("say hello")  # an earlier prompt to compact
+        items: list[StreamItem] = [item async for item in agent.client.stream("too long please")]
+        returned = time.monotonic()
+        requests = agent.requests()
+        done = items[-1]
+        assert isinstance(done, TurnComplete), items
+        check_overflow(agent, done.outcome, done.attempts, done.failed_attempts, done.compactions)
+        compacted = [i for i in items if isinstance(i, CompactionComplete)]
+        # One item per compaction of the record, as it ended (omp's auto_compaction_end names no
+        # reason: the item's is None, the record's comes from the start).
+        assert [(c.aborted, c.will_retry) for c in compacted] == [
+            (c.aborted, c.will_retry) for c in done.compactions], items
+        assert all(c.reason in (None, r.reason) for c, r in zip(compacted, done.compactions)), items
+        if agent.settles:
+            assert done.stop_reason == "error" and not compacted, items
+        else:
+            assert (done.text, done.stop_reason) == ("recovered", "stop")
+            last_text = max(i for i, x in enumerate(items) if isinstance(x, TextChunk))
+            assert items.index(compacted[-1]) < last_text, items
+        assert not any(isinstance(i, RetryScheduled) for i in items), items
+        await aio_nothing_after(agent, requests, returned + QUIET)
+
+    each_async(fleet, fleet.aio()[0], case)
+
+
+def test_aio_abort_in_the_retry_delay_ends_the_stream_aborted(fleet: Fleet) -> None:
+    async def case(agent: AioAgent) -> None:
+        items: list[StreamItem] = []
+        seen = delay = 0.0
+        async for item in agent.client.stream(ABORT_PROMPT):
+            items.append(item)
+            if isinstance(item, RetryScheduled):
+                seen, delay = time.monotonic(), (item.delay_ms or 0) / 1000
+                await agent.client.abort()
+        returned = time.monotonic()
+        requests = agent.requests()
+        assert seen and delay > 0, items
+        assert returned - seen < delay, f"the stream ended {returned - seen:.2f} s after the retry was announced"
+        done = items[-1]
+        assert isinstance(done, TurnComplete), items
+        check_aborted(done.outcome, done.attempts, done.failed_attempts)
+        assert done.stop_reason == "error", done
+        await aio_nothing_after(agent, requests, min(seen + delay, returned + QUIET) + 0.5)
+
+    each_async(fleet, fleet.aio()[1], case)
