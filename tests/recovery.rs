@@ -10,6 +10,7 @@
 //! accepted and the agent starts nothing after the end. An abort in a retry's delay (from
 //! another thread, while prompt_and_wait waits) returns at once as `aborted`.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use omprpc::client::deadline_after;
@@ -481,3 +482,204 @@ fn dispositions_decide_at_once_pi_1_6_0() {
     assert_eq!(last_agent_frame(&seen[..seen.len() - 2]), "agent_settled", "{:?}", types(&seen));
     nothing_follows_and_the_next_prompt_is_accepted(Agent::Pi160, &c, None);
 }
+
+// --- Drift: the fake's scenarios held to the real pi recordings -------------------------------
+//
+// tests/real_pi.rs records real pi 1.6.0 and 0.73.1 (OMPRPC_UPDATE_RECORDINGS=1) failing a call
+// and recovering: tests/fixtures/recordings/pi-<version>-<case>.jsonl, in the client's
+// `record_path` format. The fake scenario is driven through a Client the same way and recorded
+// too; per case the agent→host frames of the scenario's prompt (from its `prompt` up to the
+// host's next get_state/prompt) must match, type by type, in the fields a client reads. And
+// each recording, replayed (`omprpc-fake-agent --replay`), must end the turn as the fake does.
+
+const RECORDINGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/recordings");
+
+/// A private directory for one test's files, removed on drop.
+struct Dir(std::path::PathBuf);
+
+impl Dir {
+    fn new(test: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("omprpc-recovery-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A recorded case: the prompt the real pi got, the fake's scenario for it (the same retry
+/// settings: maxRetries 3, a 300 ms first delay, 2 s where the host aborts in it).
+struct Case {
+    name: &'static str,
+    /// A prompt before the scenario's (the overflow is the second prompt of its session).
+    before: Option<&'static str>,
+    recorded: &'static str,
+    fake: &'static str,
+    abort: bool,
+}
+
+fn case(name: &str) -> Case {
+    match name {
+        "retry-500" => Case { name: "retry-500", before: None, recorded: "flaky", fake: "retry once 300", abort: false },
+        "retry-429" => Case { name: "retry-429", before: None, recorded: "flaky", fake: "rate limited 300", abort: false },
+        "overflow" => Case { name: "overflow", before: Some("first"), recorded: "too long", fake: "overflow", abort: false },
+        "abort-in-retry-delay" => Case { name: "abort-in-retry-delay", before: None, recorded: "flaky", fake: "retry until abort 2000", abort: true },
+        other => panic!("no case {other}"),
+    }
+}
+
+/// The calls real_pi.rs made: [a first prompt,] the prompt (aborted in its retry delay where the
+/// case says), get_state, the next prompt. Returns the scenario prompt's turn.
+fn drive(c: &Client, case: &Case, message: &str) -> Value {
+    if let Some(before) = case.before {
+        c.prompt_and_wait(before, None, secs(30)).unwrap_or_else(|e| panic!("{}: {before}: {e}", case.name));
+    }
+    let t = if case.abort {
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| c.prompt_and_wait(message, None, secs(30)));
+            events_until(c, retry_announced);
+            c.request("abort", None, secs(30)).unwrap();
+            waiter.join().unwrap()
+        })
+    } else {
+        c.prompt_and_wait(message, None, secs(30))
+    };
+    let t = parse(t.unwrap_or_else(|e| panic!("{}: {message}: {e}\nstderr: {}", case.name, c.stderr())).as_bytes());
+    c.request("get_state", None, secs(30)).unwrap();
+    c.prompt_and_wait("say hello", None, secs(30)).unwrap();
+    t
+}
+
+/// What a client reads of one agent frame (the texts of messages aside: the prompts differ).
+fn key(f: &Value) -> Value {
+    let ty = f["type"].as_str().unwrap_or("");
+    let message = |m: &Value| json!({"role": m["role"], "stopReason": m["stopReason"], "errorMessage": m["errorMessage"]});
+    let mut k = json!({"type": ty});
+    for field in ["willRetry", "attempt", "maxAttempts", "delayMs", "errorMessage", "success", "finalError", "reason", "aborted", "isTerminal"] {
+        if let Some(v) = f.get(field) {
+            k[field] = v.clone();
+        }
+    }
+    if let Some(m) = f.get("message").filter(|m| m.is_object()) {
+        k["message"] = message(m);
+    }
+    if let Some(ms) = f["messages"].as_array() {
+        k["messages"] = ms.iter().map(message).collect();
+    }
+    match ty {
+        "response" => {
+            k["command"] = f["command"].clone();
+            k["success"] = f["success"].clone();
+            k["disposition"] = f["data"]["disposition"].clone();
+        }
+        "compaction_end" => k["result"] = json!(f.get("result").is_some()),
+        "entry_appended" => k["entry"] = f["entry"]["type"].clone(),
+        // Delta-only on pi 0.84+, with the partial message before.
+        "message_update" => {
+            k["event"] = f["assistantMessageEvent"]["type"].clone();
+            k["cumulative"] = json!(f.get("message").is_some() || f["assistantMessageEvent"].get("partial").is_some());
+        }
+        _ => {}
+    }
+    k
+}
+
+/// The agent→host frames of the prompt `message` in a recording: from the host's `prompt` up
+/// to its next `get_state` or `prompt`.
+fn window(recording: &str, message: &str) -> Vec<Value> {
+    let lines: Vec<Value> = recording.lines().skip(1).map(|l| parse(l.as_bytes())).collect();
+    let start = lines
+        .iter()
+        .position(|l| l["dir"] == "out" && l["frame"]["type"] == "prompt" && l["frame"]["message"] == message)
+        .unwrap_or_else(|| panic!("no prompt {message:?} in the recording"));
+    lines[start + 1..]
+        .iter()
+        .take_while(|l| !(l["dir"] == "out" && matches!(l["frame"]["type"].as_str(), Some("get_state" | "prompt"))))
+        .filter(|l| l["dir"] == "in" && l["frame"].is_object())
+        .map(|l| key(&l["frame"]))
+        .collect()
+}
+
+/// The turn fields both must agree on.
+fn outcome_fields(t: &Value) -> Value {
+    let mut o = json!({});
+    for field in ["outcome", "attempts", "settled", "failedAttempts", "compactions", "assistantText"] {
+        o[field] = t[field].clone();
+    }
+    o
+}
+
+fn drift(agent: Agent, name: &str) {
+    let case = case(name);
+    let fixture = Path::new(RECORDINGS).join(format!("pi-{}-{name}.jsonl", agent.version()));
+    let Ok(recorded) = std::fs::read_to_string(&fixture) else {
+        eprintln!("drift {agent:?} {name}: skipped, no {}", fixture.display());
+        return;
+    };
+    let header = parse(recorded.lines().next().unwrap().as_bytes());
+    assert_eq!((header["flavor"].as_str(), header["agentVersion"].as_str()), (Some("pi"), Some(agent.version())), "{header}");
+
+    // The fake scenario, driven and recorded the same way.
+    let dir = Dir::new(&format!("{name}-{}", agent.version()));
+    let rec = dir.0.join("fake.jsonl");
+    let opts = json!({
+        "executable": FAKE,
+        "env": {"OMPRPC_FAKE_FLAVOR": "pi", "OMPRPC_FAKE_VERSION": agent.version()},
+        "record_path": rec.display().to_string(),
+        "startup_timeout_ms": 10000, "request_timeout_ms": 10000, "stop_grace_ms": 500,
+    });
+    let c = Client::start(&opts.to_string()).unwrap();
+    let fake_turn = drive(&c, &case, case.fake);
+    c.close().unwrap();
+    let fake = window(&std::fs::read_to_string(&rec).unwrap(), case.fake);
+    let real = window(&recorded, case.recorded);
+    assert!(real.iter().filter(|k| k["type"] == "agent_end").count() >= 1 && real.len() > 8, "{agent:?} {name}: too little recorded: {real:?}");
+    if std::env::var_os("OMPRPC_SHOW_DRIFT").is_some() {
+        eprintln!("{agent:?} {name}:\n  {}", real.iter().map(|k| k.to_string()).collect::<Vec<_>>().join("\n  "));
+    }
+    if fake != real {
+        let show = |w: &[Value]| w.iter().map(|k| k.to_string()).collect::<Vec<_>>().join("\n  ");
+        let first = fake.iter().zip(&real).position(|(a, b)| a != b).unwrap_or(fake.len().min(real.len()));
+        panic!(
+            "{agent:?} {name}: the fake's frames drift from real pi's at frame {first}\nfake:\n  {}\nreal pi:\n  {}",
+            show(&fake),
+            show(&real)
+        );
+    }
+
+    // The recording replayed ends the turn as the fake scenario does.
+    let argv = json!([FAKE, "--replay", fixture.display().to_string(), "--mode", "rpc"]);
+    let r = Client::start(&json!({"command": argv, "flavor": "pi", "startup_timeout_ms": 10000, "request_timeout_ms": 10000}).to_string())
+        .unwrap_or_else(|e| panic!("replaying {name}: {e}"));
+    assert_eq!(parse(r.info().as_bytes())["agentVersion"], agent.version());
+    let replayed = drive(&r, &case, case.recorded);
+    r.close().unwrap();
+    assert_eq!(outcome_fields(&replayed), outcome_fields(&fake_turn), "{agent:?} {name}: the replayed real turn vs the fake's");
+}
+
+/// Per pi version: `drift_<case>::pi_0_73_1`, `::pi_1_6_0`.
+macro_rules! drift_case {
+    ($name:ident, $case:literal) => {
+        mod $name {
+            use super::*;
+            #[test]
+            fn pi_0_73_1() {
+                drift(Agent::Pi073, $case)
+            }
+            #[test]
+            fn pi_1_6_0() {
+                drift(Agent::Pi160, $case)
+            }
+        }
+    };
+}
+
+drift_case!(drift_retry_500, "retry-500");
+drift_case!(drift_retry_429, "retry-429");
+drift_case!(drift_overflow, "overflow");
+drift_case!(drift_abort_in_retry_delay, "abort-in-retry-delay");
