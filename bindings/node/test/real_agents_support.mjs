@@ -4,9 +4,13 @@
 // Environment (set by `make node-tests`, the Makefile's REAL_AGENT_ENV):
 //   OMPRPC_FAKE_LLM                the omprpc-fake-llm binary (--script FILE --log FILE
 //                                  --exit-on-eof; first stdout line `LISTENING <port>`)
-//   OMPRPC_PI_CLI                  pi's dist/cli.js, run with this Node (process.execPath)
+//   OMPRPC_PI_CLI                  the newest pi's cli.js (1.6.0), run by OMPRPC_PI_NODE (the
+//                                  Node 22 installed beside it; pi 0.80 on needs Node >= 22.19),
+//                                  else by this Node (process.execPath)
+//   OMPRPC_PI_PREVIOUS_CLI         pi 0.73.1's dist/cli.js (no agent_settled), run by this Node
 //   OMPRPC_OMP_CLI + OMPRPC_BUN    omp's dist/cli.js, run as `bun cli.js`
 // Unset (a suite run by hand): the tests skip, saying why. Set but broken: they fail.
+// Every client says which agent version it runs (`info().agentVersion`) when it starts.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -26,6 +30,13 @@ export function piSkip() {
   return false;
 }
 
+/** Why the tests on the previous pi (0.73.1) skip (a string), or false when they run. */
+export function previousPiSkip() {
+  if (!env('OMPRPC_FAKE_LLM')) return 'OMPRPC_FAKE_LLM is not set (make node-tests sets it): real pi tests skipped';
+  if (!env('OMPRPC_PI_PREVIOUS_CLI')) return 'OMPRPC_PI_PREVIOUS_CLI is not set (make node-tests sets it): tests on the previous pi skipped';
+  return false;
+}
+
 /** Why the omp tests skip (a string), or false when they run. */
 export function ompSkip() {
   if (!env('OMPRPC_FAKE_LLM')) return 'OMPRPC_FAKE_LLM is not set (make node-tests sets it): real omp tests skipped';
@@ -39,9 +50,16 @@ function requireFile(name, value) {
   return value;
 }
 
-/** The agent's program and script: pi `node cli.js`, omp `bun cli.js`. */
-function agentCommand(agent) {
-  if (agent === 'pi') return [process.execPath, requireFile('OMPRPC_PI_CLI', env('OMPRPC_PI_CLI'))];
+/**
+ * The agent's program and script: pi `node cli.js` (the newest pi with OMPRPC_PI_NODE when
+ * set; `pi: 'previous'`, pi 0.73.1, with this Node), omp `bun cli.js`.
+ */
+function agentCommand(agent, pi) {
+  if (agent === 'pi' && pi === 'previous') return [process.execPath, requireFile('OMPRPC_PI_PREVIOUS_CLI', env('OMPRPC_PI_PREVIOUS_CLI'))];
+  if (agent === 'pi') {
+    const node = env('OMPRPC_PI_NODE') ? requireFile('OMPRPC_PI_NODE', env('OMPRPC_PI_NODE')) : process.execPath;
+    return [node, requireFile('OMPRPC_PI_CLI', env('OMPRPC_PI_CLI'))];
+  }
   const cli = requireFile('OMPRPC_OMP_CLI', env('OMPRPC_OMP_CLI'));
   if (!env('OMPRPC_BUN')) throw new Error('OMPRPC_OMP_CLI is set but OMPRPC_BUN is not (omp runs as `bun cli.js`)');
   return [requireFile('OMPRPC_BUN', env('OMPRPC_BUN')), cli];
@@ -71,12 +89,14 @@ async function startFakeLlm(script, root) {
 
 /**
  * One throw-away agent environment: HOME, TMPDIR, an agent dir with the provider file
- * (written by the binding's providerConfig), a working dir, and the fake LLM.
+ * (written by the binding's providerConfig), a working dir, and the fake LLM. `opts.pi`:
+ * `'previous'` runs pi 0.73.1 instead of the newest; `opts.settings`: the agent dir's
+ * settings (pi: settings.json, omp: config.yml, whose YAML reads JSON).
  */
 export class Workspace {
-  static async create(agent, script) {
+  static async create(agent, script, opts = {}) {
     const ws = new Workspace(agent);
-    ws.command = agentCommand(agent);
+    ws.command = agentCommand(agent, opts.pi);
     ws.root = fs.mkdtempSync(path.join(os.tmpdir(), `omprpc-node-real-${agent}-`));
     for (const d of ['home', 'agent', 'work', 'tmp']) fs.mkdirSync(path.join(ws.root, d));
     [ws.home, ws.agentDir, ws.work, ws.tmp] = ['home', 'agent', 'work', 'tmp'].map((d) => path.join(ws.root, d));
@@ -95,6 +115,7 @@ export class Workspace {
           },
         },
       });
+      if (opts.settings) fs.writeFileSync(path.join(ws.agentDir, agent === 'pi' ? 'settings.json' : 'config.yml'), JSON.stringify(opts.settings));
     } catch (e) {
       await ws.close();
       throw e;
@@ -148,7 +169,8 @@ export class Workspace {
     const t0 = Date.now();
     try {
       const c = await Client.start(this.options(extraArgs, extra));
-      console.log(`${this.agent} ready after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      // Which agent the tests ran on.
+      console.log(`${this.agent} ${c.info().agentVersion} ready after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       return c;
     } catch (e) {
       await this.close();
