@@ -355,6 +355,15 @@ export interface PromptOptions extends CallOptions {
   [key: string]: unknown;
 }
 
+export interface PromptAndWaitOptions extends PromptOptions {
+  /**
+   * Aborts the agent's work: `abort` is sent and the call rejects at once with the signal's
+   * reason (the turn is dropped). The client's next prompt, `promptAndWait`, `collectEvents`
+   * or `waitForIdle` starts once the library completed the aborted prompt.
+   */
+  signal?: AbortSignal;
+}
+
 export interface MessageOptions extends CallOptions {
   images?: ImageContent[];
   [key: string]: unknown;
@@ -569,10 +578,12 @@ export declare class Client extends EventEmitter {
   sendFrame(frame: JsonObject | string): void;
   prompt(message: string, opts?: PromptOptions): Promise<string>;
   abortAndPrompt(message: string, opts?: PromptOptions): Promise<string>;
-  promptAndWait(message: string, opts?: PromptOptions): Promise<Turn>;
+  /** Prompts and resolves the turn once the agent's work for it ended (see `Turn`). */
+  promptAndWait(message: string, opts?: PromptAndWaitOptions): Promise<Turn>;
   steer(message: string, opts?: MessageOptions): Promise<void>;
   followUp(message: string, opts?: MessageOptions): Promise<void>;
   abort(opts?: CallOptions): Promise<void>;
+  /** Events from now until the agent's work ends (as a turn ends). */
   collectEvents(opts?: CallOptions): Promise<AgentEvent[]>;
   waitForIdle(opts?: WaitOptions): Promise<void>;
   nextEvent(opts?: WaitOptions): Promise<AgentEvent>;

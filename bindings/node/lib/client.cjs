@@ -93,6 +93,7 @@ class Client extends EventEmitter {
     this._unrefDelay = UNREF_POLL_MIN_MS;
     this._fd = callEventFd(handle);
     this._turnTimeoutMs = TIMEOUT_INFINITE;
+    this._abandoned = null; // a promptAndWait given up to its signal, until the library completed it
     finalizer.register(this, this._st, this._st);
     if (opts.closeOnExit) closeAtExit(this._st);
     this.on('newListener', (name) => {

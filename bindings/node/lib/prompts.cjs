@@ -12,25 +12,83 @@ const { takeBatch } = require('./views.cjs');
 class ClientPrompts {
   /** Sends `prompt`; resolves its request id once the agent acknowledged it. */
   async prompt(message, opts = {}) {
-    return this._async('prompt', [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], true);
+    const args = [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)];
+    await this._abandonedTurn();
+    return this._async('prompt', args, true);
   }
 
   /** Sends `abort_and_prompt`; like prompt(). */
   async abortAndPrompt(message, opts = {}) {
-    return this._async('abortAndPrompt', [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], true);
+    const args = [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)];
+    await this._abandonedTurn();
+    return this._async('abortAndPrompt', args, true);
   }
 
   /**
-   * Prompts and waits for that prompt's completion; resolves the turn. `timeoutMs` covers the
-   * whole turn (default: the `turn_timeout_ms` option, else none). This call holds one
-   * libuv pool thread for the whole turn.
+   * Prompts and waits for that prompt's completion (where the library finds the agent's work
+   * ended); resolves the turn. `timeoutMs` covers the whole turn (default: the
+   * `turn_timeout_ms` option, else none). `signal` aborts the agent's work: `abort` is sent and
+   * the call rejects at once with the signal's reason; the next prompt, promptAndWait,
+   * collectEvents or waitForIdle of this client starts once the library completed the aborted
+   * prompt. This call holds one libuv pool thread for the whole turn.
    */
   async promptAndWait(message, opts = {}) {
     const n = native();
     this._handle();
-    const r = await this._asyncRaw(n.promptAndWaitTurn, [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], true);
+    const args = [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)];
+    const { signal } = opts;
+    if (signal) signal.throwIfAborted();
+    await this._abandonedTurn();
+    if (signal) signal.throwIfAborted();
+    this._handle(); // still open after the wait
+    const call = this._asyncRaw(n.promptAndWaitTurn, args, true);
+    const r = signal ? await this._abortable(call, signal, n.turnFree) : await call;
     this._catchUp();
     return takeTurn(structured(r, n.turnFree));
+  }
+
+  /**
+   * `call` (a prompt_and_wait on the pool), or, once `signal` aborts first: `abort` sent, the
+   * rejection with its reason, and the call (whose result is then dropped) remembered as the
+   * abandoned turn.
+   */
+  _abortable(call, signal, free) {
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        const sent = this.abort().catch(() => {}); // closed, or the agent refused: nothing to stop
+        const dropped = call.then((late) => {
+          if (late.st === 0) free(late.out);
+          else take(late.out);
+          take(late.err);
+        }, () => {});
+        this._abandon(Promise.all([dropped, sent]));
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      call.then(
+        (r) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(r);
+        },
+        (e) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      );
+    });
+  }
+
+  /** Remembers a turn abandoned to its signal until the library completed it. */
+  _abandon(done) {
+    const mine = done.then(() => {
+      if (this._abandoned === mine) this._abandoned = null;
+    });
+    this._abandoned = mine;
+  }
+
+  /** Resolves once no turn abandoned to its signal is still open in the library. */
+  async _abandonedTurn() {
+    while (this._abandoned) await this._abandoned;
   }
   async steer(message, opts = {}) {
     await this._async('steer', [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], false);
@@ -43,9 +101,14 @@ class ClientPrompts {
   async abort(opts = {}) {
     await this._async('abort', [timeoutArg(opts.timeoutMs)], false);
   }
-  /** Events from now through the next terminal `agent_end` (holds a pool thread meanwhile). */
+  /**
+   * Events from now until the agent's work ends (its `agent_settled`, or the last run's
+   * terminal `agent_end` when it does not announce settling); holds a pool thread meanwhile.
+   */
   async collectEvents(opts = {}) {
     const n = native();
+    this._handle();
+    await this._abandonedTurn();
     this._handle();
     const r = await this._asyncRaw(n.collectEventBatch, [timeoutArg(opts.timeoutMs)], true);
     this._catchUp();
@@ -60,6 +123,7 @@ class ClientPrompts {
     let t = opts.timeoutMs;
     // The C default is turn_timeout_ms; slicing needs the deadline here.
     if (t === undefined || t === TIMEOUT_DEFAULT) t = this._turnTimeoutMs;
+    await this._abandonedTurn();
     await this._sliced('waitForIdle', [], false, t, opts.signal);
   }
 }

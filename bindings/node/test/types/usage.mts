@@ -30,7 +30,7 @@ export async function main(fake: string): Promise<string | null> {
   client.on('event', (ev: AgentEvent) => void ev.type);
   client.on('message_update', (ev) => void ev.assistantMessageEvent);
   client.once('close', (reason: unknown) => void reason);
-  const turn: Turn = await client.promptAndWait('say hello', { timeoutMs: 10_000 });
+  const turn: Turn = await client.promptAndWait('say hello', { timeoutMs: 10_000, signal: AbortSignal.timeout(60_000) });
   const events: AgentEvent[] = turn.events;
   void events;
   const outcome: TurnOutcome = turn.outcome;
