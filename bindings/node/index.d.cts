@@ -254,6 +254,12 @@ export interface StartOptions {
   logQueueCapacity?: number | null;
   turn_idle_timeout_ms?: number | null;
   turnIdleTimeoutMs?: number | null;
+  /** Queue a `prompt_complete` event (`PromptCompleteEvent`) when a prompt completes (default false). */
+  prompt_complete_events?: boolean;
+  promptCompleteEvents?: boolean;
+  /** How long the agent must be quiet before a waiter asks `get_state` whether it is idle (250). */
+  activity_probe_ms?: number;
+  activityProbeMs?: number;
   bridge?: 'auto' | 'always' | 'never';
   bridge_transport?: 'unix' | 'tcp';
   bridgeTransport?: 'unix' | 'tcp';
@@ -377,6 +383,20 @@ export interface MessageOptions extends CallOptions {
 export interface AgentEvent {
   type: string;
   [key: string]: any;
+}
+
+/**
+ * The library's `prompt_complete` event (start option `promptCompleteEvents`): a prompt
+ * completed, where its turn would (`outcome` as `Turn.outcome`), or `'failed'` (refused,
+ * unsent, or a late failure: `error`).
+ */
+export interface PromptCompleteEvent extends AgentEvent {
+  type: 'prompt_complete';
+  omprpc: true;
+  requestId: string;
+  outcome: TurnOutcome | 'failed';
+  agentInvoked: boolean;
+  error?: ErrorDetails;
 }
 
 export interface UiRequest extends AgentEvent {

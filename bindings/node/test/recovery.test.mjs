@@ -137,6 +137,22 @@ for (const agent of AGENTS) {
       await nothingAfter(c, seen, agent);
     });
 
+    it('prompt_complete comes with the retry\'s run, with the turn\'s outcome', async (t) => {
+      const c = await startAs(t, agent, { promptCompleteEvents: true });
+      const seen = record(c);
+      const it = c.events({ types: ['prompt_complete'] });
+      const id = await c.prompt('retry once', { timeoutMs: WAIT_MS });
+      const deadline = setTimeout(() => it.return(), WAIT_MS);
+      const { value: done } = await it.next();
+      clearTimeout(deadline);
+      await it.return();
+      assert.deepEqual([done.requestId, done.outcome, done.agentInvoked, done.omprpc], [id, ended(agent), true, true]);
+      const types = seen.map((e) => e.type);
+      assert.equal(types.filter((x) => x === 'agent_start').length, 2, `${types}`);
+      assert.equal(types.indexOf('prompt_complete'), types.length - 1, `nothing of the prompt after it: ${types}`);
+      await nothingAfter(c, seen, agent);
+    });
+
     it('abort() in a retry\'s delay ends the turn at once, aborted; no retry follows', async (t) => {
       const c = await startAs(t, agent);
       const seen = record(c);

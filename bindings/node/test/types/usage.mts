@@ -3,7 +3,7 @@ import omprpc, {
   Client, ClosedError, CommandError, OmprpcError, TimeoutError, Status, TIMEOUT_INFINITE, buildArgv,
   Summarizer, summarize, envAllowlisted, promptFromContent, sanitizeSchema, skillsFlags,
   type AgentEvent, type HostToolContext, type StartOptions, type Turn, type TurnOutcome, type UiRequest,
-  type FailedAttempt, type FailedAttemptThen, type Compaction,
+  type FailedAttempt, type FailedAttemptThen, type Compaction, type PromptCompleteEvent,
 } from 'omprpc';
 
 export async function main(fake: string): Promise<string | null> {
@@ -28,6 +28,11 @@ export async function main(fake: string): Promise<string | null> {
     ],
   });
   client.on('event', (ev: AgentEvent) => void ev.type);
+  client.on('prompt_complete', (ev) => {
+    const done = ev as PromptCompleteEvent;
+    const how: TurnOutcome | 'failed' = done.outcome;
+    void [how, done.requestId, done.error?.message];
+  });
   client.on('message_update', (ev) => void ev.assistantMessageEvent);
   client.once('close', (reason: unknown) => void reason);
   const turn: Turn = await client.promptAndWait('say hello', { timeoutMs: 10_000, signal: AbortSignal.timeout(60_000) });
