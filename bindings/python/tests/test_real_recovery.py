@@ -136,7 +136,7 @@ def by_case(started: dict[str, _A]) -> tuple[dict[str, _A], dict[str, _A]]:
 # --- what every case checks ----------------------------------------------------------------
 
 
-def assistant_stops(messages: Any) -> list[str]:
+def assistant_stops(messages: Any) -> list[Any]:
     return [m.get("stopReason") for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
 
 

@@ -23,10 +23,10 @@ GUARD = 60.0
 
 #: The fake agents: pi 0.73.1 (its default; does not announce settling), pi 1.6.0 (announces
 #: settling) and omp.
-AGENTS = {
-    "pi-0.73.1": {"flavor": "pi", "env": {"OMPRPC_FAKE_VERSION": "0.73.1"}},
-    "pi-1.6.0": {"flavor": "pi", "env": {"OMPRPC_FAKE_VERSION": "1.6.0"}},
-    "omp": {"flavor": "omp", "env": {}},
+AGENTS: dict[str, tuple[str, dict[str, str]]] = {
+    "pi-0.73.1": ("pi", {"OMPRPC_FAKE_VERSION": "0.73.1"}),
+    "pi-1.6.0": ("pi", {"OMPRPC_FAKE_VERSION": "1.6.0"}),
+    "omp": ("omp", {}),
 }
 SETTLES = {"pi-0.73.1": False, "pi-1.6.0": True, "omp": False}
 
@@ -36,14 +36,14 @@ def end_of(agent: str) -> str:
 
 
 def sync_client(make_client: MakeClient, agent: str) -> RpcClient:
-    spec = AGENTS[agent]
-    return make_client(flavor=spec["flavor"], env=spec["env"])
+    flavor, env = AGENTS[agent]
+    return make_client(flavor=flavor, env=env)
 
 
 def async_client(fake_agent: str, agent: str) -> AsyncRpcClient:
-    spec = AGENTS[agent]
-    return AsyncRpcClient(command=agent_command(fake_agent, flavor=spec["flavor"]), flavor=spec["flavor"],
-                          env=spec["env"], startup_timeout=10.0, request_timeout=10.0,
+    flavor, env = AGENTS[agent]
+    return AsyncRpcClient(command=agent_command(fake_agent, flavor=flavor), flavor=flavor,
+                          env=env, startup_timeout=10.0, request_timeout=10.0,
                           core_options={"stop_grace_ms": 2000, "kill_grace_ms": 1000})
 
 
@@ -155,7 +155,7 @@ def test_abort_in_the_retry_delay_ends_the_turn_aborted(make_client: MakeClient,
 
 def test_a_summary_of_a_retried_turn_lists_its_attempts(make_client: MakeClient) -> None:
     # turn_summary: the library's summary of the turn holds the same record.
-    client = make_client(flavor="pi", env=AGENTS["pi-1.6.0"]["env"], turn_summary=True)
+    client = make_client(flavor="pi", env=AGENTS["pi-1.6.0"][1], turn_summary=True)
     turn = client.prompt_and_wait("retry once", timeout=GUARD)
     summary = turn.summary
     assert summary is not None and summary.complete
