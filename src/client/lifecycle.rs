@@ -525,6 +525,9 @@ impl Lifecycle {
                 }
             }
             RecoveryMark::Settled { aborted } => {
+                // A retry the host cancelled (abort_retry: pi settles with aborted:false) ended
+                // the work as an abort would.
+                let aborted = aborted || self.gave_up == Some(true);
                 self.settles = Some(true);
                 self.recovering = false;
                 self.gave_up = None;
@@ -943,6 +946,29 @@ mod tests {
         frame(&mut l, RecoveryMark::Settled { aborted: true });
         assert!(l.is_idle());
         assert_eq!(how(&mut l), TurnOutcome::Aborted);
+    }
+
+    #[test]
+    fn pi_1_x_abort_retry_in_the_delay_is_an_aborted_outcome_though_pi_settles_unaborted() {
+        // abort_retry cancels only the retry: auto_retry_end "Retry cancelled", the response,
+        // agent_settled {aborted:false}.
+        let mut l = prompted(Some(true));
+        start(&mut l);
+        failed(&mut l);
+        end_with(&mut l, true);
+        frame(&mut l, RecoveryMark::RetryStart);
+        l.abort_asked();
+        frame(&mut l, RecoveryMark::RetryEnd { success: false });
+        frame(&mut l, RecoveryMark::Settled { aborted: false });
+        assert_eq!(how(&mut l), TurnOutcome::Aborted);
+        // Retries that ran out without the host asking settle as the agent says.
+        let mut l = prompted(Some(true));
+        start(&mut l);
+        failed(&mut l);
+        end_with(&mut l, false);
+        frame(&mut l, RecoveryMark::RetryEnd { success: false });
+        frame(&mut l, RecoveryMark::Settled { aborted: false });
+        assert_eq!(how(&mut l), TurnOutcome::AgentSettled);
     }
 
     #[test]

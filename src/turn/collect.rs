@@ -68,9 +68,11 @@ pub struct Outcome {
 }
 
 /// One low-level run the turn saw end: its `agent_end` and the messages streamed in it (to
-/// rebuild a compacted `agent_end`).
+/// rebuild a compacted `agent_end`). omp may start a run again without ending the first (it holds
+/// back a failed run's `agent_end` and sends only the last one, listing only the last run's
+/// messages): such a run has no `agent_end`, its messages are the ones it streamed.
 pub struct Run {
-    pub agent_end: Vec<u8>,
+    pub agent_end: Option<Vec<u8>>,
     pub streamed: Vec<Vec<u8>>,
     /// Its `agent_start` came after the collection began (else it is the tail of a run that was
     /// live already: a prompt queued into it).
@@ -102,6 +104,8 @@ pub struct Collector {
     pub facts: Vec<Fact>,
     /// An `agent_start` came since the collection began.
     started: bool,
+    /// An `agent_start` came and no `agent_end` since.
+    open_run: bool,
     limit: Option<usize>,
     max_bytes: Option<usize>,
     keep: TurnEvents,
@@ -120,6 +124,7 @@ impl Collector {
             runs: Vec::new(),
             facts: Vec::new(),
             started: false,
+            open_run: false,
             limit,
             max_bytes,
             keep,
@@ -180,14 +185,20 @@ impl Collector {
     fn stream(&mut self, line: &[u8], mark: &Mark) {
         match mark {
             Mark::AgentStart => {
-                self.streamed.clear();
+                let streamed = std::mem::take(&mut self.streamed);
+                if self.open_run {
+                    // A run started again without ending (omp): the first keeps what it streamed.
+                    self.runs.push(Run { agent_end: None, streamed, started_here: true });
+                }
                 self.started = true;
+                self.open_run = true;
                 self.facts.push(Fact::Start);
             }
             Mark::AgentEnd { .. } => {
                 let streamed = std::mem::take(&mut self.streamed);
                 self.facts.push(Fact::End(self.runs.len()));
-                self.runs.push(Run { agent_end: line.to_vec(), streamed, started_here: self.started });
+                self.runs.push(Run { agent_end: Some(line.to_vec()), streamed, started_here: self.started });
+                self.open_run = false;
             }
             Mark::MessageEnd { message, stop } => {
                 self.streamed.push(message.to_vec());

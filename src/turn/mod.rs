@@ -81,13 +81,20 @@ fn messages(agent_end: &[u8], streamed: &[Vec<u8>]) -> Result<Vec<Box<RawValue>>
             ),
         ));
     }
-    let mut out = Vec::with_capacity(count);
-    for m in &streamed[..missing] {
-        let raw = std::str::from_utf8(m).ok().and_then(|s| RawValue::from_string(s.to_string()).ok());
-        out.push(raw.ok_or_else(|| Error::new(Status::Protocol, "a streamed message_end message is not JSON"))?);
-    }
+    let mut out = raw_messages(&streamed[..missing])?;
     out.extend(listed);
     Ok(out)
+}
+
+/// Streamed `message_end` messages as JSON values.
+fn raw_messages(streamed: &[Vec<u8>]) -> Result<Vec<Box<RawValue>>> {
+    streamed
+        .iter()
+        .map(|m| {
+            let raw = std::str::from_utf8(m).ok().and_then(|s| RawValue::from_string(s.to_string()).ok());
+            raw.ok_or_else(|| Error::new(Status::Protocol, "a streamed message_end message is not JSON"))
+        })
+        .collect()
 }
 
 /// The assistant message of a turn: the last assistant in the messages, else the last event
@@ -138,7 +145,10 @@ fn turn_messages(runs: &[Run]) -> Result<(Vec<Box<RawValue>>, Vec<usize>)> {
     let mut ends = Vec::with_capacity(runs.len());
     for r in runs {
         if mine.iter().any(|m| std::ptr::eq(*m, r)) {
-            all.extend(messages(&r.agent_end, &r.streamed)?);
+            match &r.agent_end {
+                Some(end) => all.extend(messages(end, &r.streamed)?),
+                None => all.extend(raw_messages(&r.streamed)?),
+            }
         }
         ends.push(all.len());
     }
@@ -158,7 +168,7 @@ fn record(c: &Collector, msgs: &[Box<RawValue>], ends: &[usize]) -> recovery::Re
                 let last = run.iter().rev().find(|m| role(m.get().as_bytes()).as_deref() == Some("assistant"));
                 let parsed = last.and_then(|m| serde_json::from_str::<Value>(m.get()).ok());
                 // A run left out of the messages (an earlier run's tail) has its own agent_end.
-                let parsed = parsed.or_else(|| last_assistant_of(&c.runs[*i].agent_end));
+                let parsed = parsed.or_else(|| c.runs[*i].agent_end.as_deref().and_then(last_assistant_of));
                 r.run_ended(parsed.as_ref());
             }
             Fact::Frame(f) => {
@@ -517,6 +527,36 @@ mod tests {
         let v: Value = serde_json::from_slice(&t.json).unwrap();
         assert_eq!((v["attempts"].as_u64(), v["failedAttempts"][0]["error"].as_str()), (Some(2), Some("500: boom")));
         assert_eq!(v["events"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn omp_a_run_started_again_without_its_end_keeps_its_streamed_messages() {
+        // omp 18.2.3 (recorded): the failed run's agent_end is held back; the last one lists only
+        // the last run's messages.
+        let user = r#"{"role":"user","content":"flaky"}"#;
+        let failed = r#"{"role":"assistant","content":[],"stopReason":"error","errorMessage":"500"}"#;
+        let ok = r#"{"role":"assistant","content":[{"type":"text","text":"recovered"}],"stopReason":"stop"}"#;
+        let me = |m: &str| format!(r#"{{"type":"message_end","message":{m}}}"#);
+        let mut c = Collector::new(None, TURN_PREFIX, None, None, TurnEvents::All);
+        let end = format!(r#"{{"type":"agent_end","messages":[{ok}],"isTerminal":true}}"#);
+        for (fr, mark) in [
+            (r#"{"type":"agent_start"}"#.to_string(), Mark::AgentStart),
+            (me(user), Mark::MessageEnd { message: user.as_bytes(), stop: Stop::NotAssistant }),
+            (me(failed), Mark::MessageEnd { message: failed.as_bytes(), stop: Stop::Error }),
+            (r#"{"type":"auto_retry_start","delayMs":400.5}"#.to_string(), Mark::Recovery(RecoveryMark::RetryStart)),
+            (r#"{"type":"agent_start"}"#.to_string(), Mark::AgentStart),
+            (me(ok), Mark::MessageEnd { message: ok.as_bytes(), stop: Stop::Normal }),
+            (end.clone(), Mark::AgentEnd { terminal: true, will_retry: false }),
+        ] {
+            c.retain(fr.as_bytes(), &mark);
+        }
+        c.finish(Ok(Outcome { how: TurnOutcome::AgentEnd, agent_invoked: true, prompt_result: None }));
+        let t: Value = serde_json::from_slice(&build("r", c, None).unwrap()).unwrap();
+        let stops: Vec<Value> = t["messages"].as_array().unwrap().iter().map(|m| m["stopReason"].clone()).collect();
+        assert_eq!(stops, [Value::Null, Value::from("error"), Value::from("stop")]);
+        assert_eq!(t["assistantText"], "recovered");
+        assert_eq!(t["failedAttempts"], serde_json::json!([{"attempt": 1, "error": "500", "then": "retry", "delayMs": 401}]));
+        assert_eq!(t["attempts"], 2);
     }
 
     #[test]
