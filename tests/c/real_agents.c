@@ -1253,8 +1253,8 @@ static void recovery_turn(omprpc_client *c, const workspace *w, const agent_fact
     }
     {
         /* The failed attempt's error message: streamed (message_end) in the turn's events, and
-         * on pi among the turn's messages (every run's agent_end messages). omp's one agent_end
-         * lists only the last run's answer (see the report of issue 21). */
+         * among the turn's messages (every run's; omp holds the failed run's agent_end back, its
+         * messages are the ones it streamed). */
         const omprpc_str *msgs = NULL;
         size_t n = 0, i;
         int errors = 0;
@@ -1277,7 +1277,7 @@ static void recovery_turn(omprpc_client *c, const workspace *w, const agent_fact
                 if (jpath_str(m, "stopReason") && !strcmp(jpath_str(m, "stopReason"), "error")) errors++;
                 json_free(m);
             }
-        if (!f->omp) CHECKF(errors >= 1, "%s: no error message among the turn's %zu messages", rc->name, n);
+        CHECKF(errors >= 1, "%s: no error message among the turn's %zu messages", rc->name, n);
     }
     omprpc_turn_free(t);
     printf("  %s %s: %s after %lld ms, %u attempts, %d LLM requests\n", f->label, rc->name, outcome_name(want),

@@ -261,9 +261,9 @@ static void retry_is_one_turn(const fake *f, const char *message, const char *co
         CHECKF(starts == 2, "%s: %d agent_start", f->name, starts);
         CHECK_STR(last, end_of(f));
         CHECK(count_type(&t, "auto_retry_start", NULL, 0) == 1 && count_type(&t, "auto_retry_end", NULL, 0) == 1);
-        /* pi's agent_end lists its run's messages: the failed one, then the answer; omp's one
-         * agent_end only the answer */
-        CHECK_STR(assistant_stops(&t, buf, sizeof buf), f->omp ? "stop" : "error,stop");
+        /* every run's messages: the failed attempt's, then the answer (omp holds the failed run's
+         * agent_end back: its messages are the ones it streamed) */
+        CHECK_STR(assistant_stops(&t, buf, sizeof buf), "error,stop");
         check_json_agrees(&t);
         turn_done(&t);
     }
@@ -373,7 +373,7 @@ static void *waiter_thread(void *arg) {
 
 /* The prompt_complete event of `request_id`: events are taken until it comes (WAIT_MS at most),
  * then every one queued; its outcome into buf ("" when none came, "many" when more than one).
- * It may be queued a moment after the waiting call returned (see the report of issue 21). */
+ * It may be queued a moment after the waiting call returned. */
 static const char *prompt_complete_outcome(omprpc_client *c, const char *request_id, char *buf, size_t cap) {
     char *ev = NULL, *err = NULL;
     int seen = 0;
@@ -424,11 +424,9 @@ static void cancel_retry(const fake *f, const char *command) {
     if (CHECK_OK(w.st, w.err) && turn_take(&t, w.turn)) {
         const char *request_id = jpath_str(t.json, "requestId");
         jval *end;
-        /* abort: aborted everywhere. abort_retry: pi 1.6.0 says agent_settled {aborted:false}
-         * after it, and its word stands; pi 0.73.1 and omp say nothing of the kind, and the
-         * library counts the host's abort_retry as an abort. */
-        omprpc_turn_outcome want = !strcmp(command, "abort") || !f->settles ? OMPRPC_TURN_OUTCOME_ABORTED
-                                                                             : OMPRPC_TURN_OUTCOME_AGENT_SETTLED;
+        /* aborted, whichever the command: pi 1.6.0 settles with aborted:false after an
+         * abort_retry (it cancelled only the retry), but the host's cancel ended the work */
+        omprpc_turn_outcome want = OMPRPC_TURN_OUTCOME_ABORTED;
         CHECKF(t.info.outcome == want, "%s, %s: outcome %s, expected %s", f->name, command, outcome_name(t.info.outcome),
                outcome_name(want));
         CHECK(t.info.attempts == 1);
