@@ -6,6 +6,7 @@ package omprpc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -212,6 +213,10 @@ func TestFakeRecovery(t *testing.T) {
 					if fa := tr.FailedAttempts[0]; fa.Attempt != 1 || fa.Then != AttemptRetry || fa.DelayMs != 100 || !strings.HasPrefix(fa.Error, status) {
 						t.Errorf("failed attempt %+v, want 1, retry after 100 ms, %s…", fa, status)
 					}
+					// Both runs' messages: the failed attempt's error, then the answer.
+					if got := stopReasons(t, tr.Messages); got != "error,stop" {
+						t.Errorf("the turn's messages stop with %s, want error then stop", got)
+					}
 					f.nothingAfter(t)
 				}
 			}
@@ -336,12 +341,9 @@ func TestFakeRecovery(t *testing.T) {
 						t.Errorf("the turn returned %v after %s", took, how)
 					}
 					tr := r.tr
-					want := TurnAborted
-					if how == "AbortRetry" && f.settles {
-						// pi 1.x settles {aborted:false} after abort_retry: the agent's word decides.
-						want = TurnAgentSettled
-					}
-					evs := f.check(t, tr, want)
+					// Aborted either way (pi 1.x settles {aborted:false} after abort_retry: the
+					// cancelled retry decides).
+					evs := f.check(t, tr, TurnAborted)
 					if tr.Attempts != 1 || len(tr.FailedAttempts) != 1 || tr.FailedAttempts[0].Then != AttemptCancelled || tr.FailedAttempts[0].DelayMs != 60000 {
 						t.Errorf("attempts %d, failed %+v", tr.Attempts, tr.FailedAttempts)
 					}
@@ -353,6 +355,17 @@ func TestFakeRecovery(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stopReasons are the stopReasons of the messages that have one, joined with commas.
+func stopReasons(t testing.TB, messages []json.RawMessage) string {
+	var out []string
+	for _, m := range messages {
+		if s := jstr(t, m, "stopReason"); s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // sameList: a and b hold equal items (nil and empty alike).
