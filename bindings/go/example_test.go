@@ -110,6 +110,32 @@ func ExampleClient_All() {
 	// prompt_complete: agent_end
 }
 
+// Read what happened in a turn: the fake agent's model fails the first call with a 500 and
+// the agent retries 100 ms later. The turn ends after the retry's answer, and says so.
+func ExampleTurn() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := omprpc.Start(ctx, omprpc.Options{Command: []string{fakeAgent()}})
+	if err != nil {
+		fmt.Println("start:", err)
+		return
+	}
+	defer c.Close()
+
+	turn, err := c.PromptAndWait(ctx, "retry once", nil)
+	if err != nil {
+		fmt.Println("prompt:", err)
+		return
+	}
+	fmt.Println(turn.Outcome, turn.Attempts, "attempts:", *turn.AssistantText)
+	for _, f := range turn.FailedAttempts {
+		fmt.Printf("attempt %d failed (%.3s…), then %s after %d ms\n", f.Attempt, f.Error, f.Then, f.DelayMs)
+	}
+	// Output:
+	// agent_end 2 attempts: recovered
+	// attempt 1 failed (500…), then retry after 100 ms
+}
+
 // Serve a host tool: the handler runs on its own goroutine for every call.
 func ExampleHostTool() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
