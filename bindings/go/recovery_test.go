@@ -283,6 +283,33 @@ func TestFakeRecovery(t *testing.T) {
 				}
 				f.nothingAfter(t)
 			})
+			t.Run("CollectEventsWaitsForTheRetry", func(t *testing.T) {
+				id, err := f.c.Prompt(ctxFor(t), "rate limited", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				evs, err := f.c.CollectEvents(ctxFor(t))
+				if err != nil {
+					t.Fatalf("CollectEvents: %v", err)
+				}
+				var types []string
+				for _, ev := range evs {
+					if jget(t, ev.Raw, "omprpc") != true {
+						types = append(types, ev.Type)
+					}
+				}
+				want := "agent_end"
+				if f.settles {
+					want = "agent_settled"
+				}
+				if len(types) == 0 || types[len(types)-1] != want || !strings.Contains(strings.Join(types, ","), "auto_retry_end") {
+					t.Errorf("CollectEvents: %v, want through auto_retry_end to %s", types, want)
+				}
+				f.next(t, "prompt_complete for "+id, func(ev Event) bool {
+					return ev.Type == "prompt_complete" && jstr(t, ev.Raw, "requestId") == id
+				})
+				f.nothingAfter(t)
+			})
 			t.Run("DeadlineInRetryDelayEndsTheWaitOnly", func(t *testing.T) {
 				// A context ends the call's wait, never the agent's work: the retry still
 				// pends until Abort.
