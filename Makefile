@@ -464,7 +464,7 @@ TSAN_TOOLCHAIN ?= nightly
 TSAN_CARGO_DIR := $(TARGET_DIR)/tsan
 TSAN_TEST_DIR  := $(TARGET_DIR)/c-tests-tsan
 # The programs that use a client from several threads (the others only add time here).
-TSAN_TESTS     ?= $(filter test_basics test_host test_load test_observe test_prompt test_ui,$(C_TEST_NAMES))
+TSAN_TESTS     ?= $(filter test_basics test_host test_load test_observe test_prompt test_recovery test_ui,$(C_TEST_NAMES))
 TSAN_ENV       := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 c-tests-tsan: build
 	@mkdir -p $(TSAN_TEST_DIR)

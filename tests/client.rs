@@ -599,6 +599,26 @@ fn turns_can_keep_fewer_events_and_are_bounded_in_bytes() {
     assert!(e.message.contains("max_turn_bytes"));
 }
 
+/// A call that waited for a prompt's completion returns after that completion's `prompt_complete`
+/// event was queued: a host that drains the queue right after the call finds it (before the
+/// fix, about half of these calls returned first).
+#[test]
+fn the_prompt_complete_event_is_queued_before_the_waiting_call_returns() {
+    let c = start_with(json!({"command": [FAKE, "--flavor", "pi"], "flavor": "pi", "prompt_complete_events": true}));
+    let queued_now = |c: &Client, id: &str| -> bool {
+        let evs = c.next_events(4096, Some(Instant::now())).unwrap_or_default();
+        evs.iter().map(|e| serde_json::from_slice::<Value>(e).unwrap()).any(|v| v["type"] == "prompt_complete" && v["requestId"] == id)
+    };
+    for i in 0..40 {
+        let t = parse(&c.prompt_and_wait("say hello", None, secs(10)).unwrap());
+        assert!(queued_now(&c, t["requestId"].as_str().unwrap()), "round {i}: prompt_and_wait returned before its prompt_complete event was queued");
+        let id = c.prompt("prompt", "say hello", None, secs(10)).unwrap();
+        c.wait_for_idle(secs(10)).unwrap();
+        assert!(queued_now(&c, &id), "round {i}: wait_for_idle returned before the prompt_complete event was queued");
+    }
+    c.close().unwrap();
+}
+
 /// With `prompt_complete_events`, every tracked prompt's completion is an event after the frame
 /// that completed it: what a host streaming events waits for (examples/demo.c).
 #[test]

@@ -50,12 +50,14 @@ impl Shared {
         if let Err(e) = self.write(line, deadline) {
             lock(&self.pending).remove(id);
             if track.is_some() {
+                let gate = self.announcing();
                 let done = {
                     let mut st = self.state();
                     st.life.rejected(id, &e);
                     st.life.take_completions()
                 };
                 self.push_completions(done);
+                drop(gate);
             }
             self.log.log(Level::Warn, "request", "sending a request failed", json!({"type": ty, "id": id, "status": e.status.name()}));
             return Err(e);
@@ -134,14 +136,17 @@ impl Shared {
                         st.probe = None;
                         let answer = self.probe_answer(&reply);
                         self.log.log(Level::Debug, "activity", "the agent said whether it is idle", json!({"id": id, "answer": format!("{answer:?}")}));
+                        // An idle answer may complete a prompt (pi's silent preflight): the
+                        // gate comes before the state in the lock order.
+                        drop(st);
+                        let gate = self.announcing();
+                        st = self.state();
                         st.life.probed(answer, starts);
-                        // An idle answer may complete a prompt (pi's silent preflight).
                         let done = st.life.take_completions();
-                        if !done.is_empty() {
-                            drop(st);
-                            self.push_completions(done);
-                            st = self.state();
-                        }
+                        drop(st);
+                        self.push_completions(done);
+                        drop(gate);
+                        st = self.state();
                         continue;
                     }
                     if now >= p.sent + self.probe_patience() {
@@ -419,16 +424,19 @@ impl Client {
         turn::events_located(collector)
     }
 
-    /// Waits for the active collector to complete and takes it.
+    /// Waits for the active collector to complete and takes it (its `prompt_complete` event, when
+    /// announced, is queued first).
     fn completed_collector(&self, deadline: Deadline) -> Result<turn::Collector> {
         let s = &self.shared;
-        s.wait_state_since(deadline, "Timed out waiting for the agent to finish", s.turn_wait(), &mut |st| {
+        let collector = s.wait_state_since(deadline, "Timed out waiting for the agent to finish", s.turn_wait(), &mut |st| {
             if st.life.collector_done() {
                 st.life.take_collector()
             } else {
                 None
             }
-        })
+        })?;
+        s.completions_announced();
+        Ok(collector)
     }
 
     /// Waits until the agent is idle by its own account: no run open (whoever started it), no
@@ -440,6 +448,7 @@ impl Client {
         let sticky = s.wait_state_since(deadline, "Timed out waiting for the agent to become idle", s.turn_wait(), &mut |st| {
             st.life.is_idle().then(|| st.life.sticky_error().cloned())
         })?;
+        s.completions_announced();
         match sticky {
             Some(e) => Err(e),
             None => Ok(()),

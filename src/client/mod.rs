@@ -137,8 +137,9 @@ struct InflightProbe {
 /// What the client's threads share.
 ///
 /// Locks, in the order a thread may nest them (one holding a lock takes only those below it;
-/// most are never nested): `state` → `pending` (a waiter abandons its probe's request while it
-/// holds the state). The others — `stdin` (held across a write to the agent, which has a
+/// most are never nested): `announcing` → `state` → `pending` (a waiter abandons its probe's
+/// request while it holds the state); `announcing` is held across a change of the prompts'
+/// state and the queueing of the `prompt_complete` events it made. The others — `stdin` (held across a write to the agent, which has a
 /// deadline), `stderr`, `decoder`, `bridge`, and the event, UI and log queues' own — are
 /// taken alone. No pipe or socket I/O happens under `state` or `pending`: frames for the
 /// agent or the bridge are built under them and written after. Every lock survives a
@@ -157,6 +158,10 @@ pub(crate) struct Shared {
     pending: Mutex<Pending>,
     state: Mutex<State>,
     cond: Condvar,
+    /// Held (with `prompt_complete_events` on) from a change that may complete prompts until
+    /// their `prompt_complete` events are queued; a waiter takes it before it returns, so the
+    /// event is queued before the call that waited for the same completion returns.
+    announcing: Mutex<()>,
     events: EventQueue,
     ui: UiQueue,
     stderr: Mutex<StderrRing>,
@@ -381,6 +386,18 @@ impl Shared {
                 .send(&frame)
                 .map_err(|e| Error::new(Status::Io, format!("the tool bridge connection is gone: {e}"))),
         }
+    }
+
+    /// Taken before a change of the prompts' state that may complete one, and held until the
+    /// completions are queued (`push_completions`); `None` when they are not announced.
+    pub(crate) fn announcing(&self) -> Option<MutexGuard<'_, ()>> {
+        self.opts.prompt_complete_events.then(|| lock(&self.announcing))
+    }
+
+    /// A waiter saw its completion: any `prompt_complete` event being queued for it is queued
+    /// when this returns.
+    pub(crate) fn completions_announced(&self) {
+        drop(self.announcing());
     }
 
     /// A session event from outside the reader (the bridge): retained for the active

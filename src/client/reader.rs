@@ -155,6 +155,8 @@ impl Router<'_> {
 
     /// Queues a `prompt_complete` event for each prompt the last frame completed, after that
     /// frame (lifecycle::Completion).
+    /// Queues the `prompt_complete` events of the completions made so far (under the
+    /// `announcing` gate its caller holds).
     fn announce(&mut self) {
         if !self.shared.opts.prompt_complete_events {
             return; // none are kept: no lock to take
@@ -364,13 +366,15 @@ impl Router<'_> {
             b"prompt_result" => {
                 let id = f.str(line, "id").map(Cow::into_owned);
                 let invoked = f.kind(line, "agentInvoked") != Some(Kind::False);
-                if let Some(id) = id {
+                let gate = self.shared.announcing();
+                if let Some(id) = &id {
                     self.flush();
-                    self.shared.state().life.completed_without_run(&id, Some(line), invoked);
-                    self.shared.cond.notify_all();
+                    self.shared.state().life.completed_without_run(id, Some(line), invoked);
                 }
                 self.session_event(line, Mark::Other);
                 self.announce();
+                drop(gate);
+                self.shared.cond.notify_all();
             }
             _ => self.session_event(line, Mark::Other),
         }
@@ -384,9 +388,11 @@ impl Router<'_> {
             // its events are in the queue before any waiter wakes.
             self.emit_line(line);
             self.flush();
+            let gate = self.shared.announcing();
             self.shared.state().life.event(line, mark);
-            self.shared.cond.notify_all();
             self.announce();
+            drop(gate);
+            self.shared.cond.notify_all();
         } else {
             self.shared.state().life.event(line, mark);
             self.emit_line(line);
@@ -418,14 +424,17 @@ impl Router<'_> {
                     s.cond.notify_all();
                 }
                 if is_prompt_command(&sent) {
-                    let mut st = s.state();
-                    match &rejected {
-                        Some(e) => st.life.rejected(&target, e),
-                        None => st.life.acknowledged(&target, disposition),
+                    let gate = s.announcing();
+                    {
+                        let mut st = s.state();
+                        match &rejected {
+                            Some(e) => st.life.rejected(&target, e),
+                            None => st.life.acknowledged(&target, disposition),
+                        }
                     }
-                    drop(st);
-                    s.cond.notify_all();
                     self.announce();
+                    drop(gate);
+                    s.cond.notify_all();
                 }
                 return;
             }
@@ -444,9 +453,11 @@ impl Router<'_> {
             self.record(line, &shown, id.as_deref(), &message);
             if let (Some(id), true) = (&id, is_prompt_command(&shown)) {
                 self.flush();
+                let gate = s.announcing();
                 s.state().life.late_failure(id, e);
-                s.cond.notify_all();
                 self.announce();
+                drop(gate);
+                s.cond.notify_all();
             }
             return;
         }

@@ -155,6 +155,7 @@ impl Client {
                 ops: operations::Operations::default(),
             }),
             cond: Condvar::new(),
+            announcing: Mutex::new(()),
             events,
             ui: UiQueue::new(opts.ui_policy.clone()),
             stderr: Mutex::new(StderrRing::new(opts.max_stderr_lines)),
