@@ -245,9 +245,12 @@ impl Summarizer {
                 // Complete unless the agent goes on (isTerminal:false, willRetry:true), or it
                 // failed and the agent may still retry or compact (the client's lifecycle decides;
                 // a turn's summary is complete when the turn is built).
+                // `terminal`: the agent said nothing more follows this run (not omp's
+                // isTerminal:false, not pi's willRetry:true); the prompt's end is still the
+                // client's to say (prompt_complete).
                 let failed = streamed.as_ref().or(last).is_some_and(|m| m["stopReason"] == "error");
-                let terminal = ev["isTerminal"] != false;
-                if terminal && ev["willRetry"] != true && !failed {
+                let terminal = ev["isTerminal"] != false && ev["willRetry"] != true;
+                if terminal && !failed {
                     self.complete = true;
                 }
                 out.push(json!({"kind": "turn_end", "terminal": terminal}));
