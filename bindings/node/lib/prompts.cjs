@@ -57,8 +57,7 @@ class ClientPrompts {
       const onAbort = () => {
         const sent = this.abort().catch(() => {}); // closed, or the agent refused: nothing to stop
         const dropped = call.then((late) => {
-          if (late.st === 0) free(late.out);
-          else take(late.out);
+          if (late.out) free(late.out); // the turn nobody takes
           take(late.err);
         }, () => {});
         this._abandon(Promise.all([dropped, sent]));
