@@ -76,8 +76,9 @@ def test_a_retry_is_one_turn(make_client: MakeClient, agent: str, message: str, 
     client = sync_client(make_client, agent)
     turn = client.prompt_and_wait(message, timeout=GUARD)
     check_one_retry(agent, turn, code)
-    if agent != "omp":  # pi's agent_end lists its run's messages; omp's only the answer
-        assert assistant_stops(turn) == ["error", "stop"], turn.messages
+    # Every run's messages, the failed attempt's error message first (omp's failed run has no
+    # agent_end of its own: its streamed messages).
+    assert assistant_stops(turn) == ["error", "stop"], turn.messages
     # Right after, the agent is idle and takes the next prompt.
     assert client.get_state().is_streaming is False
     nxt = client.prompt_and_wait("hello", timeout=GUARD)
@@ -123,9 +124,9 @@ def test_retries_that_run_out(make_client: MakeClient, agent: str) -> None:
     assert [f.delay_ms for f in turn.failed_attempts[:2]] == [100, 200]
 
 
-@pytest.mark.parametrize("agent", AGENTS)
-def test_abort_in_the_retry_delay_ends_the_turn_aborted(make_client: MakeClient, agent: str) -> None:
-    client = sync_client(make_client, agent)
+def cancelled_in_the_retry_delay(client: RpcClient, cancel: Callable[[], Any]) -> PromptTurn:
+    """Prompts "retry until abort" (a 60 s retry delay), calls ``cancel`` once the agent
+    announced its retry, and returns the turn (which must come back long before the delay)."""
     retrying = threading.Event()
     client.on_auto_retry_start(lambda _event: retrying.set())
     result: list[PromptTurn | BaseException] = []
@@ -140,14 +141,24 @@ def test_abort_in_the_retry_delay_ends_the_turn_aborted(make_client: MakeClient,
     waiter.start()
     assert retrying.wait(GUARD), "the agent never announced its retry"
     t0 = time.monotonic()
-    client.abort()
+    cancel()
     waiter.join(GUARD)
-    assert not waiter.is_alive() and result, "the aborted turn never returned"
+    assert not waiter.is_alive() and result, "the turn never returned"
     turn = result[0]
     if isinstance(turn, BaseException):
         raise turn
     assert time.monotonic() - t0 < 10, "the turn waited for the retry's 60 s delay"
-    assert (turn.outcome, turn.attempts) == ("aborted", 1), turn
+    return turn
+
+
+@pytest.mark.parametrize("cancel", ["abort", "abort_retry"])
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_retry_cancelled_in_its_delay_ends_the_turn_aborted(make_client: MakeClient, agent: str,
+                                                              cancel: str) -> None:
+    """``abort`` — and ``abort_retry``, the agent's own command — while the agent waits to retry."""
+    client = sync_client(make_client, agent)
+    turn = cancelled_in_the_retry_delay(client, getattr(client, cancel))
+    assert (turn.outcome, turn.attempts, turn.stop_reason) == ("aborted", 1, "error"), turn
     assert [(f.attempt, f.then) for f in turn.failed_attempts] == [(1, "cancelled")], turn.failed_attempts
     assert client.get_state().is_streaming is False
     assert client.prompt_and_wait("hello", timeout=GUARD).assistant_text == "pong"
