@@ -110,3 +110,20 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.write_sep("-", "real agents")
     for module in sorted(seen):
         terminalreporter.write_line(f"{module}: {', '.join(sorted(seen[module]))}")
+
+
+def _modules_with(session: Any, name: str) -> list[Any]:
+    modules = {id(m): m for m in (getattr(item, "module", None) for item in session.items) if hasattr(m, name)}
+    return list(modules.values())
+
+
+def pytest_collection_finish(session: Any) -> None:
+    """A module whose real agents take seconds to start (``prestart()``, test_real_recovery.py)
+    starts them now, in the background, while the modules before it run."""
+    for module in _modules_with(session, "prestart"):
+        module.prestart()
+
+
+def pytest_sessionfinish(session: Any) -> None:
+    for module in _modules_with(session, "close_prestarted"):
+        module.close_prestarted()
