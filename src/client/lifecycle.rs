@@ -29,7 +29,8 @@
 //! - a non-terminal `agent_end` followed by silence (omp's compaction handoff ends a run so and
 //!   starts nothing after it);
 //! - a failed run's terminal `agent_end` followed by silence (the agent does nothing about an
-//!   error it cannot retry, such as a bad request) — agents that do not announce settling;
+//!   error it cannot retry, such as a bad request) — pi before 0.80.4 (omp says what follows a
+//!   failed run before that run's terminal end, so its failed terminal end is the end);
 //! - a prompt the agent acknowledged with no run after it and no disposition (pi before 0.99
 //!   runs an extension's `/command` inside the prompt's preflight and starts no run);
 //! - the client asked the agent to queue a message (`steer`, `follow_up`, a prompt with
@@ -158,6 +159,9 @@ pub struct Lifecycle {
     /// on); for a pi of unknown version learned from its first disposition (0.99 on) or
     /// `agent_settled`, and until then taken as not.
     settles: Option<bool>,
+    /// The agent says what follows a failed run before that run's terminal `agent_end` (omp: it
+    /// holds the failed run's end back), so a failed terminal end is the end.
+    recovers_before_its_end: bool,
     /// The current run's last assistant message stopped so.
     run_stop: Stop,
     /// The agent said it goes on after this run (`auto_retry_start`, an overflow compaction, a
@@ -203,6 +207,7 @@ impl Lifecycle {
             agent_starts: 0,
             in_run: false,
             settles: Some(false),
+            recovers_before_its_end: false,
             run_stop: Stop::Normal,
             recovering: false,
             gave_up: None,
@@ -228,6 +233,12 @@ impl Lifecycle {
     /// from the stream, see `settles`).
     pub fn agent_settles(&mut self, settles: Option<bool>) {
         self.settles = settles;
+    }
+
+    /// The agent announces its retries and overflow recovery before a failed run's terminal
+    /// `agent_end` (omp 18): no probe after such an end.
+    pub fn agent_recovers_before_its_end(&mut self) {
+        self.recovers_before_its_end = true;
     }
 
     pub fn active_operation(&self) -> Option<&'static str> {
@@ -479,7 +490,7 @@ impl Lifecycle {
                     Some(Open::Unclear)
                 } else if self.recovering {
                     Some(Open::Recovering)
-                } else if self.run_stop == Stop::Error && self.gave_up.is_none() {
+                } else if self.run_stop == Stop::Error && self.gave_up.is_none() && !self.recovers_before_its_end {
                     Some(Open::Unclear)
                 } else {
                     None
@@ -1082,6 +1093,18 @@ mod tests {
         end_with(&mut l, false);
         assert!(l.is_idle(), "ended at once: the agent said it gave up");
         assert_eq!(how(&mut l), TurnOutcome::Aborted);
+    }
+
+    #[test]
+    fn omp_a_failed_terminal_end_is_the_end_without_a_probe() {
+        // omp 18.2.3: a 400 nobody retries — the failed message, one terminal agent_end.
+        let mut l = prompted(Some(false));
+        l.agent_recovers_before_its_end();
+        start(&mut l);
+        failed(&mut l);
+        end_with(&mut l, false);
+        assert!(l.is_idle());
+        assert_eq!(how(&mut l), TurnOutcome::AgentEnd);
     }
 
     #[test]

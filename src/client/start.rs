@@ -138,6 +138,11 @@ impl Client {
                 life: {
                     let mut life = Lifecycle::new(opts.max_event_history, opts.max_turn_bytes, opts.turn_events);
                     life.agent_settles(crate::protocol::version::announces_settling(opts.flavor, opts.agent_version));
+                    if opts.flavor == crate::protocol::argv::Flavor::Omp {
+                        // omp holds a failed run's agent_end back until its retries and overflow
+                        // recovery are over (tests/support/OMP-NOTES.md).
+                        life.agent_recovers_before_its_end();
+                    }
                     if opts.prompt_complete_events {
                         life.announce_completions();
                     }
