@@ -105,6 +105,9 @@ class _Session(_HostCalls):
             info = self.info()
             self.flavor = info.get("flavor")
             self.protocol_version = int(info.get("protocolVersion") or 1)
+            # Which agent a dispatcher serves, in thread listings: omprpc-dispatch-<agent pid>.
+            if isinstance(info.get("pid"), int):
+                self.thread.name = f"omprpc-dispatch-{info['pid']}"
         except (RpcError, ValueError, TypeError):
             self.protocol_version = 1
         if dispatch:

@@ -585,15 +585,16 @@ def test_the_loop_keeps_running_during_a_turn(fake_agent: str) -> None:
 
 def test_twenty_agents_in_one_loop_with_bounded_threads(fake_agent: str) -> None:
     async def test() -> None:
-        # Sync clients of other tests may run meanwhile (the real agents start in the background).
-        others = {t for t in threading.enumerate() if t.name.startswith("omprpc-dispatch")}
         clients = [fake_client(fake_agent) for _ in range(20)]
         await asyncio.gather(*(c.start() for c in clients))
         try:
             results = await asyncio.gather(*(items_of(c.stream("slow")) for c in clients))
             assert all(texts(r) == "pong" and isinstance(r[-1], TurnComplete) for r in results)
-            names = [t.name for t in threading.enumerate() if t not in others]
-            assert not any(n.startswith("omprpc-dispatch") for n in names)
+            names = [t.name for t in threading.enumerate()]
+            # A sync client's dispatcher is named after its agent (omprpc-dispatch-<pid>); sync
+            # clients of other modules may run meanwhile (real agents start in the background).
+            ours = {f"omprpc-dispatch-{(await c.info())['pid']}" for c in clients}
+            assert not ours & set(names) and "omprpc-dispatch" not in names, names
             assert sum(n.startswith("omprpc-aio-command") for n in names) <= DEFAULT_MAX_WORKERS
             assert sum(n.startswith("omprpc-aio-wait") for n in names) <= DEFAULT_MAX_WAITS
         finally:
