@@ -330,16 +330,17 @@ class EventLog:
         with self.cond:
             return len(self.items)
 
-    def wait(self, what: str, event_type: str, since: int = 0) -> tuple[float, dict[str, Any]]:
-        """The first event of ``event_type`` from ``since`` on, with its arrival time (hang guard:
-        :data:`GUARD`)."""
+    def wait(self, what: str, event_type: str, since: int = 0,
+             where: Any = None) -> tuple[float, dict[str, Any]]:
+        """The first event of ``event_type`` from ``since`` on (for which ``where(event)`` is
+        true, when given), with its arrival time (hang guard: :data:`GUARD`)."""
         import time
 
         deadline = time.monotonic() + GUARD
         with self.cond:
             while True:
                 for at, payload in self.items[since:]:
-                    if payload.get("type") == event_type:
+                    if payload.get("type") == event_type and (where is None or where(payload)):
                         return at, payload
                 left = deadline - time.monotonic()
                 if left <= 0:

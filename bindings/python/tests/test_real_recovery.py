@@ -12,9 +12,11 @@ request the way a provider does): pi 1.6.0 (``OMPRPC_PI_CLI``; it announces sett
 
 The sync client (``prompt_and_wait``) and ``omprpc.aio`` (``stream()``, whose items include
 ``RetryScheduled`` and ``CompactionComplete``, and the awaited ``prompt_and_wait``) each run
-every case on every agent; the agents of a case run side by side (one thread or task each).
-pi's retry delay is lowered to 300 ms (agent dir settings.json) except for the abort cases,
-which need the delay to act in.
+every case on every agent, each API with clients of its own; a case runs on all of them at
+once (a thread or a task each), and the agents start in the background while the run's
+other modules go on (``prestart``, conftest.py). pi's retry delay is lowered to 300 ms (agent
+dir settings.json), doubling per retry: the abort case lands in pi's third retry's delay
+(1.2 s), omp's in its first (61 s), on the same clients as the other cases.
 """
 
 from __future__ import annotations
@@ -43,12 +45,9 @@ from real_agents_support import (
 )
 
 _T = TypeVar("_T")
-_A = TypeVar("_A", bound="Agent")
 
-#: pi's retry settings: a short first delay (the cases that do not abort), the default 2 s
-#: (the abort cases: the abort lands inside it).
+#: pi's retry settings: 300 ms before the first retry, doubling (300, 600, 1200 ms).
 FAST_RETRY = {"retry": {"enabled": True, "maxRetries": 3, "baseDelayMs": 300}}
-SLOW_RETRY = {"retry": {"enabled": True, "maxRetries": 3, "baseDelayMs": 2000}}
 #: omp compacts for an overflow only when it can keep less than the failed prompt
 #: (tests/support/OMP-NOTES.md; without it omp gives up).
 OMP_SETTINGS = {"compaction": {"keepRecentTokens": 10}}
@@ -69,30 +68,25 @@ def fail_kinds(label: str) -> tuple[Any, Any]:
     return {"kind": "http_500", "retry_after_ms": 20}, {"kind": "http_429", "retry_after_s": 1, "retry_after_ms": 20}
 
 
-#: The abort case's prompt: the agent fails and waits to retry (pi: its 2 s delay; omp: 61 s).
+#: The abort case's prompt: the agent fails and waits to retry, and the abort lands in the
+#: wait of the retry numbered :data:`ABORT_AT` — pi: its third (1.2 s; the first two failures
+#: are retried after 300 and 600 ms), omp: its first (a retry-after above 60 s makes omp's
+#: provider give up at once, and its session waits that long).
 ABORT_PROMPT = "wait to retry"
+ABORT_AT = {"pi": 3, "pi-previous": 3, "omp": 1}
 
 
 def fast_script(label: str) -> list[Any]:
     k500, k429 = fail_kinds(label)
-    rules = [
+    abort_kind = ({"kind": "http_429", "times": 12, "retry_after_s": 61} if label == "omp"
+                  else {"kind": "http_500", "times": 3, "retry_after_ms": 20})
+    return [
         {"match": "say hello", "replies": [{"text": HELLO}]},
         {"match": "flaky 500", "replies": [{"text": "recovered", "fail": k500}]},
         {"match": "flaky 429", "replies": [{"text": "recovered", "fail": k429}]},
         {"match": "too long", "replies": [{"text": "recovered", "fail": "context_length"}]},
+        {"match": ABORT_PROMPT, "replies": [{"text": "recovered", "fail": abort_kind}]},
     ]
-    if label == "omp":
-        # A retry-after above 60 s makes omp's provider give up at once; its session then waits
-        # that long to retry: the abort case lands in that wait, on this same client.
-        rules.append({"match": ABORT_PROMPT, "replies": [
-            {"text": "recovered", "fail": {"kind": "http_429", "times": 12, "retry_after_s": 61}}]})
-    return rules
-
-
-def abort_script() -> list[Any]:
-    """pi's abort case: a client of its own, with pi's default 2 s retry delay."""
-    return [{"match": "say hello", "replies": [{"text": HELLO}]},
-            {"match": ABORT_PROMPT, "replies": [{"text": "recovered", "fail": {"kind": "http_500", "retry_after_ms": 20}}]}]
 
 
 @dataclass
@@ -110,27 +104,15 @@ class Agent:
 
 
 def make_workspaces() -> dict[str, Workspace]:
-    """``"<label> fast"`` for every agent (its retries 300 ms apart) and ``"<label> abort"`` for
-    pi's (its default 2 s retry delay); omp's abort case runs on its fast client."""
     spaces: dict[str, Workspace] = {}
     try:
         for label in RECOVERY_AGENTS:
-            spaces[f"{label} fast"] = recovery_workspace(label, fast_script(label),
-                                                         OMP_SETTINGS if label == "omp" else FAST_RETRY)
-            if label != "omp":
-                spaces[f"{label} abort"] = recovery_workspace(label, abort_script(), SLOW_RETRY)
+            spaces[label] = recovery_workspace(label, fast_script(label), OMP_SETTINGS if label == "omp" else FAST_RETRY)
     except BaseException:
         for ws in spaces.values():
             ws.close()
         raise
     return spaces
-
-
-def by_case(started: dict[str, _A]) -> tuple[dict[str, _A], dict[str, _A]]:
-    """The fast clients by agent, and the clients of the abort case by agent."""
-    fast = {label: started[f"{label} fast"] for label in RECOVERY_AGENTS}
-    abort = {label: started.get(f"{label} abort", fast[label]) for label in RECOVERY_AGENTS}
-    return fast, abort
 
 
 # --- what every case checks ----------------------------------------------------------------
@@ -199,9 +181,14 @@ def check_overflow_turn(agent: Agent, turn: PromptTurn) -> None:
         check_both_runs(agent, turn)
 
 
-def check_aborted(outcome: str, attempts: int, failed: tuple[FailedAttempt, ...]) -> None:
-    assert (outcome, attempts) == ("aborted", 1), (outcome, attempts, failed)
-    assert len(failed) == 1 and (failed[0].attempt, failed[0].then) == (1, "cancelled"), failed
+def check_aborted(agent: Agent, outcome: str, attempts: int, failed: tuple[FailedAttempt, ...]) -> None:
+    """Aborted in the wait before retry ``ABORT_AT``: the attempts so far, each failed, the last
+    one's retry cancelled."""
+    n = ABORT_AT[agent.label]
+    assert (outcome, attempts) == ("aborted", n), (outcome, attempts, failed)
+    assert [(f.attempt, f.then) for f in failed] == [(i, "retry") for i in range(1, n)] + [(n, "cancelled")], failed
+    if agent.label != "omp":
+        assert [f.delay_ms for f in failed] == [300, 600, 1200], failed
 
 
 def wait_until(at: float) -> None:
@@ -310,7 +297,7 @@ class Fleet:
                 except BaseException:
                     client.stop()
                     raise
-                self.sync_started[key] = agent = SyncAgent(key.split()[0], ws, client.info(), client, log)
+                self.sync_started[key] = agent = SyncAgent(key, ws, client.info(), client, log)
                 note_agent(__name__, agent.info)
                 return agent
 
@@ -328,16 +315,16 @@ class Fleet:
             raise failed[0]
         agents = {}
         for key, client in self.aio_clients.items():
-            agents[key] = AioAgent(key.split()[0], spaces[key], await client.info(), client)
+            agents[key] = AioAgent(key, spaces[key], await client.info(), client)
             note_agent(__name__, agents[key].info)
         return agents
 
-    def sync(self) -> tuple[dict[str, SyncAgent], dict[str, SyncAgent]]:
-        return by_case(self.sync_started)
+    def sync(self) -> dict[str, SyncAgent]:
+        return self.sync_started
 
-    def aio(self) -> tuple[dict[str, AioAgent], dict[str, AioAgent]]:
+    def aio(self) -> dict[str, AioAgent]:
         assert self.aio_start is not None
-        return by_case(self.aio_start.result(GUARD * 2))
+        return self.aio_start.result(GUARD * 2)
 
     def close(self) -> None:
         if self.closed:
@@ -393,7 +380,7 @@ def fleet() -> Iterator[Fleet]:
         fleet.close()
 
 
-# --- the sync client ---------------------------------------------------------------------------
+# --- the sync client's side of each case --------------------------------------------------------
 
 
 def each(agents: dict[str, SyncAgent], case: Callable[[SyncAgent], None]) -> None:
@@ -412,52 +399,39 @@ def sync_retry_case(code: str) -> Callable[[SyncAgent], None]:
     return case
 
 
-def test_sync_retry_after_a_500_is_one_turn(fleet: Fleet) -> None:
-    each(fleet.sync()[0], sync_retry_case("500"))
+def sync_overflow_case(agent: SyncAgent) -> None:
+    agent.client.prompt_and_wait("say hello", timeout=GUARD)  # an earlier prompt to compact
+    turn = agent.client.prompt_and_wait("too long please", timeout=GUARD)
+    returned = time.monotonic()
+    requests = agent.requests()
+    check_overflow_turn(agent, turn)
+    nothing_after(agent, agent.client, requests, returned + QUIET)
 
 
-def test_sync_retry_after_a_429_is_one_turn(fleet: Fleet) -> None:
-    each(fleet.sync()[0], sync_retry_case("429"))
-
-
-def test_sync_overflow_recovery_is_one_turn(fleet: Fleet) -> None:
-    def case(agent: SyncAgent) -> None:
-        agent.client.prompt_and_wait("say hello", timeout=GUARD)  # an earlier prompt to compact
-        turn = agent.client.prompt_and_wait("too long please", timeout=GUARD)
-        returned = time.monotonic()
-        requests = agent.requests()
-        check_overflow_turn(agent, turn)
-        nothing_after(agent, agent.client, requests, returned + QUIET)
-
-    each(fleet.sync()[0], case)
-
-
-def test_sync_abort_in_the_retry_delay_ends_the_turn_aborted(fleet: Fleet) -> None:
-    def case(agent: SyncAgent) -> None:
-        mark = agent.log.mark()
-        result: list[PromptTurn | BaseException] = []
-        waiter = threading.Thread(target=lambda: result.append(_call(
-            lambda: agent.client.prompt_and_wait(ABORT_PROMPT, timeout=GUARD))), daemon=True)
-        waiter.start()
-        seen, retry = agent.log.wait("the agent's retry", "auto_retry_start", mark)
-        agent.client.abort()
-        waiter.join(GUARD)
-        assert not waiter.is_alive(), "the aborted turn never returned"
-        returned = time.monotonic()
-        requests = agent.requests()
-        turn = result[0]
-        if isinstance(turn, BaseException):
-            raise turn
-        delay = float(retry["delayMs"]) / 1000
-        # At once: before the retry would have started.
-        assert returned - seen < delay, f"the turn came back {returned - seen:.2f} s after the retry was announced"
-        check_aborted(turn.outcome, turn.attempts, turn.failed_attempts)
-        assert turn.stop_reason == "error", turn  # the failed attempt's message is the last
-        # No retry follows: nothing until the retry's time has passed (omp's is 61 s away:
-        # watched for QUIET).
-        nothing_after(agent, agent.client, requests, min(seen + delay, returned + QUIET) + 0.5)
-
-    each(fleet.sync()[1], case)
+def sync_abort_case(agent: SyncAgent) -> None:
+    mark = agent.log.mark()
+    result: list[PromptTurn | BaseException] = []
+    waiter = threading.Thread(target=lambda: result.append(_call(
+        lambda: agent.client.prompt_and_wait(ABORT_PROMPT, timeout=GUARD))), daemon=True)
+    waiter.start()
+    seen, retry = agent.log.wait("the agent's retry", "auto_retry_start", mark,
+                                 lambda e: e.get("attempt") == ABORT_AT[agent.label])
+    agent.client.abort()
+    waiter.join(GUARD)
+    assert not waiter.is_alive(), "the aborted turn never returned"
+    returned = time.monotonic()
+    requests = agent.requests()
+    turn = result[0]
+    if isinstance(turn, BaseException):
+        raise turn
+    delay = float(retry["delayMs"]) / 1000
+    # At once: before the retry would have started.
+    assert returned - seen < delay, f"the turn came back {returned - seen:.2f} s after the retry was announced"
+    check_aborted(agent, turn.outcome, turn.attempts, turn.failed_attempts)
+    assert turn.stop_reason == "error", turn  # the failed attempt's message is the last
+    # No retry follows: nothing until the retry's time has passed (omp's is 61 s away:
+    # watched for QUIET).
+    nothing_after(agent, agent.client, requests, min(seen + delay, returned + QUIET) + 0.5)
 
 
 def _call(fn: Callable[[], _T]) -> _T | BaseException:
@@ -467,7 +441,7 @@ def _call(fn: Callable[[], _T]) -> _T | BaseException:
         return exc
 
 
-# --- omprpc.aio ----------------------------------------------------------------------------
+# --- omprpc.aio's side of each case ------------------------------------------------------
 
 
 def each_async(fleet: Fleet, agents: dict[str, AioAgent], case: Callable[[AioAgent], Awaitable[None]]) -> None:
@@ -497,87 +471,106 @@ async def aio_nothing_after(agent: AioAgent, requests: int, quiet_until: float) 
     assert (await agent.client.get_state()).is_streaming is False
 
 
-def test_aio_stream_of_a_retry_after_a_500(fleet: Fleet) -> None:
-    async def case(agent: AioAgent) -> None:
-        items: list[StreamItem] = [item async for item in agent.client.stream("flaky 500 please")]
-        returned = time.monotonic()
-        requests = agent.requests()
-        retries = [i for i in items if isinstance(i, RetryScheduled)]
-        assert len(retries) == 1, items
-        retry = retries[0]
-        assert retry.attempt == 1 and retry.error is not None and "500" in retry.error, retry
-        if agent.label == "omp":
-            assert retry.delay_ms is not None and retry.delay_ms > 0, retry
-        else:
-            assert (retry.delay_ms, retry.max_attempts) == (300, 3), retry
-        done = items[-1]
-        assert isinstance(done, TurnComplete), items
-        assert [type(i) for i in items].count(TurnComplete) == 1
-        check_retried(agent, done.outcome, done.attempts, done.failed_attempts, "500")
-        assert (done.text, done.stop_reason, done.compactions) == ("recovered", "stop", ())
-        # The retry's answer streams after the announcement.
-        after = items[items.index(retry) + 1:]
-        assert "".join(i.text for i in after if isinstance(i, TextChunk)) == "recovered", items
-        await aio_nothing_after(agent, requests, returned + QUIET)
-
-    each_async(fleet, fleet.aio()[0], case)
+async def aio_stream_500_case(agent: AioAgent) -> None:
+    items: list[StreamItem] = [item async for item in agent.client.stream("flaky 500 please")]
+    returned = time.monotonic()
+    requests = agent.requests()
+    retries = [i for i in items if isinstance(i, RetryScheduled)]
+    assert len(retries) == 1, items
+    retry = retries[0]
+    assert retry.attempt == 1 and retry.error is not None and "500" in retry.error, retry
+    if agent.label == "omp":
+        assert retry.delay_ms is not None and retry.delay_ms > 0, retry
+    else:
+        assert (retry.delay_ms, retry.max_attempts) == (300, 3), retry
+    done = items[-1]
+    assert isinstance(done, TurnComplete), items
+    assert [type(i) for i in items].count(TurnComplete) == 1
+    check_retried(agent, done.outcome, done.attempts, done.failed_attempts, "500")
+    assert (done.text, done.stop_reason, done.compactions) == ("recovered", "stop", ())
+    # The retry's answer streams after the announcement.
+    after = items[items.index(retry) + 1:]
+    assert "".join(i.text for i in after if isinstance(i, TextChunk)) == "recovered", items
+    await aio_nothing_after(agent, requests, returned + QUIET)
 
 
-def test_aio_prompt_and_wait_of_a_retry_after_a_429(fleet: Fleet) -> None:
-    async def case(agent: AioAgent) -> None:
-        turn = await agent.client.prompt_and_wait("flaky 429 please", timeout=GUARD)
-        returned = time.monotonic()
-        requests = agent.requests()
-        check_retried_turn(agent, turn, "429")
-        await aio_nothing_after(agent, requests, returned + QUIET)
-
-    each_async(fleet, fleet.aio()[0], case)
+async def aio_prompt_and_wait_429_case(agent: AioAgent) -> None:
+    turn = await agent.client.prompt_and_wait("flaky 429 please", timeout=GUARD)
+    returned = time.monotonic()
+    requests = agent.requests()
+    check_retried_turn(agent, turn, "429")
+    await aio_nothing_after(agent, requests, returned + QUIET)
 
 
-def test_aio_stream_of_an_overflow_recovery(fleet: Fleet) -> None:
-    async def case(agent: AioAgent) -> None:
-        await agent.client.run("say hello")  # an earlier prompt to compact
-        items: list[StreamItem] = [item async for item in agent.client.stream("too long please")]
-        returned = time.monotonic()
-        requests = agent.requests()
-        done = items[-1]
-        assert isinstance(done, TurnComplete), items
-        check_overflow(agent, done.outcome, done.attempts, done.failed_attempts, done.compactions)
-        compacted = [i for i in items if isinstance(i, CompactionComplete)]
-        # One item per compaction of the record, as it ended (omp's auto_compaction_end names no
-        # reason: the item's is None, the record's comes from the start).
-        assert [(c.aborted, c.will_retry) for c in compacted] == [
-            (c.aborted, c.will_retry) for c in done.compactions], items
-        assert all(c.reason in (None, r.reason) for c, r in zip(compacted, done.compactions)), items
-        if agent.settles:
-            assert done.stop_reason == "error" and not compacted, items
-        else:
-            assert (done.text, done.stop_reason) == ("recovered", "stop")
-            last_text = max(i for i, x in enumerate(items) if isinstance(x, TextChunk))
-            assert items.index(compacted[-1]) < last_text, items
-        assert not any(isinstance(i, RetryScheduled) for i in items), items
-        await aio_nothing_after(agent, requests, returned + QUIET)
-
-    each_async(fleet, fleet.aio()[0], case)
+async def aio_stream_overflow_case(agent: AioAgent) -> None:
+    await agent.client.run("say hello")  # an earlier prompt to compact
+    items: list[StreamItem] = [item async for item in agent.client.stream("too long please")]
+    returned = time.monotonic()
+    requests = agent.requests()
+    done = items[-1]
+    assert isinstance(done, TurnComplete), items
+    check_overflow(agent, done.outcome, done.attempts, done.failed_attempts, done.compactions)
+    compacted = [i for i in items if isinstance(i, CompactionComplete)]
+    # One item per compaction of the record, as it ended (omp's auto_compaction_end names no
+    # reason: the item's is None, the record's comes from the start).
+    assert [(c.aborted, c.will_retry) for c in compacted] == [
+        (c.aborted, c.will_retry) for c in done.compactions], items
+    assert all(c.reason in (None, r.reason) for c, r in zip(compacted, done.compactions)), items
+    if agent.settles:
+        assert done.stop_reason == "error" and not compacted, items
+    else:
+        assert (done.text, done.stop_reason) == ("recovered", "stop")
+        last_text = max(i for i, x in enumerate(items) if isinstance(x, TextChunk))
+        assert items.index(compacted[-1]) < last_text, items
+    assert not any(isinstance(i, RetryScheduled) for i in items), items
+    await aio_nothing_after(agent, requests, returned + QUIET)
 
 
-def test_aio_abort_in_the_retry_delay_ends_the_stream_aborted(fleet: Fleet) -> None:
-    async def case(agent: AioAgent) -> None:
-        items: list[StreamItem] = []
-        seen = delay = 0.0
-        async for item in agent.client.stream(ABORT_PROMPT):
-            items.append(item)
-            if isinstance(item, RetryScheduled):
-                seen, delay = time.monotonic(), (item.delay_ms or 0) / 1000
-                await agent.client.abort()
-        returned = time.monotonic()
-        requests = agent.requests()
-        assert seen and delay > 0, items
-        assert returned - seen < delay, f"the stream ended {returned - seen:.2f} s after the retry was announced"
-        done = items[-1]
-        assert isinstance(done, TurnComplete), items
-        check_aborted(done.outcome, done.attempts, done.failed_attempts)
-        assert done.stop_reason == "error", done
-        await aio_nothing_after(agent, requests, min(seen + delay, returned + QUIET) + 0.5)
+async def aio_stream_abort_case(agent: AioAgent) -> None:
+    items: list[StreamItem] = []
+    seen = delay = 0.0
+    async for item in agent.client.stream(ABORT_PROMPT):
+        items.append(item)
+        if isinstance(item, RetryScheduled) and item.attempt == ABORT_AT[agent.label]:
+            seen, delay = time.monotonic(), (item.delay_ms or 0) / 1000
+            await agent.client.abort()
+    returned = time.monotonic()
+    requests = agent.requests()
+    assert seen and delay > 0, items
+    assert returned - seen < delay, f"the stream ended {returned - seen:.2f} s after the retry was announced"
+    done = items[-1]
+    assert isinstance(done, TurnComplete), items
+    check_aborted(agent, done.outcome, done.attempts, done.failed_attempts)
+    assert done.stop_reason == "error", done
+    await aio_nothing_after(agent, requests, min(seen + delay, returned + QUIET) + 0.5)
 
-    each_async(fleet, fleet.aio()[1], case)
+
+# --- the cases: each through the sync client and omprpc.aio at once, on every agent --------
+
+
+def on_both(fleet: Fleet, sync_case: Callable[[SyncAgent], None], aio_case: Callable[[AioAgent], Awaitable[None]]) -> None:
+    """``sync_case`` on every agent's sync client and ``aio_case`` on every agent's async one,
+    all at the same time; fails naming each API and agent that failed."""
+    sync_agents, aio_agents = fleet.sync(), fleet.aio()
+    concurrently({"sync client": lambda: each(sync_agents, sync_case),
+                  "omprpc.aio": lambda: each_async(fleet, aio_agents, aio_case)})
+
+
+def test_a_retry_after_a_500_is_one_turn(fleet: Fleet) -> None:
+    """Sync: prompt_and_wait; aio: stream(), with its RetryScheduled item."""
+    on_both(fleet, sync_retry_case("500"), aio_stream_500_case)
+
+
+def test_a_retry_after_a_429_is_one_turn(fleet: Fleet) -> None:
+    """Sync and aio: prompt_and_wait."""
+    on_both(fleet, sync_retry_case("429"), aio_prompt_and_wait_429_case)
+
+
+def test_overflow_recovery_is_one_turn(fleet: Fleet) -> None:
+    """Sync: prompt_and_wait; aio: stream(), with its CompactionComplete items."""
+    on_both(fleet, sync_overflow_case, aio_stream_overflow_case)
+
+
+def test_abort_in_the_retry_delay_ends_the_turn_aborted(fleet: Fleet) -> None:
+    """Sync: abort() while prompt_and_wait waits; aio: abort() on the stream's RetryScheduled."""
+    on_both(fleet, sync_abort_case, aio_stream_abort_case)
