@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 import pytest
 
 from conftest import MakeClient, agent_command
-from omprpc import Compaction, FailedAttempt, PromptTurn, RpcClient
+from omprpc import Compaction, FailedAttempt, MessageEndEvent, PromptTurn, RpcClient, UnknownNotification
 from omprpc.aio import AsyncRpcClient, CompactionComplete, RetryScheduled, StreamItem, TextChunk, TurnComplete
 
 _T = TypeVar("_T")
@@ -162,6 +162,28 @@ def test_a_retry_cancelled_in_its_delay_ends_the_turn_aborted(make_client: MakeC
     assert [(f.attempt, f.then) for f in turn.failed_attempts] == [(1, "cancelled")], turn.failed_attempts
     assert client.get_state().is_streaming is False
     assert client.prompt_and_wait("hello", timeout=GUARD).assistant_text == "pong"
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_wait_for_idle_and_collect_events_wait_for_the_retry(make_client: MakeClient, agent: str) -> None:
+    """The other waits end where the prompt does: after the retry's run, not at the failed one."""
+    client = sync_client(make_client, agent)
+    seen: list[str] = []
+    client.on_event_payload(lambda p: seen.append(str(p.get("type"))))
+    client.prompt("retry once")
+    client.wait_for_idle(timeout=GUARD)
+    assert seen.count("agent_start") == 2 and "auto_retry_end" in seen, seen
+    assert seen[-1] == ("agent_settled" if SETTLES[agent] else "agent_end"), seen
+    assert client.get_state().is_streaming is False
+
+    client.prompt("retry once")
+    events = client.collect_events(timeout=GUARD)
+    # agent_settled is not a typed event (yet): an UnknownNotification with its payload.
+    types = [e.payload.get("type") if isinstance(e, UnknownNotification) else e.type for e in events]
+    assert types[-1] == ("agent_settled" if SETTLES[agent] else "agent_end"), types
+    assert "auto_retry_end" in types, types
+    answers = [e.message for e in events if isinstance(e, MessageEndEvent) and e.message.get("role") == "assistant"]
+    assert answers and answers[-1].get("stopReason") == "stop", answers
 
 
 def test_a_summary_of_a_retried_turn_lists_its_attempts(make_client: MakeClient) -> None:
