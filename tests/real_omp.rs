@@ -671,15 +671,8 @@ fn three_megabytes_of_tool_output() {
 // announces the retry inside the failed run (whose agent_end it holds back), starts a second
 // run, and sends one terminal agent_end (OMP-NOTES.md).
 
-/// After `turn` returned: omp starts nothing more, and the next prompt is accepted at once.
 fn nothing_after(c: &Client, env: &OmpEnv) {
-    let requests = env.llm_requests().len();
-    let state: Value = serde_json::from_str(&c.request("get_state", None, secs(60)).unwrap()).unwrap();
-    assert_eq!(state["isStreaming"], false, "omp still streams after the turn returned");
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(env.llm_requests().len(), requests, "omp called the model after the turn returned");
-    let next = turn(c, "say hello");
-    assert_eq!((next["assistantText"].as_str(), next["outcome"].as_str()), (Some("pong"), Some("agent_end")), "{:#}", next["outcome"]);
+    common::nothing_after(c, "omp", || env.llm_requests().len(), "agent_end");
 }
 
 fn a_retry_is_one_turn(case: &str, fail: Value, status: &str) {

@@ -607,16 +607,8 @@ fn retry_settings(env: &PiEnv, base_delay_ms: u64) {
     std::fs::write(env.ws.agent_dir.join("settings.json"), settings.to_string()).unwrap();
 }
 
-/// After `turn` returned: pi starts nothing more (no LLM request, nothing streaming), and the
-/// next prompt is accepted at once.
 fn nothing_after(c: &Client, env: &PiEnv) {
-    let requests = env.llm_requests().len();
-    let state: Value = serde_json::from_str(&c.request("get_state", None, secs(60)).unwrap()).unwrap();
-    assert_eq!(state["isStreaming"], false, "pi still streams after the turn returned: {state}");
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(env.llm_requests().len(), requests, "pi called the model after the turn returned");
-    let next = turn(c, "say hello");
-    assert_eq!((next["assistantText"].as_str(), next["outcome"].as_str()), (Some("pong"), Some(pi::pi_turn_end().1)), "{next:#}");
+    common::nothing_after(c, "pi", || env.llm_requests().len(), pi::pi_turn_end().1);
 }
 
 /// Scrubs the session recorded at `rec`, replays it through the fake agent (`drive` runs the

@@ -81,3 +81,15 @@ pub fn queued_follow_up_runs_before_idle(c: &Client) {
     let last = end["messages"].as_array().unwrap().last().unwrap();
     assert_eq!(last["content"][0]["text"], "followed ok", "{end}");
 }
+
+/// After a turn returned: the agent starts nothing more (no LLM request — `requests` counts
+/// them — and nothing streaming), and the next prompt is accepted at once and ends `outcome`.
+pub fn nothing_after(c: &Client, agent: &str, requests: impl Fn() -> usize, outcome: &str) {
+    let before = requests();
+    let state = parse(c.request("get_state", None, secs(60)).unwrap().as_bytes());
+    assert_eq!(state["isStreaming"], false, "{agent} still streams after the turn returned: {state}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(requests(), before, "{agent} called the model after the turn returned");
+    let next = turn(c, "say hello");
+    assert_eq!((next["assistantText"].as_str(), next["outcome"].as_str()), (Some("pong"), Some(outcome)), "{:#}", next["outcome"]);
+}
