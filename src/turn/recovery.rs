@@ -152,6 +152,11 @@ impl Recovery {
         Value::Array(self.compactions.clone())
     }
 
+    /// The last compaction's entry (`{"reason",…}`), or null.
+    pub fn last_compaction(&self) -> Value {
+        self.compactions.last().cloned().unwrap_or(Value::Null)
+    }
+
     /// `Some(aborted)` once the agent said it settled (`agent_settled`).
     pub fn settled(&self) -> Option<bool> {
         self.settled

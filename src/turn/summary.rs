@@ -193,8 +193,10 @@ impl Summarizer {
             "compaction_start" | "auto_compaction_start" => self.recovery.frame(ev),
             "compaction_end" | "auto_compaction_end" => {
                 self.recovery.frame(ev);
-                out.push(json!({"kind": "compaction", "reason": ev["reason"], "aborted": ev["aborted"] == true,
-                                "willRetry": ev["willRetry"] == true, "errorMessage": ev["errorMessage"]}));
+                // The record's entry: its reason comes from the start (omp's end has none).
+                let mut item = self.recovery.last_compaction();
+                item["kind"] = json!("compaction");
+                out.push(item);
             }
             "agent_settled" => {
                 self.recovery.frame(ev);
@@ -418,12 +420,17 @@ mod tests {
                   json!({"type": "agent_start"}),
                   json!({"type": "message_end", "message": msg("hi there", None, (12, 5, 0, 0, 17))}),
                   json!({"type": "auto_retry_end", "success": true, "attempt": 1}),
-                  json!({"type": "agent_end", "messages": [msg("hi there", None, (12, 5, 0, 0, 17))]})] {
+                  json!({"type": "agent_end", "messages": [msg("hi there", None, (12, 5, 0, 0, 17))]}),
+                  json!({"type": "auto_compaction_start", "reason": "threshold"}),
+                  json!({"type": "auto_compaction_end", "aborted": false, "willRetry": false})] {
             for item in sm.feed(&e) {
                 kinds.push(item["kind"].as_str().unwrap().to_string());
             }
         }
         assert!(kinds.contains(&"retry".to_string()) && kinds.contains(&"retry_end".to_string()), "{kinds:?}");
+        let compaction = sm.feed(&json!({"type": "auto_compaction_end", "aborted": false}));
+        assert_eq!(compaction[0]["kind"], "compaction");
+        assert_eq!(sm.finish()["compactions"][0]["reason"], "threshold", "omp's end names no reason: the start's stands");
         let s = sm.finish();
         assert_eq!(s["attempts"], 2);
         assert_eq!(s["failedAttempts"], json!([{"attempt": 1, "error": "500 boom", "then": "retry", "delayMs": 2000}]));
