@@ -195,11 +195,12 @@ python-tests: build
 
 # The Go binding: vet, gofmt, the suite under the race detector, and again with GOGC=1 so a
 # missing runtime.KeepAlive shows up as a crash. cgo links target/debug (bindings/go/link_debug.go).
+# -parallel 8: the parallel tests mostly wait on agents (real ones start in seconds), not on CPU.
 GO ?= go
 go-tests: build
 	cd bindings/go && $(GO) vet ./... && test -z "$$(gofmt -l .)" \
-	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) $(REAL_AGENT_ENV) $(GO) test -race -count=1 ./... \
-	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) GOGC=1 $(GO) test -count=1 ./...
+	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) $(REAL_AGENT_ENV) $(GO) test -race -count=1 -parallel 8 ./... \
+	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) GOGC=1 $(GO) test -count=1 -parallel 8 ./...
 
 # The Node binding (koffi from npm, pinned by package-lock.json): ESM, CommonJS and the
 # TypeScript declarations, against the debug library and the fake agent.
