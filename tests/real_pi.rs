@@ -756,3 +756,28 @@ fn a_failure_nobody_retries_ends_the_turn_with_it() {
     nothing_after(&c, &env);
     c.close().unwrap();
 }
+
+// The same failures in the Anthropic wire shape (`anthropic-messages`: a 500's `api_error`, an
+// overflow's "prompt is too long"): pi retries the one and recovers from (0.73.1) or gives up on
+// (1.x) the other, as with OpenAI's.
+#[test]
+fn failures_in_the_anthropic_shape_are_retried_and_recovered_alike() {
+    let script = json!([
+        {"match": "flaky", "replies": [{"text": "recovered", "fail": "http_500"}]},
+        {"match": "too long", "replies": [{"text": "recovered", "fail": "context_length"}]}]);
+    let Some(env) = PiEnv::new("anthropic-shape", script) else { return };
+    let mut models = pi::models_json_at(&format!("http://127.0.0.1:{}", env.llm.port));
+    models["providers"]["fake"]["api"] = json!("anthropic-messages");
+    std::fs::write(env.agent_dir.join("models.json"), models.to_string()).unwrap();
+    retry_settings(&env, 300);
+    let c = start(&env, &[], json!({}));
+    let t = turn(&c, "flaky");
+    assert_eq!((t["assistantText"].as_str(), t["attempts"].as_u64(), t["failedAttempts"][0]["then"].as_str()), (Some("recovered"), Some(2), Some("retry")), "{t:#}");
+    assert_eq!(t["assistantMessage"]["api"], "anthropic-messages");
+    let t = turn(&c, "too long");
+    let want = if pi::pi_settles() { (None, Some(1), Some("none")) } else { (Some("recovered"), Some(2), Some("compaction")) };
+    assert_eq!((t["assistantText"].as_str(), t["attempts"].as_u64(), t["failedAttempts"][0]["then"].as_str()), want, "{t:#}");
+    assert!(t["failedAttempts"][0]["error"].as_str().is_some_and(|e| e.contains("prompt is too long")), "{t:#}");
+    nothing_after(&c, &env);
+    c.close().unwrap();
+}

@@ -242,3 +242,23 @@ fn serve_llm(server: &Server, mut conn: TcpStream, req: &http::Request, api: str
     }
     stream::send(server, conn, &request, &conv, &reply, api)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_reply_fails_its_first_calls_and_an_sdk_retry_fails_as_its_call_did() {
+        let server = Server { script: script::Script::default(), log: None, next_id: AtomicU64::new(0), failed: Mutex::new(HashMap::new()) };
+        let place = (0, 0);
+        // times 2: the first two calls fail; each call's SDK retries (x-stainless-retry-count
+        // 1, 2) fail with it and do not count.
+        assert!(server.fails_now(place, 2, 0));
+        assert!(server.fails_now(place, 2, 1) && server.fails_now(place, 2, 2));
+        assert!(server.fails_now(place, 2, 0));
+        assert!(!server.fails_now(place, 2, 0), "the third call is served");
+        assert!(!server.fails_now(place, 2, 1), "its SDK retry too");
+        // Another reply counts on its own.
+        assert!(server.fails_now((0, 1), 1, 0));
+    }
+}

@@ -76,6 +76,12 @@ fn quiet(e: io::Error) -> io::Result<()> {
 /// (OpenAI's `{"error":{message,type,param,code}}`, Anthropic's `{"type":"error","error":{type,message}}`;
 /// the wording of each is the provider's own).
 pub fn fail(mut conn: TcpStream, failure: Failure, api: Api) -> io::Result<()> {
+    let (status, headers, body) = failure_response(failure, api);
+    http::respond_json_with(&mut conn, status, &headers, &body).or_else(quiet)
+}
+
+/// [`fail`]'s status, headers and body.
+fn failure_response(failure: Failure, api: Api) -> (u16, Vec<(&'static str, String)>, Value) {
     let (status, mut headers, body) = match (failure.kind, api) {
         (FailKind::Http500, Api::OpenAi) => (500, vec![], json!({"error": {"message": "The server had an error while processing your request. Sorry about that!", "type": "server_error", "param": null, "code": null}})),
         (FailKind::Http500, Api::Anthropic) => (500, vec![], json!({"type": "error", "error": {"type": "api_error", "message": "Internal server error"}})),
@@ -99,7 +105,7 @@ pub fn fail(mut conn: TcpStream, failure: Failure, api: Api) -> io::Result<()> {
     if let Some(ms) = failure.retry_after_ms.filter(|_| failure.kind != FailKind::ContextLength) {
         headers.push(("retry-after-ms", ms.to_string()));
     }
-    http::respond_json_with(&mut conn, status, &headers, &body).or_else(quiet)
+    (status, headers, body)
 }
 
 pub fn send(server: &Server, mut conn: TcpStream, request: &Value, conv: &Conversation, reply: &Reply, api: Api) -> io::Result<()> {
@@ -356,6 +362,27 @@ fn anthropic_whole(server: &Server, conv: &Conversation, reply: &Reply, id: u64)
 
 #[cfg(test)]
 mod tests {
+    use crate::script::Failure;
+
+    #[test]
+    fn failures_are_worded_as_the_providers_word_them() {
+        let f = |kind, retry_after_ms| Failure { kind, times: 1, retry_after_ms };
+        // A 500 and a 429 (retry-after, and OpenAI's retry-after-ms when asked), in both shapes.
+        let (status, headers, body) = failure_response(f(FailKind::Http500, None), Api::OpenAi);
+        assert_eq!((status, headers.len(), body["error"]["type"].as_str()), (500, 0, Some("server_error")));
+        let (status, headers, body) = failure_response(f(FailKind::Http429 { retry_after_s: 3 }, Some(7)), Api::Anthropic);
+        assert_eq!(status, 429);
+        assert_eq!(headers, [("retry-after", "3".to_string()), ("retry-after-ms", "7".to_string())]);
+        assert_eq!((body["type"].as_str(), body["error"]["type"].as_str()), (Some("error"), Some("rate_limit_error")));
+        // A context-length error the agents recognise as an overflow: pi's and omp's patterns
+        // ("maximum context length is N tokens" for OpenAI, "prompt is too long" for Anthropic).
+        let (status, headers, body) = failure_response(f(FailKind::ContextLength, Some(1)), Api::OpenAi);
+        assert_eq!((status, headers.len(), body["error"]["code"].as_str()), (400, 0, Some("context_length_exceeded")));
+        assert!(body["error"]["message"].as_str().unwrap().contains("maximum context length is 128000 tokens"));
+        let (_, _, body) = failure_response(f(FailKind::ContextLength, None), Api::Anthropic);
+        assert!(body["error"]["message"].as_str().unwrap().starts_with("prompt is too long"));
+    }
+
     use super::*;
 
     #[test]
