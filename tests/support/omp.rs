@@ -239,7 +239,13 @@ pub fn omp(test: &str) -> Option<OmpInstall> {
         println!("{test}: set OMPRPC_REAL_OMP=1 (make test-omp)");
         return None;
     }
-    match INSTALL.get_or_init(install) {
+    match INSTALL.get_or_init(|| {
+        let found = install()?;
+        // Said once per suite, to the real stderr (past the test harness's capture).
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "real omp: {OMP_PACKAGE} {omp_v} ({})", found.cli.display());
+        Ok(found)
+    }) {
         Ok(i) => Some(i.clone()),
         Err(e) => panic!(
             "{test}: the real omp {omp_v} is not available: {e}\n\

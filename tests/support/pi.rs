@@ -231,8 +231,9 @@ fn run_npm_install(npm: &Path, dir: &Path) -> Result<(), String> {
 fn install() -> Result<PiInstall, String> {
     let found = install_or_find()?;
     let (_, _, node_v) = node_version(&found.node)?;
-    // Every suite says which pi it ran on.
-    eprintln!("real pi: {} {} ({}, node {node_v})", pi_package(), pi_version(), found.cli.display());
+    // Every suite says which pi it ran on: to the real stderr, past the test harness's capture.
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "real pi: {} {} ({}, node {node_v})", pi_package(), pi_version(), found.cli.display());
     Ok(found)
 }
 
