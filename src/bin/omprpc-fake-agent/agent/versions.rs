@@ -31,7 +31,8 @@ use crate::json::{arr, obj, J};
 use super::{Agent, Flavor};
 
 pub const WILL_RETRY: Version = Version::new(0, 75, 4);
-pub const SETTLED: Version = Version::new(0, 80, 4);
+/// The library's own fact (src/protocol/version.rs).
+pub const SETTLED: Version = omprpc::protocol::version::PI_AGENT_SETTLED;
 pub const PENDING_STOP: Version = Version::new(0, 83, 0);
 pub const DELTA_ONLY: Version = Version::new(0, 84, 0);
 pub const SYSTEM_MESSAGE: Version = Version::new(0, 86, 0);
