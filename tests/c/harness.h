@@ -160,6 +160,31 @@ static inline jval *h_parse(const char *file, int line, const char *expr, const 
     return v;
 }
 
+/* A NUL-terminated copy of a borrowed slice (NULL for an absent one). Free with free(). */
+static inline char *h_dup_str(omprpc_str s) {
+    char *out;
+    if (!s.data) return NULL;
+    out = (char *)malloc(s.len + 1);
+    if (!out) return NULL;
+    memcpy(out, s.data, s.len);
+    out[s.len] = '\0';
+    return out;
+}
+
+/* Parses a borrowed JSON slice; NULL (and a failed check) when it is absent or not JSON. */
+#define PARSE_STR(s) h_parse_str(__FILE__, __LINE__, #s, (s))
+static inline jval *h_parse_str(const char *file, int line, const char *expr, omprpc_str s) {
+    char *text = h_dup_str(s);
+    jval *v;
+    if (!text) {
+        h_fail(file, line, "%s is absent", expr);
+        return NULL;
+    }
+    v = h_parse(file, line, expr, text);
+    free(text);
+    return v;
+}
+
 /* --- the fake agent and client helpers ----------------------------------------------- */
 
 static const char *h_fake_agent_path;

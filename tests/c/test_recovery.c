@@ -64,36 +64,13 @@ static const char *outcome_name(omprpc_turn_outcome o) {
 
 /* --- borrowed slices ------------------------------------------------------------------- */
 
-static char *dup_str(omprpc_str s) {
-    char *out;
-    if (!s.data) return NULL;
-    out = malloc(s.len + 1);
-    if (!out) return NULL;
-    memcpy(out, s.data, s.len);
-    out[s.len] = '\0';
-    return out;
-}
-
-#define PARSE_STR(s) h_parse_str(__FILE__, __LINE__, #s, (s))
-static jval *h_parse_str(const char *file, int line, const char *expr, omprpc_str s) {
-    char *text = dup_str(s);
-    jval *v;
-    if (!text) {
-        h_fail(file, line, "%s is absent", expr);
-        return NULL;
-    }
-    v = h_parse(file, line, expr, text);
-    free(text);
-    return v;
-}
-
 static int str_is(omprpc_str s, const char *want) {
     if (!want || !s.data) return !want && !s.data;
     return s.len == strlen(want) && memcmp(s.data, want, s.len) == 0;
 }
 
 static int str_has(omprpc_str s, const char *part) {
-    char *text = dup_str(s);
+    char *text = h_dup_str(s);
     int has = text && strstr(text, part) != NULL;
     free(text);
     return has;
@@ -580,7 +557,7 @@ static void summaries_of_a_retry(const fake *f) {
         if (CHECK_OK(omprpc_summarizer_new(NULL, &s, &err), err) &&
             CHECK_OK(omprpc_turn_events(t.turn, &views, &n, &err), err)) {
             for (i = 0; i < n; i++) {
-                char *event = dup_str(views[i].json), *items = NULL;
+                char *event = h_dup_str(views[i].json), *items = NULL;
                 jval *v;
                 size_t k;
                 if (!CHECK_OK(omprpc_summarizer_feed(s, event, &items, &err), err)) {

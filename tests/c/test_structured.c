@@ -10,31 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A NUL-terminated copy of a borrowed slice (NULL for an absent one). */
-static char *dup_str(omprpc_str s) {
-    char *out;
-    if (!s.data) return NULL;
-    out = malloc(s.len + 1);
-    if (!out) return NULL;
-    memcpy(out, s.data, s.len);
-    out[s.len] = '\0';
-    return out;
-}
-
-/* Parses a borrowed JSON slice; NULL (and a failed check) when it is absent or not JSON. */
-#define PARSE_STR(s) h_parse_str(__FILE__, __LINE__, #s, (s))
-static jval *h_parse_str(const char *file, int line, const char *expr, omprpc_str s) {
-    char *text = dup_str(s);
-    jval *v;
-    if (!text) {
-        h_fail(file, line, "%s is absent", expr);
-        return NULL;
-    }
-    v = h_parse(file, line, expr, text);
-    free(text);
-    return v;
-}
-
 static int str_is(omprpc_str s, const char *want) {
     return s.data && s.len == strlen(want) && memcmp(s.data, want, s.len) == 0;
 }
