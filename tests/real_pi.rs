@@ -252,7 +252,8 @@ fn steer_then_abort_a_hanging_turn() {
         assert!(aborted_at.elapsed() < Duration::from_secs(30));
         let end = turn["events"].as_array().unwrap().last().unwrap();
         assert_eq!(end["type"], pi::pi_turn_end().0);
-        if pi::pi_settles() {
+        // `aborted` on agent_settled from 1.1.0 (CHANGELOG; 0.80.10 sends none).
+        if pi::pi_at_least("1.1.0") {
             assert_eq!(end["aborted"], true, "{end}");
         }
         assert_eq!(turn["outcome"], "aborted");
@@ -511,7 +512,8 @@ fn recorded_session_replays() {
     let scrubbed_path = env.write_file("scrubbed.jsonl", &scrubbed);
     let kinds = |t: &Value| -> Vec<String> { t["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap().to_string()).collect() };
     for path in [&rec, &scrubbed_path] {
-        let opts = json!({"command": [env!("CARGO_BIN_EXE_omprpc-fake-agent"), "--replay", path.display().to_string()],
+        // `--mode rpc` makes the client ask the replay its `--version`: the recorded pi's.
+        let opts = json!({"command": [env!("CARGO_BIN_EXE_omprpc-fake-agent"), "--replay", path.display().to_string(), "--mode", "rpc"],
                           "flavor": "pi", "startup_timeout_ms": 30000, "request_timeout_ms": 30000});
         let r = Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("replaying {}: {e}", path.display()));
         let again = turn(&r, "say hello");

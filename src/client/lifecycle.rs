@@ -537,8 +537,9 @@ impl Lifecycle {
             }
             RecoveryMark::Settled { aborted } => {
                 // A retry the host cancelled (abort_retry: pi settles with aborted:false) ended
-                // the work as an abort would.
-                let aborted = aborted || self.gave_up == Some(true);
+                // the work as an abort would; pi before 1.1 sends no `aborted` at all, and its
+                // aborted last run says so.
+                let aborted = aborted || self.gave_up == Some(true) || self.run_stop == Stop::Aborted;
                 self.settles = Some(true);
                 self.recovering = false;
                 self.gave_up = None;
@@ -980,6 +981,17 @@ mod tests {
         frame(&mut l, RecoveryMark::RetryEnd { success: false });
         frame(&mut l, RecoveryMark::Settled { aborted: false });
         assert_eq!(how(&mut l), TurnOutcome::AgentSettled);
+    }
+
+    #[test]
+    fn pi_0_80_settles_without_saying_aborted_and_its_aborted_run_says_it() {
+        // pi 0.80.10 (measured): agent_settled has no `aborted` before 1.1.0.
+        let mut l = prompted(Some(true));
+        start(&mut l);
+        l.event(b"{}", Mark::MessageEnd { message: b"{}", stop: Stop::Aborted });
+        end_with(&mut l, false);
+        frame(&mut l, RecoveryMark::Settled { aborted: false });
+        assert_eq!(how(&mut l), TurnOutcome::Aborted);
     }
 
     #[test]
