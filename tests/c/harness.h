@@ -185,6 +185,48 @@ static inline jval *h_parse_str(const char *file, int line, const char *expr, om
     return v;
 }
 
+/* A borrowed slice is `text` (NULL: the slice is absent). */
+static inline int h_str_is(omprpc_str s, const char *text) {
+    if (!text || !s.data) return !text && !s.data;
+    return s.len == strlen(text) && !memcmp(s.data, text, s.len);
+}
+
+#define CHECK_OSTR(s, want)                                                                             \
+    CHECKF(h_str_is((s), (want)), "%s is \"%.*s\", expected \"%s\"", #s, (s).data ? (int)(s).len : 6,     \
+           (s).data ? (s).data : "(none)", (want) ? (want) : "(none)")
+
+/* The turn JSON's name of an outcome. */
+static inline const char *h_outcome_name(omprpc_turn_outcome o) {
+    switch (o) {
+    case OMPRPC_TURN_OUTCOME_AGENT_END: return "agent_end";
+    case OMPRPC_TURN_OUTCOME_PROMPT_RESULT: return "prompt_result";
+    case OMPRPC_TURN_OUTCOME_NOT_INVOKED: return "not_invoked";
+    case OMPRPC_TURN_OUTCOME_AGENT_SETTLED: return "agent_settled";
+    case OMPRPC_TURN_OUTCOME_ABORTED: return "aborted";
+    }
+    return "?";
+}
+
+/* How many of a structured turn's events have `type`, and the type of its last one (into
+ * `last`, which may be NULL); -1 when the events cannot be had. */
+#define TURN_COUNT_TYPE(t, type, last, cap) h_turn_count_type(__FILE__, __LINE__, (t), (type), (last), (cap))
+static inline int h_turn_count_type(const char *file, int line, const omprpc_turn *t, const char *type, char *last, size_t cap) {
+    const omprpc_event_view *evs = NULL;
+    size_t n = 0, i;
+    int count = 0;
+    char *err = NULL;
+    if (last) last[0] = '\0';
+    if (omprpc_turn_events(t, &evs, &n, &err) != OMPRPC_STATUS_OK) {
+        h_fail(file, line, "omprpc_turn_events: %s", err ? err : "(no error)");
+        omprpc_string_free(err);
+        return -1;
+    }
+    for (i = 0; i < n; i++) count += h_str_is(evs[i].event_type, type);
+    if (last && n && evs[n - 1].event_type.data)
+        snprintf(last, cap, "%.*s", (int)evs[n - 1].event_type.len, evs[n - 1].event_type.data);
+    return count;
+}
+
 /* --- the fake agent and client helpers ----------------------------------------------- */
 
 static const char *h_fake_agent_path;

@@ -1083,42 +1083,6 @@ static jval *parse_str(omprpc_str s) {
     return v;
 }
 
-/* omprpc_str == text (NULL: absent). */
-static int str_is(omprpc_str s, const char *text) {
-    if (!text || !s.data) return !text && !s.data;
-    return s.len == strlen(text) && !memcmp(s.data, text, s.len);
-}
-
-#define CHECK_OSTR(s, want)                                                                             \
-    CHECKF(str_is((s), (want)), "%s is \"%.*s\", expected \"%s\"", #s, (s).data ? (int)(s).len : 6,       \
-           (s).data ? (s).data : "(none)", (want) ? (want) : "(none)")
-
-static const char *outcome_name(omprpc_turn_outcome o) {
-    switch (o) {
-    case OMPRPC_TURN_OUTCOME_AGENT_END: return "AGENT_END";
-    case OMPRPC_TURN_OUTCOME_PROMPT_RESULT: return "PROMPT_RESULT";
-    case OMPRPC_TURN_OUTCOME_NOT_INVOKED: return "NOT_INVOKED";
-    case OMPRPC_TURN_OUTCOME_AGENT_SETTLED: return "AGENT_SETTLED";
-    case OMPRPC_TURN_OUTCOME_ABORTED: return "ABORTED";
-    }
-    return "?";
-}
-
-/* How many of the turn's events have `type`, and the type of its last one (into last). */
-static int turn_count_type(const omprpc_turn *t, const char *type, char *last, size_t cap) {
-    const omprpc_event_view *evs = NULL;
-    size_t n = 0, i;
-    int count = 0;
-    char *err = NULL;
-    if (last) last[0] = '\0';
-    if (!CHECK_OK(omprpc_turn_events(t, &evs, &n, &err), err)) return -1;
-    for (i = 0; i < n; i++)
-        if (str_is(evs[i].event_type, type)) count++;
-    if (last && n && evs[n - 1].event_type.data)
-        snprintf(last, cap, "%.*s", (int)evs[n - 1].event_type.len, evs[n - 1].event_type.data);
-    return count;
-}
-
 /* The first of the turn's events with `type` whose `key` is the number `value` (key NULL: any),
  * parsed; NULL when none. */
 static jval *turn_event(const omprpc_turn *t, const char *type, const char *key, double value) {
@@ -1128,7 +1092,7 @@ static jval *turn_event(const omprpc_turn *t, const char *type, const char *key,
     if (!CHECK_OK(omprpc_turn_events(t, &evs, &n, &err), err)) return NULL;
     for (i = 0; i < n; i++) {
         jval *v;
-        if (!str_is(evs[i].event_type, type)) continue;
+        if (!h_str_is(evs[i].event_type, type)) continue;
         v = parse_str(evs[i].json);
         if (!key || jnum(jget(v, key), NULL) == value) return v;
         json_free(v);
@@ -1156,7 +1120,7 @@ static void second_prompt(omprpc_client *c, const agent_facts *f) {
     if (CHECK_OK(omprpc_turn_get_info(t, &info, &err), err)) {
         CHECK_OSTR(info.assistant_text, "Hello from the fake model");
         CHECKF(info.outcome == (f->settles ? OMPRPC_TURN_OUTCOME_AGENT_SETTLED : OMPRPC_TURN_OUTCOME_AGENT_END),
-               "the second prompt's outcome: %s", outcome_name(info.outcome));
+               "the second prompt's outcome: %s", h_outcome_name(info.outcome));
         CHECKF(info.attempts == 1, "the second prompt made %u attempts", (unsigned)info.attempts);
         CHECK_OSTR(info.failed_attempts_json, "[]");
     }
@@ -1204,7 +1168,7 @@ static void recovery_turn(omprpc_client *c, const workspace *w, const agent_fact
         omprpc_turn_free(t);
         return;
     }
-    CHECKF(info.outcome == want, "%s: outcome %s, expected %s", rc->name, outcome_name(info.outcome), outcome_name(want));
+    CHECKF(info.outcome == want, "%s: outcome %s, expected %s", rc->name, h_outcome_name(info.outcome), h_outcome_name(want));
     CHECKF(info.attempts == rc->attempts, "%s: %u attempts, expected %u", rc->name, (unsigned)info.attempts,
            (unsigned)rc->attempts);
     CHECKF(info.settled == (f->settles != 0), "%s: settled %d", rc->name, (int)info.settled);
@@ -1241,8 +1205,8 @@ static void recovery_turn(omprpc_client *c, const workspace *w, const agent_fact
     json_free(compactions);
     /* The turn holds every run: one agent_start per attempt; pi ends each run (omp holds the
      * failed run's agent_end back), and the last event is the agent's last word. */
-    starts = turn_count_type(t, "agent_start", NULL, 0);
-    ends = turn_count_type(t, "agent_end", last, sizeof last);
+    starts = TURN_COUNT_TYPE(t, "agent_start", NULL, 0);
+    ends = TURN_COUNT_TYPE(t, "agent_end", last, sizeof last);
     CHECKF(starts == (int)rc->attempts, "%s: %d agent_start in the turn", rc->name, starts);
     if (!f->omp) CHECKF(ends == (int)rc->attempts, "%s: %d agent_end in the turn", rc->name, ends);
     CHECK_STR(last, f->settles ? "agent_settled" : "agent_end");
@@ -1264,7 +1228,7 @@ static void recovery_turn(omprpc_client *c, const workspace *w, const agent_fact
         if (CHECK_OK(omprpc_turn_events(t, &evs, &nev, &err), err))
             for (i = 0; i < nev; i++) {
                 jval *v;
-                if (!str_is(evs[i].event_type, "message_end")) continue;
+                if (!h_str_is(evs[i].event_type, "message_end")) continue;
                 v = parse_str(evs[i].json);
                 if (jpath_str(v, "message.stopReason") && !strcmp(jpath_str(v, "message.stopReason"), "error"))
                     streamed_errors++;
@@ -1280,7 +1244,7 @@ static void recovery_turn(omprpc_client *c, const workspace *w, const agent_fact
         CHECKF(errors >= 1, "%s: no error message among the turn's %zu messages", rc->name, n);
     }
     omprpc_turn_free(t);
-    printf("  %s %s: %s after %lld ms, %u attempts, %d LLM requests\n", f->label, rc->name, outcome_name(want),
+    printf("  %s %s: %s after %lld ms, %u attempts, %d LLM requests\n", f->label, rc->name, h_outcome_name(want),
            (long long)(h_now_ms() - t0), (unsigned)rc->attempts, at_return - before);
     after_return(c, w, f, at_return);
 }
@@ -1342,7 +1306,7 @@ static void abort_in_retry_delay(omprpc_client *c, const workspace *w, const age
     if (CHECK_OK(omprpc_turn_get_info(st.turn, &info, &err), err)) {
         jval *end = turn_event(st.turn, "auto_retry_end", NULL, 0);
         const jval *lastf;
-        CHECKF(info.outcome == OMPRPC_TURN_OUTCOME_ABORTED, "outcome %s", outcome_name(info.outcome));
+        CHECKF(info.outcome == OMPRPC_TURN_OUTCOME_ABORTED, "outcome %s", h_outcome_name(info.outcome));
         CHECKF(info.attempts == (uint32_t)attempt, "%u attempts, expected %d", (unsigned)info.attempts, attempt);
         CHECKF(info.settled == (f->settles != 0), "settled %d", (int)info.settled);
         failed = parse_str(info.failed_attempts_json);

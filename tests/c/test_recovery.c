@@ -51,23 +51,7 @@ static omprpc_turn_outcome end_outcome(const fake *f) {
     return f->settles ? OMPRPC_TURN_OUTCOME_AGENT_SETTLED : OMPRPC_TURN_OUTCOME_AGENT_END;
 }
 
-static const char *outcome_name(omprpc_turn_outcome o) {
-    switch (o) {
-    case OMPRPC_TURN_OUTCOME_AGENT_END: return "agent_end";
-    case OMPRPC_TURN_OUTCOME_PROMPT_RESULT: return "prompt_result";
-    case OMPRPC_TURN_OUTCOME_NOT_INVOKED: return "not_invoked";
-    case OMPRPC_TURN_OUTCOME_AGENT_SETTLED: return "agent_settled";
-    case OMPRPC_TURN_OUTCOME_ABORTED: return "aborted";
-    }
-    return "?";
-}
-
 /* --- borrowed slices ------------------------------------------------------------------- */
-
-static int str_is(omprpc_str s, const char *want) {
-    if (!want || !s.data) return !want && !s.data;
-    return s.len == strlen(want) && memcmp(s.data, want, s.len) == 0;
-}
 
 static int str_has(omprpc_str s, const char *part) {
     char *text = h_dup_str(s);
@@ -75,10 +59,6 @@ static int str_has(omprpc_str s, const char *part) {
     free(text);
     return has;
 }
-
-#define CHECK_OSTR(s, want)                                                                             \
-    CHECKF(str_is((s), (want)), "%s is \"%.*s\", expected \"%s\"", #s, (s).data ? (int)(s).len : 6,       \
-           (s).data ? (s).data : "(none)", (want) ? (want) : "(none)")
 
 /* --- a turn ---------------------------------------------------------------------------- */
 
@@ -112,19 +92,6 @@ static int prompt_turn(omprpc_client *c, const char *message, turn_t *t) {
     memset(t, 0, sizeof *t);
     if (!CHECK_OK(omprpc_client_prompt_and_wait_turn(c, message, NULL, WAIT_MS, &turn, &err), err)) return 0;
     return turn_take(t, turn);
-}
-
-/* The turn's events of `type`; the type of the last event into `last`. */
-static int count_type(const turn_t *t, const char *type, char *last, size_t cap) {
-    const omprpc_event_view *views = NULL;
-    size_t n = 0, i;
-    int count = 0;
-    char *err = NULL;
-    if (last) last[0] = '\0';
-    if (!CHECK_OK(omprpc_turn_events(t->turn, &views, &n, &err), err)) return -1;
-    for (i = 0; i < n; i++) count += str_is(views[i].event_type, type);
-    if (last && n) snprintf(last, cap, "%.*s", (int)views[n - 1].event_type.len, views[n - 1].event_type.data);
-    return count;
 }
 
 /* The stopReason of each assistant message of the turn's messages, joined ("error,stop"). */
@@ -173,7 +140,7 @@ static const char *failed_list(const turn_t *t, const char *error_part, char *bu
 static void check_json_agrees(const turn_t *t) {
     int is_num = 0;
     double attempts = jnum(jget(t->json, "attempts"), &is_num);
-    CHECK_STR(jpath_str(t->json, "outcome"), outcome_name(t->info.outcome));
+    CHECK_STR(jpath_str(t->json, "outcome"), h_outcome_name(t->info.outcome));
     CHECKF(is_num && attempts == t->info.attempts, "attempts: %.0f in the JSON, %u in the info", attempts,
            (unsigned)t->info.attempts);
     CHECK(jbool(jget(t->json, "settled")) == (t->info.settled ? 1 : 0));
@@ -208,7 +175,7 @@ static void check_next_prompt(omprpc_client *c, const fake *f) {
     if (!prompt_turn(c, "hello", &t)) return;
     CHECK_OSTR(t.info.assistant_text, "pong");
     CHECKF(t.info.outcome == end_outcome(f) && t.info.attempts == 1, "the next prompt: %s, %u attempts",
-           outcome_name(t.info.outcome), (unsigned)t.info.attempts);
+           h_outcome_name(t.info.outcome), (unsigned)t.info.attempts);
     CHECK_OSTR(t.info.failed_attempts_json, "[]");
     turn_done(&t);
 }
@@ -225,7 +192,7 @@ static void retry_is_one_turn(const fake *f, const char *message, const char *co
     int starts;
     if (!c) return;
     if (prompt_turn(c, message, &t)) {
-        CHECKF(t.info.outcome == end_outcome(f), "%s: outcome %s", f->name, outcome_name(t.info.outcome));
+        CHECKF(t.info.outcome == end_outcome(f), "%s: outcome %s", f->name, h_outcome_name(t.info.outcome));
         CHECKF(t.info.attempts == 2, "%s: %u attempts", f->name, (unsigned)t.info.attempts);
         CHECK(t.info.settled == (f->settles != 0));
         CHECK(t.info.agent_invoked);
@@ -234,10 +201,10 @@ static void retry_is_one_turn(const fake *f, const char *message, const char *co
         CHECK(t.info.error_message.data == NULL);
         CHECK_OSTR(t.info.compactions_json, "[]");
         CHECK_STR(failed_list(&t, code, buf, sizeof buf), "1:retry:100");
-        starts = count_type(&t, "agent_start", last, sizeof last);
+        starts = TURN_COUNT_TYPE(t.turn, "agent_start", last, sizeof last);
         CHECKF(starts == 2, "%s: %d agent_start", f->name, starts);
         CHECK_STR(last, end_of(f));
-        CHECK(count_type(&t, "auto_retry_start", NULL, 0) == 1 && count_type(&t, "auto_retry_end", NULL, 0) == 1);
+        CHECK(TURN_COUNT_TYPE(t.turn, "auto_retry_start", NULL, 0) == 1 && TURN_COUNT_TYPE(t.turn, "auto_retry_end", NULL, 0) == 1);
         /* every run's messages: the failed attempt's, then the answer (omp holds the failed run's
          * agent_end back: its messages are the ones it streamed) */
         CHECK_STR(assistant_stops(&t, buf, sizeof buf), "error,stop");
@@ -262,7 +229,7 @@ static void overflow(const fake *f) {
     if (prompt_turn(c, "overflow", &t)) {
         jval *compactions = PARSE_STR(t.info.compactions_json);
         const jval *lastc = jat(compactions, jlen(compactions) ? jlen(compactions) - 1 : 0);
-        CHECKF(t.info.outcome == end_outcome(f), "%s: outcome %s", f->name, outcome_name(t.info.outcome));
+        CHECKF(t.info.outcome == end_outcome(f), "%s: outcome %s", f->name, h_outcome_name(t.info.outcome));
         if (f->settles) {
             CHECK(t.info.attempts == 1 && t.info.settled);
             CHECK_STR(failed_list(&t, "maximum context length", buf, sizeof buf), "1:none");
@@ -301,7 +268,7 @@ static void failed_call(const fake *f) {
     char buf[256];
     if (!c) return;
     if (prompt_turn(c, "failed call", &t)) {
-        CHECKF(t.info.outcome == end_outcome(f), "%s: outcome %s", f->name, outcome_name(t.info.outcome));
+        CHECKF(t.info.outcome == end_outcome(f), "%s: outcome %s", f->name, h_outcome_name(t.info.outcome));
         CHECK(t.info.attempts == 1 && t.info.settled == (f->settles != 0));
         CHECK_OSTR(t.info.stop_reason, "error");
         CHECKF(str_has(t.info.error_message, "400"), "error_message %.*s", (int)t.info.error_message.len,
@@ -321,7 +288,7 @@ static void retries_exhausted(const fake *f) {
     char buf[256];
     if (!c) return;
     if (prompt_turn(c, "retries exhausted", &t)) {
-        CHECKF(t.info.outcome == end_outcome(f), "%s: outcome %s", f->name, outcome_name(t.info.outcome));
+        CHECKF(t.info.outcome == end_outcome(f), "%s: outcome %s", f->name, h_outcome_name(t.info.outcome));
         CHECKF(t.info.attempts == 3, "%s: %u attempts", f->name, (unsigned)t.info.attempts);
         CHECK_OSTR(t.info.stop_reason, "error");
         CHECK_STR(failed_list(&t, "500", buf, sizeof buf), "1:retry:100 2:retry:200 3:gave_up");
@@ -404,8 +371,8 @@ static void cancel_retry(const fake *f, const char *command) {
         /* aborted, whichever the command: pi 1.6.0 settles with aborted:false after an
          * abort_retry (it cancelled only the retry), but the host's cancel ended the work */
         omprpc_turn_outcome want = OMPRPC_TURN_OUTCOME_ABORTED;
-        CHECKF(t.info.outcome == want, "%s, %s: outcome %s, expected %s", f->name, command, outcome_name(t.info.outcome),
-               outcome_name(want));
+        CHECKF(t.info.outcome == want, "%s, %s: outcome %s, expected %s", f->name, command, h_outcome_name(t.info.outcome),
+               h_outcome_name(want));
         CHECK(t.info.attempts == 1);
         CHECK_STR(failed_list(&t, NULL, buf, sizeof buf), "1:cancelled:60000");
         CHECK_OSTR(t.info.stop_reason, "error");
@@ -416,7 +383,7 @@ static void cancel_retry(const fake *f, const char *command) {
             size_t n = 0, i;
             if (CHECK_OK(omprpc_turn_events(t.turn, &views, &n, &err), err))
                 for (i = 0; i < n && !end; i++)
-                    if (str_is(views[i].event_type, "auto_retry_end")) end = PARSE_STR(views[i].json);
+                    if (h_str_is(views[i].event_type, "auto_retry_end")) end = PARSE_STR(views[i].json);
         }
         CHECKF(jbool(jget(end, "success")) == 0 && jpath_str(end, "finalError") &&
                    !strcmp(jpath_str(end, "finalError"), "Retry cancelled"),
@@ -424,7 +391,7 @@ static void cancel_retry(const fake *f, const char *command) {
         json_free(end);
         check_json_agrees(&t);
         /* the prompt_complete event says the same, once */
-        CHECK_STR(prompt_complete_outcome(c, request_id, buf, sizeof buf), outcome_name(want));
+        CHECK_STR(prompt_complete_outcome(c, request_id, buf, sizeof buf), h_outcome_name(want));
         turn_done(&t);
     } else {
         omprpc_turn_free(w.turn);

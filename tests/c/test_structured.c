@@ -10,10 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int str_is(omprpc_str s, const char *want) {
-    return s.data && s.len == strlen(want) && memcmp(s.data, want, s.len) == 0;
-}
-
 /* Each view: its json is one event whose "type" is the view's type, and equals `expected[i]`
  * of the turn JSON's events when given. */
 static void check_views(const omprpc_event_view *views, size_t n, const jval *expected) {
@@ -21,7 +17,7 @@ static void check_views(const omprpc_event_view *views, size_t n, const jval *ex
     for (i = 0; i < n; i++) {
         jval *ev = PARSE_STR(views[i].json);
         const char *type = jpath_str(ev, "type");
-        CHECKF(type && str_is(views[i].event_type, type), "event %u: view type vs its JSON's \"%s\"",
+        CHECKF(type && h_str_is(views[i].event_type, type), "event %u: view type vs its JSON's \"%s\"",
                (unsigned)i, type ? type : "(none)");
         if (expected) {
             const char *want = jpath_str(jat(expected, i), "type");
@@ -49,9 +45,9 @@ static void test_a_turn_is_its_json_located(void) {
     whole = PARSE_STR(info.turn_json);
     CHECK(info.outcome == OMPRPC_TURN_OUTCOME_AGENT_END);
     CHECK(info.agent_invoked);
-    CHECK(str_is(info.assistant_text, "pong"));
-    CHECK(jpath_str(whole, "requestId") && str_is(info.request_id, jpath_str(whole, "requestId")));
-    CHECK(jpath_str(whole, "assistantMessage.stopReason") ? str_is(info.stop_reason, jpath_str(whole, "assistantMessage.stopReason"))
+    CHECK(h_str_is(info.assistant_text, "pong"));
+    CHECK(jpath_str(whole, "requestId") && h_str_is(info.request_id, jpath_str(whole, "requestId")));
+    CHECK(jpath_str(whole, "assistantMessage.stopReason") ? h_str_is(info.stop_reason, jpath_str(whole, "assistantMessage.stopReason"))
                                                           : info.stop_reason.data == NULL);
     CHECK(info.error_message.data == NULL);
     CHECK(info.prompt_result_json.data == NULL);
@@ -88,9 +84,9 @@ static void test_a_turn_is_its_json_located(void) {
     CHECK_STR(jpath_str(whole, "outcome"), "agent_end");
     CHECK(info.attempts == 1 && jnum(jget(whole, "attempts"), NULL) == 1);
     CHECK(!info.settled && jbool(jget(whole, "settled")) == 0);
-    CHECK(str_is(info.failed_attempts_json, "[]") && jis(jget(whole, "failedAttempts"), J_ARR) &&
+    CHECK(h_str_is(info.failed_attempts_json, "[]") && jis(jget(whole, "failedAttempts"), J_ARR) &&
           jlen(jget(whole, "failedAttempts")) == 0);
-    CHECK(str_is(info.compactions_json, "[]") && jis(jget(whole, "compactions"), J_ARR) &&
+    CHECK(h_str_is(info.compactions_json, "[]") && jis(jget(whole, "compactions"), J_ARR) &&
           jlen(jget(whole, "compactions")) == 0);
     CHECK_OK(omprpc_turn_events(turn, &views, &n, &err), err);
     CHECKF(n == info.event_count && n == jlen(jget(whole, "events")) && n >= 3, "%u views, %u in info, %u in the JSON",
@@ -101,7 +97,7 @@ static void test_a_turn_is_its_json_located(void) {
         CHECKF(views[i].json.data > info.turn_json.data && views[i].json.data + views[i].json.len < info.turn_json.data + info.turn_json.len,
                "event %u is not inside the turn JSON", (unsigned)i);
     }
-    CHECK(n > 0 && str_is(views[n - 1].event_type, "agent_end"));
+    CHECK(n > 0 && h_str_is(views[n - 1].event_type, "agent_end"));
     {
         /* built once, on first use: asking again lends the same array */
         const omprpc_event_view *again = NULL;
@@ -125,10 +121,10 @@ static void test_local_outcomes(void) {
         && CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err)) {
         CHECK(info.outcome == OMPRPC_TURN_OUTCOME_NOT_INVOKED && !info.agent_invoked);
         CHECK(info.assistant_text.data == NULL && info.assistant_message_json.data == NULL);
-        CHECK(str_is(info.messages_json, "[]"));
+        CHECK(h_str_is(info.messages_json, "[]"));
         /* nothing ran: no attempt */
         CHECK(info.attempts == 0 && !info.settled);
-        CHECK(str_is(info.failed_attempts_json, "[]") && str_is(info.compactions_json, "[]"));
+        CHECK(h_str_is(info.failed_attempts_json, "[]") && h_str_is(info.compactions_json, "[]"));
     }
     omprpc_turn_free(turn);
     turn = NULL;
@@ -160,9 +156,9 @@ static void test_event_batches(void) {
         CHECKF(n >= 1 && n <= 2, "a batch of %u with max_events 2", (unsigned)n);
         check_views(views, n, NULL);
         for (i = 0; i < n; i++) {
-            ready += str_is(views[i].event_type, "ready");
-            starts += str_is(views[i].event_type, "agent_start");
-            ends += str_is(views[i].event_type, "agent_end");
+            ready += h_str_is(views[i].event_type, "ready");
+            starts += h_str_is(views[i].event_type, "agent_start");
+            ends += h_str_is(views[i].event_type, "agent_end");
         }
         omprpc_event_batch_free(batch);
         batch = NULL;
@@ -205,7 +201,7 @@ static void test_collected_batch(void) {
         && CHECK_OK(omprpc_event_batch_events(batch, &views, &n, &err), err)) {
         CHECKF(n >= 1, "%u collected events", (unsigned)n);
         check_views(views, n, NULL);
-        CHECK(n > 0 && str_is(views[n - 1].event_type, "agent_end"));
+        CHECK(n > 0 && h_str_is(views[n - 1].event_type, "agent_end"));
     }
     omprpc_event_batch_free(batch);
     omprpc_client_free(c);
