@@ -134,42 +134,33 @@ fn summarize(c: &Collector, model: Option<String>) -> Value {
 /// The messages of the runs the turn held: each run's `agent_end` messages (a compacted one
 /// rebuilt), oldest run first — the runs that started while collecting, else (a prompt queued
 /// into a run that was live already) the last run.
-fn turn_messages(runs: &[Run]) -> Result<(Vec<Box<RawValue>>, Vec<usize>)> {
-    let mine: Vec<&Run> = match runs.iter().filter(|r| r.started_here).count() {
-        0 => runs.last().into_iter().collect(),
-        _ => runs.iter().filter(|r| r.started_here).collect(),
-    };
+fn turn_messages(runs: &[Run]) -> Result<Vec<Box<RawValue>>> {
+    let started = runs.iter().filter(|r| r.started_here);
+    let mine: Vec<&Run> = if started.clone().next().is_some() { started.collect() } else { runs.last().into_iter().collect() };
     let mut all = Vec::new();
-    // Where each run's messages end in `all` (indexed like `runs`; a run left out ends where
-    // the one before it did).
-    let mut ends = Vec::with_capacity(runs.len());
-    for r in runs {
-        if mine.iter().any(|m| std::ptr::eq(*m, r)) {
-            match &r.agent_end {
-                Some(end) => all.extend(messages(end, &r.streamed)?),
-                None => all.extend(raw_messages(&r.streamed)?),
-            }
+    for r in mine {
+        match &r.agent_end {
+            Some(end) => all.extend(messages(end, &r.streamed)?),
+            None => all.extend(raw_messages(&r.streamed)?),
         }
-        ends.push(all.len());
     }
-    Ok((all, ends))
+    Ok(all)
 }
 
-/// The turn's record of attempts (turn::recovery) from the collector's facts: `msgs` and
-/// `ends` locate each run's messages.
-fn record(c: &Collector, msgs: &[Box<RawValue>], ends: &[usize]) -> recovery::Recovery {
+/// The turn's record of attempts (turn::recovery) from the collector's facts; a run's last
+/// assistant message is the last it streamed, else its `agent_end`'s.
+fn record(c: &Collector) -> recovery::Recovery {
     let mut r = recovery::Recovery::new();
     for fact in &c.facts {
         match fact {
             Fact::Start => r.run_started(),
             Fact::End(i) => {
-                let from = if *i == 0 { 0 } else { ends[*i - 1] };
-                let run = &msgs[from.min(ends[*i])..ends[*i]];
-                let last = run.iter().rev().find(|m| role(m.get().as_bytes()).as_deref() == Some("assistant"));
-                let parsed = last.and_then(|m| serde_json::from_str::<Value>(m.get()).ok());
-                // A run left out of the messages (an earlier run's tail) has its own agent_end.
-                let parsed = parsed.or_else(|| c.runs[*i].agent_end.as_deref().and_then(last_assistant_of));
-                r.run_ended(parsed.as_ref());
+                let run = &c.runs[*i];
+                let streamed = run.streamed.iter().rev().find(|m| role(m).as_deref() == Some("assistant"));
+                let last = streamed
+                    .and_then(|m| serde_json::from_slice::<Value>(m).ok())
+                    .or_else(|| run.agent_end.as_deref().and_then(last_assistant_of));
+                r.run_ended(last.as_ref());
             }
             Fact::Frame(f) => {
                 if let Ok(v) = serde_json::from_slice::<Value>(f) {
@@ -273,11 +264,11 @@ pub fn build(request_id: &str, c: Collector, summary: Option<Option<String>>) ->
 pub fn build_turn(request_id: &str, mut c: Collector, summary: Option<Option<String>>) -> Result<Turn> {
     let summary = summary.map(|model| summarize(&c, model));
     let Outcome { how: outcome, agent_invoked, prompt_result } = c.outcome.take().expect("collector is complete")?;
-    let (msgs, ends) = match outcome {
-        TurnOutcome::PromptResult | TurnOutcome::NotInvoked => (Vec::new(), vec![0; c.runs.len()]),
+    let msgs = match outcome {
+        TurnOutcome::PromptResult | TurnOutcome::NotInvoked => Vec::new(),
         _ => turn_messages(&c.runs)?,
     };
-    let rec = record(&c, &msgs, &ends);
+    let rec = record(&c);
     let assistant = find_assistant(&msgs, &c.events, &c.offsets);
     let parsed = assistant.and_then(|a| serde_json::from_slice::<Value>(a).ok());
     let text = parsed.as_ref().and_then(assistant_text);
