@@ -1,6 +1,8 @@
 //! The derived stream and the turn summary: what most hosts want from a turn without
 //! interpreting every raw event — text and reasoning in arrival order (never mixed), tool
-//! calls paired by `toolCallId` with their outcome, stop reasons, the final text both as the
+//! calls paired by `toolCallId` with their outcome (a call another tool made — pi's codemode
+//! scripts — names its caller in `parentToolCallId`, and the caller lists it in `children`),
+//! stop reasons, the final text both as the
 //! last assistant message and as all the text, and usage per message and per turn.
 //!
 //! It also keeps the turn's record of attempts (turn::recovery): the failed attempts and what
@@ -65,6 +67,8 @@ struct Tool {
     outcome: Option<&'static str>,
     result: Value,
     reason: Option<String>,
+    /// The call that made this one (pi 0.99 on: a codemode script's inner calls), else None.
+    parent: Option<String>,
 }
 
 /// Feeds on raw events, in order; yields derived items and, at the end, the summary.
@@ -91,6 +95,12 @@ pub struct Summarizer {
 
 fn s(v: &Value) -> Option<&str> {
     v.as_str()
+}
+
+/// The call that made a tool event's call: pi (0.99 on) sets `parentToolCallId` on every
+/// `tool_execution_*` event of a call another tool made (`ctx.executeTool`, codemode scripts).
+fn parent_of(ev: &Value) -> Option<String> {
+    s(&ev["parentToolCallId"]).filter(|p| !p.is_empty()).map(str::to_string)
 }
 
 impl Summarizer {
@@ -137,12 +147,22 @@ impl Summarizer {
             "tool_execution_start" => {
                 let id = s(&ev["toolCallId"]).unwrap_or("").to_string();
                 let name = s(&ev["toolName"]).unwrap_or("").to_string();
+                let parent = parent_of(ev);
                 self.tool_index.insert(id.clone(), self.tools.len());
-                self.tools.push(Tool { id: id.clone(), name: name.clone(), args: ev["args"].clone(), outcome: None, result: Value::Null, reason: None });
-                out.push(json!({"kind": "tool_start", "toolCallId": id, "toolName": name, "args": ev["args"]}));
+                self.tools.push(Tool {
+                    id: id.clone(),
+                    name: name.clone(),
+                    args: ev["args"].clone(),
+                    outcome: None,
+                    result: Value::Null,
+                    reason: None,
+                    parent: parent.clone(),
+                });
+                out.push(json!({"kind": "tool_start", "toolCallId": id, "toolName": name, "args": ev["args"], "parentToolCallId": parent}));
             }
             "tool_execution_update" => {
-                out.push(json!({"kind": "tool_update", "toolCallId": ev["toolCallId"], "partialResult": ev["partialResult"]}));
+                out.push(json!({"kind": "tool_update", "toolCallId": ev["toolCallId"], "partialResult": ev["partialResult"],
+                                "parentToolCallId": parent_of(ev)}));
             }
             "tool_blocked" => {
                 if let Some(id) = s(&ev["toolCallId"]) {
@@ -162,7 +182,15 @@ impl Summarizer {
                     None => {
                         // An end without a start (e.g. blocked before it ran): pair it anyway.
                         self.tool_index.insert(id.clone(), self.tools.len());
-                        self.tools.push(Tool { id: id.clone(), name: String::new(), args: Value::Null, outcome: None, result: Value::Null, reason: None });
+                        self.tools.push(Tool {
+                            id: id.clone(),
+                            name: String::new(),
+                            args: Value::Null,
+                            outcome: None,
+                            result: Value::Null,
+                            reason: None,
+                            parent: parent_of(ev),
+                        });
                         self.tools.len() - 1
                     }
                 };
@@ -170,11 +198,14 @@ impl Summarizer {
                 if t.name.is_empty() {
                     t.name = s(&ev["toolName"]).unwrap_or("").to_string();
                 }
+                if t.parent.is_none() {
+                    t.parent = parent_of(ev);
+                }
                 t.outcome = Some(outcome);
                 t.result = ev["result"].clone();
                 t.reason = reason.clone();
                 out.push(json!({"kind": "tool_end", "toolCallId": id, "toolName": t.name, "outcome": outcome,
-                                "result": ev["result"], "reason": reason}));
+                                "result": ev["result"], "reason": reason, "parentToolCallId": t.parent}));
             }
             "agent_start" => {
                 self.recovery.run_started();
@@ -290,6 +321,14 @@ impl Summarizer {
 
     /// The summary of everything fed so far.
     pub fn finish(&self) -> Value {
+        // Each call's inner calls, in the order they started: with `parentToolCallId` this makes
+        // the flat list a tree a host can render without a second pass over the events.
+        let mut children: HashMap<&str, Vec<&str>> = HashMap::new();
+        for t in &self.tools {
+            if let Some(p) = &t.parent {
+                children.entry(p.as_str()).or_default().push(&t.id);
+            }
+        }
         let tools: Vec<Value> = self
             .tools
             .iter()
@@ -301,6 +340,8 @@ impl Summarizer {
                 m.insert("outcome".into(), json!(t.outcome.unwrap_or("pending")));
                 m.insert("result".into(), t.result.clone());
                 m.insert("reason".into(), json!(t.reason));
+                m.insert("parentToolCallId".into(), json!(t.parent));
+                m.insert("children".into(), json!(children.get(t.id.as_str()).cloned().unwrap_or_default()));
                 Value::Object(m)
             })
             .collect();
@@ -463,5 +504,59 @@ mod tests {
         assert_eq!(s["toolCalls"][1]["reason"], "nope");
         assert_eq!(s["stopReason"], "length");
         assert_eq!(s["stopReasons"][0]["reason"], "length");
+    }
+
+    #[test]
+    fn inner_calls_pair_by_id_and_nest_under_their_caller() {
+        // pi 1.6.0, recorded (abridged; tests/fixtures/recordings/pi-1.6.0-codemode.jsonl): a
+        // codemode call whose script runs bash and read at once; read ends first, then bash,
+        // then the script. Every inner event names its caller; the caller's events name none.
+        let start = |id: &str, name: &str, parent: Option<&str>| {
+            let mut e = json!({"type": "tool_execution_start", "toolCallId": id, "toolName": name, "args": {"n": id}});
+            if let Some(p) = parent {
+                e["parentToolCallId"] = json!(p);
+            }
+            e
+        };
+        let end = |id: &str, name: &str, parent: Option<&str>, text: &str| {
+            let mut e = json!({"type": "tool_execution_end", "toolCallId": id, "toolName": name, "isError": false,
+                               "result": {"content": [{"type": "text", "text": text}]}});
+            if let Some(p) = parent {
+                e["parentToolCallId"] = json!(p);
+            }
+            e
+        };
+        let mut sm = Summarizer::new(None);
+        let mut derived = Vec::new();
+        for e in [start("c", "codemode", None),
+                  start("c/1", "bash", Some("c")),
+                  json!({"type": "tool_execution_update", "toolCallId": "c/1", "toolName": "bash", "parentToolCallId": "c", "partialResult": {}}),
+                  start("c/2", "read", Some("c")),
+                  end("c/2", "read", Some("c"), "note"),
+                  end("c/1", "bash", Some("c"), "inner"),
+                  end("c", "codemode", None, "Script completed"),
+                  start("d", "bash", None),
+                  end("d", "bash", None, "top")] {
+            derived.extend(sm.feed(&e));
+        }
+        let s = sm.finish();
+        let calls = s["toolCalls"].as_array().unwrap();
+        fn row(t: &Value) -> (&str, Option<&str>, &str) {
+            (t["toolCallId"].as_str().unwrap(), t["parentToolCallId"].as_str(), t["result"]["content"][0]["text"].as_str().unwrap())
+        }
+        assert_eq!(calls.iter().map(row).collect::<Vec<_>>(),
+                   [("c", None, "Script completed"), ("c/1", Some("c"), "inner"), ("c/2", Some("c"), "note"), ("d", None, "top")],
+                   "each call holds its own end, in the order the calls started");
+        assert_eq!(calls[0]["children"], json!(["c/1", "c/2"]));
+        assert_eq!(calls[1]["children"], json!([]));
+        assert_eq!(calls[3]["children"], json!([]));
+        assert_eq!(calls[1]["args"], json!({"n": "c/1"}), "the start's args stay (pi's inner ends carry none)");
+        let parents: Vec<(&str, Option<&str>)> = derived
+            .iter()
+            .filter(|d| d["kind"].as_str().is_some_and(|k| k.starts_with("tool_")))
+            .map(|d| (d["kind"].as_str().unwrap(), d["parentToolCallId"].as_str()))
+            .collect();
+        assert_eq!(parents, [("tool_start", None), ("tool_start", Some("c")), ("tool_update", Some("c")), ("tool_start", Some("c")),
+                             ("tool_end", Some("c")), ("tool_end", Some("c")), ("tool_end", None), ("tool_start", None), ("tool_end", None)]);
     }
 }
