@@ -783,3 +783,81 @@ fn failures_in_the_anthropic_shape_are_retried_and_recovered_alike() {
     nothing_after(&c, &env);
     c.close().unwrap();
 }
+
+// --- (j) Nested tool calls: codemode (pi 0.99 on) ----------------------------------------------
+//
+// The model answers with a `codemode` call whose script runs bash and read in parallel (bash
+// sleeps first, so read ends before it: the ends come in another order than the starts); each
+// inner call runs through pi's tool pipeline with its own tool_execution_start/end, carrying
+// `parentToolCallId` (the codemode call's id) and an id `<parent>/<n>`. The turn summary pairs
+// every call with its own end and nests the inner calls under the codemode call. Recorded and
+// replayed; OMPRPC_UPDATE_RECORDINGS=1 writes tests/fixtures/recordings/pi-1.6.0-codemode.jsonl,
+// which the bindings' and the C tests replay.
+#[test]
+fn codemode_inner_calls_are_nested_under_their_parent() {
+    if !pi::pi_at_least("0.99.0") {
+        eprintln!("skipped: pi {} has no codemode (0.99.0 on)", pi::pi_version());
+        return;
+    }
+    let code = "const [sh, note] = await Promise.all([tools.bash({command: \"sleep 0.3; echo inner\"}), tools.read({path: \"note.txt\"})]);\nreturn sh.output.trim() + \"+\" + note.trim();";
+    let script = json!([{"match": "run codemode", "replies": [
+        {"text": "Scripting it. ", "tool_call": {"name": "codemode", "arguments": {"code": code}}},
+        {"text": "done: {{last_tool_result}}"}]}]);
+    let Some(env) = PiEnv::new("codemode", script) else { return };
+    std::fs::write(env.work.join("note.txt"), "from-note\n").unwrap();
+    let rec = env.root.join("session.jsonl");
+    let c = start(&env, &["--tools", "codemode,bash,read"], json!({"record_path": rec.display().to_string(), "turn_summary": true}));
+    let t = turn(&c, "please run codemode");
+    assert!(t["assistantText"].as_str().is_some_and(|a| a.ends_with("inner+from-note")), "{t:#}");
+    codemode_turn_is_nested(&t);
+    // Inner calls add no transcript entries: the model got one tool result, the script's.
+    let results: Vec<&Value> = t["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "toolResult").collect();
+    assert_eq!(results.len(), 1, "{:#}", t["messages"]);
+    assert_eq!(results[0]["toolName"], "codemode");
+    let nested: Vec<(&str, &str)> = results[0]["nestedCalls"]["calls"].as_array().unwrap().iter()
+        .map(|n| (n["name"].as_str().unwrap(), n["status"].as_str().unwrap())).collect();
+    assert_eq!(nested, [("bash", "ok"), ("read", "ok")], "{:#}", results[0]);
+    let reqs = env.llm_requests();
+    assert_eq!(tool_names(&reqs[0]), ["codemode", "bash", "read"]);
+    let tool_msgs: Vec<&Value> = reqs[1]["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tool_msgs.len(), 1, "{:#}", reqs[1]);
+    c.close().unwrap();
+    replayed(&env, &rec, "codemode", &t, |r| turn(r, "please run codemode"));
+}
+
+/// A codemode turn (the summary on): the codemode call carries no parent and lists its two inner
+/// calls (bash, read) as children; each inner call's start, updates and end name it, its id is
+/// `<parent>/<n>`, all of them come between the parent's start and end, and each call's summary
+/// item holds its own result however the ends interleaved.
+fn codemode_turn_is_nested(t: &Value) {
+    let events: Vec<&Value> = t["events"].as_array().unwrap().iter().collect();
+    let starts: Vec<usize> = (0..events.len()).filter(|&i| events[i]["type"] == "tool_execution_start").collect();
+    assert_eq!(starts.len(), 3, "{:#}", t["events"]);
+    let outer = events[starts[0]];
+    assert_eq!((outer["toolName"].as_str(), outer.get("parentToolCallId")), (Some("codemode"), None), "{outer}");
+    let parent = outer["toolCallId"].as_str().unwrap();
+    let outer_end = (0..events.len()).find(|&i| events[i]["type"] == "tool_execution_end" && events[i]["toolCallId"] == parent).unwrap();
+    for (i, e) in events.iter().enumerate() {
+        let ty = e["type"].as_str().unwrap();
+        if !ty.starts_with("tool_execution_") || e["toolCallId"] == parent {
+            continue;
+        }
+        assert_eq!(e["parentToolCallId"], parent, "{e}");
+        assert!(e["toolCallId"].as_str().unwrap().starts_with(&format!("{parent}/")), "{e}");
+        assert!(i > starts[0] && i < outer_end, "{ty} of an inner call outside its parent's start and end");
+    }
+    let calls = t["summary"]["toolCalls"].as_array().unwrap();
+    let row = |c: &Value| {
+        let text = c["result"]["content"].as_array().map(|p| p.iter().filter_map(|p| p["text"].as_str()).collect::<String>());
+        (c["toolName"].as_str().unwrap().to_string(), c["parentToolCallId"].as_str().map(str::to_string), c["outcome"].as_str().unwrap().to_string(), text.unwrap_or_default())
+    };
+    let rows: Vec<_> = calls.iter().map(row).collect();
+    let p = Some(parent.to_string());
+    assert_eq!(rows[1..], [("bash".into(), p.clone(), "success".into(), "inner\n".into()), ("read".into(), p, "success".into(), "from-note\n".into())]);
+    assert_eq!((rows[0].0.as_str(), rows[0].1.as_deref(), rows[0].2.as_str()), ("codemode", None, "success"));
+    assert!(rows[0].3.ends_with("inner+from-note"), "{:#}", calls[0]);
+    let ids: Vec<&str> = calls[1..].iter().map(|c| c["toolCallId"].as_str().unwrap()).collect();
+    assert_eq!(calls[0]["children"], json!(ids));
+    assert_eq!((calls[1]["children"].clone(), calls[2]["children"].clone()), (json!([]), json!([])));
+    assert_eq!(calls[1]["args"], json!({"command": "sleep 0.3; echo inner"}));
+}
