@@ -11,6 +11,7 @@ use crate::bridge::address::TcpAddresses;
 use crate::bridge::{Gate, Plan, Rules, Transport};
 use crate::error::{Error, Result};
 use crate::protocol::argv::{self, Flavor, Launcher, LauncherEnv};
+use crate::protocol::scope;
 use crate::protocol::version::{self, Probed, Version};
 use crate::transport::process::SpawnSpec;
 
@@ -31,6 +32,8 @@ const KNOWN: &[&str] = &[
     "launcher", "launcher_env", "launcher_shell",
     // The embedder helpers as start options (protocol::skills, protocol::schema).
     "skills", "sanitize_tool_schemas",
+    // What the agent may load and reach beyond what the host names (protocol::scope).
+    "trust_project", "mcp", "context_files", "exclude_tools",
 ];
 
 /// The bridge's transport: a Unix socket, or TCP — loopback by default; `bridge_listen` (what
@@ -421,6 +424,22 @@ impl Options {
                  with launcher_env \"command\" (ssh, docker, kubectl …) cannot read; leave it off there",
             ));
         }
+        // What pi before project trust would load from the repository with no flag to keep it
+        // out: refused rather than loaded behind the host's back (protocol::scope). Behind a
+        // far-side launcher the directory is not on this machine to look at.
+        if !far_side {
+            let trust = o.bool("trust_project")?.unwrap_or(false);
+            let dir = cwd.map(PathBuf::from).or_else(|| std::env::current_dir().ok()).unwrap_or_default();
+            if let Some(found) = scope::unkeepable(flavor, agent_version, trust).into_iter().find(|p| dir.join(p).exists()) {
+                let v = agent_version.map_or_else(String::new, |v| format!(" {v}"));
+                return Err(Error::invalid(format!(
+                    "the working directory {} holds {found}, which pi{v} loads with no way to keep it out (project \
+                     trust, --approve / --no-approve, came in pi 0.79.0): pass trust_project: true to accept the \
+                     repository's own resources, or run pi 0.79.0 or later",
+                    dir.display()
+                )));
+            }
+        }
         // Through a far-side launcher `cwd` is the agent's (`env -C`), not the launcher's.
         let spawn = SpawnSpec { argv, cwd: cwd.filter(|_| !far_side).map(PathBuf::from), env, inherit_env: inherit_all };
         // The probe runs the agent's own words through the launcher: the agent is on its far side.
@@ -572,9 +591,13 @@ mod tests {
         let map = map.as_object().unwrap();
         let first = Options::from_map(map).unwrap();
         assert!(first.version_probe.is_some());
-        assert_eq!(first.spawn.argv, ["pi", "--mode", "rpc", "--no-skills", "--skill", "./skills/alpha"]);
+        assert_eq!(first.spawn.argv, ["pi", "--mode", "rpc", "--no-skills", "--skill", "./skills/alpha", "--no-approve", "--no-mcp"]);
+        // 0.73.1 has no project trust: discovery goes off instead (the skills chosen stand).
         let new = Probed { flavor: None, version: Version::new(0, 73, 1) };
-        assert_eq!(Options::from_map_at(map, Some(new)).unwrap().spawn.argv, first.spawn.argv);
+        assert_eq!(
+            Options::from_map_at(map, Some(new)).unwrap().spawn.argv,
+            ["pi", "--mode", "rpc", "--no-skills", "--skill", "./skills/alpha", "--no-extensions", "--no-prompt-templates"]
+        );
         let old = Probed { flavor: None, version: Version::new(0, 37, 2) };
         assert!(Options::from_map_at(map, Some(old)).unwrap_err().message.contains("cannot load a subset"));
     }

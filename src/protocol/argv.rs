@@ -3,6 +3,7 @@
 
 use crate::protocol::opts::Opts;
 use crate::error::{Error, Result};
+use crate::protocol::scope::{self, Scope};
 use crate::protocol::skills::{Selection, SkillFlags};
 use crate::protocol::version::{self, Version};
 
@@ -89,8 +90,11 @@ pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>, version: Opti
         }
         // The approval mode is a safety setting: never dropped because argv was given whole.
         command.extend(approval_flag(o, flavor)?);
-        // So is a skills selection that narrows what loads.
+        // So is a skills selection that narrows what loads, and what keeps the repository's
+        // resources, MCP servers and excluded tools out (the argv's own flags of a kind stand).
         command.extend(skills.iter().flat_map(|s| s.flags.iter().cloned()));
+        let scoped = scope::flags(&Scope::parse(o, None)?, flavor, version, Some(&command))?;
+        command.extend(scoped);
         if bridged.is_some() {
             command.push("--extension".into());
             command.push(EXTENSION_PLACEHOLDER.into());
@@ -117,6 +121,8 @@ pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>, version: Opti
         return Err(Error::invalid("option \"provider_session_id\" is omp-only; pi has no such flag"));
     }
     flag("--provider-session-id", provider_session);
+    // The allow-list as passed (with the library's additions): the scope flags make it exact.
+    let mut allowed: Option<Vec<String>> = None;
     if let Some(mut tools) = o.str_list("tools")? {
         // The agents list skills in the prompt only when `read` is on (protocol::skills).
         if skills.as_ref().is_some_and(|s| s.needs_read) && !tools.iter().any(|t| t == "read") {
@@ -133,6 +139,7 @@ pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>, version: Opti
                 }
             }
         }
+        allowed = Some(tools.clone());
         if tools.is_empty() && version::has_no_tools_flag(flavor, version) {
             argv.push("--no-tools".into());
         } else if tools.is_empty() {
@@ -163,6 +170,7 @@ pub fn build(o: &Opts, flavor: Flavor, bridged: Option<&[String]>, version: Opti
         return Err(Error::invalid("option \"no_title\" is omp-only; pi has no such flag"));
     }
     argv.extend(approval_flag(o, flavor)?);
+    argv.extend(scope::flags(&Scope::parse(o, allowed.as_deref())?, flavor, version, None)?);
     let mut extensions = o.str_list("extensions")?.unwrap_or_default();
     if bridged.is_some() {
         extensions.push(EXTENSION_PLACEHOLDER.into());
@@ -400,7 +408,8 @@ mod tests {
     fn pi_flags_and_detection() {
         let (a, f) = argv(json!({"flavor": "pi", "model": "fake/fake-model", "no_session": true, "extensions": ["/x.js"]})).unwrap();
         assert_eq!(f, Flavor::Pi);
-        assert_eq!(a, ["pi", "--mode", "rpc", "--model", "fake/fake-model", "--no-session", "--extension", "/x.js"]);
+        // pi (version unknown: the newest) trusts no project and starts no MCP server by default.
+        assert_eq!(a, ["pi", "--mode", "rpc", "--model", "fake/fake-model", "--no-session", "--no-approve", "--no-mcp", "--extension", "/x.js"]);
         assert_eq!(argv(json!({"executable": "/usr/bin/pi"})).unwrap().1, Flavor::Pi);
         assert_eq!(argv(json!({"command": ["node", "/opt/x/pi"]})).unwrap().1, Flavor::Pi);
         assert_eq!(argv(json!({"command": ["python3", "-c", "x"]})).unwrap().1, Flavor::Omp);
@@ -423,20 +432,20 @@ mod tests {
         let map = json!({"flavor": "pi", "tools": [], "extra_args": ["--x"]}).as_object().unwrap().clone();
         let o = Opts::new(&map);
         let a = build(&o, Flavor::Pi, Some(&["echo".to_string()]), None).unwrap();
-        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "echo", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
+        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "echo", "--no-approve", "--no-mcp", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
         let a = build(&o, Flavor::Pi, Some(&["echo".to_string()]), Some(Version::new(0, 68, 1))).unwrap();
-        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "echo", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
+        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "echo", "--no-extensions", "--no-prompt-templates", "--no-skills", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
         // Before pi 0.68: --tools names built-ins only, and --no-tools leaves extension tools on.
         let a = build(&o, Flavor::Pi, Some(&["echo".to_string()]), Some(Version::new(0, 67, 6))).unwrap();
-        assert_eq!(a, ["pi", "--mode", "rpc", "--no-tools", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
+        assert_eq!(a, ["pi", "--mode", "rpc", "--no-tools", "--no-extensions", "--no-prompt-templates", "--no-skills", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
         let a = build(&o, Flavor::Pi, Some(&["echo".to_string()]), Some(Version::new(0, 37, 2))).unwrap();
-        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
+        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "", "--no-skills", "--extension", EXTENSION_PLACEHOLDER, "--x"]);
         let map2 = json!({"flavor": "pi", "tools": ["read"]}).as_object().unwrap().clone();
         let a = build(&Opts::new(&map2), Flavor::Pi, Some(&["echo".to_string()]), Some(Version::new(0, 50, 7))).unwrap();
-        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "read", "--extension", EXTENSION_PLACEHOLDER]);
+        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "read", "--no-extensions", "--no-prompt-templates", "--no-skills", "--extension", EXTENSION_PLACEHOLDER]);
         let map = json!({"command": ["pi", "--mode", "rpc"]}).as_object().unwrap().clone();
         let a = build(&Opts::new(&map), Flavor::Pi, Some(&[]), None).unwrap();
-        assert_eq!(a, ["pi", "--mode", "rpc", "--extension", EXTENSION_PLACEHOLDER]);
+        assert_eq!(a, ["pi", "--mode", "rpc", "--no-approve", "--no-mcp", "--extension", EXTENSION_PLACEHOLDER]);
     }
 
     fn launcher(v: serde_json::Value, env: &[(&str, &str)], cwd: Option<&str>) -> Result<Option<Launcher>> {
@@ -502,14 +511,14 @@ mod tests {
     #[test]
     fn skills_become_each_agents_flags_and_turn_read_on() {
         let (a, _) = argv(json!({"flavor": "pi", "tools": ["echo"], "skills": ["/s/alpha"], "no_session": true})).unwrap();
-        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "echo,read", "--no-session", "--no-skills", "--skill", "/s/alpha"]);
+        assert_eq!(a, ["pi", "--mode", "rpc", "--tools", "echo,read", "--no-session", "--no-skills", "--skill", "/s/alpha", "--no-approve", "--no-mcp"]);
         let (a, _) = argv(json!({"tools": [], "skills": ["git-*"], "rpc_defaults": false})).unwrap();
         assert_eq!(a, ["omp", "--mode", "rpc", "--tools", "read", "--skills=git-*"]);
         // "none" needs no read; no_skills: true agrees with it and gives one flag.
         let (a, _) = argv(json!({"flavor": "pi", "tools": [], "skills": "none", "no_skills": true})).unwrap();
-        assert_eq!(a, ["pi", "--mode", "rpc", "--no-tools", "--no-skills"]);
+        assert_eq!(a, ["pi", "--mode", "rpc", "--no-tools", "--no-skills", "--no-approve", "--no-mcp"]);
         let (a, _) = argv(json!({"flavor": "pi", "skills": "all"})).unwrap();
-        assert_eq!(a, ["pi", "--mode", "rpc"]);
+        assert_eq!(a, ["pi", "--mode", "rpc", "--no-approve", "--no-mcp"]);
         // pi 0.37.2: no --no-tools, so an allow-list of read alone.
         let map = json!({"flavor": "pi", "skills": "all", "tools": []}).as_object().unwrap().clone();
         let a = build(&Opts::new(&map), Flavor::Pi, None, Some(Version::new(0, 37, 2))).unwrap();

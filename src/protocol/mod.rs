@@ -5,6 +5,7 @@ pub mod argv;
 pub mod chunks;
 pub mod opts;
 pub mod schema;
+pub mod scope;
 pub mod skills;
 pub mod version;
 pub mod scan;
