@@ -388,7 +388,7 @@ clean:
 # $HOME/.cache/omprpc/pi-0.37.2 (~12 s, ~125 MB), then the suite takes ~15 s.
 .PHONY: test-pi-oldest test-pi-previous
 test-pi-oldest:
-	OMPRPC_PI_VERSION=oldest $(CARGO) test $(LOCKED) --test real_pi --test real_skills
+	OMPRPC_PI_VERSION=oldest $(CARGO) test $(LOCKED) --test real_pi --test real_skills --test real_pi_scope
 
 # The real-pi suites over any list of pi versions (not part of make test), each installed once into
 # $HOME/.cache/omprpc/pi-<v> from its package (@earendil-works from 0.74.0, @mariozechner before)
@@ -400,7 +400,7 @@ PI_VERSIONS ?= $(PI_PREVIOUS) $(PI_NEWEST)
 test-pi-versions:
 	@failed=""; for v in $(PI_VERSIONS); do \
 	  echo "=== real pi $$v"; \
-	  OMPRPC_PI_VERSION=$$v $(CARGO) test $(LOCKED) --test real_pi --test real_skills || failed="$$failed $$v"; \
+	  OMPRPC_PI_VERSION=$$v $(CARGO) test $(LOCKED) --test real_pi --test real_skills --test real_pi_scope || failed="$$failed $$v"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "test-pi-versions: failed on pi$$failed" >&2; exit 1; fi; \
 	echo "test-pi-versions: passed on pi $(PI_VERSIONS)"
@@ -409,7 +409,7 @@ test-pi-versions:
 # the last one whose prompts end at an agent_end (no agent_settled): its retries and overflow
 # compactions follow the failed run's agent_end. The binding suites run it too (OMPRPC_PI_PREVIOUS_CLI).
 test-pi-previous:
-	OMPRPC_PI_VERSION=previous $(CARGO) test $(LOCKED) --test real_pi
+	OMPRPC_PI_VERSION=previous $(CARGO) test $(LOCKED) --test real_pi --test real_pi_scope
 
 # --- real omp ---------------------------------------------------------------------------
 # The Rust client against the real omp 18.2.3 (Bun from npm), offline, with omprpc-fake-llm
