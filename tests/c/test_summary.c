@@ -2,7 +2,10 @@
  * The turn summary and the helpers through the C API: a summary inside prompt_and_wait's
  * turn, the stateless omprpc_summarize over a turn's events, the streaming summarizer, the
  * environment allow-list, prompt content blocks and the provider config writer; plus the
- * policy-gate verdict call's argument checks (the gate itself is exercised in tests/bridge.rs).
+ * policy-gate verdict call's argument checks (the gate itself is exercised in tests/bridge.rs);
+ * and nested tool calls: real pi 1.6.0's codemode turn, replayed from its recording
+ * (tests/fixtures/recordings/pi-1.6.0-codemode.jsonl, read relative to the repository root where
+ * `make` runs the tests, or from OMPRPC_CODEMODE_FIXTURE).
  */
 #include "harness.h"
 
@@ -168,6 +171,86 @@ static void test_events_as_lines_and_nul_messages(void) {
     omprpc_client_free(c);
 }
 
+/* A codemode call ran bash and read from one script (read ended first): each call's summary
+ * item holds its own result, the inner ones name the codemode call in parentToolCallId and the
+ * codemode item lists them in children; the streaming summarizer's tool items name it too. */
+static void test_nested_tool_calls(void) {
+    const char *env = getenv("OMPRPC_CODEMODE_FIXTURE");
+    char *path = json_quote((env && *env) ? env : "tests/fixtures/recordings/pi-1.6.0-codemode.jsonl");
+    size_t n = strlen(path) + 32;
+    char *args = (char *)malloc(n);
+    omprpc_client *c;
+    omprpc_turn *turn = NULL;
+    omprpc_turn_info info;
+    const omprpc_event_view *views = NULL;
+    size_t count = 0, i;
+    char *err = NULL;
+    jval *s;
+    /* `--mode rpc` makes the client ask the replay its `--version`: the recorded pi's. */
+    snprintf(args, n, "\"--replay\",%s,\"--mode\",\"rpc\"", path);
+    c = START(args, "\"flavor\":\"pi\",\"turn_summary\":true");
+    free(args);
+    free(path);
+    if (!c) return;
+    if (!CHECK_OK(omprpc_client_prompt_and_wait_turn(c, "please run codemode", NULL, WAIT_MS, &turn, &err), err)) {
+        omprpc_client_free(c);
+        return;
+    }
+    CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err);
+    CHECK(info.outcome == OMPRPC_TURN_OUTCOME_AGENT_SETTLED);
+    s = PARSE_STR(info.summary_json);
+    CHECKF(jlen(jget(s, "toolCalls")) == 3, "%u tool calls", (unsigned)jlen(jget(s, "toolCalls")));
+    CHECK_STR(jpath_str(s, "toolCalls.0.toolName"), "codemode");
+    CHECK(jis(jpath(s, "toolCalls.0.parentToolCallId"), J_NULL));
+    CHECK(jlen(jpath(s, "toolCalls.0.children")) == 2);
+    CHECK_STR(jpath_str(s, "toolCalls.0.children.0"), "call_fake_2/1");
+    CHECK_STR(jpath_str(s, "toolCalls.0.children.1"), "call_fake_2/2");
+    CHECK_STR(jpath_str(s, "toolCalls.0.result.content.1.text"), "inner+from-note");
+    CHECK_STR(jpath_str(s, "toolCalls.1.toolCallId"), "call_fake_2/1");
+    CHECK_STR(jpath_str(s, "toolCalls.1.toolName"), "bash");
+    CHECK_STR(jpath_str(s, "toolCalls.1.parentToolCallId"), "call_fake_2");
+    CHECK_STR(jpath_str(s, "toolCalls.1.outcome"), "success");
+    CHECK_STR(jpath_str(s, "toolCalls.1.result.content.0.text"), "inner\n");
+    CHECK(jlen(jpath(s, "toolCalls.1.children")) == 0);
+    CHECK_STR(jpath_str(s, "toolCalls.2.toolName"), "read");
+    CHECK_STR(jpath_str(s, "toolCalls.2.parentToolCallId"), "call_fake_2");
+    CHECK_STR(jpath_str(s, "toolCalls.2.result.content.0.text"), "from-note\n");
+    json_free(s);
+    /* The same events through the streaming summarizer: every tool item names its caller. */
+    if (CHECK_OK(omprpc_turn_events(turn, &views, &count, &err), err)) {
+        omprpc_summarizer *sm = NULL;
+        int inner = 0, outer = 0;
+        if (CHECK_OK(omprpc_summarizer_new(NULL, &sm, &err), err)) {
+            for (i = 0; i < count; i++) {
+                char *event = h_dup_str(views[i].json), *derived = NULL;
+                if (CHECK_OK(omprpc_summarizer_feed(sm, event, &derived, &err), err)) {
+                    jval *d = PARSE(derived);
+                    size_t k;
+                    for (k = 0; k < jlen(d); k++) {
+                        jval *item = jat(d, k);
+                        const char *kind = jstr(jget(item, "kind")), *id = jstr(jget(item, "toolCallId"));
+                        if (!kind || strncmp(kind, "tool_", 5) || !id) continue;
+                        if (!strcmp(id, "call_fake_2")) {
+                            CHECKF(jis(jget(item, "parentToolCallId"), J_NULL), "%s of the codemode call names a caller", kind);
+                            outer++;
+                        } else {
+                            CHECK_STR(jstr(jget(item, "parentToolCallId")), "call_fake_2");
+                            inner++;
+                        }
+                    }
+                    json_free(d);
+                    h_strfree(&derived);
+                }
+                free(event);
+            }
+            CHECKF(inner >= 4 && outer >= 2, "%d inner and %d outer tool items", inner, outer);
+            omprpc_summarizer_free(sm);
+        }
+    }
+    omprpc_turn_free(turn);
+    omprpc_client_free(c);
+}
+
 int main(void) {
     h_init();
     RUN(test_events_as_lines_and_nul_messages);
@@ -175,5 +258,6 @@ int main(void) {
     RUN(test_summary_in_turn_and_from_events);
     RUN(test_streaming_summarizer);
     RUN(test_policy_verdict_arguments);
+    RUN(test_nested_tool_calls);
     return h_summary();
 }
