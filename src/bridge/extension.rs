@@ -158,6 +158,8 @@ if (CONFIG.gate) {
     const name = event.toolName ?? event.name;
     if (bridged.has(name)) return undefined; // the host runs these itself
     const frame = { kind: "policy_eval", tool: name, toolCallId: event.toolCallId, args: event.input ?? event.args ?? {} };
+    // pi 0.99+: a call another tool made (a codemode script's) names the call that made it.
+    if (typeof event.parentToolCallId === "string") frame.parentToolCallId = event.parentToolCallId;
     const call = request(frame, CONFIG.policyTimeoutMs, undefined, CONFIG.failOpen ? undefined : noVerdict);
     const reply = await call.done;
     const v = reply.verdict;

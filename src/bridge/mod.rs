@@ -17,7 +17,8 @@
 //!   `{"token","client","id","kind":"tool","tool","toolCallId","args"}`
 //!   `{"token","client","id","kind":"cancel","target","reason"?}`  (the AbortSignal fired, or the
 //!   request's timeout; `reason`: what the agent is told about it, e.g. the gate's block)
-//!   `{"token","client","id","kind":"policy_eval","tool","toolCallId","args"}`
+//!   `{"token","client","id","kind":"policy_eval","tool","toolCallId","args","parentToolCallId"?}`
+//!   (`parentToolCallId`: pi 0.99+, for a call another tool made, e.g. from a codemode script)
 //!   `{"token","client","id","kind":"hello","tools":[names],"gate":bool}` (once, when the agent
 //!   loads the extension: `start` fails unless it arrives, so an agent that ignores
 //!   `--extension` can never pass for one that runs the gate)

@@ -533,8 +533,13 @@ impl bridge::Host for Shared {
         let id = conn.host_id(ext);
         let tool = frame.get("tool").and_then(Value::as_str).unwrap_or_default().to_string();
         let call = frame.get("toolCallId").and_then(Value::as_str).unwrap_or_default().to_string();
-        let ev = json!({"type": "policy_eval", "id": id, "toolName": tool, "toolCallId": call,
-                        "arguments": frame.get("args").cloned().unwrap_or(Value::Null)});
+        let mut ev = json!({"type": "policy_eval", "id": id, "toolName": tool, "toolCallId": call,
+                            "arguments": frame.get("args").cloned().unwrap_or(Value::Null)});
+        // Only when the agent says (pi 0.99+: a call a codemode script made): absent otherwise,
+        // as before, so hosts that match the event's keys see no change.
+        if let Some(parent) = frame.get("parentToolCallId").and_then(Value::as_str) {
+            ev["parentToolCallId"] = json!(parent);
+        }
         {
             let mut st = self.state();
             if st.close_reason.is_some() {
