@@ -12,7 +12,11 @@
  * bridged host call (host_tool_cancel, a late result refused); 3 MB of bash output
  * (truncated, the full output in a file); the policy gate blocking its bash, by the
  * library's rules and by this program's verdict (policy_eval). omp also: the compaction
- * handoff.
+ * handoff. The gate on pi 0.99+ (its own client, the fake MCP server omprpc-fake-mcp in the
+ * agent dir's mcp.json): a direct MCP call blocked and allowed by this program (the server's log
+ * shows only the allowed one), a codemode script's bash and MCP calls blocked (each policy_eval
+ * names the codemode call as parentToolCallId); and the gate with --no-extensions in argv (pi
+ * and the previous pi).
  *
  * Recovery (issue 21), on pi and omp (their main clients) and on the previous pi (0.73.1, a
  * client of its own), through the structured turn (omprpc_client_prompt_and_wait_turn): a retry
@@ -30,7 +34,7 @@
  * Not a test_*.c program (those run in shared, ASan, valgrind and TSan modes): `make
  * c-real-agents` runs it once. Environment (the Makefile's REAL_AGENT_ENV): OMPRPC_FAKE_LLM,
  * OMPRPC_PI_CLI (run by OMPRPC_PI_NODE when set — pi 0.80 on needs Node 22 — else by `node`),
- * OMPRPC_PI_PREVIOUS_CLI (run by `node`), OMPRPC_OMP_CLI + OMPRPC_BUN. Unset: that agent is
+ * OMPRPC_PI_PREVIOUS_CLI (run by `node`), OMPRPC_OMP_CLI + OMPRPC_BUN, OMPRPC_FAKE_MCP. Unset: that agent is
  * skipped with a message; set but unusable: the test fails.
  */
 #define _XOPEN_SOURCE 700 /* nftw */
@@ -1566,6 +1570,200 @@ static void test_recovery_pi_previous(void) {
     ws_free(&w);
 }
 
+/* --- the gate on pi 1.x: MCP tools and codemode's inner calls ------------------------------- */
+
+/* A codemode script (single quotes: it travels inside JSON inside C) that tries bash, then the
+ * fake MCP server's `secret`, and returns how each went. */
+#define MCP_CODE                                                                                        \
+    "const out = []; "                                                                                  \
+    "try { await tools.bash({command: 'touch ran-inner'}); out.push('bash ran'); } "                    \
+    "catch (e) { out.push('bash rejected: ' + e.message); } "                                           \
+    "try { const r = await tools.mcp__fake__secret({}); out.push('secret: ' + r.content[0].text); } "   \
+    "catch (e) { out.push('secret rejected: ' + e.message); } "                                         \
+    "return out.join(' | ');"
+#define PI_MCP_SCRIPT                                                                                   \
+    "[{\"match\":\"secret please\",\"replies\":[{\"tool_call\":{\"name\":\"mcp__fake__secret\","         \
+    "\"arguments\":{}}},{\"text\":\"after: {{last_tool_result}}\"}]},"                                   \
+    "{\"match\":\"script please\",\"replies\":[{\"tool_call\":{\"name\":\"codemode\",\"arguments\":"      \
+    "{\"code\":\"" MCP_CODE "\"}}},{\"text\":\"after: {{last_tool_result}}\"}]},"                        \
+    "{\"match\":\"run forbidden\",\"replies\":[{\"tool_call\":{\"name\":\"bash\",\"arguments\":"          \
+    "{\"command\":\"touch ran-forbidden\"}}},{\"text\":\"after: {{last_tool_result}}\"}]}]"
+
+static int same(const char *a, const char *b) {
+    return a && !strcmp(a, b);
+}
+
+/* How many tools/call of `tool` the fake MCP server logged (one JSON line per event). */
+static int mcp_calls(const char *log, const char *tool) {
+    char *text = read_text(log), *line, *save = NULL;
+    int n = 0;
+    if (!text) return 0; /* the server never started */
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        jval *v = json_parse(line);
+        CHECKF(v != NULL, "the MCP log holds a line that is not JSON: %s", line);
+        if (v && same(jpath_str(v, "event"), "call") && same(jpath_str(v, "tool"), tool)) n++;
+        json_free(v);
+    }
+    free(text);
+    return n;
+}
+
+/* The tool_execution_end of the call named `tool` in the turn's events (the first; NULL and a
+ * failure without one). */
+static const jval *end_of_tool(const jval *turn, const char *tool) {
+    const jval *evs = jget(turn, "events");
+    int i, n = h_count_type(evs, "tool_execution_end");
+    for (i = 0; i < n; i++) {
+        const jval *end = h_find_type(evs, "tool_execution_end", i);
+        if (same(jpath_str(end, "toolName"), tool)) return end;
+    }
+    h_fail(__FILE__, __LINE__, "no tool_execution_end of %s in the turn", tool);
+    return NULL;
+}
+
+/* A policy_eval verdict by tool name, for pi_mcp_gate. */
+typedef struct {
+    const char *tool;
+    int allow;
+    const char *reason;
+} mcp_verdict;
+
+/* Prompts `message` and answers its policy_eval questions in order (`verdicts`: the tool each
+ * must name, and the answer). The first question's call is the parent of the later ones when
+ * `nested`: they carry parentToolCallId naming it. Returns the turn (NULL and a failure). */
+static jval *gated_turn(omprpc_client *c, const char *message, const mcp_verdict *verdicts, int n, int nested) {
+    char *err = NULL, parent[128] = "";
+    waited_turn t;
+    int i;
+    drain_events(c);
+    waited_turn_start(&t, c, message);
+    for (i = 0; i < n; i++) {
+        jval *ev = h_wait_event(c, "policy_eval", REAL_WAIT_MS);
+        const char *id = jpath_str(ev, "id"), *call = jpath_str(ev, "toolCallId"),
+                   *parent_of = jpath_str(ev, "parentToolCallId");
+        if (!ev) {
+            h_fail(__FILE__, __LINE__, "%s: no policy_eval #%d for %s", message, i + 1, verdicts[i].tool);
+            break;
+        }
+        CHECK_STR(jpath_str(ev, "toolName"), verdicts[i].tool);
+        if (i == 0 || !nested) {
+            CHECKF(jget(ev, "parentToolCallId") == NULL, "a call the model made has no parent: %s", parent_of);
+            snprintf(parent, sizeof parent, "%s", call ? call : "");
+        } else {
+            /* pi numbers a nested call <parent>/<n> and names its parent. */
+            CHECK_STR(parent_of, parent);
+            CHECKF(call && !strncmp(call, parent, strlen(parent)) && call[strlen(parent)] == '/',
+                   "nested toolCallId %s under %s", call ? call : "(none)", parent);
+        }
+        CHECK_OK(omprpc_client_policy_verdict(c, id, verdicts[i].allow, verdicts[i].reason, &err), err);
+        json_free(ev);
+    }
+    return waited_turn_join(&t, c);
+}
+
+/* The gate on pi 0.99+ (MCP and codemode): a direct call to the MCP tool, blocked by this
+ * program (the server logs no call) and then allowed (it logs one); a codemode script whose bash
+ * and MCP calls this program blocks — each question names the codemode call as its parent, the
+ * script sees each rejection with the reason, neither tool runs. */
+static void pi_mcp_gate(omprpc_client *c, const workspace *w, const char *mcp_log) {
+    static const mcp_verdict deny_secret[] = {{"mcp__fake__secret", 0, "host says no"}};
+    static const mcp_verdict allow_secret[] = {{"mcp__fake__secret", 1, NULL}};
+    static const mcp_verdict script[] = {
+        {"codemode", 1, NULL}, {"bash", 0, "no nested shell"}, {"mcp__fake__secret", 0, "no nested secret"}};
+    char buf[1024], path[400];
+    int64_t t0 = h_now_ms();
+    const jval *end;
+    jval *t = gated_turn(c, "secret please", deny_secret, 1, 0);
+    if (t && (end = end_of_tool(t, "mcp__fake__secret"))) {
+        CHECK(jbool(jget(end, "isError")) == 1);
+        CHECK_STR(content_text(jpath(end, "result.content"), buf, sizeof buf), "host says no");
+    }
+    json_free(t);
+    CHECKF(mcp_calls(mcp_log, "secret") == 0, "the blocked MCP call reached the server");
+
+    t = gated_turn(c, "script please", script, 3, 1);
+    if (t && (end = end_of_tool(t, "codemode"))) {
+        const char *out = content_text(jpath(end, "result.content"), buf, sizeof buf);
+        CHECKF(strstr(out, "bash rejected: no nested shell") && strstr(out, "secret rejected: no nested secret"),
+               "the script's output: %s", out);
+    }
+    json_free(t);
+    snprintf(path, sizeof path, "%s/ran-inner", w->work);
+    CHECKF(file_size(path) < 0, "the blocked inner bash ran: %s exists", path);
+    CHECKF(mcp_calls(mcp_log, "secret") == 0, "the blocked inner MCP call reached the server");
+
+    t = gated_turn(c, "secret please", allow_secret, 1, 0);
+    if (t && (end = end_of_tool(t, "mcp__fake__secret"))) {
+        CHECK(jbool(jget(end, "isError")) == 0);
+        CHECK_STR(content_text(jpath(end, "result.content"), buf, sizeof buf), "the secret is 42");
+    }
+    json_free(t);
+    CHECKF(mcp_calls(mcp_log, "secret") == 1, "the allowed MCP call: %d calls logged", mcp_calls(mcp_log, "secret"));
+    printf("  policy gate over MCP and codemode: %lld ms\n", (long long)(h_now_ms() - t0));
+}
+
+/* `--no-extensions` in argv keeps out the extensions pi finds, not the library's `--extension`:
+ * the gate says hello (start fails without it) and blocks bash by its rules. */
+static void pi_gate_without_extensions(const workspace *w, const char *node, const char *cli, const char *label) {
+    char *opts = ws_options(w, node, cli, "\"--no-extensions\"", POLICY_RULES), *err = NULL;
+    omprpc_client *c = start_real(opts, label);
+    free(opts);
+    if (!c) return;
+    pi_check_bridge(c);
+    pi_policy_rules(c, w);
+    CHECK_OK(omprpc_client_close(c, &err), err);
+    omprpc_client_free(c);
+}
+
+/* pi 0.99+ (OMPRPC_PI_CLI) with the fake MCP server (OMPRPC_FAKE_MCP) in its agent dir's
+ * mcp.json, MCP on (start option mcp) and codemode added to its tools; then the gate with
+ * --no-extensions on it and on the previous pi (0.73.1). */
+static void test_real_pi_gate_mcp(void) {
+    int missing = 0;
+    const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_PI_CLI", &missing),
+               *mcp = env_file("OMPRPC_FAKE_MCP", &missing), *previous;
+    agent_facts f;
+    workspace w;
+    omprpc_client *c;
+    char *opts, *err = NULL;
+    if (missing) {
+        printf("  skipped: OMPRPC_FAKE_LLM, OMPRPC_PI_CLI or OMPRPC_FAKE_MCP is unset (make c-real-agents sets them)\n");
+        return;
+    }
+    if (!llm || !cli || !mcp || !facts_of(&f, "pi", cli)) return;
+    if (ws_new(&w, "pi", llm, PI_MCP_SCRIPT)) {
+        char mcp_log[400], path[400], config[1400], *q_mcp = json_quote(mcp), *q_log;
+        snprintf(mcp_log, sizeof mcp_log, "%s/mcp.jsonl", w.root);
+        q_log = json_quote(mcp_log);
+        snprintf(config, sizeof config,
+                 "{\"mcpServers\":{\"fake\":{\"command\":%s,\"args\":[\"--log\",%s],\"exposure\":\"direct\"}}}",
+                 q_mcp ? q_mcp : "null", q_log ? q_log : "null");
+        free(q_mcp);
+        free(q_log);
+        snprintf(path, sizeof path, "%s/mcp.json", w.agent_dir);
+        CHECK(write_text(path, config));
+        if (!version_at_least(f.version, 0, 99, 0)) {
+            printf("  MCP and codemode skipped: pi %s has them from 0.99.0\n", f.version);
+        } else {
+            opts = ws_options(&w, pi_node(), cli, "\"--tools\",\"+codemode\"", "\"mcp\":true,\"tool_policy\":{\"mode\":\"host\"}");
+            c = start_real(opts, "pi (MCP, codemode, policy host)");
+            free(opts);
+            if (c) {
+                pi_check_bridge(c);
+                pi_mcp_gate(c, &w, mcp_log);
+                CHECK_OK(omprpc_client_close(c, &err), err);
+                omprpc_client_free(c);
+            }
+        }
+        pi_gate_without_extensions(&w, pi_node(), cli, "pi (--no-extensions, policy rules)");
+        missing = 0;
+        previous = env_file("OMPRPC_PI_PREVIOUS_CLI", &missing);
+        if (previous) pi_gate_without_extensions(&w, "node", previous, "pi previous (--no-extensions, policy rules)");
+        else if (missing) printf("  previous pi skipped: OMPRPC_PI_PREVIOUS_CLI is unset\n");
+    }
+    ws_free(&w);
+}
+
 int main(void) {
     /* h_init wants the fake agent, which this program does not use. */
     setenv("OMPRPC_FAKE_AGENT", "(unused)", 0);
@@ -1573,5 +1771,6 @@ int main(void) {
     RUN(test_real_pi);
     RUN(test_real_omp);
     RUN(test_recovery_pi_previous);
+    RUN(test_real_pi_gate_mcp);
     return h_summary();
 }
