@@ -78,13 +78,19 @@ type SummaryChunk struct {
 
 // SummaryToolCall is a tool call, start and end paired by ToolCallID. Outcome is "success",
 // "error", "blocked" (by the tool policy; Reason says why) or "pending".
+//
+// Calls that another tool made (pi 0.99 on: a codemode script's inner calls) are items too,
+// in start order: ParentToolCallID names the call that made one (nil for a call of the model),
+// and that call's Children lists their ToolCallIDs, so the list renders as a tree.
 type SummaryToolCall struct {
-	ToolCallID string          `json:"toolCallId"`
-	ToolName   string          `json:"toolName"`
-	Args       json.RawMessage `json:"args"`
-	Outcome    string          `json:"outcome"`
-	Result     json.RawMessage `json:"result"`
-	Reason     *string         `json:"reason"`
+	ToolCallID       string          `json:"toolCallId"`
+	ToolName         string          `json:"toolName"`
+	Args             json.RawMessage `json:"args"`
+	Outcome          string          `json:"outcome"`
+	Result           json.RawMessage `json:"result"`
+	Reason           *string         `json:"reason"`
+	ParentToolCallID *string         `json:"parentToolCallId"`
+	Children         []string        `json:"children"`
 }
 
 // SummaryStop is an abnormal stop of an assistant message.
@@ -213,7 +219,8 @@ func NewSummarizer(model string) (*Summarizer, error) {
 // (one run's end), or of the agent's recovery "retry" (attempt, maxAttempts, delayMs, error:
 // it waits to retry), "retry_end" (success, attempt, finalError), "compaction" (reason,
 // aborted, willRetry, errorMessage) and "settled" (aborted: the agent will not go on); Raw
-// has the item's other members (text, toolCallId, outcome, usage …).
+// has the item's other members (text, toolCallId, outcome, usage …; the tool items'
+// parentToolCallId names the call that made theirs, null for a call of the model).
 type DerivedItem struct {
 	Kind string
 	Raw  json.RawMessage
