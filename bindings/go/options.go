@@ -39,6 +39,23 @@ type Options struct {
 	// SanitizeToolSchemas passes HostTools' parameter schemas through SanitizeSchema.
 	SanitizeToolSchemas bool `json:"sanitize_tool_schemas,omitempty"`
 
+	// What the agent loads and reaches beyond what the host names (docs/agents.md, "Options
+	// that mean what they say"); an option the running version cannot honour fails Start
+	// with ErrInvalidArgument naming the version.
+	//
+	// TrustProject: nil or false keeps the repository's own resources out on pi (.pi/extensions,
+	// .pi/settings.json, .pi/mcp.json …: --no-approve from pi 0.79, discovery switched off
+	// before); Ptr(true) loads them. On omp nil leaves its discovery, Ptr(false) passes
+	// --no-extensions.
+	TrustProject *bool `json:"trust_project,omitempty"`
+	// MCP: nil or false starts no MCP server (pi 1.0.4 on: --no-mcp); Ptr(true) lets pi's MCP
+	// configuration load, with Tools still deciding which MCP tools are reachable.
+	MCP *bool `json:"mcp,omitempty"`
+	// ContextFiles: Ptr(false) keeps AGENTS.md / CLAUDE.md out (pi 0.67.4 on).
+	ContextFiles *bool `json:"context_files,omitempty"`
+	// ExcludeTools takes tools away (pi 0.77 on; `*` patterns from 1.0.4).
+	ExcludeTools []string `json:"exclude_tools,omitempty"`
+
 	Cwd string `json:"cwd,omitempty"`
 	// Env is the agent's environment: exactly this, plus what InheritEnv and EnvPassthrough add.
 	Env            map[string]string `json:"env,omitempty"`

@@ -189,6 +189,21 @@ export interface StartOptions {
   /** Sanitize the start's host tools' parameter schemas (see `sanitizeSchema`). */
   sanitize_tool_schemas?: boolean;
   sanitizeToolSchemas?: boolean;
+  /**
+   * Load the repository's own resources (`.pi/extensions`, `.pi/settings.json`, `.pi/mcp.json` …).
+   * Unset or false on pi keeps them out (`--no-approve` from pi 0.79, discovery off before); on omp
+   * unset leaves its discovery and false passes `--no-extensions`. docs/agents.md.
+   */
+  trust_project?: boolean;
+  trustProject?: boolean;
+  /** Let pi's MCP configuration load (pi 0.99 on). Unset or false: no MCP server starts (`--no-mcp`). */
+  mcp?: boolean;
+  /** false keeps `AGENTS.md` / `CLAUDE.md` out (pi 0.67.4 on). */
+  context_files?: boolean;
+  contextFiles?: boolean;
+  /** Tools taken away (pi 0.77 on; `*` patterns from 1.0.4). */
+  exclude_tools?: string[];
+  excludeTools?: string[];
   no_rules?: boolean;
   noRules?: boolean;
   no_title?: boolean | null;

@@ -240,6 +240,15 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
       for pi from 0.50; see :func:`omprpc.skills_flags`; ``read`` joins a
       ``tools`` allow-list when skills load) and ``sanitize_tool_schemas`` (the
       ``custom_tools``' parameter schemas through :func:`omprpc.sanitize_schema`);
+    * what the agent loads and reaches beyond what the host names (docs/agents.md, "Options
+      that mean what they say"): ``trust_project`` (default off on pi: the repository's
+      ``.pi/extensions``, ``.pi/settings.json``, ``.pi/mcp.json`` … stay out — pi 0.79 on gets
+      ``--no-approve``, older pi has discovery switched off; True loads them; on omp unset
+      leaves its discovery, False passes ``--no-extensions``), ``mcp`` (default off: pi 1.0.4
+      on gets ``--no-mcp``, no MCP server starts; with it on, a ``tools`` allow-list still
+      decides which MCP tools are reachable), ``context_files`` (False: no ``AGENTS.md``) and
+      ``exclude_tools``. What the running version cannot honour fails start with a
+      :class:`RpcError` naming the version;
     * recording: ``record_path`` writes every frame of the session, both directions, with
       timestamps, to a JSONL file (created 0600: it holds prompts and tool output), which
       ``omprpc-fake-agent --replay FILE`` plays back as a regression test;
@@ -316,6 +325,10 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         launcher_shell: bool | None = None,
         skills: Literal["all", "none"] | Sequence[str] | None = None,
         sanitize_tool_schemas: bool = False,
+        trust_project: bool | None = None,
+        mcp: bool | None = None,
+        context_files: bool | None = None,
+        exclude_tools: Sequence[str] | None = None,
     ) -> None:
         if user is not None or group is not None or extra_groups is not None:
             raise NotImplementedError(
@@ -357,6 +370,10 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         if skills is not None and not isinstance(skills, str):
             skills = [str(name) for name in skills]
         self._skills = skills
+        self._trust_project = trust_project
+        self._mcp = mcp
+        self._context_files = context_files
+        self._exclude_tools = [str(name) for name in exclude_tools] if exclude_tools is not None else None
         self._sanitize_tool_schemas = bool(sanitize_tool_schemas)
         if inherit_env not in (True, False, "allowlist"):
             raise ValueError('inherit_env must be True, False or "allowlist"')
@@ -444,6 +461,9 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
             ("no_title", self._no_title),
             ("flavor", self._flavor),
             ("system_prompt", self._system_prompt),
+            ("trust_project", self._trust_project),
+            ("mcp", self._mcp),
+            ("context_files", self._context_files),
         ):
             if value is not None:
                 o[key] = value
@@ -453,6 +473,8 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
             o["extensions"] = list(self._extensions)
         if self._skills is not None:
             o["skills"] = self._skills
+        if self._exclude_tools is not None:
+            o["exclude_tools"] = self._exclude_tools
         return o
 
     def _argv_extra(self) -> JsonObject:

@@ -143,6 +143,7 @@ class Workspace:
     def __init__(self, agent: str, script: Any, *, pi: str = PI_NEWEST, settings: Any = None):
         binary = fake_llm_binary()
         self.agent = agent
+        self.pi = pi
         self.command = pi_command(pi) if agent == "pi" else omp_command()
         self.root = Path(tempfile.mkdtemp(prefix=f"omprpc-py-real-{agent}-"))
         self.home, self.agent_dir, self.work = self.root / "home", self.root / "agent", self.root / "work"
