@@ -95,7 +95,11 @@ class SummaryChunk:
 class SummaryToolCall:
     """A tool call of the turn, start and end paired by ``tool_call_id``. ``outcome`` is
     ``"success"``, ``"error"``, ``"blocked"`` (by the policy gate; ``reason`` says why) or
-    ``"pending"`` (no end seen)."""
+    ``"pending"`` (no end seen).
+
+    Calls another tool made (pi 0.99 on: a codemode script's inner calls) are items too, in
+    start order: ``parent_tool_call_id`` names the call that made one (None for a call of the
+    model), and that call's ``children`` lists their ids, so the list renders as a tree."""
 
     tool_call_id: str
     tool_name: str
@@ -103,6 +107,8 @@ class SummaryToolCall:
     outcome: str
     result: Any
     reason: str | None
+    parent_tool_call_id: str | None = None
+    children: tuple[str, ...] = ()
 
 
 @dataclass(slots=True, frozen=True)
@@ -225,6 +231,8 @@ def parse_turn_summary(data: Mapping[str, Any]) -> TurnSummary:
             outcome=_s(t.get("outcome")) or "pending",
             result=t.get("result"),
             reason=_s(t.get("reason")),
+            parent_tool_call_id=_s(t.get("parentToolCallId")),
+            children=tuple(c for c in (t.get("children") or ()) if isinstance(c, str)),
         )
         for t in items("toolCalls") if isinstance(t, Mapping)
     )
@@ -301,8 +309,9 @@ class Summarizer:
     """A streaming turn summarizer (``omprpc_summarizer_*``). Feed raw events in order with
     :meth:`feed`, which returns the derived items each produces (dicts: ``{"kind": "text"|
     "reasoning_start"|"reasoning"|"tool_start"|"tool_update"|"tool_end"|"message_end"|"stop"|
-    "turn_end"|"retry"|"retry_end"|"compaction"|"settled", …}``); :meth:`summary` is the
-    summary so far. Thread-safe; release it with
+    "turn_end"|"retry"|"retry_end"|"compaction"|"settled", …}``; the tool items'
+    ``parentToolCallId`` names the call that made theirs, None for a call of the model);
+    :meth:`summary` is the summary so far. Thread-safe; release it with
     :meth:`close` (or a ``with`` block; the garbage collector does it too)."""
 
     def __init__(self, *, model: str | None = None) -> None:
