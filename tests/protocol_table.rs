@@ -2,14 +2,17 @@
 //! commands and events are generated from — against the agents' own type declarations.
 //!
 //! pi ships its RPC types in its npm package (`dist/modes/rpc/rpc-types.d.ts`, the events in
-//! `dist/core/agent-session.d.ts` and pi-agent-core's `dist/types.d.ts`); omp ships its
-//! TypeScript sources (`src/modes/rpc/rpc-types.ts`, `src/session/agent-session-events.ts`,
-//! pi-agent-core's `src/types.ts`). For the installed pi (`cargo test`) and omp
-//! (`make test-omp`: opt-in, like tests/real_omp.rs) this test fails when the agent declares
-//! a command, a parameter, a response `data`, an event, an event field or a UI method the table
-//! does not have for that agent — or when the table claims one the agent does not declare —
-//! and when a declared primitive type (string, number, boolean, a literal union) disagrees
-//! with the table's.
+//! `dist/core/agent-session.d.ts` and pi-agent-core's `dist/types.d.ts`, the package's scope
+//! sibling: `@mariozechner/` before 0.74, `@earendil-works/` after); omp ships its TypeScript
+//! sources (`src/modes/rpc/rpc-types.ts`, `src/session/agent-session-events.ts`,
+//! pi-agent-core's `src/types.ts`). For every pi version the table names (its `agents.pi`:
+//! 0.73.1 and 1.6.0, both in one `cargo test`) and for omp (`make test-omp`: opt-in, like
+//! tests/real_omp.rs) this test fails when the agent declares a command, a parameter, a
+//! response `data`, an event, an event field or a UI method the table does not have for that
+//! agent at that version — or when the table claims one the agent does not declare — and when
+//! a declared primitive type (string, number, boolean, a literal union) disagrees with the
+//! table's. A row, field or data with `since: {"pi": V}` is held absent from every pi read
+//! that is older than V and present in the others.
 //!
 //! `OMPRPC_TABLE_DUMP=1 cargo test --test protocol_table -- --nocapture` prints what each
 //! agent declares, as JSON: the starting point for the table rows of a new agent version.
@@ -76,11 +79,25 @@ fn members(src: &str, name: &str, key: &str, resolve: &dyn Fn(&str) -> Vec<(Stri
 }
 
 /// Resolves `Exclude<A, { type: "x" }>` and `(Extract<A, { type: "x" }> & { … })` against
-/// the members of `A` (`base`), and a bare `A` to all of them.
-fn resolve_event_member(member: &str, base_name: &str, base: &[(String, Vec<Field>)]) -> Vec<(String, Vec<Field>)> {
+/// the members of `A` (`base`), and a bare `A` to all of them; `W<…>`, where `src` declares
+/// `type W<E> = E extends { type: … } ? E & { … } : E` (pi 1.x's `WithParentToolCallId`), to
+/// what it wraps with those fields added to the members it names.
+fn resolve_event_member(member: &str, src: &str, base_name: &str, base: &[(String, Vec<Field>)]) -> Vec<(String, Vec<Field>)> {
     let m = member.trim().trim_start_matches('(').trim_end_matches(')').trim();
     if m == base_name {
         return base.to_vec();
+    }
+    let wrapper: String = m.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+    if !wrapper.is_empty() && wrapper != "Exclude" && wrapper != "Extract" && m[wrapper.len()..].starts_with('<') && m.ends_with('>') {
+        let (param, body) = ts_decls::generic_type_alias(src, &wrapper).unwrap_or_else(|| panic!("cannot read the event union member {member}: no type {wrapper}<…>"));
+        let (types, extra) = ts_decls::member_extension(&param, &body).unwrap_or_else(|| panic!("cannot read type {wrapper}<{param}> = {body}"));
+        let mut inner = resolve_event_member(&m[wrapper.len() + 1..m.len() - 1], src, base_name, base);
+        for (ty, fields) in &mut inner {
+            if types.contains(ty) {
+                fields.extend(extra.iter().cloned());
+            }
+        }
+        return inner;
     }
     let excluded_or_extracted = |prefix: &str| -> Option<String> {
         let rest = m.strip_prefix(prefix)?;
@@ -108,22 +125,60 @@ fn sibling_package(agent_pkg: &Path, scope: &str, name: &str) -> PathBuf {
     agent_pkg.parent().unwrap().join(name)
 }
 
+/// The agent's package directory and npm scope: the nearest directory above its CLI entry
+/// (`dist/cli.js`; pi 1.x: `dist/bundle/cli.js`) whose package.json names a scoped package.
+fn package_of(cli: &Path) -> (&Path, String) {
+    for dir in cli.ancestors().skip(1) {
+        let Ok(text) = std::fs::read_to_string(dir.join("package.json")) else { continue };
+        let name = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["name"].as_str().map(str::to_string)).unwrap_or_default();
+        if let Some((scope, _)) = name.split_once('/') {
+            return (dir, scope.to_string());
+        }
+    }
+    panic!("no scoped package.json above the agent's CLI {}", cli.display())
+}
+
+/// Adds an event union member; a type declared by several members (pi 1.x's
+/// `summarization_retry_attempt_start`, one per `source`) gets their fields merged: a field
+/// some members lack is optional, differing types are joined into a union.
+fn add_event(events: &mut BTreeMap<String, Vec<Field>>, ty: String, fields: Vec<Field>) {
+    let Some(known) = events.get_mut(&ty) else {
+        events.insert(ty, fields);
+        return;
+    };
+    for f in known.iter_mut() {
+        match fields.iter().find(|g| g.name == f.name) {
+            None => f.optional = true,
+            Some(g) => {
+                f.optional |= g.optional;
+                if g.ty != f.ty {
+                    f.ty = format!("{} | {}", f.ty, g.ty);
+                }
+            }
+        }
+    }
+    for g in fields {
+        if !known.iter().any(|f| f.name == g.name) {
+            known.push(Field { optional: true, ..g });
+        }
+    }
+}
+
 fn declared(agent: &str, cli: &Path) -> Declared {
-    // `<package>/dist/cli.js`
-    let pkg = cli.parent().and_then(Path::parent).expect("the agent's cli.js sits in <package>/dist");
+    let (pkg, scope) = package_of(cli);
     let (rpc_types, session_events, session_alias, core_types, rpc_sources) = match agent {
         "pi" => (
             pkg.join("dist/modes/rpc/rpc-types.d.ts"),
             pkg.join("dist/core/agent-session.d.ts"),
             "AgentSessionEvent",
-            sibling_package(pkg, "@mariozechner", "pi-agent-core").join("dist/types.d.ts"),
+            sibling_package(pkg, &scope, "pi-agent-core").join("dist/types.d.ts"),
             vec![pkg.join("dist/modes/rpc/rpc-mode.js")],
         ),
         _ => (
             pkg.join("src/modes/rpc/rpc-types.ts"),
             pkg.join("src/session/agent-session-events.ts"),
             "AgentSessionEvent",
-            sibling_package(pkg, "@oh-my-pi", "pi-agent-core").join("src/types.ts"),
+            sibling_package(pkg, &scope, "pi-agent-core").join("src/types.ts"),
             std::fs::read_dir(pkg.join("src/modes/rpc")).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "ts")).collect(),
         ),
     };
@@ -137,8 +192,9 @@ fn declared(agent: &str, cli: &Path) -> Declared {
         d.responses.insert(name, fields.into_iter().find(|f| f.name == "data"));
     }
     let core = members(&read(&core_types), "AgentEvent", "type", &none);
-    for (ty, fields) in members(&read(&session_events), session_alias, "type", &|m| resolve_event_member(m, "AgentEvent", &core)) {
-        d.events.insert(ty, without(fields, &["type"]));
+    let session_src = read(&session_events);
+    for (ty, fields) in members(&session_src, session_alias, "type", &|m| resolve_event_member(m, &session_src, "AgentEvent", &core)) {
+        add_event(&mut d.events, ty, without(fields, &["type"]));
     }
     for (method, fields) in members(&rpc, "RpcExtensionUIRequest", "method", &none) {
         d.ui.insert(method, without(fields, &["type", "id", "method"]));
@@ -187,16 +243,36 @@ fn has_agent(row: &Value, agent: &str) -> bool {
     row.get("agents").and_then(Value::as_array).is_none_or(|a| a.iter().any(|x| x == agent))
 }
 
-/// The table's fields of a row for one agent: name → (type, optional).
-fn table_fields(row: &Value, key: &str, agent: &str) -> BTreeMap<String, (String, bool)> {
+/// `X.Y.Z` as numbers, for ordering.
+fn version(v: &str) -> Vec<u32> {
+    v.split('.').map(|p| p.parse().unwrap_or_else(|_| panic!("not a version: {v}"))).collect()
+}
+
+/// Whether a row, field or data exists for `agent` at `at`: it names the agent (or none) and
+/// its `since` for the agent, if any, is not newer than `at`.
+fn exists(row: &Value, agent: &str, at: &str) -> bool {
+    has_agent(row, agent) && row.get("since").and_then(|s| s.get(agent)).and_then(Value::as_str).is_none_or(|since| version(since) <= version(at))
+}
+
+/// `optional`: `true`, or the agents for which it may be missing.
+fn optional_for(v: &Value, agent: &str) -> bool {
+    match v.get("optional") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Array(agents)) => agents.iter().any(|a| a == agent),
+        _ => false,
+    }
+}
+
+/// The table's fields of a row for one agent at one version: name → (type, optional).
+fn table_fields(row: &Value, key: &str, agent: &str, at: &str) -> BTreeMap<String, (String, bool)> {
     row.get(key)
         .and_then(Value::as_array)
         .map(|fs| {
             fs.iter()
-                .filter(|f| has_agent(f, agent))
+                .filter(|f| exists(f, agent, at))
                 .map(|f| {
                     let name = f["name"].as_str().unwrap().to_string();
-                    (name, (f["type"].as_str().unwrap_or("any").to_string(), f["optional"].as_bool().unwrap_or(false)))
+                    (name, (f["type"].as_str().unwrap_or("any").to_string(), optional_for(f, agent)))
                 })
                 .collect()
         })
@@ -262,34 +338,43 @@ fn compare_fields(what: &str, agent: &str, declared: &[Field], table: &BTreeMap<
     }
 }
 
-fn check(agent: &str, d: &Declared, t: &Value) -> Vec<String> {
+/// The problems of table `t` against what `agent` version `at` declares (`d`). Each problem
+/// names the agent; `at` is in it where a row's `since` decided.
+fn check(agent: &str, at: &str, d: &Declared, t: &Value) -> Vec<String> {
     let types = &t["types"];
     let mut problems = Vec::new();
     let rows = |key: &str| -> BTreeMap<String, Value> {
-        t[key].as_array().unwrap().iter().filter(|r| has_agent(r, agent)).map(|r| (r["name"].as_str().unwrap().to_string(), r.clone())).collect()
+        t[key].as_array().unwrap().iter().filter(|r| exists(r, agent, at)).map(|r| (r["name"].as_str().unwrap().to_string(), r.clone())).collect()
+    };
+    // Rows the agent has only from a later version than `at`: declaring one is a wrong `since`.
+    let later = |key: &str, name: &str| -> Option<String> {
+        t[key].as_array().unwrap().iter().find(|r| r["name"] == name && has_agent(r, agent) && !exists(r, agent, at)).map(|r| r["since"][agent].as_str().unwrap_or("?").to_string())
     };
     let commands = rows("commands");
     for (name, fields) in &d.commands {
         let Some(row) = commands.get(name) else {
-            problems.push(format!("{agent}: the agent declares command `{name}`, the table does not have it for {agent}"));
+            match later("commands", name) {
+                Some(since) => problems.push(format!("{agent} {at}: the agent declares command `{name}`, the table has it since {since}")),
+                None => problems.push(format!("{agent}: the agent declares command `{name}`, the table does not have it for {agent}")),
+            }
             continue;
         };
-        compare_fields(&format!("command {name}"), agent, fields, &table_fields(row, "params", agent), types, &mut problems);
+        compare_fields(&format!("command {name}"), agent, fields, &table_fields(row, "params", agent, at), types, &mut problems);
         let data = d.responses.get(name);
-        let table_data = row.get("data").filter(|v| !v.is_null()).filter(|v| has_agent(v, agent));
+        let table_data = row.get("data").filter(|v| !v.is_null()).filter(|v| exists(v, agent, at));
         match (data.and_then(Option::as_ref), table_data) {
             (None, None) => {}
             (Some(f), None) => problems.push(format!("{agent}: command {name}: the agent's response has `data: {}`, the table has none", f.ty)),
             (None, Some(_)) => problems.push(format!("{agent}: command {name}: the table has response data, the agent's response has none")),
             (Some(f), Some(td)) => {
-                let optional = td["optional"].as_bool().unwrap_or(false);
+                let optional = optional_for(td, agent);
                 if optional != f.optional {
                     problems.push(format!("{agent}: command {name}: data optional is {} in the agent, {optional} in the table", f.optional));
                 }
                 // An inline object type's fields must match the table's.
                 let ts = f.ty.trim_end_matches(" | null");
                 if let Some(fields) = ts_decls::object_fields(ts) {
-                    compare_fields(&format!("command {name} data"), agent, &fields, &table_fields(td, "fields", agent), types, &mut problems);
+                    compare_fields(&format!("command {name} data"), agent, &fields, &table_fields(td, "fields", agent, at), types, &mut problems);
                 }
                 let nullable = f.ty.ends_with(" | null");
                 if nullable != td["nullable"].as_bool().unwrap_or(false) {
@@ -300,7 +385,7 @@ fn check(agent: &str, d: &Declared, t: &Value) -> Vec<String> {
     }
     for name in commands.keys() {
         if !d.commands.contains_key(name) {
-            problems.push(format!("{agent}: the table has command `{name}` for {agent}, the agent does not declare it"));
+            problems.push(format!("{agent} {at}: the table has command `{name}` for {agent}, the agent does not declare it"));
         }
     }
     // Agent → host frames and the host → agent frames declared next to them.
@@ -308,24 +393,27 @@ fn check(agent: &str, d: &Declared, t: &Value) -> Vec<String> {
     events.extend(rows("host_frames"));
     for (ty, fields) in &d.events {
         let Some(row) = events.get(ty) else {
-            problems.push(format!("{agent}: the agent declares event `{ty}`, the table does not have it for {agent}"));
+            match later("events", ty).or_else(|| later("host_frames", ty)) {
+                Some(since) => problems.push(format!("{agent} {at}: the agent declares event `{ty}`, the table has it since {since}")),
+                None => problems.push(format!("{agent}: the agent declares event `{ty}`, the table does not have it for {agent}")),
+            }
             continue;
         };
         // Frames the agent writes as untyped literals carry no declared fields to compare.
         if !fields.is_empty() {
-            compare_fields(&format!("event {ty}"), agent, fields, &table_fields(row, "fields", agent), types, &mut problems);
+            compare_fields(&format!("event {ty}"), agent, fields, &table_fields(row, "fields", agent, at), types, &mut problems);
         }
     }
     for ty in events.keys() {
         if !d.events.contains_key(ty) {
-            problems.push(format!("{agent}: the table has event `{ty}` for {agent}, the agent does not declare it"));
+            problems.push(format!("{agent} {at}: the table has event `{ty}` for {agent}, the agent does not declare it"));
         }
     }
     let ui = rows("ui_methods");
     for (method, fields) in &d.ui {
         match ui.get(method) {
             None => problems.push(format!("{agent}: the agent declares UI method `{method}`, the table does not have it for {agent}")),
-            Some(row) => compare_fields(&format!("UI method {method}"), agent, fields, &table_fields(row, "fields", agent), types, &mut problems),
+            Some(row) => compare_fields(&format!("UI method {method}"), agent, fields, &table_fields(row, "fields", agent, at), types, &mut problems),
         }
     }
     for method in ui.keys() {
@@ -336,28 +424,33 @@ fn check(agent: &str, d: &Declared, t: &Value) -> Vec<String> {
     let types = t["types"].as_object().unwrap();
     for (name, ty) in types {
         let Some(decl) = ty["declared_as"].as_str() else { continue };
-        if !has_agent(ty, agent) {
+        if !exists(ty, agent, at) {
             continue;
         }
         match d.interfaces.get(decl) {
             None => problems.push(format!("{agent}: table type {name} is declared as `{decl}`, the agent has no such interface")),
-            Some(fields) => compare_fields(&format!("type {name}"), agent, fields, &table_fields(ty, "fields", agent), &t["types"], &mut problems),
+            Some(fields) => compare_fields(&format!("type {name}"), agent, fields, &table_fields(ty, "fields", agent, at), &t["types"], &mut problems),
         }
     }
     for decl in d.interfaces.keys() {
-        if !types.values().any(|ty| ty["declared_as"] == decl.as_str() && has_agent(ty, agent)) {
+        if !types.values().any(|ty| ty["declared_as"] == decl.as_str() && exists(ty, agent, at)) {
             problems.push(format!("{agent}: the agent declares interface `{decl}`, no table type is declared as it for {agent}"));
         }
     }
     problems
 }
 
-fn assert_matches(agent: &str, cli: &Path) {
+/// What `agent` version `at` (installed at `cli`) declares against the table: the problems.
+fn problems_of(agent: &str, at: &str, cli: &Path) -> Vec<String> {
     let d = declared(agent, cli);
-    dump(agent, &d);
-    assert!(d.commands.len() > 20 && d.events.len() > 10 && d.ui.len() > 5, "{agent}: suspiciously few declarations read: {d:?}");
-    let problems = check(agent, &d, &table());
-    assert!(problems.is_empty(), "src/protocol/table.json disagrees with the installed {agent}'s declarations:\n  {}", problems.join("\n  "));
+    dump(&format!("{agent} {at}"), &d);
+    assert!(d.commands.len() > 20 && d.events.len() > 10 && d.ui.len() > 5, "{agent} {at}: suspiciously few declarations read: {d:?}");
+    check(agent, at, &d, &table())
+}
+
+/// The versions of `agent` the table describes (its `agents` member).
+fn table_versions(agent: &str) -> Vec<String> {
+    table()["agents"][agent].as_array().unwrap_or_else(|| panic!("table agents.{agent}: a list of versions")).iter().map(|v| v.as_str().unwrap().to_string()).collect()
 }
 
 /// Every type a row names resolves; names are unique per section; agents are pi and omp.
@@ -402,9 +495,11 @@ fn the_table_is_well_formed() {
                     problems.push(format!("{section}.{name}: unknown agent {a}"));
                 }
             }
+            each_versioned(row, &format!("{section}.{name}"), &mut |at, v| check_since(at, v, &t, &mut problems));
         }
     }
     for (name, ty) in types {
+        each_versioned(ty, &format!("types.{name}"), &mut |at, v| check_since(at, v, &t, &mut problems));
         let kinds = ["fields", "enum", "string", "json"].iter().filter(|k| ty.get(**k).is_some()).count();
         if kinds != 1 {
             problems.push(format!("types.{name}: exactly one of fields / enum / string / json"));
@@ -416,29 +511,73 @@ fn the_table_is_well_formed() {
             }
         });
     }
-    // The versions the table was checked against are the ones the suites run (pi: the previous
-    // one, see the_table_matches_the_installed_pi).
-    if t["agents"]["pi"] != omprpc::protocol::version::PI_PREVIOUS.to_string().as_str() || t["agents"]["omp"] != omp::OMP_VERSION {
-        problems.push(format!("agents: {} — the suites check pi {} and omp {}", t["agents"], omprpc::protocol::version::PI_PREVIOUS, omp::OMP_VERSION));
+    // The versions the table is checked against are the ones the suites run: pi's previous
+    // and newest (src/protocol/version.rs), omp's.
+    use omprpc::protocol::version::{PI_NEWEST, PI_PREVIOUS};
+    if t["agents"] != json!({"pi": [PI_PREVIOUS.to_string(), PI_NEWEST.to_string()], "omp": [omp::OMP_VERSION]}) {
+        problems.push(format!("agents: {} — the suites run pi {PI_PREVIOUS} and {PI_NEWEST}, omp {}", t["agents"], omp::OMP_VERSION));
     }
     assert!(problems.is_empty(), "src/protocol/table.json:\n  {}", problems.join("\n  "));
 }
 
-/// The table holds pi 0.73.1's protocol (src/protocol/version.rs `PI_PREVIOUS`); what 1.x added
-/// (its new commands, events and response fields) is not in it yet, so it is checked against
-/// 0.73.1's declarations. The only pi of this test binary: the version is set before anything
-/// reads it.
+/// `f` on a row (or type) and each of its fields and its data: what may carry `since` and `optional`.
+fn each_versioned(v: &Value, at: &str, f: &mut dyn FnMut(&str, &Value)) {
+    f(at, v);
+    for key in ["params", "fields"] {
+        for field in v.get(key).and_then(Value::as_array).into_iter().flatten() {
+            f(&format!("{at}.{}", field["name"].as_str().unwrap_or("?")), field);
+        }
+    }
+    if let Some(data) = v.get("data") {
+        each_versioned(data, &format!("{at}.data"), f);
+    }
+}
+
+/// `since` is `{agent: "X.Y.Z"}`, each version after the oldest the table is checked against
+/// (which has every row without one) and not after the newest (or nothing would have the row);
+/// `optional` is a boolean or a list of agents.
+fn check_since(at: &str, v: &Value, t: &Value, problems: &mut Vec<String>) {
+    match v.get("optional") {
+        None | Some(Value::Bool(_)) => {}
+        Some(Value::Array(a)) if a.iter().all(|x| x == "pi" || x == "omp") => {}
+        Some(other) => problems.push(format!("{at}: optional is true, false or a list of agents, not {other}")),
+    }
+    let Some(since) = v.get("since") else { return };
+    let Some(map) = since.as_object().filter(|m| !m.is_empty()) else {
+        problems.push(format!("{at}: since is an object {{agent: version}}, not {since}"));
+        return;
+    };
+    for (agent, ver) in map {
+        let checked: Vec<Vec<u32>> = t["agents"][agent.as_str()].as_array().into_iter().flatten().filter_map(Value::as_str).map(version).collect();
+        let Some(ver) = ver.as_str().filter(|s| s.split('.').count() == 3 && s.split('.').all(|p| p.parse::<u32>().is_ok())) else {
+            problems.push(format!("{at}: since.{agent} is not a version X.Y.Z: {ver}"));
+            continue;
+        };
+        match (checked.first(), checked.last()) {
+            (Some(oldest), Some(newest)) if version(ver) > *oldest && version(ver) <= *newest => {}
+            _ => problems.push(format!("{at}: since.{agent} {ver} is not after the oldest and up to the newest {agent} the table is checked against ({})", t["agents"][agent.as_str()])),
+        }
+    }
+}
+
+/// Every pi the table describes (0.73.1 and 1.6.0: src/protocol/version.rs `PI_PREVIOUS` and
+/// `PI_NEWEST`, installed into the same cache as the real-pi suites), each against the rows it
+/// has at its version: what 1.x added (`since`) must be absent from 0.73.1 and present in 1.6.0.
 #[test]
-fn the_table_matches_the_installed_pi() {
-    std::env::set_var("OMPRPC_PI_VERSION", "previous");
-    let Some(install) = pi::pi("the_table_matches_the_installed_pi") else { return };
-    assert_matches("pi", &install.cli);
+fn the_table_matches_each_pi() {
+    let mut problems = Vec::new();
+    for v in table_versions("pi") {
+        let Some(install) = pi::pi_at("the_table_matches_each_pi", &v) else { return };
+        problems.extend(problems_of("pi", &v, &install.cli));
+    }
+    assert!(problems.is_empty(), "src/protocol/table.json disagrees with pi's declarations:\n  {}", problems.join("\n  "));
 }
 
 #[test]
 fn the_table_matches_the_installed_omp() {
     let Some(install) = omp::omp("the_table_matches_the_installed_omp") else { return };
-    assert_matches("omp", &install.cli);
+    let problems = problems_of("omp", omp::OMP_VERSION, &install.cli);
+    assert!(problems.is_empty(), "src/protocol/table.json disagrees with omp's declarations:\n  {}", problems.join("\n  "));
 }
 
 /// The comparison itself: what a drifted table looks like is reported, field by field.
@@ -460,7 +599,7 @@ fn drift_between_the_table_and_an_agent_is_reported() {
         "host_frames": [],
         "ui_methods": [{"name": "select", "agents": ["omp"]}]
     });
-    let problems = check("pi", &d, &table).join("\n");
+    let problems = check("pi", "1.0.0", &d, &table).join("\n");
     for expected in [
         "command set_mode.mode: the agent says `\"a\" | \"b\"`, the table `enum(a,c)`",
         "command set_mode.force: optional is true in the agent, false in the table",
@@ -474,5 +613,61 @@ fn drift_between_the_table_and_an_agent_is_reported() {
         assert!(problems.contains(expected), "missing {expected:?} in:\n{problems}");
     }
     // The same table for omp: only the omp-only UI row and the shared rows count.
-    assert!(!check("omp", &d, &table).iter().any(|p| p.contains("gone")));
+    assert!(!check("omp", "1.0.0", &d, &table).iter().any(|p| p.contains("gone")));
+}
+
+/// A `since` row, field or data is held absent from an older version and present in the others.
+#[test]
+fn a_since_is_held_against_each_version() {
+    let field = |name: &str, ty: &str, optional: bool| Field { name: name.into(), optional, ty: ty.into() };
+    let table = json!({
+        "types": {},
+        "commands": [{"name": "ping"},
+                     {"name": "clear", "agents": ["pi"], "since": {"pi": "0.84.4"}},
+                     {"name": "say", "params": [{"name": "quiet", "type": "boolean", "optional": true, "since": {"pi": "0.76.0"}}],
+                      "data": {"since": {"pi": "0.99.0"}, "fields": [{"name": "disposition", "type": "string"}]}}],
+        "events": [{"name": "settled", "agents": ["pi"], "since": {"pi": "0.80.4"}, "fields": [{"name": "aborted", "type": "boolean", "since": {"pi": "1.1.0"}}]}],
+        "host_frames": [],
+        "ui_methods": []
+    });
+    let old = |d: &mut Declared| {
+        d.commands.insert("ping".into(), vec![]);
+        d.commands.insert("say".into(), vec![]);
+    };
+    // 0.73.1 declares none of the later rows: no problem.
+    let mut d = Declared::default();
+    old(&mut d);
+    assert_eq!(check("pi", "0.73.1", &d, &table), Vec::<String>::new());
+    // 1.6.0 declares them all: no problem.
+    let mut new = Declared::default();
+    old(&mut new);
+    new.commands.insert("clear".into(), vec![]);
+    new.commands.insert("say".into(), vec![field("quiet", "boolean", true)]);
+    new.responses.insert("say".into(), Some(field("data", "{ disposition: string }", false)));
+    new.events.insert("settled".into(), vec![field("aborted", "boolean", false)]);
+    assert_eq!(check("pi", "1.6.0", &new, &table), Vec::<String>::new());
+    // 1.6.0's declarations read as 0.73.1's: every later row is reported, with its version.
+    let problems = check("pi", "0.73.1", &new, &table).join("\n");
+    for expected in [
+        "pi 0.73.1: the agent declares command `clear`, the table has it since 0.84.4",
+        "command say: the agent declares field `quiet: boolean`, the table does not have it",
+        "command say: the agent's response has `data: { disposition: string }`, the table has none",
+        "pi 0.73.1: the agent declares event `settled`, the table has it since 0.80.4",
+    ] {
+        assert!(problems.contains(expected), "missing {expected:?} in:\n{problems}");
+    }
+    // 0.73.1's read as 1.6.0's: every later row is missing.
+    let problems = check("pi", "1.6.0", &d, &table).join("\n");
+    for expected in ["pi 1.6.0: the table has command `clear` for pi, the agent does not declare it", "command say: the table has response data, the agent's response has none"] {
+        assert!(problems.contains(expected), "missing {expected:?} in:\n{problems}");
+    }
+    // Between: the event without its later field.
+    let mut mid = Declared::default();
+    old(&mut mid);
+    mid.commands.insert("clear".into(), vec![]);
+    mid.events.insert("settled".into(), vec![]);
+    mid.events.insert("settled".into(), vec![field("other", "string", false)]);
+    let problems = check("pi", "1.0.4", &mid, &table).join("\n");
+    assert!(problems.contains("event settled: the agent declares field `other: string`"), "{problems}");
+    assert!(!problems.contains("aborted"), "aborted is since 1.1.0: {problems}");
 }

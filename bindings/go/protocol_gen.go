@@ -22,12 +22,23 @@ func (c *Client) AbortRetry(ctx context.Context) error {
 
 // Bash sends bash (omp, pi) and returns its data.
 func (c *Client) Bash(ctx context.Context, command string) (json.RawMessage, error) {
+	return c.BashWithOptions(ctx, command, nil)
+}
+
+// BashWithOptions sends bash with its optional parameters (excludeFromContext: since pi 0.76.0); nil opts sends none.
+func (c *Client) BashWithOptions(ctx context.Context, command string, opts *BashOptions) (json.RawMessage, error) {
 	params := struct {
 		Command string `json:"command"`
-	}{command}
+		*BashOptions
+	}{command, opts}
 	var out json.RawMessage
 	err := c.command(ctx, "bash", params, &out)
 	return out, err
+}
+
+// BashOptions are bash's optional parameters.
+type BashOptions struct {
+	ExcludeFromContext bool `json:"excludeFromContext,omitempty"`
 }
 
 // Clone sends clone (pi) and returns its data.
@@ -95,6 +106,42 @@ func (c *Client) Fork(ctx context.Context, entryID string) (*ForkResult, error) 
 func (c *Client) GetAvailableModels(ctx context.Context) (*GetAvailableModelsResult, error) {
 	var out *GetAvailableModelsResult
 	err := c.command(ctx, "get_available_models", nil, &out)
+	return out, err
+}
+
+// ClearQueue sends clear_queue (pi; since pi 0.84.4) and returns its data.
+func (c *Client) ClearQueue(ctx context.Context) (*ClearQueueResult, error) {
+	var out *ClearQueueResult
+	err := c.command(ctx, "clear_queue", nil, &out)
+	return out, err
+}
+
+// GetAvailableThinkingLevels sends get_available_thinking_levels (pi; since pi 0.81.0) and returns its data.
+func (c *Client) GetAvailableThinkingLevels(ctx context.Context) (*GetAvailableThinkingLevelsResult, error) {
+	var out *GetAvailableThinkingLevelsResult
+	err := c.command(ctx, "get_available_thinking_levels", nil, &out)
+	return out, err
+}
+
+// GetEntries sends get_entries (pi; since pi 0.80.3) and returns its data.
+func (c *Client) GetEntries(ctx context.Context, opts *GetEntriesOptions) (*GetEntriesResult, error) {
+	params := struct {
+		*GetEntriesOptions
+	}{opts}
+	var out *GetEntriesResult
+	err := c.command(ctx, "get_entries", params, &out)
+	return out, err
+}
+
+// GetEntriesOptions are get_entries's optional parameters.
+type GetEntriesOptions struct {
+	Since string `json:"since,omitempty"`
+}
+
+// GetTree sends get_tree (pi; since pi 0.80.3) and returns its data.
+func (c *Client) GetTree(ctx context.Context) (*GetTreeResult, error) {
+	var out *GetTreeResult
+	err := c.command(ctx, "get_tree", nil, &out)
 	return out, err
 }
 
@@ -463,6 +510,77 @@ func (v *GetAvailableModelsResult) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// ClearQueueResult is the data of clear_queue's response (pi; since pi 0.84.4).
+type ClearQueueResult struct {
+	Steering []string `json:"steering"`
+	FollowUp []string `json:"followUp"`
+	// Raw is the object as the agent sent it, members the table does not name included.
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the named members and keeps the object in Raw.
+func (v *ClearQueueResult) UnmarshalJSON(b []byte) error {
+	type plain ClearQueueResult
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	v.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// GetAvailableThinkingLevelsResult is the data of get_available_thinking_levels's response (pi; since pi 0.81.0).
+type GetAvailableThinkingLevelsResult struct {
+	Levels []ThinkingLevel `json:"levels"`
+	// Raw is the object as the agent sent it, members the table does not name included.
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the named members and keeps the object in Raw.
+func (v *GetAvailableThinkingLevelsResult) UnmarshalJSON(b []byte) error {
+	type plain GetAvailableThinkingLevelsResult
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	v.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// GetEntriesResult is the data of get_entries's response (pi; since pi 0.80.3).
+type GetEntriesResult struct {
+	Entries []json.RawMessage `json:"entries"`
+	LeafID  *string           `json:"leafId"`
+	// Raw is the object as the agent sent it, members the table does not name included.
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the named members and keeps the object in Raw.
+func (v *GetEntriesResult) UnmarshalJSON(b []byte) error {
+	type plain GetEntriesResult
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	v.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// GetTreeResult is the data of get_tree's response (pi; since pi 0.80.3).
+type GetTreeResult struct {
+	Tree   []json.RawMessage `json:"tree"`
+	LeafID *string           `json:"leafId"`
+	// Raw is the object as the agent sent it, members the table does not name included.
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the named members and keeps the object in Raw.
+func (v *GetTreeResult) UnmarshalJSON(b []byte) error {
+	type plain GetTreeResult
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	v.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
 // GetCommandsResult is the data of get_commands's response (pi).
 type GetCommandsResult struct {
 	Commands []SlashCommand `json:"commands"`
@@ -746,6 +864,7 @@ func (e *UnknownEvent) RawJSON() json.RawMessage { return e.Raw }
 // AgentEndEvent is the agent_end event (omp, pi).
 type AgentEndEvent struct {
 	Messages   []json.RawMessage `json:"messages"`
+	WillRetry  bool              `json:"willRetry,omitempty"`
 	Telemetry  json.RawMessage   `json:"telemetry,omitempty"`
 	Coverage   json.RawMessage   `json:"coverage,omitempty"`
 	IsTerminal bool              `json:"isTerminal,omitempty"`
@@ -758,6 +877,19 @@ func (e *AgentEndEvent) Type() string { return "agent_end" }
 
 // RawJSON is the event verbatim.
 func (e *AgentEndEvent) RawJSON() json.RawMessage { return e.Raw }
+
+// AgentSettledEvent is the agent_settled event (pi; since pi 0.80.4).
+type AgentSettledEvent struct {
+	Aborted bool `json:"aborted,omitempty"`
+	// Raw is the frame verbatim.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Type is "agent_settled".
+func (e *AgentSettledEvent) Type() string { return "agent_settled" }
+
+// RawJSON is the event verbatim.
+func (e *AgentSettledEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // AgentStartEvent is the agent_start event (omp, pi).
 type AgentStartEvent struct {
@@ -804,6 +936,20 @@ func (e *AutoRetryStartEvent) Type() string { return "auto_retry_start" }
 // RawJSON is the event verbatim.
 func (e *AutoRetryStartEvent) RawJSON() json.RawMessage { return e.Raw }
 
+// BashExecutionUpdateEvent is the bash_execution_update event (pi; since pi 0.82.0).
+type BashExecutionUpdateEvent struct {
+	ID    string `json:"id,omitempty"`
+	Delta string `json:"delta"`
+	// Raw is the frame verbatim.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Type is "bash_execution_update".
+func (e *BashExecutionUpdateEvent) Type() string { return "bash_execution_update" }
+
+// RawJSON is the event verbatim.
+func (e *BashExecutionUpdateEvent) RawJSON() json.RawMessage { return e.Raw }
+
 // CompactionEndEvent is the compaction_end event (pi).
 type CompactionEndEvent struct {
 	Reason       string          `json:"reason"`
@@ -833,6 +979,19 @@ func (e *CompactionStartEvent) Type() string { return "compaction_start" }
 
 // RawJSON is the event verbatim.
 func (e *CompactionStartEvent) RawJSON() json.RawMessage { return e.Raw }
+
+// EntryAppendedEvent is the entry_appended event (pi; since pi 0.80.4).
+type EntryAppendedEvent struct {
+	Entry json.RawMessage `json:"entry"`
+	// Raw is the frame verbatim.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Type is "entry_appended".
+func (e *EntryAppendedEvent) Type() string { return "entry_appended" }
+
+// RawJSON is the event verbatim.
+func (e *EntryAppendedEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // ExtensionErrorEvent is the extension_error event (omp, pi).
 type ExtensionErrorEvent struct {
@@ -925,6 +1084,50 @@ func (e *SessionInfoChangedEvent) Type() string { return "session_info_changed" 
 // RawJSON is the event verbatim.
 func (e *SessionInfoChangedEvent) RawJSON() json.RawMessage { return e.Raw }
 
+// SummarizationRetryAttemptStartEvent is the summarization_retry_attempt_start event (pi; since pi 0.81.1).
+type SummarizationRetryAttemptStartEvent struct {
+	Source string `json:"source"`
+	Reason string `json:"reason,omitempty"`
+	// Raw is the frame verbatim.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Type is "summarization_retry_attempt_start".
+func (e *SummarizationRetryAttemptStartEvent) Type() string {
+	return "summarization_retry_attempt_start"
+}
+
+// RawJSON is the event verbatim.
+func (e *SummarizationRetryAttemptStartEvent) RawJSON() json.RawMessage { return e.Raw }
+
+// SummarizationRetryFinishedEvent is the summarization_retry_finished event (pi; since pi 0.81.1).
+type SummarizationRetryFinishedEvent struct {
+	// Raw is the frame verbatim.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Type is "summarization_retry_finished".
+func (e *SummarizationRetryFinishedEvent) Type() string { return "summarization_retry_finished" }
+
+// RawJSON is the event verbatim.
+func (e *SummarizationRetryFinishedEvent) RawJSON() json.RawMessage { return e.Raw }
+
+// SummarizationRetryScheduledEvent is the summarization_retry_scheduled event (pi; since pi 0.81.1).
+type SummarizationRetryScheduledEvent struct {
+	Attempt      int64  `json:"attempt"`
+	MaxAttempts  int64  `json:"maxAttempts"`
+	DelayMs      int64  `json:"delayMs"`
+	ErrorMessage string `json:"errorMessage"`
+	// Raw is the frame verbatim.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Type is "summarization_retry_scheduled".
+func (e *SummarizationRetryScheduledEvent) Type() string { return "summarization_retry_scheduled" }
+
+// RawJSON is the event verbatim.
+func (e *SummarizationRetryScheduledEvent) RawJSON() json.RawMessage { return e.Raw }
+
 // ThinkingLevelChangedEvent is the thinking_level_changed event (omp, pi).
 type ThinkingLevelChangedEvent struct {
 	ThinkingLevel *ThinkingLevel `json:"thinkingLevel,omitempty"`
@@ -943,10 +1146,12 @@ func (e *ThinkingLevelChangedEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // ToolExecutionEndEvent is the tool_execution_end event (omp, pi).
 type ToolExecutionEndEvent struct {
-	ToolCallID string          `json:"toolCallId"`
-	ToolName   string          `json:"toolName"`
-	Result     json.RawMessage `json:"result"`
-	IsError    bool            `json:"isError,omitempty"`
+	ToolCallID       string          `json:"toolCallId"`
+	ToolName         string          `json:"toolName"`
+	Result           json.RawMessage `json:"result"`
+	IsError          bool            `json:"isError,omitempty"`
+	DurationMs       float64         `json:"durationMs,omitempty"`
+	ParentToolCallID string          `json:"parentToolCallId,omitempty"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -959,10 +1164,11 @@ func (e *ToolExecutionEndEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // ToolExecutionStartEvent is the tool_execution_start event (omp, pi).
 type ToolExecutionStartEvent struct {
-	ToolCallID string          `json:"toolCallId"`
-	ToolName   string          `json:"toolName"`
-	Args       json.RawMessage `json:"args"`
-	Intent     string          `json:"intent,omitempty"`
+	ToolCallID       string          `json:"toolCallId"`
+	ToolName         string          `json:"toolName"`
+	Args             json.RawMessage `json:"args"`
+	Intent           string          `json:"intent,omitempty"`
+	ParentToolCallID string          `json:"parentToolCallId,omitempty"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -975,10 +1181,11 @@ func (e *ToolExecutionStartEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // ToolExecutionUpdateEvent is the tool_execution_update event (omp, pi).
 type ToolExecutionUpdateEvent struct {
-	ToolCallID    string          `json:"toolCallId"`
-	ToolName      string          `json:"toolName"`
-	Args          json.RawMessage `json:"args"`
-	PartialResult json.RawMessage `json:"partialResult"`
+	ToolCallID       string          `json:"toolCallId"`
+	ToolName         string          `json:"toolName"`
+	Args             json.RawMessage `json:"args"`
+	PartialResult    json.RawMessage `json:"partialResult"`
+	ParentToolCallID string          `json:"parentToolCallId,omitempty"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -1406,6 +1613,9 @@ func (e Event) Typed() (TypedEvent, error) {
 	case "agent_end":
 		v := &AgentEndEvent{Raw: e.Raw}
 		return v, decodeEvent(e, v)
+	case "agent_settled":
+		v := &AgentSettledEvent{Raw: e.Raw}
+		return v, decodeEvent(e, v)
 	case "agent_start":
 		v := &AgentStartEvent{Raw: e.Raw}
 		return v, decodeEvent(e, v)
@@ -1415,11 +1625,17 @@ func (e Event) Typed() (TypedEvent, error) {
 	case "auto_retry_start":
 		v := &AutoRetryStartEvent{Raw: e.Raw}
 		return v, decodeEvent(e, v)
+	case "bash_execution_update":
+		v := &BashExecutionUpdateEvent{Raw: e.Raw}
+		return v, decodeEvent(e, v)
 	case "compaction_end":
 		v := &CompactionEndEvent{Raw: e.Raw}
 		return v, decodeEvent(e, v)
 	case "compaction_start":
 		v := &CompactionStartEvent{Raw: e.Raw}
+		return v, decodeEvent(e, v)
+	case "entry_appended":
+		v := &EntryAppendedEvent{Raw: e.Raw}
 		return v, decodeEvent(e, v)
 	case "extension_error":
 		v := &ExtensionErrorEvent{Raw: e.Raw}
@@ -1441,6 +1657,15 @@ func (e Event) Typed() (TypedEvent, error) {
 		return v, decodeEvent(e, v)
 	case "session_info_changed":
 		v := &SessionInfoChangedEvent{Raw: e.Raw}
+		return v, decodeEvent(e, v)
+	case "summarization_retry_attempt_start":
+		v := &SummarizationRetryAttemptStartEvent{Raw: e.Raw}
+		return v, decodeEvent(e, v)
+	case "summarization_retry_finished":
+		v := &SummarizationRetryFinishedEvent{Raw: e.Raw}
+		return v, decodeEvent(e, v)
+	case "summarization_retry_scheduled":
+		v := &SummarizationRetryScheduledEvent{Raw: e.Raw}
 		return v, decodeEvent(e, v)
 	case "thinking_level_changed":
 		v := &ThinkingLevelChangedEvent{Raw: e.Raw}

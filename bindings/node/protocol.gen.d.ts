@@ -19,7 +19,7 @@ export interface ProtocolCommands {
   /** Sends `abort_retry` (omp, pi); resolves once the agent accepted it. */
   abortRetry(opts?: CallOptions): Promise<void>;
   /** Sends `bash` (omp, pi); resolves its data. */
-  bash<T = BashResult>(command: string, opts?: CallOptions): Promise<T>;
+  bash<T = BashResult>(command: string, opts?: BashOptions): Promise<T>;
   /** Sends `clone` (pi); resolves its data. */
   clone<T = CloneResult>(opts?: CallOptions): Promise<T>;
   /** Sends `compact` (omp, pi); resolves its data. */
@@ -34,6 +34,14 @@ export interface ProtocolCommands {
   fork<T = ForkResult>(entryId: string, opts?: CallOptions): Promise<T>;
   /** Sends `get_available_models` (omp, pi); resolves its data. */
   getAvailableModels<T = GetAvailableModelsResult>(opts?: CallOptions): Promise<T>;
+  /** Sends `clear_queue` (pi; since pi 0.84.4); resolves its data. */
+  clearQueue<T = ClearQueueResult>(opts?: CallOptions): Promise<T>;
+  /** Sends `get_available_thinking_levels` (pi; since pi 0.81.0); resolves its data. */
+  getAvailableThinkingLevels<T = GetAvailableThinkingLevelsResult>(opts?: CallOptions): Promise<T>;
+  /** Sends `get_entries` (pi; since pi 0.80.3); resolves its data. */
+  getEntries<T = GetEntriesResult>(opts?: GetEntriesOptions): Promise<T>;
+  /** Sends `get_tree` (pi; since pi 0.80.3); resolves its data. */
+  getTree<T = GetTreeResult>(opts?: CallOptions): Promise<T>;
   /** Sends `get_commands` (pi); resolves its data. */
   getCommands<T = GetCommandsResult>(opts?: CallOptions): Promise<T>;
   /** Sends `get_fork_messages` (pi); resolves its data. */
@@ -92,6 +100,11 @@ export interface ProtocolCommands {
   setTodos<T = SetTodosResult>(phases: TodoPhase[], opts?: CallOptions): Promise<T>;
 }
 
+/** `bash`'s optional params, and the per-call options. */
+export interface BashOptions extends CallOptions {
+  excludeFromContext?: boolean;
+}
+
 /** `compact`'s optional params, and the per-call options. */
 export interface CompactOptions extends CallOptions {
   customInstructions?: string;
@@ -100,6 +113,11 @@ export interface CompactOptions extends CallOptions {
 /** `export_html`'s optional params, and the per-call options. */
 export interface ExportHtmlOptions extends CallOptions {
   outputPath?: string;
+}
+
+/** `get_entries`'s optional params, and the per-call options. */
+export interface GetEntriesOptions extends CallOptions {
+  since?: string;
 }
 
 /** `new_session`'s optional params, and the per-call options. */
@@ -156,6 +174,29 @@ export interface ForkResult {
 /** The data of `get_available_models`'s response (omp, pi). */
 export interface GetAvailableModelsResult {
   models: Model[];
+}
+
+/** The data of `clear_queue`'s response (pi; since pi 0.84.4). */
+export interface ClearQueueResult {
+  steering: string[];
+  followUp: string[];
+}
+
+/** The data of `get_available_thinking_levels`'s response (pi; since pi 0.81.0). */
+export interface GetAvailableThinkingLevelsResult {
+  levels: ThinkingLevel[];
+}
+
+/** The data of `get_entries`'s response (pi; since pi 0.80.3). */
+export interface GetEntriesResult {
+  entries: SessionEntry[];
+  leafId: string | null;
+}
+
+/** The data of `get_tree`'s response (pi; since pi 0.80.3). */
+export interface GetTreeResult {
+  tree: SessionTreeNode[];
+  leafId: string | null;
 }
 
 /** The data of `get_commands`'s response (pi). */
@@ -387,9 +428,16 @@ export declare const UI_METHODS: readonly KnownUiRequest['method'][];
 export interface AgentEndEvent {
   type: 'agent_end';
   messages: AgentMessage[];
+  willRetry?: boolean;
   telemetry?: AgentRunSummary;
   coverage?: AgentRunCoverage;
   isTerminal?: boolean;
+}
+
+/** The `agent_settled` event (pi; since pi 0.80.4). */
+export interface AgentSettledEvent {
+  type: 'agent_settled';
+  aborted?: boolean;
 }
 
 /** The `agent_start` event (omp, pi). */
@@ -418,6 +466,13 @@ export interface AutoRetryStartEvent {
   errorId?: number;
 }
 
+/** The `bash_execution_update` event (pi; since pi 0.82.0). */
+export interface BashExecutionUpdateEvent {
+  type: 'bash_execution_update';
+  id?: string;
+  delta: string;
+}
+
 /** The `compaction_end` event (pi). */
 export interface CompactionEndEvent {
   type: 'compaction_end';
@@ -432,6 +487,12 @@ export interface CompactionEndEvent {
 export interface CompactionStartEvent {
   type: 'compaction_start';
   reason: 'manual' | 'threshold' | 'overflow';
+}
+
+/** The `entry_appended` event (pi; since pi 0.80.4). */
+export interface EntryAppendedEvent {
+  type: 'entry_appended';
+  entry: SessionEntry;
 }
 
 /** The `extension_error` event (omp, pi). */
@@ -476,6 +537,29 @@ export interface SessionInfoChangedEvent {
   name: string | null;
 }
 
+/** The `summarization_retry_attempt_start` event (pi; since pi 0.81.1). */
+export interface SummarizationRetryAttemptStartEvent {
+  type: 'summarization_retry_attempt_start';
+  source: 'branchSummary' | 'compaction';
+  reason?: 'manual' | 'threshold' | 'overflow';
+}
+
+/** The `summarization_retry_finished` event (pi; since pi 0.81.1). */
+export interface SummarizationRetryFinishedEvent {
+  type: 'summarization_retry_finished';
+  /** The table names none of its members. */
+  [key: string]: unknown;
+}
+
+/** The `summarization_retry_scheduled` event (pi; since pi 0.81.1). */
+export interface SummarizationRetryScheduledEvent {
+  type: 'summarization_retry_scheduled';
+  attempt: number;
+  maxAttempts: number;
+  delayMs: number;
+  errorMessage: string;
+}
+
 /** The `thinking_level_changed` event (omp, pi). */
 export interface ThinkingLevelChangedEvent {
   type: 'thinking_level_changed';
@@ -492,6 +576,8 @@ export interface ToolExecutionEndEvent {
   toolName: string;
   result: any;
   isError?: boolean;
+  durationMs?: number;
+  parentToolCallId?: string;
 }
 
 /** The `tool_execution_start` event (omp, pi). */
@@ -501,6 +587,7 @@ export interface ToolExecutionStartEvent {
   toolName: string;
   args: any;
   intent?: string;
+  parentToolCallId?: string;
 }
 
 /** The `tool_execution_update` event (omp, pi). */
@@ -510,6 +597,7 @@ export interface ToolExecutionUpdateEvent {
   toolName: string;
   args: any;
   partialResult: any;
+  parentToolCallId?: string;
 }
 
 /** The `turn_end` event (omp, pi). */
@@ -733,11 +821,14 @@ export interface TtsrTriggeredEvent {
 /** An event of a type the table names: `switch (ev.type)` narrows it. */
 export type KnownEvent =
   | AgentEndEvent
+  | AgentSettledEvent
   | AgentStartEvent
   | AutoRetryEndEvent
   | AutoRetryStartEvent
+  | BashExecutionUpdateEvent
   | CompactionEndEvent
   | CompactionStartEvent
+  | EntryAppendedEvent
   | ExtensionErrorEvent
   | ExtensionUiRequestEvent
   | MessageEndEvent
@@ -745,6 +836,9 @@ export type KnownEvent =
   | MessageUpdateEvent
   | QueueUpdateEvent
   | SessionInfoChangedEvent
+  | SummarizationRetryAttemptStartEvent
+  | SummarizationRetryFinishedEvent
+  | SummarizationRetryScheduledEvent
   | ThinkingLevelChangedEvent
   | ToolExecutionEndEvent
   | ToolExecutionStartEvent
@@ -783,11 +877,14 @@ export type KnownEvent =
 /** Each known event type's event (`client.on(type, …)` takes it). */
 export interface KnownEventMap {
   agent_end: AgentEndEvent;
+  agent_settled: AgentSettledEvent;
   agent_start: AgentStartEvent;
   auto_retry_end: AutoRetryEndEvent;
   auto_retry_start: AutoRetryStartEvent;
+  bash_execution_update: BashExecutionUpdateEvent;
   compaction_end: CompactionEndEvent;
   compaction_start: CompactionStartEvent;
+  entry_appended: EntryAppendedEvent;
   extension_error: ExtensionErrorEvent;
   extension_ui_request: ExtensionUiRequestEvent;
   message_end: MessageEndEvent;
@@ -795,6 +892,9 @@ export interface KnownEventMap {
   message_update: MessageUpdateEvent;
   queue_update: QueueUpdateEvent;
   session_info_changed: SessionInfoChangedEvent;
+  summarization_retry_attempt_start: SummarizationRetryAttemptStartEvent;
+  summarization_retry_finished: SummarizationRetryFinishedEvent;
+  summarization_retry_scheduled: SummarizationRetryScheduledEvent;
   thinking_level_changed: ThinkingLevelChangedEvent;
   tool_execution_end: ToolExecutionEndEvent;
   tool_execution_start: ToolExecutionStartEvent;
@@ -864,6 +964,12 @@ export type Model = any;
 
 /** A string of the protocol with open-ended values. */
 export type ThinkingLevel = string;
+
+/** Carried as JSON: the table does not type its members. */
+export type SessionEntry = any;
+
+/** Carried as JSON: the table does not type its members. */
+export type SessionTreeNode = any;
 
 /** A type of the protocol table. */
 export interface SlashCommand {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::table::{pascal, reach, Command, DataShape, Field, Frame, Table, Ty, TypeDef};
+use crate::table::{pascal, reach, who, Command, DataShape, Field, Frame, Table, Ty, TypeDef};
 
 /// Go names for JSON member names: `modelId` → `ModelID`, `launchUrl` → `LaunchURL`.
 fn go_name(json_name: &str) -> String {
@@ -60,9 +60,6 @@ fn struct_fields(out: &mut String, fields: &[Field], types: &BTreeMap<String, Ty
     }
 }
 
-fn agents(a: &[String]) -> String {
-    a.join(", ")
-}
 
 /// A struct that keeps the object it was decoded from in Raw.
 fn raw_keeping_struct(out: &mut String, name: &str, doc: &str, fields: &[Field], types: &BTreeMap<String, TypeDef>) {
@@ -90,7 +87,7 @@ fn command_method(out: &mut String, c: &Command, types: &BTreeMap<String, TypeDe
         let ty = match &d.shape {
             DataShape::Fields(fields) => {
                 let rname = format!("{name}Result");
-                result_types.push((rname.clone(), fields.clone(), format!("is the data of {}'s response ({}).", c.name, agents(&c.agents))));
+                result_types.push((rname.clone(), fields.clone(), format!("is the data of {}'s response ({}).", c.name, who(&d.agents, &d.since))));
                 format!("*{rname}")
             }
             DataShape::Type(ty) => {
@@ -109,13 +106,27 @@ fn command_method(out: &mut String, c: &Command, types: &BTreeMap<String, TypeDe
         Some((ty, _)) => format!("({ty}, error)"),
         None => "error".into(),
     };
-    let mut doc = format!("// {name} sends {} ({})", c.name, agents(&c.agents));
+    let mut doc = format!("// {name} sends {} ({})", c.name, who(&c.agents, &c.since));
     match &result {
         Some((_, true)) => doc.push_str(" and returns its data: nil (or JSON null) when the agent sends none."),
         Some(_) => doc.push_str(" and returns its data."),
         None => doc.push('.'),
     }
-    let _ = writeln!(out, "{doc}\nfunc (c *Client) {name}({}) {returns} {{", args.join(", "));
+    // Optional params that all came later than the command (`since` on each: bash's
+    // excludeFromContext) keep the method's signature: they go through {name}WithOptions.
+    let later_options = c.since.is_empty() && !optional.is_empty() && optional.iter().all(|f| !f.since.is_empty());
+    if later_options {
+        let mut plain_args = args.clone();
+        plain_args.pop();
+        let names: Vec<String> = required.iter().map(|f| arg_name(&f.name)).collect();
+        let call = format!("c.{name}WithOptions({})", ["ctx".to_string()].into_iter().chain(names).chain(["nil".to_string()]).collect::<Vec<_>>().join(", "));
+        let _ = writeln!(out, "{doc}\nfunc (c *Client) {name}({}) {returns} {{\n\treturn {call}\n}}\n", plain_args.join(", "));
+        let added: Vec<String> = optional.iter().map(|f| format!("{}: {}", f.name, crate::table::since_text(&f.since).unwrap_or_default())).collect();
+        let _ = writeln!(out, "// {name}WithOptions sends {} with its optional parameters ({}); nil opts sends none.", c.name, added.join("; "));
+        let _ = writeln!(out, "func (c *Client) {name}WithOptions({}) {returns} {{", args.join(", "));
+    } else {
+        let _ = writeln!(out, "{doc}\nfunc (c *Client) {name}({}) {returns} {{", args.join(", "));
+    }
     let params = if c.params.is_empty() {
         "nil".to_string()
     } else {
@@ -166,7 +177,7 @@ fn arg_name(json_name: &str) -> String {
 
 fn frame_struct(out: &mut String, suffix: &str, f: &Frame, types: &BTreeMap<String, TypeDef>, doc: &str) -> String {
     let name = format!("{}{suffix}", go_name(&f.name));
-    let _ = writeln!(out, "// {name} {doc} ({}).\ntype {name} struct {{", agents(&f.agents));
+    let _ = writeln!(out, "// {name} {doc} ({}).\ntype {name} struct {{", who(&f.agents, &f.since));
     struct_fields(out, &f.fields, types);
     let _ = writeln!(out, "\t// Raw is the frame verbatim.\n\tRaw json.RawMessage `json:\"-\"`\n}}\n");
     name
@@ -221,7 +232,7 @@ pub fn generate(t: &Table) -> String {
     let mut ui_cases = String::new();
     for m in &t.ui_methods {
         let mut with_id = m.clone();
-        with_id.fields.insert(0, Field { name: "id".into(), ty: Ty::String, optional: false, nullable: false });
+        with_id.fields.insert(0, Field { name: "id".into(), ty: Ty::String, optional: false, nullable: false, since: Vec::new() });
         let name = frame_struct(&mut out, "", &Frame { name: format!("ui_{}_request", m.name), ..with_id }, types, &format!("is the {:?} UI request", m.name));
         let _ = writeln!(out, "// Method is {:?}.\nfunc (r *{name}) Method() string {{ return {:?} }}\n\n// RequestID is the request's \"id\".\nfunc (r *{name}) RequestID() string {{ return r.ID }}\n", m.name, m.name);
         let _ = writeln!(ui_cases, "\tcase {:?}:\n\t\tv := &{name}{{Raw: raw}}\n\t\treturn v, unmarshal(\"ui_request\", raw, v)", m.name);

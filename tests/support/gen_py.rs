@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use crate::table::{pascal, Command, DataShape, Field, Frame, Table, Ty, TypeDef};
+use crate::table::{pascal, who, Command, DataShape, Field, Frame, Table, Ty, TypeDef};
 
 /// Commands with hand-written methods (`_commands.py`): omp_rpc's names, signatures and result
 /// classes, or logic beyond sending the command. The generator leaves them out; the Python
@@ -108,9 +108,6 @@ fn field_type(f: &Field) -> String {
     t
 }
 
-fn agents(a: &[String]) -> String {
-    a.join(", ")
-}
 
 /// A `TypedDict`: the class form, or the functional one when a key is not an identifier (its
 /// annotations then quoted, so that nothing is evaluated at import).
@@ -179,7 +176,7 @@ fn command_method(out: &mut String, c: &Command, types: &BTreeMap<String, TypeDe
         Some((_, _, true)) => ": its data, None when the agent sends none.".to_string(),
         Some(_) => ": its data as the agent sent it.".to_string(),
     };
-    let _ = writeln!(out, "        \"\"\"``{}`` ({}){doc}\"\"\"", c.name, agents(&c.agents));
+    let _ = writeln!(out, "        \"\"\"``{}`` ({}){doc}\"\"\"", c.name, who(&c.agents, &c.since));
     // Data that is an object (or none) goes through _request, which checks it is one (None: {});
     // other data through _request_data, as it came.
     let via_request = matches!(&result, None | Some((_, true, false)));
@@ -247,8 +244,8 @@ pub fn generate(t: &Table) -> String {
     );
     let _ = writeln!(
         out,
-        "\"\"\"The protocol table as Python types: a ``TypedDict`` per named type, command data, event\nand UI request, and :class:`_GeneratedCommands`, RpcClient's methods for the commands no\nhand-written method covers (:data:`HAND_WRITTEN`). Each returns the command's ``data`` as the\nagent sent it, typed by the table. The table describes pi {} and omp {}.\"\"\"\n",
-        "0.73.1", "18.2.3"
+        "\"\"\"The protocol table as Python types: a ``TypedDict`` per named type, command data, event\nand UI request, and :class:`_GeneratedCommands`, RpcClient's methods for the commands no\nhand-written method covers (:data:`HAND_WRITTEN`). Each returns the command's ``data`` as the\nagent sent it, typed by the table.\n\nThe table describes {}.\nA row an agent has only from some version on says since which.\"\"\"\n",
+        t.agents
     );
     out.push_str(
         "from __future__ import annotations\n\nfrom typing import Any, Final, Literal, TypeAlias, TypedDict, Union, cast\n\nfrom ._base import _ClientBase\nfrom ._common import LIBRARY_DEFAULT\nfrom .protocol import NotRequired  # the one Python 3.10 fallback\n\n",
@@ -291,7 +288,7 @@ pub fn generate(t: &Table) -> String {
         if let Some(d) = &c.data {
             if let DataShape::Fields(fields) = &d.shape {
                 let name = claim(format!("{}Result", pascal(&c.name)));
-                typed_dict(&mut out, &name, &format!("The data of ``{}``'s response ({}).", c.name, agents(&c.agents)), &plain_fields(fields));
+                typed_dict(&mut out, &name, &format!("The data of ``{}``'s response ({}).", c.name, who(&d.agents, &d.since)), &plain_fields(fields));
             }
         }
     }
@@ -303,7 +300,7 @@ pub fn generate(t: &Table) -> String {
     for e in &delivered {
         let name = claim(format!("{}Event", pascal(&e.name)));
         let head = vec![("type".to_string(), format!("Literal[{:?}]", e.name))];
-        typed_dict(&mut out, &name, &format!("The ``{}`` event ({}).", e.name, agents(&e.agents)), &frame_fields(head, e));
+        typed_dict(&mut out, &name, &format!("The ``{}`` event ({}).", e.name, who(&e.agents, &e.since)), &frame_fields(head, e));
         event_names.push(name);
     }
     out.push('\n');
@@ -320,7 +317,7 @@ pub fn generate(t: &Table) -> String {
             ("id".to_string(), "str".to_string()),
             ("method".to_string(), format!("Literal[{:?}]", m.name)),
         ];
-        typed_dict(&mut out, &name, &format!("The ``{}`` UI request ({}).", m.name, agents(&m.agents)), &frame_fields(head, m));
+        typed_dict(&mut out, &name, &format!("The ``{}`` UI request ({}).", m.name, who(&m.agents, &m.since)), &frame_fields(head, m));
         ui_names.push(name);
     }
     out.push('\n');

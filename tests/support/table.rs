@@ -13,9 +13,19 @@ use serde_json::Value;
 pub struct Field {
     pub name: String,
     pub ty: Ty,
-    /// May be missing — also when only some agents send it.
+    /// May be missing — also when only some agents send it, or only from some version on.
     pub optional: bool,
     pub nullable: bool,
+    /// From which version each agent has it (`since`; empty: every version).
+    pub since: Since,
+}
+
+/// A row's `since`: (agent, first version), e.g. `[("pi", "0.84.4")]`.
+pub type Since = Vec<(String, String)>;
+
+/// `since pi 0.84.4` for doc comments; `None` when the row has no `since`.
+pub fn since_text(since: &Since) -> Option<String> {
+    (!since.is_empty()).then(|| format!("since {}", since.iter().map(|(a, v)| format!("{a} {v}")).collect::<Vec<_>>().join(", ")))
 }
 
 /// A table type: `string`, `integer`, …, `T[]`, `enum(a,b)` or a name of `types`.
@@ -64,10 +74,14 @@ pub enum TypeDef {
 
 #[derive(Clone, Debug)]
 pub struct Data {
+    /// May be missing (for some agent, or before its `since`).
     pub optional: bool,
     pub nullable: bool,
     /// Inline fields, or a named type.
     pub shape: DataShape,
+    /// The agents that send it (a command's data may be one agent's only) and since when.
+    pub agents: Vec<String>,
+    pub since: Since,
 }
 
 #[derive(Clone, Debug)]
@@ -84,6 +98,7 @@ pub struct Command {
     pub library: Option<String>,
     pub params: Vec<Field>,
     pub data: Option<Data>,
+    pub since: Since,
 }
 
 #[derive(Clone, Debug)]
@@ -93,20 +108,37 @@ pub struct Frame {
     pub fields: Vec<Field>,
     /// Consumed by the library, never delivered.
     pub core: bool,
+    pub since: Since,
 }
 
 pub struct Table {
+    /// The versions each agent's declarations are read from: `pi 0.73.1, 1.6.0; omp 18.2.3`.
+    pub agents: String,
     pub commands: Vec<Command>,
     pub events: Vec<Frame>,
     pub ui_methods: Vec<Frame>,
     pub types: BTreeMap<String, TypeDef>,
 }
 
+fn since(row: &Value) -> Since {
+    row.get("since").and_then(Value::as_object).map(|m| m.iter().map(|(a, v)| (a.clone(), v.as_str().unwrap().to_string())).collect()).unwrap_or_default()
+}
+
+/// `optional`: `true`, or a non-empty list of the agents that may leave it out.
+fn optional(row: &Value) -> bool {
+    match row.get("optional") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Array(a)) => !a.is_empty(),
+        _ => false,
+    }
+}
+
 fn agents(row: &Value) -> Vec<String> {
     row.get("agents").and_then(Value::as_array).map(|a| a.iter().map(|v| v.as_str().unwrap().to_string()).collect()).unwrap_or_else(|| vec!["omp".into(), "pi".into()])
 }
 
-/// A row's fields, one per name: a field some agents lack (or have optional) is optional.
+/// A row's fields, one per name: a field some agents lack (or have optional), or that an
+/// agent has only from some version on, is optional.
 fn fields(v: &Value, row_agents: &[String]) -> Vec<Field> {
     let mut out: Vec<Field> = Vec::new();
     for f in v.as_array().into_iter().flatten() {
@@ -114,8 +146,9 @@ fn fields(v: &Value, row_agents: &[String]) -> Vec<Field> {
         let partial = agents(f).len() < row_agents.len();
         let field = Field {
             ty: Ty::parse(f["type"].as_str().unwrap()),
-            optional: f["optional"].as_bool().unwrap_or(false) || partial,
+            optional: optional(f) || partial || f.get("since").is_some(),
             nullable: f["nullable"].as_bool().unwrap_or(false),
+            since: since(f),
             name,
         };
         match out.iter_mut().find(|o| o.name == field.name) {
@@ -141,12 +174,14 @@ pub fn load(root: &Path) -> Table {
             let data = r.get("data").map(|d| {
                 let da = agents(d);
                 Data {
-                    optional: d["optional"].as_bool().unwrap_or(false) || da.len() < a.len(),
+                    optional: optional(d) || da.len() < a.len() || d.get("since").is_some(),
                     nullable: d["nullable"].as_bool().unwrap_or(false),
                     shape: match d.get("type") {
                         Some(ty) => DataShape::Type(Ty::parse(ty.as_str().unwrap())),
                         None => DataShape::Fields(fields(&d["fields"], &a)),
                     },
+                    since: if d.get("since").is_some() { since(d) } else { since(r) },
+                    agents: if d.get("agents").is_some() { da } else { a.clone() },
                 }
             });
             Command {
@@ -154,6 +189,7 @@ pub fn load(root: &Path) -> Table {
                 library: r.get("library").map(|l| l.as_str().unwrap().to_string()),
                 params: fields(&r["params"], &a),
                 data,
+                since: since(r),
                 agents: a,
             }
         })
@@ -165,7 +201,7 @@ pub fn load(root: &Path) -> Table {
             .iter()
             .map(|r| {
                 let a = agents(r);
-                Frame { name: r["name"].as_str().unwrap().to_string(), fields: fields(&r["fields"], &a), core: r.get("core").is_some(), agents: a }
+                Frame { name: r["name"].as_str().unwrap().to_string(), fields: fields(&r["fields"], &a), core: r.get("core").is_some(), since: since(r), agents: a }
             })
             .collect()
     };
@@ -186,7 +222,14 @@ pub fn load(root: &Path) -> Table {
             (name.clone(), def)
         })
         .collect();
-    Table { commands, events: frames("events"), ui_methods: frames("ui_methods"), types }
+    let agents = t["agents"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(a, vs)| format!("{a} {}", vs.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>().join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Table { agents, commands, events: frames("events"), ui_methods: frames("ui_methods"), types }
 }
 
 /// `get_available_models` → `GetAvailableModels`; `setStatus` → `SetStatus`.
@@ -226,5 +269,13 @@ pub fn reach(ty: &Ty, types: &BTreeMap<String, TypeDef>, out: &mut Vec<String>) 
             }
         }
         _ => {}
+    }
+}
+
+/// Who has a row, for doc comments: `omp, pi`, or `pi; since pi 0.84.4` for a versioned one.
+pub fn who(agents: &[String], since: &Since) -> String {
+    match since_text(since) {
+        Some(s) => format!("{}; {s}", agents.join(", ")),
+        None => agents.join(", "),
     }
 }

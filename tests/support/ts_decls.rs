@@ -114,6 +114,35 @@ pub fn type_alias(src: &str, name: &str) -> Option<String> {
     None
 }
 
+/// A generic type alias `type NAME<P> = …;`: its parameter and the text after `=` up to the
+/// closing top-level `;`.
+pub fn generic_type_alias(src: &str, name: &str) -> Option<(String, String)> {
+    let src = strip_comments(src);
+    let at = src.find(&format!("type {name}<"))? + "type ".len() + name.len() + 1;
+    let rest = &src[at..];
+    let close = rest.find('>')?;
+    let param = rest[..close].trim().to_string();
+    let after = rest[close + 1..].trim_start().strip_prefix('=')?;
+    Some((param, split_top(after, b";").into_iter().next()?))
+}
+
+/// A conditional alias that adds fields to some members of a union, as pi 1.x's
+/// `WithParentToolCallId<E> = E extends { type: "a" | "b" } ? E & { x?: string } : E`: the
+/// `type` literals it applies to and the fields it adds. `None` for any other shape.
+pub fn member_extension(param: &str, body: &str) -> Option<(Vec<String>, Vec<Field>)> {
+    let rest = body.trim().strip_prefix(param)?.trim_start().strip_prefix("extends")?.trim_start();
+    let cond = braced(rest)?;
+    let rest = rest[cond.len()..].trim_start().strip_prefix('?')?.trim_start().strip_prefix(param)?.trim_start().strip_prefix('&')?.trim_start();
+    let extra = braced(rest)?;
+    let otherwise = rest[extra.len()..].trim_start().strip_prefix(':')?.trim();
+    if otherwise != param {
+        return None;
+    }
+    let cond_fields = object_fields(&cond)?;
+    let types = literal_union(&cond_fields.iter().find(|f| f.name == "type")?.ty)?;
+    Some((types, object_fields(&extra)?))
+}
+
 /// The body of `export interface NAME { … }` (with its braces).
 pub fn interface(src: &str, name: &str) -> Option<String> {
     let src = strip_comments(src);
@@ -259,6 +288,17 @@ mod tests {
         let b = object_fields(&members[1]).unwrap();
         assert_eq!(b.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["id", "type", "cb", "xs"]);
         assert_eq!(b[3].ty, "Array<{ k: string }>");
+    }
+
+    #[test]
+    fn a_conditional_alias_that_extends_some_members_is_read() {
+        let src = "type W<E> = E extends {\n type: \"a\" | \"b\";\n} ? E & {\n /** doc */ parent?: string;\n} : E;";
+        let (param, body) = generic_type_alias(src, "W").unwrap();
+        assert_eq!(param, "E");
+        let (types, fields) = member_extension(&param, &body).unwrap();
+        assert_eq!(types, ["a", "b"]);
+        assert_eq!(fields, [Field { name: "parent".into(), optional: true, ty: "string".into() }]);
+        assert!(member_extension("E", "E extends { type: \"a\" } ? E : never").is_none());
     }
 
     #[test]

@@ -21,9 +21,11 @@ class ProtocolCommands {
     await this.request('abort_retry', null, opts);
   }
 
-  /** `bash` (omp, pi). */
+  /** `bash` (omp, pi); options: excludeFromContext. */
   async bash(command, opts = {}) {
-    return this.request('bash', { command: check.string(command, 'command') }, opts);
+    const params = { command: check.string(command, 'command') };
+    if (opts.excludeFromContext !== undefined) params.excludeFromContext = check.boolean(opts.excludeFromContext, 'excludeFromContext');
+    return this.request('bash', params, opts);
   }
 
   /** `clone` (pi). */
@@ -63,6 +65,28 @@ class ProtocolCommands {
   /** `get_available_models` (omp, pi). */
   async getAvailableModels(opts = {}) {
     return this.request('get_available_models', null, opts);
+  }
+
+  /** `clear_queue` (pi; since pi 0.84.4). */
+  async clearQueue(opts = {}) {
+    return this.request('clear_queue', null, opts);
+  }
+
+  /** `get_available_thinking_levels` (pi; since pi 0.81.0). */
+  async getAvailableThinkingLevels(opts = {}) {
+    return this.request('get_available_thinking_levels', null, opts);
+  }
+
+  /** `get_entries` (pi; since pi 0.80.3); options: since. */
+  async getEntries(opts = {}) {
+    const params = {};
+    if (opts.since !== undefined) params.since = check.string(opts.since, 'since');
+    return this.request('get_entries', params, opts);
+  }
+
+  /** `get_tree` (pi; since pi 0.80.3). */
+  async getTree(opts = {}) {
+    return this.request('get_tree', null, opts);
   }
 
   /** `get_commands` (pi). */
@@ -220,11 +244,14 @@ class ProtocolCommands {
 /** The event types of the protocol table (those the library consumes itself left out). */
 const EVENT_TYPES = Object.freeze([
   'agent_end',
+  'agent_settled',
   'agent_start',
   'auto_retry_end',
   'auto_retry_start',
+  'bash_execution_update',
   'compaction_end',
   'compaction_start',
+  'entry_appended',
   'extension_error',
   'extension_ui_request',
   'message_end',
@@ -232,6 +259,9 @@ const EVENT_TYPES = Object.freeze([
   'message_update',
   'queue_update',
   'session_info_changed',
+  'summarization_retry_attempt_start',
+  'summarization_retry_finished',
+  'summarization_retry_scheduled',
   'thinking_level_changed',
   'tool_execution_end',
   'tool_execution_start',

@@ -3,7 +3,10 @@
 """The protocol table as Python types: a ``TypedDict`` per named type, command data, event
 and UI request, and :class:`_GeneratedCommands`, RpcClient's methods for the commands no
 hand-written method covers (:data:`HAND_WRITTEN`). Each returns the command's ``data`` as the
-agent sent it, typed by the table. The table describes pi 0.73.1 and omp 18.2.3."""
+agent sent it, typed by the table.
+
+The table describes omp 18.2.3; pi 0.73.1, 1.6.0.
+A row an agent has only from some version on says since which."""
 
 from __future__ import annotations
 
@@ -64,6 +67,10 @@ LIBRARY: Final[dict[str, str]] = {
 
 #: Commands whose methods are generated (:class:`_GeneratedCommands`).
 GENERATED: Final[tuple[str, ...]] = (
+    "clear_queue",
+    "get_available_thinking_levels",
+    "get_entries",
+    "get_tree",
     "get_commands",
     "get_available_commands",
     "get_subagent_messages",
@@ -112,7 +119,11 @@ RetryErrorUpdate: TypeAlias = Any
 #: JSON the table does not describe.
 Rule: TypeAlias = Any
 #: JSON the table does not describe.
+SessionEntry: TypeAlias = Any
+#: JSON the table does not describe.
 SessionStats: TypeAlias = Any
+#: JSON the table does not describe.
+SessionTreeNode: TypeAlias = Any
 #: JSON the table does not describe.
 SourceInfo: TypeAlias = Any
 #: JSON the table does not describe.
@@ -293,6 +304,12 @@ class ExportHtmlResult(TypedDict):
     path: str
 
 
+class FollowUpResult(TypedDict):
+    """The data of ``follow_up``'s response (pi; since pi 0.99.0)."""
+
+    disposition: Literal["handled", "queued"]
+
+
 class ForkResult(TypedDict):
     """The data of ``fork``'s response (pi)."""
 
@@ -304,6 +321,33 @@ class GetAvailableModelsResult(TypedDict):
     """The data of ``get_available_models``'s response (omp, pi)."""
 
     models: list[Model]
+
+
+class ClearQueueResult(TypedDict):
+    """The data of ``clear_queue``'s response (pi; since pi 0.84.4)."""
+
+    steering: list[str]
+    followUp: list[str]
+
+
+class GetAvailableThinkingLevelsResult(TypedDict):
+    """The data of ``get_available_thinking_levels``'s response (pi; since pi 0.81.0)."""
+
+    levels: list[ThinkingLevel]
+
+
+class GetEntriesResult(TypedDict):
+    """The data of ``get_entries``'s response (pi; since pi 0.80.3)."""
+
+    entries: list[SessionEntry]
+    leafId: str | None
+
+
+class GetTreeResult(TypedDict):
+    """The data of ``get_tree``'s response (pi; since pi 0.80.3)."""
+
+    tree: list[SessionTreeNode]
+    leafId: str | None
 
 
 class GetCommandsResult(TypedDict):
@@ -337,9 +381,16 @@ class NewSessionResult(TypedDict):
 
 
 class PromptResult(TypedDict):
-    """The data of ``prompt``'s response (omp, pi)."""
+    """The data of ``prompt``'s response (omp, pi; since pi 0.99.0)."""
 
-    agentInvoked: bool
+    agentInvoked: NotRequired[bool]
+    disposition: NotRequired[Literal["started", "queued", "handled"]]
+
+
+class SteerResult(TypedDict):
+    """The data of ``steer``'s response (pi; since pi 0.99.0)."""
+
+    disposition: Literal["handled", "queued"]
 
 
 class SwitchSessionResult(TypedDict):
@@ -429,9 +480,17 @@ class AgentEndEvent(TypedDict):
 
     type: Literal["agent_end"]
     messages: list[AgentMessage]
+    willRetry: NotRequired[bool]
     telemetry: NotRequired[AgentRunSummary]
     coverage: NotRequired[AgentRunCoverage]
     isTerminal: NotRequired[bool]
+
+
+class AgentSettledEvent(TypedDict):
+    """The ``agent_settled`` event (pi; since pi 0.80.4)."""
+
+    type: Literal["agent_settled"]
+    aborted: NotRequired[bool]
 
 
 class AgentStartEvent(TypedDict):
@@ -461,6 +520,14 @@ class AutoRetryStartEvent(TypedDict):
     errorId: NotRequired[int]
 
 
+class BashExecutionUpdateEvent(TypedDict):
+    """The ``bash_execution_update`` event (pi; since pi 0.82.0)."""
+
+    type: Literal["bash_execution_update"]
+    id: NotRequired[str]
+    delta: str
+
+
 class CompactionEndEvent(TypedDict):
     """The ``compaction_end`` event (pi)."""
 
@@ -477,6 +544,13 @@ class CompactionStartEvent(TypedDict):
 
     type: Literal["compaction_start"]
     reason: Literal["manual", "threshold", "overflow"]
+
+
+class EntryAppendedEvent(TypedDict):
+    """The ``entry_appended`` event (pi; since pi 0.80.4)."""
+
+    type: Literal["entry_appended"]
+    entry: SessionEntry
 
 
 class ExtensionErrorEvent(TypedDict):
@@ -528,6 +602,30 @@ class SessionInfoChangedEvent(TypedDict):
     name: str | None
 
 
+class SummarizationRetryAttemptStartEvent(TypedDict):
+    """The ``summarization_retry_attempt_start`` event (pi; since pi 0.81.1)."""
+
+    type: Literal["summarization_retry_attempt_start"]
+    source: Literal["branchSummary", "compaction"]
+    reason: NotRequired[Literal["manual", "threshold", "overflow"]]
+
+
+class SummarizationRetryFinishedEvent(TypedDict):
+    """The ``summarization_retry_finished`` event (pi; since pi 0.81.1)."""
+
+    type: Literal["summarization_retry_finished"]
+
+
+class SummarizationRetryScheduledEvent(TypedDict):
+    """The ``summarization_retry_scheduled`` event (pi; since pi 0.81.1)."""
+
+    type: Literal["summarization_retry_scheduled"]
+    attempt: int
+    maxAttempts: int
+    delayMs: int
+    errorMessage: str
+
+
 class ThinkingLevelChangedEvent(TypedDict):
     """The ``thinking_level_changed`` event (omp, pi)."""
 
@@ -546,6 +644,8 @@ class ToolExecutionEndEvent(TypedDict):
     toolName: str
     result: Any
     isError: NotRequired[bool]
+    durationMs: NotRequired[float]
+    parentToolCallId: NotRequired[str]
 
 
 class ToolExecutionStartEvent(TypedDict):
@@ -556,6 +656,7 @@ class ToolExecutionStartEvent(TypedDict):
     toolName: str
     args: Any
     intent: NotRequired[str]
+    parentToolCallId: NotRequired[str]
 
 
 class ToolExecutionUpdateEvent(TypedDict):
@@ -566,6 +667,7 @@ class ToolExecutionUpdateEvent(TypedDict):
     toolName: str
     args: Any
     partialResult: Any
+    parentToolCallId: NotRequired[str]
 
 
 class TurnEndEvent(TypedDict):
@@ -804,11 +906,14 @@ class TtsrTriggeredEvent(TypedDict):
 #: An event of the table, told apart by ``type`` (``on_event_payload`` delivers them).
 ProtocolEvent: TypeAlias = Union[
     AgentEndEvent,
+    AgentSettledEvent,
     AgentStartEvent,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
+    BashExecutionUpdateEvent,
     CompactionEndEvent,
     CompactionStartEvent,
+    EntryAppendedEvent,
     ExtensionErrorEvent,
     ExtensionUiRequestEvent,
     MessageEndEvent,
@@ -816,6 +921,9 @@ ProtocolEvent: TypeAlias = Union[
     MessageUpdateEvent,
     QueueUpdateEvent,
     SessionInfoChangedEvent,
+    SummarizationRetryAttemptStartEvent,
+    SummarizationRetryFinishedEvent,
+    SummarizationRetryScheduledEvent,
     ThinkingLevelChangedEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
@@ -855,11 +963,14 @@ ProtocolEvent: TypeAlias = Union[
 #: The ``type`` of every event of the table the library delivers.
 PROTOCOL_EVENT_TYPES: Final[tuple[str, ...]] = (
     "agent_end",
+    "agent_settled",
     "agent_start",
     "auto_retry_end",
     "auto_retry_start",
+    "bash_execution_update",
     "compaction_end",
     "compaction_start",
+    "entry_appended",
     "extension_error",
     "extension_ui_request",
     "message_end",
@@ -867,6 +978,9 @@ PROTOCOL_EVENT_TYPES: Final[tuple[str, ...]] = (
     "message_update",
     "queue_update",
     "session_info_changed",
+    "summarization_retry_attempt_start",
+    "summarization_retry_finished",
+    "summarization_retry_scheduled",
     "thinking_level_changed",
     "tool_execution_end",
     "tool_execution_start",
@@ -1057,6 +1171,30 @@ class _GeneratedCommands(_ClientBase):
     optional ones keyword-only (None: not sent), ``timeout=`` in seconds (LIBRARY_DEFAULT: the
     client's ``request_timeout``; None: no deadline). An agent without the command refuses it:
     RpcCommandError."""
+
+    def clear_queue(self, *, timeout: float | None = LIBRARY_DEFAULT) -> ClearQueueResult:
+        """``clear_queue`` (pi; since pi 0.84.4): its data as the agent sent it."""
+        data = self._request("clear_queue", _timeout=timeout)
+        return cast("ClearQueueResult", data)
+
+    def get_available_thinking_levels(
+        self,
+        *,
+        timeout: float | None = LIBRARY_DEFAULT,
+    ) -> GetAvailableThinkingLevelsResult:
+        """``get_available_thinking_levels`` (pi; since pi 0.81.0): its data as the agent sent it."""
+        data = self._request("get_available_thinking_levels", _timeout=timeout)
+        return cast("GetAvailableThinkingLevelsResult", data)
+
+    def get_entries(self, *, since: str | None = None, timeout: float | None = LIBRARY_DEFAULT) -> GetEntriesResult:
+        """``get_entries`` (pi; since pi 0.80.3): its data as the agent sent it."""
+        data = self._request("get_entries", _timeout=timeout, since=since)
+        return cast("GetEntriesResult", data)
+
+    def get_tree(self, *, timeout: float | None = LIBRARY_DEFAULT) -> GetTreeResult:
+        """``get_tree`` (pi; since pi 0.80.3): its data as the agent sent it."""
+        data = self._request("get_tree", _timeout=timeout)
+        return cast("GetTreeResult", data)
 
     def get_commands(self, *, timeout: float | None = LIBRARY_DEFAULT) -> GetCommandsResult:
         """``get_commands`` (pi): its data as the agent sent it."""
