@@ -524,13 +524,21 @@ export interface TurnSummary {
   finalText: string | null;
   reasoning: string;
   chunks: { kind: 'text' | 'reasoning'; text: string }[];
+  /**
+   * Each tool call, start and end paired by `toolCallId`, in start order. Calls another tool
+   * made (pi 0.99 on: a codemode script's inner calls) are items too: `parentToolCallId` names
+   * the call that made one (null for a call of the model), and that call's `children` lists
+   * their ids, so the list renders as a tree.
+   */
   toolCalls: {
     toolCallId: string;
     toolName: string;
     args: any;
-    outcome: 'success' | 'error' | 'blocked' | string;
+    outcome: 'success' | 'error' | 'blocked' | 'pending' | string;
     result?: any;
     reason?: string;
+    parentToolCallId: string | null;
+    children: string[];
   }[];
   stopReason: string | null;
   stopReasons: string[];
@@ -698,7 +706,8 @@ export declare class Summarizer {
   constructor(options?: { model?: string | null });
   /**
    * Feeds one raw event; returns the derived items (`{kind: "text" | "reasoning" | "tool_start" | …}`;
-   * the agent's recovery: `"retry"`, `"retry_end"`, `"compaction"`, `"settled"`).
+   * the agent's recovery: `"retry"`, `"retry_end"`, `"compaction"`, `"settled"`). The tool items'
+   * `parentToolCallId` names the call that made theirs (null for a call of the model).
    */
   feed(event: AgentEvent | string): { kind: string; [key: string]: any }[];
   summary(): TurnSummary;

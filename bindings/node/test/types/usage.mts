@@ -67,6 +67,14 @@ export async function main(fake: string): Promise<string | null> {
   const notFailed: FailedAttempt[] = turn.attempts;
   void [settledOutcomes, attempts, settled, overflow, compactionError, notFailed];
   if (turn.summary) void [turn.summary.attempts, turn.summary.failedAttempts[0]?.then, turn.summary.compactions[0]?.reason];
+  if (turn.summary) {
+    // Nested tool calls as a tree: the model's calls, each with its inner calls' ids.
+    const roots = turn.summary.toolCalls.filter((c) => c.parentToolCallId === null);
+    const innerIds: string[] = roots.flatMap((c) => c.children);
+    // @ts-expect-error: children are ids, not items
+    const notItems: { toolName: string }[] = roots[0]!.children;
+    void [innerIds, notItems];
+  }
   const id: string = await client.prompt('needs ui', { streamingBehavior: 'steer' });
   void id;
   const ac = new AbortController();
