@@ -303,9 +303,10 @@ fn generated_gate_asks_the_host_and_fails_closed() {
     let out = harness(&c, "gate", |c| {
         let q = wait_event(c, "policy_eval");
         assert_eq!(q["toolName"], "bash");
+        assert!(q.get("parentToolCallId").is_none(), "a call the model made has no parent: {q}");
         c.policy_verdict(q["id"].as_str().unwrap(), false, "not in tests").unwrap();
         let q = wait_event(c, "policy_eval");
-        assert_eq!(q["toolName"], "read");
+        assert_eq!((&q["toolName"], &q["toolCallId"], &q["parentToolCallId"]), (&json!("read"), &json!("tc-2/1"), &json!("tc-2")), "{q}");
         c.policy_verdict(q["id"].as_str().unwrap(), true, "").unwrap();
     });
     assert_eq!(out["bash"], json!({"block": true, "reason": "not in tests"}));

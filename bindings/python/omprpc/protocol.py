@@ -724,6 +724,9 @@ class PolicyEvalEvent:
     tool_call_id: str
     arguments: JsonObject = field(default_factory=dict)
     type: Literal["policy_eval"] = "policy_eval"
+    #: The call that made this one (pi 0.99+: a ``codemode`` script's call); None for a call
+    #: the model made.
+    parent_tool_call_id: str | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -1335,6 +1338,7 @@ def _parse_notification(payload: Mapping[str, Any]) -> RpcNotification:
             tool_name=_str(payload, "toolName"),
             tool_call_id=_str(payload, "toolCallId"),
             arguments=args if isinstance(args, dict) else {},
+            parent_tool_call_id=_opt_str(payload, "parentToolCallId"),
         )
     if kind == "tool_blocked":
         return ToolBlockedEvent(

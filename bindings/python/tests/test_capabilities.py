@@ -227,15 +227,17 @@ def test_policy_eval_events_and_verdicts(pi_client) -> None:
         assert asked.wait(10)
         q = questions[0]
         assert isinstance(q, PolicyEvalEvent) and q.type == "policy_eval"
-        assert (q.tool_name, q.tool_call_id, q.arguments) == ("bash", "tc-1", {"command": "ls"})
+        assert (q.tool_name, q.tool_call_id, q.arguments, q.parent_tool_call_id) == ("bash", "tc-1", {"command": "ls"}, None)
         client.policy_verdict(q.id, False, "not in tests")
         assert ext.recv()["verdict"] == {"block": True, "reason": "not in tests"}
         with pytest.raises(RpcError) as err:
             client.policy_verdict(q.id, True)  # answered already
         assert err.value.status_name == "NOT_FOUND"
         asked.clear()
-        ext.send({"id": "p-2", "kind": "policy_eval", "tool": "read", "toolCallId": "tc-2", "args": {}})
+        # A call another tool made (pi 0.99+: a codemode script's) names its parent.
+        ext.send({"id": "p-2", "kind": "policy_eval", "tool": "read", "toolCallId": "tc-1/1", "parentToolCallId": "tc-1", "args": {}})
         assert asked.wait(10)
+        assert (questions[1].tool_call_id, questions[1].parent_tool_call_id) == ("tc-1/1", "tc-1")
         client.policy_verdict(questions[1].id, True)
         assert ext.recv()["verdict"]["block"] is False
     finally:

@@ -6,6 +6,8 @@ the scenarios do not interfere (each start costs seconds); the tests run in file
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -13,8 +15,9 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from omprpc import HostToolContext, RpcClient, RpcCommandError, host_tool
-from real_agents_support import GUARD, Workspace, group_gone, message_text, note_agent, result_text, settles
+from omprpc import HostToolContext, PolicyEvalEvent, RpcClient, RpcCommandError, host_tool
+from real_agents_support import (GUARD, PI_NEWEST, PI_PREVIOUS, Workspace, group_gone, message_text, note_agent,
+                                 result_text, settles)
 
 ADD_SCHEMA = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
@@ -699,6 +702,137 @@ def test_omp_compaction_handoff_ends_the_turn() -> None:
             assert types[-1] == "agent_end" and ends[-1]["isTerminal"] is False, types
             assert turn.assistant_text == "got it"
             client.wait_for_idle(timeout=GUARD)
+        finally:
+            client.stop()
+    finally:
+        ws.close()
+
+
+# --- pi 0.99+: the gate sees MCP tool calls and codemode's inner calls ---------------------
+# The fake MCP server (OMPRPC_FAKE_MCP: tools echo and secret; it logs each call it gets) in
+# the agent dir's mcp.json, exposure "direct": mcp__fake__secret is declared to the model and
+# callable from codemode scripts. MCP is off unless the start option says so.
+
+# A codemode script that tries bash, then the MCP tool, and returns how each went.
+MCP_CODE = """const out = [];
+try { await tools.bash({command: "touch ran-inner"}); out.push("bash ran"); }
+catch (e) { out.push("bash rejected: " + e.message); }
+try { const r = await tools.mcp__fake__secret({}); out.push("secret: " + r.content[0].text); }
+catch (e) { out.push("secret rejected: " + e.message); }
+return out.join(" | ");"""
+MCP_SCRIPT = [
+    {"match": "secret please", "replies": [
+        {"tool_call": {"name": "mcp__fake__secret", "arguments": {}}},
+        {"text": "after: {{last_tool_result}}"}]},
+    {"match": "script please", "replies": [
+        {"tool_call": {"name": "codemode", "arguments": {"code": MCP_CODE}}},
+        {"text": "after: {{last_tool_result}}"}]}]
+
+
+def fake_mcp_binary() -> str:
+    path = os.environ.get("OMPRPC_FAKE_MCP")
+    if not path:
+        pytest.skip("OMPRPC_FAKE_MCP is not set (make python-tests sets it): MCP gate tests skipped")
+    assert Path(path).is_file(), f"OMPRPC_FAKE_MCP={path} does not exist"
+    return path
+
+
+def mcp_calls(log: Path) -> list[dict[str, Any]]:
+    """The tools/call lines the fake MCP server logged."""
+    if not log.exists():
+        return []
+    events = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return [e for e in events if e["event"] == "call"]
+
+
+def version_at_least(version: str, want: tuple[int, int, int]) -> bool:
+    return tuple(int(p) for p in version.split(".")[:3]) >= want
+
+
+def end_of(turn: Any, tool: str) -> dict[str, Any]:
+    ends = [e for e in of_type(turn, "tool_execution_end") if e["toolName"] == tool]
+    assert len(ends) == 1, f"expected one tool_execution_end of {tool}: {[p.get('type') for p in turn.event_payloads]}"
+    return ends[0]
+
+
+def test_pi_gate_sees_mcp_and_codemode_calls() -> None:
+    mcp = fake_mcp_binary()
+    ws = Workspace("pi", MCP_SCRIPT)
+    try:
+        log = ws.root / "mcp.jsonl"
+        (ws.agent_dir / "mcp.json").write_text(json.dumps({"mcpServers": {"fake": {
+            "command": mcp, "args": ["--log", str(log)], "exposure": "direct"}}}))
+        asked: list[PolicyEvalEvent] = []
+        allow_secret = threading.Event()
+
+        def decide(q: PolicyEvalEvent) -> tuple[bool, str | None]:
+            asked.append(q)
+            if q.tool_name == "codemode":
+                return True, None
+            if q.tool_name == "mcp__fake__secret" and allow_secret.is_set():
+                return True, None
+            return False, f"no {q.tool_name} here"
+
+        client = RpcClient(**ws.client_kwargs(("--tools", "+codemode"), tool_policy={"mode": "host"},
+                                              policy_handler=decide, mcp=True))
+        client.start()
+        try:
+            version = note_agent(__name__, client.info()).split()[-1]
+            if not version_at_least(version, (0, 99, 0)):
+                pytest.skip(f"pi {version} has neither MCP nor codemode (0.99.0 on)")
+            # A direct MCP call, blocked: the server never gets it.
+            turn = client.prompt_and_wait("secret please", timeout=GUARD)
+            end = end_of(turn, "mcp__fake__secret")
+            assert (end["isError"], result_text(end["result"])) == (True, "no mcp__fake__secret here")
+            assert [(q.tool_name, q.parent_tool_call_id) for q in asked] == [("mcp__fake__secret", None)]
+            assert mcp_calls(log) == []
+
+            # A codemode script: its bash and MCP calls are asked about, each naming the
+            # codemode call as its parent; both blocked, the script sees the reasons.
+            asked.clear()
+            turn = client.prompt_and_wait("script please", timeout=GUARD)
+            assert [q.tool_name for q in asked] == ["codemode", "bash", "mcp__fake__secret"]
+            parent = asked[0].tool_call_id
+            assert asked[0].parent_tool_call_id is None
+            for q in asked[1:]:
+                assert q.parent_tool_call_id == parent and q.tool_call_id.startswith(parent + "/"), q
+            out = result_text(end_of(turn, "codemode")["result"])
+            assert "bash rejected: no bash here" in out and "secret rejected: no mcp__fake__secret here" in out, out
+            assert not (ws.work / "ran-inner").exists(), "the blocked inner bash ran"
+            assert mcp_calls(log) == []
+
+            # Allowed: the call reaches the server.
+            allow_secret.set()
+            turn = client.prompt_and_wait("secret please", timeout=GUARD)
+            end = end_of(turn, "mcp__fake__secret")
+            assert (end["isError"], result_text(end["result"])) == (False, "the secret is 42")
+            assert mcp_calls(log) == [{"event": "call", "tool": "secret", "arguments": {}}]
+            assert_closes_cleanly(client)
+        finally:
+            client.stop()
+    finally:
+        ws.close()
+
+
+@pytest.mark.parametrize("pi", [PI_NEWEST, PI_PREVIOUS])
+def test_pi_gate_loads_despite_no_extensions(pi: str) -> None:
+    # --no-extensions keeps out what pi discovers, not the library's --extension: the gate
+    # says hello (start fails without it) and blocks.
+    ws = Workspace("pi", [{"match": "run forbidden", "replies": [
+        {"tool_call": {"name": "bash", "arguments": {"command": "touch ran-forbidden"}}},
+        {"text": "after: {{last_tool_result}}"}]}], pi=pi)
+    try:
+        client = RpcClient(**ws.client_kwargs(("--no-extensions",), tool_policy={
+            "mode": "rules", "block": {"bash": "no shell for you"}, "default": "allow"}))
+        client.start()
+        try:
+            info = client.info()
+            note_agent(__name__, info)
+            assert info["bridgeLoaded"] is True, info
+            turn = client.prompt_and_wait("run forbidden", timeout=GUARD)
+            end = one(turn, "tool_execution_end")
+            assert (end["toolName"], end["isError"], result_text(end["result"])) == ("bash", True, "no shell for you")
+            assert not (ws.work / "ran-forbidden").exists(), "the blocked command ran"
         finally:
             client.stop()
     finally:
