@@ -419,6 +419,10 @@ func TestPolicyHandlerAnswersTheGate(t *testing.T) {
 		Handler: func(ctx context.Context, q PolicyEval) (bool, string, error) {
 			switch q.ToolName {
 			case "read":
+				// A call another tool made (pi 0.99+: a codemode script's) names its parent.
+				if q.ParentToolCallID != "tc-parent" {
+					return false, "parent: " + q.ParentToolCallID, nil
+				}
 				return true, "", nil
 			case "bash":
 				return false, "no shell: " + jstr(t, q.Arguments, "command"), nil
@@ -441,7 +445,11 @@ func TestPolicyHandlerAnswersTheGate(t *testing.T) {
 	}
 	for i, tc := range cases {
 		id := fmt.Sprintf("p-%d", i)
-		ext.send(t, map[string]any{"id": id, "kind": "policy_eval", "tool": tc.tool, "toolCallId": "tc-" + id, "args": map[string]any{"command": "ls"}})
+		frame := map[string]any{"id": id, "kind": "policy_eval", "tool": tc.tool, "toolCallId": "tc-" + id, "args": map[string]any{"command": "ls"}}
+		if tc.tool == "read" {
+			frame["parentToolCallId"] = "tc-parent"
+		}
+		ext.send(t, frame)
 		v := ext.recv(t)
 		if jstr(t, v, "id") != id || jget(t, v, "verdict.block") != tc.block {
 			t.Fatalf("%s: verdict %s", tc.tool, v)

@@ -649,7 +649,10 @@ type PolicyEval struct {
 	ToolName   string          `json:"toolName"`
 	ToolCallID string          `json:"toolCallId"`
 	Arguments  json.RawMessage `json:"arguments"`
-	Raw        json.RawMessage `json:"-"`
+	// ParentToolCallID: the call that made this one (pi 0.99+: a codemode script's call);
+	// empty for a call the model made.
+	ParentToolCallID string          `json:"parentToolCallId,omitempty"`
+	Raw              json.RawMessage `json:"-"`
 }
 
 // PolicyHandler decides a policy_eval (ToolPolicy.Handler), on its own goroutine: allow, or

@@ -321,6 +321,8 @@ export interface PolicyEvalEvent extends AgentEvent {
   toolName: string;
   toolCallId: string;
   arguments: any;
+  /** The call that made this one (pi 0.99+: a codemode script's call); absent for the model's. */
+  parentToolCallId?: string;
 }
 
 export interface PolicyContext {
