@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 use crate::error::{Error, Result, Status};
 use crate::observe::Level;
 use crate::protocol::argv::Flavor;
+use crate::protocol::version;
 use crate::turn;
 use crate::wait::lock;
 
@@ -95,6 +96,11 @@ impl Shared {
     pub(super) fn request(&self, ty: &str, params: Option<&Map<String, Value>>, deadline: Deadline) -> Reply {
         if ty.is_empty() {
             return Err(Error::invalid("the command type must not be empty"));
+        }
+        // A command the agent's version does not have yet (table.json `since`) fails here, not
+        // after a round trip that pi answers with an id-less "Unknown command".
+        if let Some(why) = version::lacks_command(self.opts.flavor, self.opts.agent_version, ty) {
+            return Err(Error::invalid(why));
         }
         let id = self.next_request_id();
         let line = request_line(&id, ty, params)?;

@@ -145,7 +145,8 @@ pub fn probe(spec: &SpawnSpec, timeout: Duration) -> Result<Option<Probed>, Stri
     if let Some(p) = lock(&CACHE).get(&k) {
         return Ok(Some(*p));
     }
-    let mut run = spec.clone();
+    let dir = ProbeDir::new().map_err(|e| format!("making an empty directory for the version probe: {e}"))?;
+    let mut run = in_dir(spec, &dir.0);
     run.argv.push("--version".into());
     let out = process::run_to_end(&run, timeout, 64 * 1024).map_err(|e| e.to_string())?;
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -158,6 +159,48 @@ pub fn probe(spec: &SpawnSpec, timeout: Duration) -> Result<Option<Probed>, Stri
         lock(&CACHE).insert(k, p);
     }
     Ok(probed)
+}
+
+/// An empty directory of its own for one probe, removed after it. pi 0.37.2 loads the working
+/// directory's `.pi/extensions` while it answers `--version` (measured; 0.67.4 and later do
+/// not), so a probe run in the agent's directory would run a repository's code before the
+/// library knows which flags keep it out (protocol::scope).
+struct ProbeDir(std::path::PathBuf);
+
+impl ProbeDir {
+    fn new() -> std::io::Result<ProbeDir> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("omprpc-version-probe-{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir)?;
+        Ok(ProbeDir(dir))
+    }
+}
+
+impl Drop for ProbeDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `spec` run in `dir`: the words that name files relative to the agent's directory (a
+/// relative program path, a script such as `cli.js`) made absolute first, so they still name
+/// the same files. A bare program name stays a `PATH` lookup.
+fn in_dir(spec: &SpawnSpec, dir: &std::path::Path) -> SpawnSpec {
+    let base = spec.cwd.clone().or_else(|| std::env::current_dir().ok());
+    let argv = spec
+        .argv
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let p = std::path::Path::new(w);
+            match &base {
+                Some(b) if p.is_relative() && (i > 0 || w.contains('/')) && b.join(p).is_file() => b.join(p).display().to_string(),
+                _ => w.clone(),
+            }
+        })
+        .collect();
+    SpawnSpec { argv, cwd: Some(dir.to_path_buf()), ..spec.clone() }
 }
 
 /// pi from 0.68 applies `--tools` / `--no-tools` to extension tools too; before it they name
@@ -183,6 +226,39 @@ pub fn announces_settling(flavor: Flavor, version: Option<Version>) -> Option<bo
         (Flavor::Pi, None) => None,
         (Flavor::Omp, _) => Some(false),
     }
+}
+
+/// From which version each agent has a command: the `since` of the command rows of
+/// src/protocol/table.json (`{"pi": "X.Y.Z"}`), keyed by (flavour name, command). The table is
+/// the one source — the bindings' typed commands are generated from it and tests/protocol_table.rs
+/// holds it against the agents' declarations — so it is embedded as is and read once, at the first
+/// command of a client, rather than copied into Rust (a copy would need a drift test of its own).
+static COMMAND_SINCE: Lazy<HashMap<(&'static str, String), Version>> = Lazy::new(|| {
+    let table: serde_json::Value = serde_json::from_str(include_str!("table.json")).unwrap_or_default();
+    let mut since = HashMap::new();
+    for row in table["commands"].as_array().into_iter().flatten() {
+        let (Some(name), Some(versions)) = (row["name"].as_str(), row["since"].as_object()) else { continue };
+        for flavor in [Flavor::Pi, Flavor::Omp] {
+            if let Some(v) = versions.get(flavor.name()).and_then(serde_json::Value::as_str).and_then(Version::parse) {
+                since.insert((flavor.name(), name.to_string()), v);
+            }
+        }
+    }
+    since
+});
+
+/// The first version of `flavor` that has `command`, when the protocol table names one (`None`:
+/// every version has it, or the table does not know the command).
+pub fn command_since(flavor: Flavor, command: &str) -> Option<Version> {
+    COMMAND_SINCE.get(&(flavor.name(), command.to_string())).copied()
+}
+
+/// Why an agent of `version` cannot take `command`, when the table says it came later: the
+/// command is then refused without being sent. An unknown version sends everything.
+pub fn lacks_command(flavor: Flavor, version: Option<Version>, command: &str) -> Option<String> {
+    let (v, since) = (version?, command_since(flavor, command)?);
+    let name = flavor.name();
+    (v < since).then(|| format!("command \"{command}\" needs {name} {since} or newer; the agent is {name} {v}, so it was not sent"))
 }
 
 /// Whether the agent knows `--no-tools`. Unknown version: the newest behaviour.
@@ -227,12 +303,51 @@ mod tests {
     }
 
     #[test]
+    fn the_probe_runs_elsewhere_with_relative_files_made_absolute() {
+        let base = std::env::temp_dir().join(format!("omprpc-in-dir-test-{}", std::process::id()));
+        std::fs::create_dir_all(base.join("bin")).unwrap();
+        std::fs::write(base.join("cli.js"), "").unwrap();
+        std::fs::write(base.join("bin/pi"), "").unwrap();
+        let spec = SpawnSpec {
+            argv: ["bin/pi", "node", "cli.js", "--flag", "missing.js"].iter().map(|s| s.to_string()).collect(),
+            cwd: Some(base.clone()),
+            env: Vec::new(),
+            inherit_env: false,
+        };
+        let run = in_dir(&spec, std::path::Path::new("/nowhere"));
+        let b = |p: &str| base.join(p).display().to_string();
+        assert_eq!(run.argv, [b("bin/pi"), "node".into(), b("cli.js"), "--flag".into(), "missing.js".into()]);
+        assert_eq!(run.cwd.as_deref(), Some(std::path::Path::new("/nowhere")));
+        std::fs::remove_dir_all(&base).unwrap();
+        let dir = ProbeDir::new().unwrap();
+        let path = dir.0.clone();
+        assert!(path.is_dir() && std::fs::read_dir(&path).unwrap().next().is_none());
+        drop(dir);
+        assert!(!path.exists());
+    }
+
+    #[test]
     fn pi_announces_settling_from_0_80_4() {
         assert_eq!(announces_settling(Flavor::Pi, Some(Version::new(0, 80, 3))), Some(false));
         assert_eq!(announces_settling(Flavor::Pi, Some(Version::new(0, 80, 4))), Some(true));
         assert_eq!(announces_settling(Flavor::Pi, Some(Version::new(1, 6, 0))), Some(true));
         assert_eq!(announces_settling(Flavor::Pi, None), None);
         assert_eq!(announces_settling(Flavor::Omp, Some(Version::new(18, 2, 3))), Some(false));
+    }
+
+    #[test]
+    fn commands_pi_added_later_are_known_from_the_table() {
+        assert_eq!(command_since(Flavor::Pi, "clear_queue"), Some(Version::new(0, 84, 4)));
+        assert_eq!(command_since(Flavor::Pi, "get_tree"), Some(Version::new(0, 80, 3)));
+        assert_eq!(command_since(Flavor::Pi, "get_state"), None);
+        assert_eq!(command_since(Flavor::Omp, "clear_queue"), None);
+        let old = Some(PI_PREVIOUS);
+        let why = lacks_command(Flavor::Pi, old, "clear_queue").expect("0.73.1 has no clear_queue");
+        assert!(why.contains("clear_queue") && why.contains("0.73.1") && why.contains("0.84.4"), "{why}");
+        assert_eq!(lacks_command(Flavor::Pi, Some(Version::new(0, 84, 4)), "clear_queue"), None);
+        assert_eq!(lacks_command(Flavor::Pi, Some(PI_NEWEST), "get_available_thinking_levels"), None);
+        assert_eq!(lacks_command(Flavor::Pi, None, "clear_queue"), None, "an unknown version sends it");
+        assert_eq!(lacks_command(Flavor::Pi, old, "no_such_command"), None, "a command the table does not know is sent");
     }
 
     #[test]

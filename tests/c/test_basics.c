@@ -380,6 +380,75 @@ static void test_every_command_through_request(void) {
     omprpc_client_free(c);
 }
 
+/* The requests a client has written so far (its counters). */
+static double requests_sent(omprpc_client *c) {
+    char *out = NULL, *err = NULL;
+    double n = -1;
+    if (CHECK_OK(omprpc_client_counters(c, &out, &err), err)) {
+        jval *v = json_parse(out);
+        int ok = 0;
+        n = jnum(jget(v, "requests_sent"), &ok);
+        CHECK(ok);
+        json_free(v);
+    }
+    h_strfree(&out);
+    h_strfree(&err);
+    return n;
+}
+
+/* A command the running pi's version does not have yet (src/protocol/table.json: clear_queue
+ * since pi 0.84.4) fails at once with INVALID_ARGUMENT naming the command and the version, and
+ * is never written; a pi that has it answers it. The version is the one the client probed at
+ * start (the fake answers --version with OMPRPC_FAKE_VERSION; the argv has --mode, so it is
+ * asked). */
+static void test_a_command_newer_than_the_agent_is_refused_unsent(void) {
+    static const struct {
+        const char *version;
+        int has_clear_queue;
+    } pis[] = {{"0.73.1", 0}, {"1.6.0", 1}};
+    size_t i;
+    for (i = 0; i < sizeof pis / sizeof pis[0]; i++) {
+        char extra[256], buf[512];
+        char *out = NULL, *err = NULL;
+        omprpc_client *c;
+        double before;
+        omprpc_status st;
+        snprintf(extra, sizeof extra, "\"flavor\":\"pi\",\"env\":{\"OMPRPC_FAKE_VERSION\":\"%s\"}", pis[i].version);
+        c = START("\"--flavor\",\"pi\",\"--mode\",\"rpc\"", extra);
+        if (!c) continue;
+        if (CHECK_OK(omprpc_client_info(c, &out, &err), err)) {
+            jval *info = json_parse(out);
+            CHECK_STR(jpath_str(info, "agentVersion"), pis[i].version);
+            json_free(info);
+        }
+        h_strfree(&out);
+        h_strfree(&err);
+        before = requests_sent(c);
+        st = omprpc_client_request(c, "clear_queue", NULL, WAIT_MS, &out, &err);
+        if (pis[i].has_clear_queue) {
+            if (CHECK_OK(st, err)) {
+                jval *v = json_parse(out);
+                CHECKF(jlen(jget(v, "steering")) == 0 && jlen(jget(v, "followUp")) == 0, "clear_queue on pi %s: %s", pis[i].version, out);
+                json_free(v);
+            }
+            CHECK(requests_sent(c) == before + 1);
+        } else {
+            if (CHECK_STATUS(st, OMPRPC_STATUS_INVALID_ARGUMENT, err)) {
+                const char *message = h_err_field(err, "message", buf, sizeof buf);
+                CHECKF(message && strstr(message, "clear_queue") && strstr(message, "0.73.1") && strstr(message, "0.84.4"),
+                       "the error names the command, the agent's version and the first with it: %s", err);
+            }
+            CHECK(out == NULL);
+            CHECKF(requests_sent(c) == before, "clear_queue was written to pi %s", pis[i].version);
+            /* The client carries on: the next command is sent and answered. */
+            REQ_STR(c, "get_state", NULL, "sessionId", "fake-session");
+        }
+        h_strfree(&out);
+        h_strfree(&err);
+        omprpc_client_free(c);
+    }
+}
+
 /* Out-parameters are written only on success. */
 static void test_out_params_untouched_on_failure(void) {
     omprpc_client *c = START(NULL, NULL);
@@ -519,6 +588,7 @@ int main(void) {
     RUN(test_build_argv);
     RUN(test_start_get_state_bash_info);
     RUN(test_every_command_through_request);
+    RUN(test_a_command_newer_than_the_agent_is_refused_unsent);
     RUN(test_out_params_untouched_on_failure);
     RUN(test_close_is_idempotent_and_requests_fail_fast);
     RUN(test_free_without_close);

@@ -359,9 +359,13 @@ impl Agent {
                     | "get_subagents"
                     | "get_subagent_messages"
             ),
-            Flavor::Omp => matches!(ty, "fork" | "clone" | "get_fork_messages" | "get_commands"),
+            Flavor::Omp => matches!(ty, "fork" | "clone" | "get_fork_messages" | "get_commands" | "clear_queue" | "get_available_thinking_levels"),
         };
-        if other_agents {
+        // A command pi has only from a later version (the library's table: `since`) is unknown
+        // to an older pi, as pi 0.73.1 answers clear_queue.
+        let later = self.flavor == Flavor::Pi
+            && omprpc::protocol::version::lacks_command(omprpc::protocol::argv::Flavor::Pi, Some(self.version), ty).is_some();
+        if other_agents || later {
             self.unknown(cmd);
             return;
         }
@@ -581,6 +585,16 @@ impl Agent {
                 self.ok(id, ty, obj! {"commands": commands});
             }
             "handoff" => self.ok(id, ty, J::Null),
+            // pi 0.84.4 on (recorded from pi 1.6.0): a queue_update with the queue emptied, then
+            // the texts it held (a live run's queued steers and follow-ups) as the data.
+            "clear_queue" => {
+                let (steering, follow_up) = self.take_queue();
+                self.event(obj! {"type": "queue_update", "steering": arr![], "followUp": arr![]});
+                let list = |v: Vec<String>| J::Arr(v.iter().map(|s| J::from(s.as_str())).collect());
+                self.ok(id, ty, obj! {"steering": list(steering), "followUp": list(follow_up)});
+            }
+            // pi 0.81.0 on (recorded from pi 1.6.0 with a model without reasoning).
+            "get_available_thinking_levels" => self.ok(id, ty, obj! {"levels": arr!["off"]}),
             _ => self.unknown(cmd),
         }
     }

@@ -161,6 +161,11 @@ impl Agent {
         self.event(obj! {"type": "agent_end", "messages": arr![first, answer], "isTerminal": true});
     }
 
+    /// The live run's queued steers and follow-ups, taken out of it (`clear_queue`).
+    pub(super) fn take_queue(&mut self) -> (Vec<String>, Vec<String>) {
+        self.live.as_mut().map(|l| (std::mem::take(&mut l.steering), std::mem::take(&mut l.follow_up))).unwrap_or_default()
+    }
+
     fn queue_update(&self) -> J {
         let live = self.live.as_ref();
         let list = |v: Option<&Vec<String>>| J::Arr(v.map(|v| v.iter().map(|s| J::from(s.as_str())).collect()).unwrap_or_default());
