@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import REPO, MakeClient
-from omprpc import LIBRARY_DEFAULT, AgentStartEvent, RpcClient, RpcCommandError, parse_notification
+from omprpc import LIBRARY_DEFAULT, AgentStartEvent, RpcClient, RpcCommandError, RpcError, parse_notification
 from omprpc import _protocol_gen as gen
 from omprpc._commands import _Commands
 
@@ -91,6 +91,29 @@ def test_pi_commands_generated(make_client: MakeClient) -> None:
     for call in (pi.get_subagents, pi.get_available_commands, lambda: pi.set_subagent_subscription("off")):
         with pytest.raises(RpcCommandError, match="Unknown command"):
             call()
+
+
+@pytest.mark.parametrize("version", ["0.73.1", "1.6.0"])
+def test_a_command_newer_than_the_agent_is_refused_unsent(make_client: MakeClient, version: str) -> None:
+    """clear_queue (pi 0.84.4 on, the table's ``since``) on a pi whose version the client probed
+    at start (``--mode`` in the argv): 1.6.0 answers it; on 0.73.1 the library refuses it at once,
+    naming the command and the version, and writes nothing."""
+    pi = make_client(flavor="pi", extra=("--mode", "rpc"), env={"OMPRPC_FAKE_VERSION": version})
+    assert pi.info()["agentVersion"] == version
+    sent = pi.counters()["requests_sent"]
+    if version == "1.6.0":
+        cleared: gen.ClearQueueResult = pi.clear_queue()
+        assert cleared == {"steering": [], "followUp": []}
+        assert pi.counters()["requests_sent"] == sent + 1
+        return
+    with pytest.raises(RpcError) as refused:
+        pi.clear_queue()
+    assert not isinstance(refused.value, RpcCommandError)
+    assert refused.value.status_name == "INVALID_ARGUMENT"
+    assert "clear_queue" in str(refused.value) and "0.73.1" in str(refused.value) and "0.84.4" in str(refused.value)
+    assert pi.counters()["requests_sent"] == sent
+    # Nothing was left pending: the next command goes out and is answered.
+    assert pi.get_commands()["commands"][0]["name"] == "quiet"
 
 
 def test_omp_commands_generated(make_client: MakeClient) -> None:
