@@ -185,3 +185,76 @@ fn result_reply(id: &Value, result: Value) -> Value {
 fn error_reply(id: &Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `serve` over `lines`; the replies (one JSON value per output line) and the log.
+    fn session(lines: &[&str]) -> (Vec<Value>, Vec<Value>) {
+        let dir = std::env::temp_dir().join(format!("omprpc-fake-mcp-test-{}-{:?}", std::process::id(), std::thread::current().id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log_path = dir.join("log.jsonl");
+        let mut log = OpenOptions::new().create(true).write(true).truncate(true).open(&log_path).unwrap();
+        let input = lines.join("\n") + "\n";
+        let mut out = Vec::new();
+        serve(input.as_bytes(), &mut out, &mut log).unwrap();
+        let parse = |text: &str| text.lines().map(|l| serde_json::from_str(l).unwrap()).collect::<Vec<Value>>();
+        let logged = parse(&std::fs::read_to_string(&log_path).unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
+        (parse(std::str::from_utf8(&out).unwrap()), logged)
+    }
+
+    #[test]
+    fn initialize_echoes_the_version_and_lists_two_tools() {
+        let (replies, logged) = session(&[
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":"two","method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+        ]);
+        assert_eq!(replies.len(), 3, "the notification is not answered: {replies:?}");
+        assert_eq!(replies[0]["result"]["protocolVersion"], "2025-03-26");
+        assert_eq!(replies[0]["result"]["capabilities"], json!({"tools": {}}));
+        assert_eq!(replies[0]["result"]["serverInfo"], json!({"name": "omprpc-fake-mcp", "version": "1"}));
+        assert_eq!(replies[1]["id"], "two");
+        let names: Vec<&str> = replies[1]["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["echo", "secret"]);
+        assert_eq!(replies[1]["result"]["tools"][0]["inputSchema"]["required"], json!(["text"]));
+        assert_eq!(replies[2], json!({"jsonrpc": "2.0", "id": 3, "result": {}}));
+        assert_eq!(logged, Vec::<Value>::new(), "no call, nothing logged (the start is logged by main)");
+    }
+
+    #[test]
+    fn calls_are_answered_and_logged() {
+        let (replies, logged) = session(&[
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"secret"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"nope","arguments":{}}}"#,
+        ]);
+        assert_eq!(replies[0]["result"], json!({"content": [{"type": "text", "text": "echo: hi"}], "isError": false}));
+        assert_eq!(replies[1]["result"]["content"][0]["text"], SECRET_TEXT);
+        assert_eq!(replies[2]["error"]["code"], -32602);
+        assert_eq!(replies[3]["result"]["isError"], true);
+        let calls: Vec<(&str, &Value)> = logged.iter().map(|e| (e["tool"].as_str().unwrap(), &e["arguments"])).collect();
+        assert_eq!(calls, [("echo", &json!({"text": "hi"})), ("secret", &json!({})), ("echo", &json!({})), ("nope", &json!({}))]);
+        assert!(logged.iter().all(|e| e["event"] == "call"));
+    }
+
+    #[test]
+    fn unknown_methods_and_bad_lines_get_errors() {
+        let (replies, _) = session(&[r#"{"jsonrpc":"2.0","id":7,"method":"resources/list"}"#, "not json", r#"{"jsonrpc":"2.0","id":8}"#]);
+        assert_eq!((&replies[0]["id"], &replies[0]["error"]["code"]), (&json!(7), &json!(-32601)));
+        assert_eq!((&replies[1]["id"], &replies[1]["error"]["code"]), (&Value::Null, &json!(-32700)));
+        assert_eq!((&replies[2]["id"], &replies[2]["error"]["code"]), (&json!(8), &json!(-32600)));
+    }
+
+    #[test]
+    fn arguments_are_required() {
+        assert!(parse_args(std::iter::empty()).is_err());
+        assert!(parse_args(["--log".to_string()].into_iter()).is_err());
+        assert!(parse_args(["--verbose".to_string()].into_iter()).is_err());
+        assert_eq!(parse_args(["--log".to_string(), "x".to_string()].into_iter()), Ok("x".to_string()));
+    }
+}
