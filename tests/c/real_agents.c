@@ -40,6 +40,7 @@
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -1764,6 +1765,158 @@ static void test_real_pi_gate_mcp(void) {
     ws_free(&w);
 }
 
+/* --- what pi loads and reaches beyond what the host names (protocol::scope) -------------------- */
+
+#define SCOPE_SCRIPT                                                                                    \
+    "[{\"match\":\"hello\",\"replies\":[{\"text\":\"hi\"}]},"                                           \
+    "{\"match\":\"secret\",\"replies\":[{\"tool_call\":{\"name\":\"mcp__fake__secret\",\"arguments\":{}}}," \
+    "{\"text\":\"done\"}]}]"
+
+/* Start options that let the library build pi's argv (`executable`: `launcher`, a script that
+ * runs the pi under test), so `tools` and the scope options shape it; `extra`: more members. */
+static char *built_options(const workspace *w, const char *launcher, const char *extra) {
+    const char *path = getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin";
+    char *q_l = json_quote(launcher), *q_home = json_quote(w->home), *q_tmp = json_quote(w->tmp),
+         *q_dir = json_quote(w->agent_dir), *q_path = json_quote(path), *q_work = json_quote(w->work), *out = NULL;
+    if (q_l && q_home && q_tmp && q_dir && q_path && q_work) {
+        size_t n = strlen(q_l) + strlen(q_home) + strlen(q_tmp) + strlen(q_dir) + strlen(q_path) + strlen(q_work) +
+                   strlen(extra) + 512;
+        out = (char *)malloc(n);
+        if (out)
+            snprintf(out, n,
+                     "{\"executable\":%s,\"flavor\":\"pi\",\"model\":\"fake/fake-model\",\"no_session\":true,\"cwd\":%s,"
+                     "\"env\":{\"HOME\":%s,\"TMPDIR\":%s,\"PI_CODING_AGENT_DIR\":%s,\"PATH\":%s,\"PI_OFFLINE\":\"1\"},"
+                     "\"startup_timeout_ms\":%d,\"request_timeout_ms\":60000,\"stop_grace_ms\":5000,%s}",
+                     q_l, q_work, q_home, q_tmp, q_dir, q_path, REAL_WAIT_MS, extra);
+    }
+    if (!out) h_fail(__FILE__, __LINE__, "out of memory");
+    free(q_l);
+    free(q_home);
+    free(q_tmp);
+    free(q_dir);
+    free(q_path);
+    free(q_work);
+    return out;
+}
+
+/* A prompt whose answer must be `want`. */
+static void expect_answer(omprpc_client *c, const char *message, const char *want) {
+    char *turn = NULL, *err = NULL;
+    jval *t;
+    if (!CHECK_OK(omprpc_client_prompt_and_wait(c, message, NULL, REAL_WAIT_MS, &turn, &err), err)) return;
+    t = PARSE(turn);
+    CHECK_STR(jpath_str(t, "assistantText"), want);
+    json_free(t);
+    h_strfree(&turn);
+}
+
+/* On the pi `cli` (run by `node`): the working directory's `.pi/extensions/marker.ts` writes a
+ * marker when it loads and the agent dir's trust.json trusts the directory; the agent dir's
+ * mcp.json names the fake MCP server. Started with tools ["bash"] and nothing else, pi loads
+ * neither the extension nor the MCP server, and the model's call to the server's tool finds no
+ * tool; with trust_project the extension loads. */
+static void pi_scope(const char *llm, const char *mcp, const char *node, const char *cli, const char *label) {
+    agent_facts f;
+    workspace w;
+    char path[400], marker[400], mcp_log[400], text[1600], *q, *q2, *opts, *err = NULL, *info;
+    omprpc_client *c;
+    if (!facts_of(&f, label, cli) || !ws_new(&w, "pi", llm, SCOPE_SCRIPT)) {
+        ws_free(&w);
+        return;
+    }
+    snprintf(marker, sizeof marker, "%s/marker-loaded", w.root);
+    snprintf(mcp_log, sizeof mcp_log, "%s/mcp.jsonl", w.root);
+    snprintf(path, sizeof path, "%s/.pi", w.work);
+    CHECK(mkdir(path, 0700) == 0);
+    snprintf(path, sizeof path, "%s/.pi/extensions", w.work);
+    CHECK(mkdir(path, 0700) == 0);
+    q = json_quote(marker);
+    snprintf(text, sizeof text,
+             "import { writeFileSync } from \"node:fs\";\nexport default function () { writeFileSync(%s, \"loaded\"); }\n",
+             q ? q : "null");
+    free(q);
+    snprintf(path, sizeof path, "%s/.pi/extensions/marker.ts", w.work);
+    CHECK(write_text(path, text));
+    {
+        char real[PATH_MAX];
+        CHECK(realpath(w.work, real) != NULL);
+        q = json_quote(real);
+        snprintf(text, sizeof text, "{%s:true}", q ? q : "null");
+        free(q);
+    }
+    snprintf(path, sizeof path, "%s/trust.json", w.agent_dir);
+    CHECK(write_text(path, text));
+    q = json_quote(mcp);
+    q2 = json_quote(mcp_log);
+    snprintf(text, sizeof text, "{\"mcpServers\":{\"fake\":{\"command\":%s,\"args\":[\"--log\",%s],\"exposure\":\"direct\"}}}",
+             q ? q : "null", q2 ? q2 : "null");
+    free(q);
+    free(q2);
+    snprintf(path, sizeof path, "%s/mcp.json", w.agent_dir);
+    CHECK(write_text(path, text));
+    snprintf(path, sizeof path, "%s/pi.sh", w.root);
+    snprintf(text, sizeof text, "#!/bin/sh\nexec '%s' '%s' \"$@\"\n", node, cli);
+    CHECK(write_text(path, text) && chmod(path, 0755) == 0);
+
+    opts = built_options(&w, path, "\"tools\":[\"bash\"]");
+    c = start_real(opts, label);
+    free(opts);
+    if (c) {
+        info = NULL;
+        expect_answer(c, "hello", "hi");
+        expect_answer(c, "tell me the secret", "done");
+        CHECK_OK(omprpc_client_info(c, &info, &err), err);
+        if (info) {
+            /* pi 0.79 on: --no-approve; before: discovery off. pi 1.0.4 on: --no-mcp. */
+            CHECKF(strstr(info, version_at_least(f.version, 0, 79, 0) ? "\"--no-approve\"" : "\"--no-extensions\""),
+                   "argv without the trust flag: %s", info);
+            if (version_at_least(f.version, 1, 0, 4)) CHECKF(strstr(info, "\"--no-mcp\"") != NULL, "%s", info);
+        }
+        h_strfree(&info);
+        CHECK_OK(omprpc_client_close(c, &err), err);
+        omprpc_client_free(c);
+    }
+    CHECKF(access(marker, F_OK) != 0, "%s: the repository's extension loaded by default", label);
+    CHECKF(access(mcp_log, F_OK) != 0, "%s: pi started the MCP server with tools [\"bash\"]", label);
+
+    opts = built_options(&w, path, "\"trust_project\":true");
+    c = start_real(opts, label);
+    free(opts);
+    if (c) {
+        expect_answer(c, "hello", "hi");
+        CHECK_OK(omprpc_client_close(c, &err), err);
+        omprpc_client_free(c);
+    }
+    CHECKF(access(marker, F_OK) == 0, "%s: trust_project did not load the repository's extension", label);
+
+    if (!version_at_least(f.version, 0, 99, 0)) {
+        opts = built_options(&w, path, "\"mcp\":true");
+        c = NULL;
+        CHECK(omprpc_client_start(opts, &c, &err) == OMPRPC_STATUS_INVALID_ARGUMENT);
+        CHECKF(err && strstr(err, "mcp") && strstr(err, "cannot be honoured") && strstr(err, f.version), "the refusal names the version: %s",
+               err ? err : "(none)");
+        h_strfree(&err);
+        free(opts);
+        if (c) omprpc_client_free(c);
+    }
+    ws_free(&w);
+}
+
+static void test_real_pi_scope(void) {
+    int missing = 0;
+    const char *llm = env_file("OMPRPC_FAKE_LLM", &missing), *cli = env_file("OMPRPC_PI_CLI", &missing),
+               *mcp = env_file("OMPRPC_FAKE_MCP", &missing), *previous;
+    if (missing) {
+        printf("  skipped: OMPRPC_FAKE_LLM, OMPRPC_PI_CLI or OMPRPC_FAKE_MCP is unset (make c-real-agents sets them)\n");
+        return;
+    }
+    if (!llm || !cli || !mcp) return;
+    pi_scope(llm, mcp, pi_node(), cli, "pi (scope)");
+    previous = env_file("OMPRPC_PI_PREVIOUS_CLI", &missing);
+    if (previous) pi_scope(llm, mcp, "node", previous, "pi previous (scope)");
+    else if (missing) printf("  previous pi skipped: OMPRPC_PI_PREVIOUS_CLI is unset\n");
+}
+
 int main(void) {
     /* h_init wants the fake agent, which this program does not use. */
     setenv("OMPRPC_FAKE_AGENT", "(unused)", 0);
@@ -1772,5 +1925,6 @@ int main(void) {
     RUN(test_real_omp);
     RUN(test_recovery_pi_previous);
     RUN(test_real_pi_gate_mcp);
+    RUN(test_real_pi_scope);
     return h_summary();
 }
