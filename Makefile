@@ -392,7 +392,7 @@ test-pi-oldest:
 
 # The real-pi suites over any list of pi versions (not part of make test), each installed once into
 # $HOME/.cache/omprpc/pi-<v> from its package (@earendil-works from 0.74.0, @mariozechner before)
-# with the Node it needs (Node 22 from npm beside it from 0.80): make test-pi-versions
+# with the Node it needs (Node 22 from npm beside it from 0.75.1: the package asks for Node >= 22.19): make test-pi-versions
 # PI_VERSIONS="0.74.0 0.80.10 1.6.0". Every version runs even when one fails; the failures are
 # listed at the end.
 PI_VERSIONS ?= $(PI_PREVIOUS) $(PI_NEWEST)

