@@ -400,7 +400,7 @@ PI_VERSIONS ?= $(PI_PREVIOUS) $(PI_NEWEST)
 test-pi-versions:
 	@failed=""; for v in $(PI_VERSIONS); do \
 	  echo "=== real pi $$v"; \
-	  OMPRPC_PI_VERSION=$$v $(CARGO) test $(LOCKED) --test real_pi --test real_skills --test real_pi_scope || failed="$$failed $$v"; \
+	  OMPRPC_PI_VERSION=$$v $(CARGO) test $(LOCKED) --test real_pi --test real_skills --test real_pi_scope --test real_pi_mcp || failed="$$failed $$v"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "test-pi-versions: failed on pi$$failed" >&2; exit 1; fi; \
 	echo "test-pi-versions: passed on pi $(PI_VERSIONS)"

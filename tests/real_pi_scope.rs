@@ -251,3 +251,26 @@ fn mcp_on_a_pi_without_mcp_is_refused_naming_the_version() {
     let e = Client::start(&built_options(&env, json!({"mcp": true})).to_string()).err().expect("refused");
     assert!(e.message.contains("\"mcp\"") && e.message.contains(&format!("pi {}", pi::pi_version())), "{}", e.message);
 }
+
+#[test]
+fn a_bash_excluded_from_context_stays_out_of_what_the_model_sees() {
+    let Some(env) = PiEnv::new("scope_bash_context", json!([{"match": "hello", "replies": [{"text": "hi"}]}])) else { return };
+    let c = start(&env, json!({}));
+    let params = |p: Value| omprpc::client::parse_params(Some(&p.to_string())).unwrap();
+    let kept = params(json!({"command": "echo omprpc-kept-marker"}));
+    c.request("bash", kept.as_ref(), common::secs(60)).unwrap();
+    let hidden = params(json!({"command": "echo omprpc-hidden-marker", "excludeFromContext": true}));
+    let sent = c.request("bash", hidden.as_ref(), common::secs(60));
+    if !pi_at_least("0.76.0") {
+        // pi before 0.76 would ignore the parameter and show the output: refused, unsent.
+        let e = sent.unwrap_err();
+        assert!(e.message.contains("excludeFromContext") && e.message.contains(&pi::pi_version()), "{}", e.message);
+    } else {
+        sent.unwrap();
+    }
+    turn(&c, "hello");
+    c.close().unwrap();
+    let request = env.llm_requests()[0].to_string();
+    assert!(request.contains("omprpc-kept-marker"), "a plain bash's output reaches the model: {request}");
+    assert!(!request.contains("omprpc-hidden-marker"), "the excluded output reached the model");
+}

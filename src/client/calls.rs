@@ -102,6 +102,12 @@ impl Shared {
         if let Some(why) = version::lacks_command(self.opts.flavor, self.opts.agent_version, ty) {
             return Err(Error::invalid(why));
         }
+        // So does a parameter it would ignore (bash's excludeFromContext before pi 0.76).
+        for (param, value) in params.into_iter().flatten() {
+            if let Some(why) = (!value.is_null()).then(|| version::lacks_param(self.opts.flavor, self.opts.agent_version, ty, param)).flatten() {
+                return Err(Error::invalid(why));
+            }
+        }
         let id = self.next_request_id();
         let line = request_line(&id, ty, params)?;
         let track = is_prompt_command(ty).then(|| params.is_some_and(|p| p.get("streamingBehavior").is_some_and(|v| !v.is_null())));

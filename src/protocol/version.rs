@@ -233,14 +233,26 @@ pub fn announces_settling(flavor: Flavor, version: Option<Version>) -> Option<bo
 /// the one source — the bindings' typed commands are generated from it and tests/protocol_table.rs
 /// holds it against the agents' declarations — so it is embedded as is and read once, at the first
 /// command of a client, rather than copied into Rust (a copy would need a drift test of its own).
+/// A parameter's row is keyed `command.param` (`bash.excludeFromContext`): pi ignores a
+/// parameter it does not know, so one sent to an older pi would be dropped without a word.
 static COMMAND_SINCE: Lazy<HashMap<(&'static str, String), Version>> = Lazy::new(|| {
     let table: serde_json::Value = serde_json::from_str(include_str!("table.json")).unwrap_or_default();
     let mut since = HashMap::new();
-    for row in table["commands"].as_array().into_iter().flatten() {
-        let (Some(name), Some(versions)) = (row["name"].as_str(), row["since"].as_object()) else { continue };
+    let mut note = |key: String, versions: &serde_json::Map<String, serde_json::Value>| {
         for flavor in [Flavor::Pi, Flavor::Omp] {
             if let Some(v) = versions.get(flavor.name()).and_then(serde_json::Value::as_str).and_then(Version::parse) {
-                since.insert((flavor.name(), name.to_string()), v);
+                since.insert((flavor.name(), key.clone()), v);
+            }
+        }
+    };
+    for row in table["commands"].as_array().into_iter().flatten() {
+        let Some(name) = row["name"].as_str() else { continue };
+        if let Some(versions) = row["since"].as_object() {
+            note(name.to_string(), versions);
+        }
+        for param in row["params"].as_array().into_iter().flatten() {
+            if let (Some(p), Some(versions)) = (param["name"].as_str(), param["since"].as_object()) {
+                note(format!("{name}.{p}"), versions);
             }
         }
     }
@@ -259,6 +271,16 @@ pub fn lacks_command(flavor: Flavor, version: Option<Version>, command: &str) ->
     let (v, since) = (version?, command_since(flavor, command)?);
     let name = flavor.name();
     (v < since).then(|| format!("command \"{command}\" needs {name} {since} or newer; the agent is {name} {v}, so it was not sent"))
+}
+
+/// Why an agent of `version` cannot take the parameter `param` of `command` (given, not null),
+/// when the table says it came later; as [`lacks_command`].
+pub fn lacks_param(flavor: Flavor, version: Option<Version>, command: &str, param: &str) -> Option<String> {
+    let (v, since) = (version?, command_since(flavor, &format!("{command}.{param}"))?);
+    let name = flavor.name();
+    (v < since).then(|| {
+        format!("parameter \"{param}\" of command \"{command}\" needs {name} {since} or newer; the agent is {name} {v}, which would ignore it, so the command was not sent")
+    })
 }
 
 /// Whether the agent knows `--no-tools`. Unknown version: the newest behaviour.
@@ -348,6 +370,10 @@ mod tests {
         assert_eq!(lacks_command(Flavor::Pi, Some(PI_NEWEST), "get_available_thinking_levels"), None);
         assert_eq!(lacks_command(Flavor::Pi, None, "clear_queue"), None, "an unknown version sends it");
         assert_eq!(lacks_command(Flavor::Pi, old, "no_such_command"), None, "a command the table does not know is sent");
+        let why = lacks_param(Flavor::Pi, old, "bash", "excludeFromContext").expect("0.73.1 ignores excludeFromContext");
+        assert!(why.contains("excludeFromContext") && why.contains("0.76.0") && why.contains("0.73.1"), "{why}");
+        assert_eq!(lacks_param(Flavor::Pi, Some(PI_NEWEST), "bash", "excludeFromContext"), None);
+        assert_eq!(lacks_param(Flavor::Pi, old, "bash", "command"), None);
     }
 
     #[test]

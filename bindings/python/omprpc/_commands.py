@@ -105,8 +105,13 @@ class _Commands(_ClientBase):
     def abort_retry(self, *, timeout: float | None = LIBRARY_DEFAULT) -> None:
         self._request("abort_retry", _timeout=timeout)
 
-    def bash(self, command: str, *, timeout: float | None = LIBRARY_DEFAULT) -> BashResult:
-        return parse_bash_result(self._request("bash", _timeout=timeout, command=command))
+    def bash(self, command: str, *, exclude_from_context: bool | None = None,
+             timeout: float | None = LIBRARY_DEFAULT) -> BashResult:
+        """Runs ``command`` in the agent's shell. ``exclude_from_context=True`` keeps its output
+        out of what the model sees next (pi 0.76 on; on an older pi, which would ignore it, the
+        library refuses the call with an :class:`RpcError` naming the version)."""
+        return parse_bash_result(self._request("bash", _timeout=timeout, command=command,
+                                               excludeFromContext=exclude_from_context))
 
     def abort_bash(self, *, timeout: float | None = LIBRARY_DEFAULT) -> None:
         self._request("abort_bash", _timeout=timeout)

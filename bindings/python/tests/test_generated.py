@@ -116,6 +116,22 @@ def test_a_command_newer_than_the_agent_is_refused_unsent(make_client: MakeClien
     assert pi.get_commands()["commands"][0]["name"] == "quiet"
 
 
+@pytest.mark.parametrize("version", ["0.73.1", "1.6.0"])
+def test_a_parameter_newer_than_the_agent_is_refused_unsent(make_client: MakeClient, version: str) -> None:
+    """bash's excludeFromContext (pi 0.76.0 on): an older pi would ignore it and hand the output
+    to the model, so the library refuses the call there, naming the parameter and the version."""
+    pi = make_client(flavor="pi", extra=("--mode", "rpc"), env={"OMPRPC_FAKE_VERSION": version})
+    sent = pi.counters()["requests_sent"]
+    if version == "1.6.0":
+        assert pi.bash("echo hi", exclude_from_context=True).exit_code == 0
+        assert pi.counters()["requests_sent"] == sent + 1
+        return
+    with pytest.raises(RpcError, match=r'"excludeFromContext" of command "bash" needs pi 0\.76\.0 .* pi 0\.73\.1'):
+        pi.bash("echo hi", exclude_from_context=True)
+    assert pi.counters()["requests_sent"] == sent
+    assert pi.bash("echo hi").exit_code == 0
+
+
 def test_omp_commands_generated(make_client: MakeClient) -> None:
     omp = make_client()
     assert omp.get_subagents(timeout=5) == {"subagents": []}
