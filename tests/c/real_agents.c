@@ -1594,6 +1594,21 @@ static int same(const char *a, const char *b) {
     return a && !strcmp(a, b);
 }
 
+/* The agent dir's mcp.json names the fake MCP server `fake` (`mcp`, exposure `direct`: its tools
+ * are declared to the model and callable from codemode), logging to `log` (<root>/mcp.jsonl). */
+static void write_mcp_config(const workspace *w, const char *mcp, char *log, size_t cap) {
+    char path[400], config[1400], *q_mcp = json_quote(mcp), *q_log;
+    snprintf(log, cap, "%s/mcp.jsonl", w->root);
+    q_log = json_quote(log);
+    snprintf(config, sizeof config,
+             "{\"mcpServers\":{\"fake\":{\"command\":%s,\"args\":[\"--log\",%s],\"exposure\":\"direct\"}}}",
+             q_mcp ? q_mcp : "null", q_log ? q_log : "null");
+    free(q_mcp);
+    free(q_log);
+    snprintf(path, sizeof path, "%s/mcp.json", w->agent_dir);
+    CHECK(write_text(path, config));
+}
+
 /* How many tools/call of `tool` the fake MCP server logged (one JSON line per event). */
 static int mcp_calls(const char *log, const char *tool) {
     char *text = read_text(log), *line, *save = NULL;
@@ -1733,16 +1748,8 @@ static void test_real_pi_gate_mcp(void) {
     }
     if (!llm || !cli || !mcp || !facts_of(&f, "pi", cli)) return;
     if (ws_new(&w, "pi", llm, PI_MCP_SCRIPT)) {
-        char mcp_log[400], path[400], config[1400], *q_mcp = json_quote(mcp), *q_log;
-        snprintf(mcp_log, sizeof mcp_log, "%s/mcp.jsonl", w.root);
-        q_log = json_quote(mcp_log);
-        snprintf(config, sizeof config,
-                 "{\"mcpServers\":{\"fake\":{\"command\":%s,\"args\":[\"--log\",%s],\"exposure\":\"direct\"}}}",
-                 q_mcp ? q_mcp : "null", q_log ? q_log : "null");
-        free(q_mcp);
-        free(q_log);
-        snprintf(path, sizeof path, "%s/mcp.json", w.agent_dir);
-        CHECK(write_text(path, config));
+        char mcp_log[400];
+        write_mcp_config(&w, mcp, mcp_log, sizeof mcp_log);
         if (!version_at_least(f.version, 0, 99, 0)) {
             printf("  MCP and codemode skipped: pi %s has them from 0.99.0\n", f.version);
         } else {
@@ -1818,14 +1825,13 @@ static void expect_answer(omprpc_client *c, const char *message, const char *wan
 static void pi_scope(const char *llm, const char *mcp, const char *node, const char *cli, const char *label) {
     agent_facts f;
     workspace w;
-    char path[400], marker[400], mcp_log[400], text[1600], *q, *q2, *opts, *err = NULL, *info;
+    char path[400], marker[400], mcp_log[400], text[1600], *q, *opts, *err = NULL, *info;
     omprpc_client *c;
     if (!facts_of(&f, label, cli) || !ws_new(&w, "pi", llm, SCOPE_SCRIPT)) {
         ws_free(&w);
         return;
     }
     snprintf(marker, sizeof marker, "%s/marker-loaded", w.root);
-    snprintf(mcp_log, sizeof mcp_log, "%s/mcp.jsonl", w.root);
     snprintf(path, sizeof path, "%s/.pi", w.work);
     CHECK(mkdir(path, 0700) == 0);
     snprintf(path, sizeof path, "%s/.pi/extensions", w.work);
@@ -1846,14 +1852,7 @@ static void pi_scope(const char *llm, const char *mcp, const char *node, const c
     }
     snprintf(path, sizeof path, "%s/trust.json", w.agent_dir);
     CHECK(write_text(path, text));
-    q = json_quote(mcp);
-    q2 = json_quote(mcp_log);
-    snprintf(text, sizeof text, "{\"mcpServers\":{\"fake\":{\"command\":%s,\"args\":[\"--log\",%s],\"exposure\":\"direct\"}}}",
-             q ? q : "null", q2 ? q2 : "null");
-    free(q);
-    free(q2);
-    snprintf(path, sizeof path, "%s/mcp.json", w.agent_dir);
-    CHECK(write_text(path, text));
+    write_mcp_config(&w, mcp, mcp_log, sizeof mcp_log);
     snprintf(path, sizeof path, "%s/pi.sh", w.root);
     snprintf(text, sizeof text, "#!/bin/sh\nexec '%s' '%s' \"$@\"\n", node, cli);
     CHECK(write_text(path, text) && chmod(path, 0755) == 0);
