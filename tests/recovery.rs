@@ -667,3 +667,28 @@ drift_case!(drift_retry_500, "retry-500");
 drift_case!(drift_retry_429, "retry-429");
 drift_case!(drift_overflow, "overflow");
 drift_case!(drift_abort_in_retry_delay, "abort-in-retry-delay");
+
+// pi 0.79.8 – 0.80.3 gives up on an overflow (measured on real 0.79.8 and 0.79.10: no
+// compaction, no new run) but does not announce settling yet: the failed run's agent_end ends
+// the prompt — once a probe finds pi idle — with one failed attempt and no compaction.
+#[test]
+fn an_overflow_given_up_without_settling_ends_at_the_failed_run_pi_0_79_10() {
+    let opts = json!({
+        "executable": FAKE,
+        "env": {"OMPRPC_FAKE_FLAVOR": "pi", "OMPRPC_FAKE_VERSION": "0.79.10"},
+        "prompt_complete_events": true,
+        "startup_timeout_ms": 10000, "request_timeout_ms": 10000, "stop_grace_ms": 500,
+    });
+    let c = Client::start(&opts.to_string()).unwrap();
+    assert_eq!(parse(c.info().as_bytes())["agentVersion"], "0.79.10");
+    let t = parse(c.prompt_and_wait("overflow 300", None, secs(10)).unwrap().as_bytes());
+    assert_eq!((t["outcome"].as_str(), t["attempts"].as_u64(), t["settled"].as_bool()), (Some("agent_end"), Some(1), Some(false)), "{t:#}");
+    assert_eq!((t["failedAttempts"][0]["then"].as_str(), t["compactions"].clone()), (Some("none"), json!([])), "{t:#}");
+    assert!(t["failedAttempts"][0]["error"].as_str().is_some_and(|e| e.contains("maximum context length")), "{t:#}");
+    events_until(&c, completion_of(t["requestId"].as_str().unwrap()));
+    let later = drain(&c, Duration::from_millis(400));
+    assert!(!later.iter().any(|e| e["type"] == "agent_start"), "pi went on after the end: {:?}", types(&later));
+    let t = parse(c.prompt_and_wait("say hello", None, secs(10)).unwrap().as_bytes());
+    assert_eq!(t["assistantText"], "pong");
+    c.close().unwrap();
+}

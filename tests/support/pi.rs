@@ -50,6 +50,20 @@ pub fn pi_version() -> String {
     }
 }
 
+/// Whether the pi under test recovers from a context overflow (compaction, then a new run):
+/// up to 0.79.7; from 0.79.8 the failed run is the last (measured on 0.79.7, 0.79.8, 0.79.10).
+pub fn pi_recovers_from_overflow() -> bool {
+    !pi_at_least("0.79.8")
+}
+
+/// Whether the pi under test runs a steer that outlived an abort at once (a new run right after
+/// the aborted one) instead of keeping it for the next prompt: 0.78.0 to 0.85.x (measured:
+/// 0.76.0 keeps it, 0.78.0, 0.78.1, 0.79.10, 0.80.10, 0.82.1, 0.84.x, 0.85.1 run it, 0.86.1 on
+/// keep it; 0.77 and 0.86.0 are not published).
+pub fn pi_runs_a_steer_after_abort() -> bool {
+    pi_at_least("0.78.0") && !pi_at_least("0.86.0")
+}
+
 /// Whether the pi under test announces settling (`agent_settled`, 0.80.4 on): its turns end with
 /// that frame instead of `agent_end`.
 pub fn pi_settles() -> bool {

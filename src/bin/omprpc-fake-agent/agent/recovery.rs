@@ -322,8 +322,9 @@ impl Agent {
     fn overflow(&mut self, users: Vec<String>, compaction_ms: u64) {
         let messages = self.failed_run(&users, Failure::ContextLength);
         match self.flavor {
-            // pi 0.80.4 on gives up: the failed attempt is left out, and it settles.
-            Flavor::Pi if self.settles() => {
+            // pi 0.79.8 on gives up: the failed run is the last (0.87 on leaves the failed
+            // attempt out of the context, 0.80.4 on settles after it).
+            Flavor::Pi if self.pi_since(super::versions::OVERFLOW_GIVES_UP) => {
                 self.event(obj! {"type": "agent_end", "messages": J::Arr(messages)});
                 self.context_edit();
                 return;

@@ -5,6 +5,9 @@
 //! pi 1.6.0's CHANGELOG:
 //!
 //! * 0.75.4 — `agent_end` carries `willRetry` (true only when a retry follows it).
+//! * 0.79.8 — a context overflow is no longer recovered by compaction and a new run: the failed
+//!   run's `agent_end` is the last (measured: 0.79.7 recovers, 0.79.8 and 0.79.10 do not;
+//!   CHANGELOG 0.79.8 "avoid retrying completed assistant responses").
 //! * 0.80.4 — the agent announces settling: after the last run of its work (no retry, no
 //!   recovery follows) `{"type":"agent_settled","aborted":<bool>}` (aborted: an abort ended it,
 //!   i.e. the run's last assistant message stopped `"aborted"`, or the host aborted a retry's
@@ -31,6 +34,7 @@ use crate::json::{arr, obj, J};
 use super::{Agent, Flavor};
 
 pub const WILL_RETRY: Version = Version::new(0, 75, 4);
+pub const OVERFLOW_GIVES_UP: Version = Version::new(0, 79, 8);
 /// The library's own fact (src/protocol/version.rs).
 pub const SETTLED: Version = omprpc::protocol::version::PI_AGENT_SETTLED;
 pub const PENDING_STOP: Version = Version::new(0, 83, 0);
