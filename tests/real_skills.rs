@@ -164,7 +164,9 @@ fn the_skills_option_selects_what_pi_lists() {
                 assert_eq!(seen.listed(), ["alpha"], "{}", seen.prompt);
             }
             "one" => {
-                let seen = run(&env.ws, "pi", &base, json!({"extra_args": ["--offline", "--skills", "alpha"]}));
+                // trust_project: before project trust the library keeps discovery (skills
+                // included) off unless the host selects skills or trusts the project.
+                let seen = run(&env.ws, "pi", &base, json!({"extra_args": ["--offline", "--skills", "alpha"], "trust_project": true}));
                 assert_eq!(seen.listed(), ["alpha", "beta"], "{}", seen.prompt);
             }
             // What this pi cannot express fails start, with the reason, after the probe.

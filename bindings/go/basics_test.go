@@ -188,7 +188,10 @@ func TestBuildArgv(t *testing.T) {
 	check(Options{NoTitle: Ptr(false)}, "omp", "--mode", "rpc")
 	check(Options{RPCDefaults: Ptr(false)}, "omp", "--mode", "rpc")
 	check(Options{Command: []string{"/bin/agent", "--x"}, Model: "ignored"}, "/bin/agent", "--x")
-	check(Options{Extra: map[string]any{"executable": "pi"}}, "pi", "--mode", "rpc")
+	// pi (version unknown here: the newest) gets no project trust and no MCP unless asked.
+	check(Options{Extra: map[string]any{"executable": "pi"}}, "pi", "--mode", "rpc", "--no-approve", "--no-mcp")
+	check(Options{Executable: "pi", TrustProject: Ptr(true), MCP: Ptr(true), ContextFiles: Ptr(false), ExcludeTools: []string{"write"}},
+		"pi", "--mode", "rpc", "--approve", "--no-context-files", "--exclude-tools", "write")
 	// the library names what is wrong
 	_, err := BuildArgv(Options{Flavor: "bogus"})
 	wantErr(t, err, ErrInvalidArgument, "bad flavor")

@@ -112,7 +112,8 @@ func TestSkillsOptionShapesTheArgv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"pi", "--mode", "rpc", "--tools", "read", "--no-skills", "--skill", "./skills/a"}
+	// 0.73.1 has no project trust: discovery goes off, the skills chosen stand.
+	want := []string{"pi", "--mode", "rpc", "--tools", "read", "--no-skills", "--skill", "./skills/a", "--no-extensions", "--no-prompt-templates"}
 	if !reflect.DeepEqual(argv, want) {
 		t.Fatalf("argv %q, want %q", argv, want)
 	}

@@ -427,10 +427,10 @@ impl Options {
         // What pi before project trust would load from the repository with no flag to keep it
         // out: refused rather than loaded behind the host's back (protocol::scope). Behind a
         // far-side launcher the directory is not on this machine to look at.
-        if !far_side {
-            let trust = o.bool("trust_project")?.unwrap_or(false);
+        let unkeepable = scope::unkeepable(flavor, agent_version, o.bool("trust_project")?.unwrap_or(false));
+        if !far_side && !unkeepable.is_empty() {
             let dir = cwd.map(PathBuf::from).or_else(|| std::env::current_dir().ok()).unwrap_or_default();
-            if let Some(found) = scope::unkeepable(flavor, agent_version, trust).into_iter().find(|p| dir.join(p).exists()) {
+            if let Some(found) = unkeepable.into_iter().find(|p| dir.join(p).exists()) {
                 let v = agent_version.map_or_else(String::new, |v| format!(" {v}"));
                 return Err(Error::invalid(format!(
                     "the working directory {} holds {found}, which pi{v} loads with no way to keep it out (project \

@@ -77,8 +77,10 @@ def test_command_keeps_the_system_prompt_but_info_redacts_it(make_client) -> Non
 
 
 def test_pi_flavor_defaults_its_executable() -> None:
-    assert RpcClient(flavor="pi").command == ("pi", "--mode", "rpc")
-    assert RpcClient(flavor="pi", executable="/opt/pi").command == ("/opt/pi", "--mode", "rpc")
+    # pi (version unknown here: the newest) gets no project trust and no MCP by default.
+    assert RpcClient(flavor="pi").command == ("pi", "--mode", "rpc", "--no-approve", "--no-mcp")
+    assert RpcClient(flavor="pi", executable="/opt/pi").command == ("/opt/pi", "--mode", "rpc", "--no-approve", "--no-mcp")
+    assert RpcClient(flavor="pi", trust_project=True, mcp=True).command == ("pi", "--mode", "rpc", "--approve")
 
 
 def test_constructor_validation() -> None:

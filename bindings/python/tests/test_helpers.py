@@ -129,7 +129,7 @@ def test_skills_flags_per_agent_and_version() -> None:
 def test_the_skills_option_shapes_the_argv() -> None:
     client = RpcClient(executable="pi", flavor="pi", tools=["bash"], skills=["./skills/alpha"], no_session=True)
     assert client.command == ("pi", "--mode", "rpc", "--tools", "bash,read", "--no-session", "--no-skills", "--skill",
-                              "./skills/alpha")
+                              "./skills/alpha", "--no-approve", "--no-mcp")
     with pytest.raises(RpcError, match="contradict"):
         _ = RpcClient(executable="omp", skills=["a"], no_skills=True).command
 
