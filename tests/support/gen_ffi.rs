@@ -502,9 +502,11 @@ pub fn python(h: &Header) -> String {
          \"\"\"\n\n\
          from __future__ import annotations\n\n\
          from ctypes import POINTER, Structure, c_bool, c_char_p, c_int, c_int64, c_size_t, c_uint32, c_void_p\n\
+         from enum import IntEnum\n\
          from typing import Any\n\n",
     );
-    let mut names: Vec<String> = h.statuses.iter().map(|(n, _)| n.clone()).collect();
+    let mut names: Vec<String> = vec!["Status".to_string()];
+    names.extend(h.statuses.iter().map(|(n, _)| n.clone()));
     for e in &h.enums {
         names.extend(e.items.iter().map(|(n, _)| format!("{}_{n}", enum_upper(&e.name))));
     }
@@ -515,6 +517,11 @@ pub fn python(h: &Header) -> String {
     for (n, v) in &h.statuses {
         let _ = writeln!(o, "{n} = {v}");
     }
+    o.push_str("\n\nclass Status(IntEnum):\n    \"\"\"``omprpc_status`` as an enum: every ``RpcError`` raised from the library carries one.\"\"\"\n\n");
+    for (n, v) in &h.statuses {
+        let _ = writeln!(o, "    {n} = {v}");
+    }
+    o.push('\n');
     for e in &h.enums {
         let _ = writeln!(o, "\n# {}", e.name);
         for (n, v) in &e.items {

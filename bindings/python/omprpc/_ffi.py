@@ -35,10 +35,20 @@ from ._ffi_gen import *  # noqa: F403
 from ._ffi_gen import REQUIRED as _REQUIRED
 from ._ffi_gen import SIGNATURES as _SIGNATURES
 from .errors import (
+    RpcCancelledError,
+    RpcClosedError,
     RpcCommandError,
     RpcConcurrencyError,
     RpcError,
+    RpcInvalidArgumentError,
+    RpcInvalidJsonError,
+    RpcInvalidUtf8Error,
+    RpcIOError,
+    RpcLimitExceededError,
+    RpcNotFoundError,
+    RpcPanicError,
     RpcProcessExitError,
+    RpcProtocolError,
     RpcTimeoutError,
 )
 
@@ -206,17 +216,32 @@ def error_from(status: int, err: bytes | None) -> RpcError:
             info if isinstance(info, dict) else None,
             code=code if isinstance(code, str) else None,
         )
-    elif status == TIMEOUT:
-        exc = RpcTimeoutError(message)
-    elif status in (CLOSED, PROCESS_EXITED):
-        exc = RpcProcessExitError(message)
-    elif status == CONCURRENCY:
-        exc = RpcConcurrencyError(message)
+    elif status == PROTOCOL:
+        exc = RpcProtocolError(detail, message=message)
     else:
-        exc = RpcError(message)
-    exc.status = status
+        exc = _STATUS_CLASSES.get(status, RpcError)(message)
+    exc.status = Status(status) if status in _STATUS_VALUES else status
     exc.status_name = status_name(status)
     return exc
+
+
+#: The class of each status whose error carries only a message (COMMAND_FAILED and PROTOCOL
+#: carry more: error_from builds them).
+_STATUS_CLASSES: dict[int, type[RpcError]] = {
+    INVALID_ARGUMENT: RpcInvalidArgumentError,
+    INVALID_JSON: RpcInvalidJsonError,
+    INVALID_UTF8: RpcInvalidUtf8Error,
+    TIMEOUT: RpcTimeoutError,
+    PROCESS_EXITED: RpcProcessExitError,
+    CLOSED: RpcClosedError,
+    CONCURRENCY: RpcConcurrencyError,
+    IO: RpcIOError,
+    NOT_FOUND: RpcNotFoundError,
+    CANCELLED: RpcCancelledError,
+    LIMIT_EXCEEDED: RpcLimitExceededError,
+    PANIC: RpcPanicError,
+}
+_STATUS_VALUES = frozenset(int(s) for s in Status)
 
 
 def encode(text: str, what: str) -> bytes:
@@ -277,8 +302,8 @@ class Handle:
     def _enter(self) -> int:
         with self._lock:
             if self._ptr is None:
-                err = RpcProcessExitError(self.closed_message)
-                err.status, err.status_name = CLOSED, "CLOSED"
+                err = RpcClosedError(self.closed_message)
+                err.status, err.status_name = Status.CLOSED, "CLOSED"
                 raise err
             self._inflight += 1
             return self._ptr

@@ -10,9 +10,11 @@ otherwise). The structs keep their C names (``omprpc_str`` …), as in the heade
 from __future__ import annotations
 
 from ctypes import POINTER, Structure, c_bool, c_char_p, c_int, c_int64, c_size_t, c_uint32, c_void_p
+from enum import IntEnum
 from typing import Any
 
 __all__ = [
+    "Status",
     "OK",
     "INVALID_ARGUMENT",
     "INVALID_JSON",
@@ -54,6 +56,27 @@ NOT_FOUND = 11
 CANCELLED = 12
 LIMIT_EXCEEDED = 13
 PANIC = 14
+
+
+class Status(IntEnum):
+    """``omprpc_status`` as an enum: every ``RpcError`` raised from the library carries one."""
+
+    OK = 0
+    INVALID_ARGUMENT = 1
+    INVALID_JSON = 2
+    INVALID_UTF8 = 3
+    TIMEOUT = 4
+    COMMAND_FAILED = 5
+    PROCESS_EXITED = 6
+    CLOSED = 7
+    CONCURRENCY = 8
+    PROTOCOL = 9
+    IO = 10
+    NOT_FOUND = 11
+    CANCELLED = 12
+    LIMIT_EXCEEDED = 13
+    PANIC = 14
+
 
 # omprpc_turn_outcome
 TURN_OUTCOME_AGENT_END = 0

@@ -240,7 +240,7 @@ _STATUS_BY_NAME: Final = {_ffi.status_name(n): n for n in range(_ffi.PANIC + 1)}
 def _concurrency_error() -> RpcConcurrencyError:
     exc = RpcConcurrencyError("a turn is already streaming on this client (one at a time): finish it, "
                               "or cancel it or aclose() its stream, first")
-    exc.status, exc.status_name = _ffi.CONCURRENCY, _ffi.status_name(_ffi.CONCURRENCY)
+    exc.status, exc.status_name = _ffi.Status.CONCURRENCY, _ffi.status_name(_ffi.CONCURRENCY)
     return exc
 
 

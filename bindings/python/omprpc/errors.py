@@ -1,7 +1,29 @@
-"""The exception classes of omprpc (the same names and attributes as ``omp_rpc``).
+"""The exception classes of omprpc (``omp_rpc``'s names and attributes, and one class per status).
 
-Every error raised from a C status carries ``status`` (the ``omprpc_status`` number, or
-``None`` when the error did not come from the library) and ``status_name``.
+Every error raised from a C status carries ``status`` (an :class:`omprpc.Status`, an ``int``; or
+``None`` when the error did not come from the library) and ``status_name``. Each status has its
+own class, which also inherits the builtin a Python caller would catch for that failure:
+
+=================  ============================  ==============================
+status             class                         also a
+=================  ============================  ==============================
+INVALID_ARGUMENT   :class:`RpcInvalidArgumentError`  ``ValueError``
+INVALID_JSON       :class:`RpcInvalidJsonError`      ``ValueError``
+INVALID_UTF8       :class:`RpcInvalidUtf8Error`      ``ValueError``
+TIMEOUT            :class:`RpcTimeoutError`          ``TimeoutError``
+COMMAND_FAILED     :class:`RpcCommandError`
+PROCESS_EXITED     :class:`RpcProcessExitError`
+CLOSED             :class:`RpcClosedError`           (an ``RpcProcessExitError``, as in omp_rpc)
+CONCURRENCY        :class:`RpcConcurrencyError`
+PROTOCOL           :class:`RpcProtocolError`
+IO                 :class:`RpcIOError`               ``OSError``
+NOT_FOUND          :class:`RpcNotFoundError`         ``LookupError``
+CANCELLED          :class:`RpcCancelledError`
+LIMIT_EXCEEDED     :class:`RpcLimitExceededError`
+PANIC              :class:`RpcPanicError`            (a bug in the library: please report it)
+=================  ============================  ==============================
+
+Every class is an :class:`RpcError`, itself a ``RuntimeError`` as in ``omp_rpc``.
 """
 
 from __future__ import annotations
@@ -12,9 +34,18 @@ __all__ = [
     "RpcError",
     "RpcTimeoutError",
     "RpcProcessExitError",
+    "RpcClosedError",
     "RpcConcurrencyError",
     "RpcCommandError",
     "RpcProtocolError",
+    "RpcInvalidArgumentError",
+    "RpcInvalidJsonError",
+    "RpcInvalidUtf8Error",
+    "RpcIOError",
+    "RpcNotFoundError",
+    "RpcCancelledError",
+    "RpcLimitExceededError",
+    "RpcPanicError",
 ]
 
 
@@ -25,7 +56,7 @@ class RpcError(RuntimeError):
     status_name: str | None = None
 
 
-class RpcTimeoutError(RpcError):
+class RpcTimeoutError(RpcError, TimeoutError):
     """A deadline passed (start-up, a request, a turn, a UI request). The client stays usable."""
 
 
@@ -33,8 +64,45 @@ class RpcProcessExitError(RpcError):
     """The agent exited, closed its output, or the client was stopped."""
 
 
+class RpcClosedError(RpcProcessExitError):
+    """The client was closed or stopped (status CLOSED)."""
+
+
 class RpcConcurrencyError(RpcError):
     """A second prompt-lifecycle collector (prompt_and_wait, collect_events, wait_for_idle)."""
+
+
+class RpcInvalidArgumentError(RpcError, ValueError):
+    """The library refused an argument or option, naming it (also a command the running agent's
+    version lacks, an option the version cannot honour)."""
+
+
+class RpcInvalidJsonError(RpcError, ValueError):
+    """A JSON text handed to the library did not parse."""
+
+
+class RpcInvalidUtf8Error(RpcError, ValueError):
+    """A string handed to the library was not UTF-8."""
+
+
+class RpcIOError(RpcError, OSError):
+    """An operating-system call failed (spawning the agent, a pipe, a socket, a file)."""
+
+
+class RpcNotFoundError(RpcError, LookupError):
+    """What was named does not exist (a UI request, a host tool call, a pending id)."""
+
+
+class RpcCancelledError(RpcError):
+    """The work was cancelled (a host tool call the agent gave up, a late answer refused)."""
+
+
+class RpcLimitExceededError(RpcError):
+    """A configured bound was reached (a frame, a queue, a turn's bytes)."""
+
+
+class RpcPanicError(RpcError):
+    """The library caught a panic of its own: a bug in omprpc. The client is closed."""
 
 
 def _info_fields(info: Mapping[str, Any] | None) -> tuple[str | None, Any, bool | None]:
@@ -68,7 +136,8 @@ class RpcCommandError(RpcError):
 class RpcProtocolError(RpcError):
     """An unmatched error response or another protocol fault the library recorded.
 
-    These are reported (``client.protocol_errors``, ``on_protocol_error``), never raised.
+    The records are reported (``client.protocol_errors``, ``on_protocol_error``), not raised; a
+    call that fails with the status PROTOCOL (an agent that broke the protocol) raises one.
     ``payload`` is the offending frame (or the library's record when there is no frame),
     ``record`` the library's full record.
     """

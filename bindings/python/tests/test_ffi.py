@@ -143,19 +143,42 @@ def test_a_library_without_a_required_function_is_refused() -> None:
     assert "REFUSED: omprpc: the library does not export omprpc_client_start" in result.stdout, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("status,cls", [
-    (_ffi.TIMEOUT, RpcTimeoutError),
-    (_ffi.CLOSED, RpcProcessExitError),
-    (_ffi.PROCESS_EXITED, RpcProcessExitError),
-    (_ffi.CONCURRENCY, RpcConcurrencyError),
-    (_ffi.PROTOCOL, RpcError),
-    (_ffi.INVALID_ARGUMENT, RpcError),
-    (_ffi.PANIC, RpcError),
-])
-def test_status_mapping(status: int, cls: type) -> None:
-    err = _ffi.error_from(status, b'{"code":"X","status":%d,"message":"went wrong"}' % status)
+#: Every failing status: its class, and the builtin a Python caller would catch it as.
+STATUS_CLASSES = [
+    (omprpc.Status.INVALID_ARGUMENT, omprpc.RpcInvalidArgumentError, ValueError),
+    (omprpc.Status.INVALID_JSON, omprpc.RpcInvalidJsonError, ValueError),
+    (omprpc.Status.INVALID_UTF8, omprpc.RpcInvalidUtf8Error, ValueError),
+    (omprpc.Status.TIMEOUT, RpcTimeoutError, TimeoutError),
+    (omprpc.Status.PROCESS_EXITED, RpcProcessExitError, RpcProcessExitError),
+    (omprpc.Status.CLOSED, omprpc.RpcClosedError, RpcProcessExitError),
+    (omprpc.Status.CONCURRENCY, RpcConcurrencyError, RpcConcurrencyError),
+    (omprpc.Status.PROTOCOL, omprpc.RpcProtocolError, omprpc.RpcProtocolError),
+    (omprpc.Status.IO, omprpc.RpcIOError, OSError),
+    (omprpc.Status.NOT_FOUND, omprpc.RpcNotFoundError, LookupError),
+    (omprpc.Status.CANCELLED, omprpc.RpcCancelledError, omprpc.RpcCancelledError),
+    (omprpc.Status.LIMIT_EXCEEDED, omprpc.RpcLimitExceededError, omprpc.RpcLimitExceededError),
+    (omprpc.Status.PANIC, omprpc.RpcPanicError, omprpc.RpcPanicError),
+]
+
+
+@pytest.mark.parametrize("status,cls,builtin", STATUS_CLASSES)
+def test_status_mapping(status: omprpc.Status, cls: type, builtin: type) -> None:
+    err = _ffi.error_from(int(status), b'{"code":"X","status":%d,"message":"went wrong"}' % status)
     assert type(err) is cls and str(err) == "went wrong" and err.status == status
-    assert isinstance(err, RuntimeError)
+    assert err.status is status and err.status_name == status.name
+    assert isinstance(err, builtin) and isinstance(err, RpcError) and isinstance(err, RuntimeError)
+
+
+def test_every_failing_status_has_its_class() -> None:
+    assert {s for s, _, _ in STATUS_CLASSES} | {omprpc.Status.OK, omprpc.Status.COMMAND_FAILED} == set(omprpc.Status)
+    assert [(s.name, int(s)) for s in omprpc.Status] == [(_ffi.status_name(v), v) for v in range(len(omprpc.Status))]
+
+
+def test_a_refused_option_is_caught_as_a_value_error() -> None:
+    with pytest.raises(ValueError, match='option "mcp" must be true or false') as refused:
+        _ = omprpc.RpcClient(executable="pi", flavor="pi", mcp="yes").command  # type: ignore[arg-type]
+    assert isinstance(refused.value, omprpc.RpcInvalidArgumentError)
+    assert refused.value.status is omprpc.Status.INVALID_ARGUMENT
 
 
 def test_command_failed_mapping() -> None:
