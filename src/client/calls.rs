@@ -98,15 +98,10 @@ impl Shared {
             return Err(Error::invalid("the command type must not be empty"));
         }
         // A command the agent's version does not have yet (table.json `since`) fails here, not
-        // after a round trip that pi answers with an id-less "Unknown command".
-        if let Some(why) = version::lacks_command(self.opts.flavor, self.opts.agent_version, ty) {
+        // after a round trip that pi answers with an id-less "Unknown command"; so does a
+        // parameter it would ignore (bash's excludeFromContext before pi 0.76).
+        if let Some(why) = version::lacks_request(self.opts.flavor, self.opts.agent_version, ty, params) {
             return Err(Error::invalid(why));
-        }
-        // So does a parameter it would ignore (bash's excludeFromContext before pi 0.76).
-        for (param, value) in params.into_iter().flatten() {
-            if let Some(why) = (!value.is_null()).then(|| version::lacks_param(self.opts.flavor, self.opts.agent_version, ty, param)).flatten() {
-                return Err(Error::invalid(why));
-            }
         }
         let id = self.next_request_id();
         let line = request_line(&id, ty, params)?;

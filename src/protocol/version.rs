@@ -228,41 +228,56 @@ pub fn announces_settling(flavor: Flavor, version: Option<Version>) -> Option<bo
     }
 }
 
-/// From which version each agent has a command: the `since` of the command rows of
-/// src/protocol/table.json (`{"pi": "X.Y.Z"}`), keyed by (flavour name, command). The table is
-/// the one source — the bindings' typed commands are generated from it and tests/protocol_table.rs
-/// holds it against the agents' declarations — so it is embedded as is and read once, at the first
+/// From which version each agent has a command and each of its parameters: the `since` of the
+/// command rows of src/protocol/table.json (`{"pi": "X.Y.Z"}`). The table is the one source —
+/// the bindings' typed commands are generated from it and tests/protocol_table.rs holds it
+/// against the agents' declarations — so it is embedded as is and read once, at the first
 /// command of a client, rather than copied into Rust (a copy would need a drift test of its own).
-/// A parameter's row is keyed `command.param` (`bash.excludeFromContext`): pi ignores a
-/// parameter it does not know, so one sent to an older pi would be dropped without a word.
-static COMMAND_SINCE: Lazy<HashMap<(&'static str, String), Version>> = Lazy::new(|| {
+/// Keyed by the command's name, so a request looks it up without allocating.
+#[derive(Default)]
+struct Since {
+    /// Per flavour (`Flavor::Pi`, `Flavor::Omp`): the first version with the command.
+    command: [Option<Version>; 2],
+    /// Parameters that came later than their command: pi ignores a parameter it does not know,
+    /// so one sent to an older pi would be dropped without a word.
+    params: Vec<(String, [Option<Version>; 2])>,
+}
+
+fn flavor_slot(flavor: Flavor) -> usize {
+    match flavor {
+        Flavor::Pi => 0,
+        Flavor::Omp => 1,
+    }
+}
+
+static COMMAND_SINCE: Lazy<HashMap<String, Since>> = Lazy::new(|| {
     let table: serde_json::Value = serde_json::from_str(include_str!("table.json")).unwrap_or_default();
-    let mut since = HashMap::new();
-    let mut note = |key: String, versions: &serde_json::Map<String, serde_json::Value>| {
-        for flavor in [Flavor::Pi, Flavor::Omp] {
-            if let Some(v) = versions.get(flavor.name()).and_then(serde_json::Value::as_str).and_then(Version::parse) {
-                since.insert((flavor.name(), key.clone()), v);
-            }
-        }
+    let versions = |row: &serde_json::Value| -> Option<[Option<Version>; 2]> {
+        let since = row["since"].as_object()?;
+        let of = |f: Flavor| since.get(f.name()).and_then(serde_json::Value::as_str).and_then(Version::parse);
+        Some([of(Flavor::Pi), of(Flavor::Omp)])
     };
+    let mut out = HashMap::new();
     for row in table["commands"].as_array().into_iter().flatten() {
         let Some(name) = row["name"].as_str() else { continue };
-        if let Some(versions) = row["since"].as_object() {
-            note(name.to_string(), versions);
-        }
-        for param in row["params"].as_array().into_iter().flatten() {
-            if let (Some(p), Some(versions)) = (param["name"].as_str(), param["since"].as_object()) {
-                note(format!("{name}.{p}"), versions);
-            }
+        let params: Vec<(String, [Option<Version>; 2])> = row["params"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| Some((p["name"].as_str()?.to_string(), versions(p)?)))
+            .collect();
+        let command = versions(row);
+        if command.is_some() || !params.is_empty() {
+            out.insert(name.to_string(), Since { command: command.unwrap_or_default(), params });
         }
     }
-    since
+    out
 });
 
 /// The first version of `flavor` that has `command`, when the protocol table names one (`None`:
 /// every version has it, or the table does not know the command).
 pub fn command_since(flavor: Flavor, command: &str) -> Option<Version> {
-    COMMAND_SINCE.get(&(flavor.name(), command.to_string())).copied()
+    COMMAND_SINCE.get(command)?.command[flavor_slot(flavor)]
 }
 
 /// Why an agent of `version` cannot take `command`, when the table says it came later: the
@@ -276,10 +291,20 @@ pub fn lacks_command(flavor: Flavor, version: Option<Version>, command: &str) ->
 /// Why an agent of `version` cannot take the parameter `param` of `command` (given, not null),
 /// when the table says it came later; as [`lacks_command`].
 pub fn lacks_param(flavor: Flavor, version: Option<Version>, command: &str, param: &str) -> Option<String> {
-    let (v, since) = (version?, command_since(flavor, &format!("{command}.{param}"))?);
+    let v = version?;
+    let since = COMMAND_SINCE.get(command)?.params.iter().find(|(p, _)| p == param)?.1[flavor_slot(flavor)]?;
     let name = flavor.name();
     (v < since).then(|| {
         format!("parameter \"{param}\" of command \"{command}\" needs {name} {since} or newer; the agent is {name} {v}, which would ignore it, so the command was not sent")
+    })
+}
+
+/// The first refusal of [`lacks_command`] / [`lacks_param`] for a request of `command` with
+/// `params` (a parameter counts when it is given and not null).
+pub fn lacks_request(flavor: Flavor, version: Option<Version>, command: &str, params: Option<&serde_json::Map<String, serde_json::Value>>) -> Option<String> {
+    version?;
+    lacks_command(flavor, version, command).or_else(|| {
+        params?.iter().filter(|(_, v)| !v.is_null()).find_map(|(p, _)| lacks_param(flavor, version, command, p))
     })
 }
 

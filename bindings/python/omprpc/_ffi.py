@@ -35,21 +35,12 @@ from ._ffi_gen import *  # noqa: F403
 from ._ffi_gen import REQUIRED as _REQUIRED
 from ._ffi_gen import SIGNATURES as _SIGNATURES
 from .errors import (
-    RpcCancelledError,
+    STATUS_CLASSES,
     RpcClosedError,
     RpcCommandError,
-    RpcConcurrencyError,
     RpcError,
-    RpcInvalidArgumentError,
-    RpcInvalidJsonError,
-    RpcInvalidUtf8Error,
-    RpcIOError,
-    RpcLimitExceededError,
-    RpcNotFoundError,
-    RpcPanicError,
     RpcProcessExitError,
     RpcProtocolError,
-    RpcTimeoutError,
 )
 
 #: The C ABI version this binding was written against (``OMPRPC_ABI_VERSION``).
@@ -204,6 +195,10 @@ def error_from(status: int, err: bytes | None) -> RpcError:
         except ValueError:
             detail = {"message": err.decode("utf-8", "replace")}
     message = str(detail.get("message") or status_name(status))
+    try:
+        known: Status | None = Status(status)
+    except ValueError:  # a status newer than this binding
+        known = None
     exc: RpcError
     if status == COMMAND_FAILED:
         command = detail.get("command")
@@ -219,29 +214,11 @@ def error_from(status: int, err: bytes | None) -> RpcError:
     elif status == PROTOCOL:
         exc = RpcProtocolError(detail, message=message)
     else:
-        exc = _STATUS_CLASSES.get(status, RpcError)(message)
-    exc.status = Status(status) if status in _STATUS_VALUES else status
+        exc = STATUS_CLASSES.get(known, RpcError)(message) if known is not None else RpcError(message)
+    exc.status = known if known is not None else status
     exc.status_name = status_name(status)
     return exc
 
-
-#: The class of each status whose error carries only a message (COMMAND_FAILED and PROTOCOL
-#: carry more: error_from builds them).
-_STATUS_CLASSES: dict[int, type[RpcError]] = {
-    INVALID_ARGUMENT: RpcInvalidArgumentError,
-    INVALID_JSON: RpcInvalidJsonError,
-    INVALID_UTF8: RpcInvalidUtf8Error,
-    TIMEOUT: RpcTimeoutError,
-    PROCESS_EXITED: RpcProcessExitError,
-    CLOSED: RpcClosedError,
-    CONCURRENCY: RpcConcurrencyError,
-    IO: RpcIOError,
-    NOT_FOUND: RpcNotFoundError,
-    CANCELLED: RpcCancelledError,
-    LIMIT_EXCEEDED: RpcLimitExceededError,
-    PANIC: RpcPanicError,
-}
-_STATUS_VALUES = frozenset(int(s) for s in Status)
 
 
 def encode(text: str, what: str) -> bytes:

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ._ffi_gen import Status
+
 __all__ = [
     "RpcError",
     "RpcTimeoutError",
@@ -178,3 +180,21 @@ class RpcProtocolError(RpcError):
         payload = frame if isinstance(frame, dict) else record
         message = record.get("message")
         return cls(payload, message=message if isinstance(message, str) else None, record=record)
+
+
+#: The class of each status whose error carries only a message (COMMAND_FAILED and PROTOCOL
+#: carry more: ``_ffi.error_from`` builds them); the table at the top of this module.
+STATUS_CLASSES: dict[Status, type[RpcError]] = {
+    Status.INVALID_ARGUMENT: RpcInvalidArgumentError,
+    Status.INVALID_JSON: RpcInvalidJsonError,
+    Status.INVALID_UTF8: RpcInvalidUtf8Error,
+    Status.TIMEOUT: RpcTimeoutError,
+    Status.PROCESS_EXITED: RpcProcessExitError,
+    Status.CLOSED: RpcClosedError,
+    Status.CONCURRENCY: RpcConcurrencyError,
+    Status.IO: RpcIOError,
+    Status.NOT_FOUND: RpcNotFoundError,
+    Status.CANCELLED: RpcCancelledError,
+    Status.LIMIT_EXCEEDED: RpcLimitExceededError,
+    Status.PANIC: RpcPanicError,
+}
