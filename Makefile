@@ -16,7 +16,8 @@
 #   make test-pi-oldest the real-pi suite on the oldest supported pi (cargo-test: the newest)
 #   make test-pi-previous the real-pi suite on pi 0.73.1 (the last pi whose prompts end at agent_end)
 #   make test-pi-versions PI_VERSIONS="…"  the real-pi suites on each listed pi (outside make test)
-#   make test           all of the above (fuzz-smoke, not fuzz) + Python, Go, Node, install-test
+#   make test           all of the above (fuzz-smoke, not fuzz) + Python, Go, Node, install-test, in two lanes
+#   make test-serial    the same suites one after another
 #   make demo           stream a prompt through examples/demo.c
 #   make examples       the C examples, one flow each, on the fake agent, then under valgrind
 #   make install        PREFIX=/usr/local [DESTDIR=]: libraries (soname), header, omprpc.pc
@@ -210,8 +211,34 @@ node-tests: build
 	cd bindings/node && $(NPM) ci --no-audit --no-fund --loglevel=error \
 	  && OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(REAL_AGENT_ENV) $(NPM) test
 
-# Sequential on purpose: cargo-test rebuilds what the C programs link against.
-test: cargo-test test-pi-oldest test-pi-previous test-omp check-macos check-header c-tests examples c-real-agents c-tests-asan c-tests-valgrind python-tests go-tests node-tests install-test dist-test fault-table c-tests-tsan miri fuzz-smoke ray-test
+# make test runs in two lanes side by side, each one suite after another: most suites wait
+# (on agents starting, on a single-threaded valgrind or Miri) more than they use both cores.
+# Lane A holds every suite that drives a real agent, in the order that installs them
+# (cargo-test installs pi, test-omp omp; c-real-agents and the bindings' suites then use those
+# installs: REAL_AGENT_PATHS), and install-test. Lane B holds the rest, which runs on the fake
+# agent: the C test programs plain and sanitized, the examples, dist-test, TSan, Miri and
+# fuzz-smoke. No file is linked by both lanes (c-real-agents links only real_agents); cargo's
+# lock on the target directory serialises the lanes' builds. Lane A's output streams; lane B's
+# goes to $(LANE_B_LOG), printed once both are done. Under `make -k` each lane goes on after a
+# failure, and make test fails if either lane did. make test-serial runs the same suites one
+# after another.
+TEST_LANE_A := cargo-test test-pi-oldest test-pi-previous test-omp c-real-agents python-tests go-tests node-tests install-test ray-test
+TEST_LANE_B := check-macos check-header c-tests examples c-tests-asan c-tests-valgrind fault-table dist-test c-tests-tsan miri fuzz-smoke
+LANE_B_LOG  := $(TARGET_DIR)/test-lane-b.log
+.PHONY: test-serial
+test:
+	@mkdir -p $(TARGET_DIR)
+	@echo "make test: lane A ($(TEST_LANE_A)) here; lane B ($(TEST_LANE_B)) beside it, into $(LANE_B_LOG)"
+	@start=$$(date +%s); \
+	$(MAKE) -j1 $(TEST_LANE_B) > $(LANE_B_LOG) 2>&1 & lane_b=$$!; \
+	a=0; $(MAKE) -j1 $(TEST_LANE_A) || a=$$?; \
+	echo "make test: lane A ended (status $$a) after $$(( $$(date +%s) - start )) s; waiting for lane B"; \
+	b=0; wait $$lane_b || b=$$?; \
+	echo "=================== lane B ($(LANE_B_LOG)) ==================="; cat $(LANE_B_LOG); \
+	echo "make test: lane A status $$a, lane B status $$b, $$(( $$(date +%s) - start )) s in all"; \
+	test $$a = 0 -a $$b = 0
+
+test-serial: $(TEST_LANE_A) $(TEST_LANE_B)
 
 # --- platforms ------------------------------------------------------------------------
 # Linux is the supported platform: everything above runs there. macOS must at least compile:
