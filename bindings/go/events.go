@@ -77,6 +77,9 @@ type subscription struct {
 	ended  bool // no more events: err says why
 	err    error
 	gone   bool
+	// from is the library's index of the first event this subscription wants (Stream: the
+	// first event queued after it subscribed); earlier ones are skipped. 0: every event.
+	from   uint64
 	signal chan struct{} // capacity 1: something was appended, or the events ended
 	stop   chan struct{}
 	once   sync.Once
@@ -330,6 +333,12 @@ func (h *core) deliver(batch []Event) {
 		p.carryLost += lost
 	}
 	for _, s := range p.subs {
+		batch := batch
+		if s.from > p.accounted {
+			if batch = skipBefore(batch, s.from-p.accounted); len(batch) == 0 {
+				continue
+			}
+		}
 		var lost uint64
 		s.q, lost = p.appendBounded(s.q, batch)
 		s.lost += lost
@@ -341,6 +350,63 @@ func (h *core) deliver(batch []Event) {
 	}
 	p.accounted += n
 	p.progressLocked()
+}
+
+// skipBefore drops the first k of the library's events from batch (an event_overflow of the
+// library's stands for the events it dropped).
+func skipBefore(batch []Event, k uint64) []Event {
+	for i, ev := range batch {
+		n := uint64(1)
+		if d, ok := libraryOverflow(ev); ok {
+			n = d
+		}
+		if k < n {
+			return batch[i:]
+		}
+		k -= n
+	}
+	return nil
+}
+
+// subscribeFresh subscribes to the events the library queues from now on: not the kept
+// ones (carry), nor those still in the library's queue from before (a turn of its own
+// starts clean).
+func (h *core) subscribeFresh() (*subscription, error) {
+	p := &h.ev
+	s := &subscription{signal: make(chan struct{}, 1), stop: make(chan struct{}), p: p}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Under p.mu nothing is delivered, so every event from the count on reaches s.
+	queued, ok := h.eventsQueued()
+	if !ok {
+		return nil, closedError("stream")
+	}
+	s.from = queued
+	p.subs = append(p.subs, s)
+	if p.ended {
+		s.ended, s.err = true, p.endErr
+		return s, nil
+	}
+	p.kickLocked(h)
+	return s, nil
+}
+
+// poll takes the backlog without waiting (marking the consumer busy with it, as All does),
+// led by an event_overflow when some were dropped; ended when no more events will come.
+func (s *subscription) poll() (evs []Event, ended bool) {
+	p := s.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(s.q) > 0 || s.lost > 0 {
+		evs = s.q
+		if s.lost > 0 {
+			evs = append([]Event{overflowEvent(s.lost)}, evs...)
+		}
+		s.q, s.lost = nil, 0
+	}
+	s.handed, s.parked = s.pushed, true
+	p.progressLocked()
+	return evs, s.ended && len(evs) == 0
 }
 
 func (h *core) endEvents(err error) {
