@@ -42,9 +42,9 @@ func waitActive(t *testing.T, c *Client, call string) {
 // agent, PromptAndWait returns an error wrapping context.Canceled once the agent settled, and
 // the next prompt is accepted (the fake agent refuses one while its run is live).
 func TestCancelPromptAndWaitAbortsTheTurn(t *testing.T) {
-	for _, flavor := range []string{"omp", "pi"} {
-		t.Run(flavor, func(t *testing.T) {
-			o := fakeOptions("--flavor", flavor)
+	for _, flavor := range []Flavor{FlavorOmp, FlavorPi} {
+		t.Run(string(flavor), func(t *testing.T) {
+			o := fakeOptions("--flavor", string(flavor))
 			o.Flavor = flavor
 			c := start(t, o)
 			watch := c.Events(ctxFor(t))

@@ -50,6 +50,7 @@ type core struct {
 
 	model     string      // Options.Model: named in usage whose message names none (Stream)
 	streaming atomic.Bool // a Stream runs (one at a time)
+	turns     turnCalls   // the turn calls running, for Shutdown
 }
 
 type snapshot struct {
@@ -290,6 +291,10 @@ func (h *core) request(ctx context.Context, op string, in cargs, turn bool, fn t
 			in.free()
 			return deadlineError(op)
 		}
+	}
+	if turn {
+		h.turns.enter()
+		defer h.turns.leave()
 	}
 	call := func() error {
 		defer in.free()

@@ -50,6 +50,9 @@
 // event_queue_capacity) is reported by an event_overflow event and counted in
 // Counters.EventsDropped.
 //
+// An Events channel closes when ctx ends or the client's events end; Subscribe gives the same
+// channel with Err, which says which.
+//
 // Every call that waits on the agent returns, with its result or its error, only once every
 // event queued before that outcome has reached every subscriber (on its Events channel, or
 // taken by its All loop; a subscriber busy in its loop body or with a full channel is not
@@ -58,6 +61,7 @@
 //
 // # Lifetime
 //
-// Close stops the agent and frees the handle; a finalizer does it for a Client that became
-// unreachable, as a safety net only. Every method is safe for concurrent use, Close included.
+// Close stops the agent and frees the handle at once; Shutdown(ctx) is the graceful form (it
+// waits within ctx for the running turns and the agent's idleness, then closes). A finalizer
+// closes a Client that became unreachable, as a safety net only. Every method is safe for concurrent use, Close included.
 package omprpc

@@ -512,8 +512,13 @@ func (c *Client) All(ctx context.Context) iter.Seq2[Event, error] {
 // Events returns a channel of the client's events (see All), closed when ctx ends or the
 // client's events end. Events not yet on the channel wait in the subscription's own backlog
 // (bounded like the library's queue; an event_overflow says what it lost), so a slow reader
-// delays nobody.
+// delays nobody. Subscribe gives the same channel and why it closed.
 func (c *Client) Events(ctx context.Context) <-chan Event {
+	return c.Subscribe(ctx).C
+}
+
+// Subscribe is Events with the reason the channel closed: Subscription.Err.
+func (c *Client) Subscribe(ctx context.Context) *Subscription {
 	h := c.h
 	runtime.KeepAlive(c)
 	if ctx == nil {
@@ -521,12 +526,19 @@ func (c *Client) Events(ctx context.Context) <-chan Event {
 	}
 	s := h.subscribe()
 	out := make(chan Event, 256)
+	sub := &Subscription{C: out, done: make(chan struct{})}
 	go func() {
-		defer close(out)
+		var end error
+		defer func() {
+			sub.err = end
+			close(sub.done) // before C closes: Err answers once C is seen closed
+			close(out)
+		}()
 		defer s.cancel()
 		for {
-			batch, lost, _, done := s.next(ctx, false)
+			batch, lost, err, done := s.next(ctx, false)
 			if done {
+				end = err
 				return
 			}
 			// the leading event_overflow (lost > 0) was accounted when taken
@@ -550,13 +562,14 @@ func (c *Client) Events(ctx context.Context) <-chan Event {
 				case <-s.stop:
 					return
 				case <-ctx.Done():
+					end = ctx.Err()
 					return
 				}
 			}
 			s.sent(sent, false)
 		}
 	}()
-	return out
+	return sub
 }
 
 // EventFD returns a descriptor that polls readable (level-triggered) while the library holds

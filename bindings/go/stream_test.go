@@ -138,9 +138,9 @@ func abortedRun(t *testing.T, events <-chan Event) bool {
 // Leaving the loop aborts the turn, and returns once the agent settled: the next prompt is
 // accepted (the fake agent refuses one while its run is live).
 func TestStreamBreakAborts(t *testing.T) {
-	for _, flavor := range []string{"omp", "pi"} {
-		t.Run(flavor, func(t *testing.T) {
-			o := fakeOptions("--flavor", flavor)
+	for _, flavor := range []Flavor{FlavorOmp, FlavorPi} {
+		t.Run(string(flavor), func(t *testing.T) {
+			o := fakeOptions("--flavor", string(flavor))
 			o.Flavor = flavor
 			c := start(t, o)
 			ctx := ctxFor(t)
