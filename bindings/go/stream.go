@@ -171,7 +171,10 @@ type turnResult struct {
 // agent settled (a cancelled ctx yields an error wrapping context.Canceled).
 //
 // One stream at a time per client: a second one while one runs yields ErrConcurrency, and
-// so does PromptAndWait, CollectEvents or WaitForIdle meanwhile (the library's rule).
+// so does PromptAndWait, CollectEvents or WaitForIdle meanwhile (the library's rule). The turn
+// is the library's PromptAndWait turn, so its bounds hold: a turn that retains more than
+// Options.MaxEventHistory events (10000) fails with ErrLimitExceeded — raise it, or keep fewer
+// with TurnEvents: TurnEventsNoUpdates, for very long turns.
 // Iterating the sequence again streams a new turn of the same message.
 func (c *Client) Stream(ctx context.Context, message string, opts ...*PromptOptions) iter.Seq2[StreamItem, error] {
 	const op = "stream"

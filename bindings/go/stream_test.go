@@ -232,3 +232,23 @@ func TestStreamErrors(t *testing.T) {
 		t.Fatalf("a crash: %v after %#v", err, items)
 	}
 }
+
+// A stream's turn has PromptAndWait's bounds; TurnEvents: TurnEventsNoUpdates keeps a long
+// turn within them without changing what the stream yields.
+func TestStreamEventHistoryBound(t *testing.T) {
+	o := fakeOptions()
+	o.MaxEventHistory = Ptr(10)
+	c := start(t, o)
+	if _, err := streamAll(t, c, ctxFor(t), "burst 20"); !errors.Is(err, ErrLimitExceeded) {
+		t.Fatalf("a turn past max_event_history: %v", err)
+	}
+	o.TurnEvents = TurnEventsNoUpdates
+	c = start(t, o)
+	items, err := streamAll(t, c, ctxFor(t), "burst 20")
+	if err != nil {
+		t.Fatalf("the same turn without its updates retained: %v", err)
+	}
+	if done := items[len(items)-1].(*TurnComplete); done.Text == nil || *done.Text != "pong" {
+		t.Fatalf("TurnComplete: %+v", done)
+	}
+}
