@@ -11,10 +11,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,6 +47,10 @@ type core struct {
 	ev     pump
 	host   hostTools
 	policy PolicyHandler // ToolPolicy.Handler, fixed at start
+
+	model     string      // Options.Model: named in usage whose message names none (Stream)
+	streaming atomic.Bool // a Stream runs (one at a time)
+	turns     turnCalls   // the turn calls running, for Shutdown
 }
 
 type snapshot struct {
@@ -82,7 +88,7 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &core{ptr: ptr, closing: make(chan struct{})}
+	h := &core{ptr: ptr, closing: make(chan struct{}), model: opts.Model}
 	h.base, h.baseCancel = context.WithCancel(context.Background())
 	if opts.EventQueueCapacity != nil {
 		h.ev.capacity = *opts.EventQueueCapacity // < 0 (Unlimited): no bound
@@ -249,28 +255,141 @@ func deadlineError(op string) error {
 	return e
 }
 
+// cargs are the C strings a call reads. They are freed once the C call returned: by the
+// caller, or by the goroutine that waits for a call its caller left (a cancelled ctx).
+type cargs []*C.char
+
+func (a cargs) free() {
+	for _, p := range a {
+		freeC(p)
+	}
+}
+
 // request runs a call that must not be repeated (it sends something): its timeout is what
-// is left of ctx's deadline, or the client's default for that kind of call. A cancellation
-// without a deadline is seen only before the call starts.
-func (h *core) request(ctx context.Context, op string, fn tfn) error {
+// is left of ctx's deadline, or the client's default for that kind of call. It takes
+// ownership of in.
+//
+// A ctx that can be cancelled is watched while the call runs (on its own goroutine): a
+// deadline is the call's own timeout, so its result is awaited; a cancellation returns at
+// once with ctx's error (cancelledError). The C call then finishes in the background and
+// drop (may be nil) releases what it wrote: the result is dropped, nothing leaks. A turn
+// call (turn: PromptAndWait, CollectEvents, Stream) is aborted first: abort goes to the
+// agent, and the call returns once the aborted turn completed (within abortSettle), so the
+// next prompt finds the agent settled.
+func (h *core) request(ctx context.Context, op string, in cargs, turn bool, fn tfn, drop func(error)) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	if err := ctxError(op, ctx); err != nil {
+		in.free()
 		return err
 	}
 	t := timeoutDefault
 	d, hasDeadline := ctx.Deadline()
 	if hasDeadline {
 		if t = ms(time.Until(d)); t <= 0 {
+			in.free()
 			return deadlineError(op)
 		}
 	}
-	err := h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
-		return fn(p, C.int64_t(t), perr)
+	if turn {
+		h.turns.enter()
+		defer h.turns.leave()
+	}
+	call := func() error {
+		defer in.free()
+		return h.do(op, func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+			return fn(p, C.int64_t(t), perr)
+		})
+	}
+	if ctx.Done() == nil {
+		err := call()
+		h.syncEvents()
+		return pastDeadline(err, d, hasDeadline)
+	}
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	select {
+	case err := <-done:
+		h.syncEvents()
+		return pastDeadline(err, d, hasDeadline)
+	case <-ctx.Done():
+	}
+	select {
+	case err := <-done: // it finished meanwhile: its result stands
+		h.syncEvents()
+		return pastDeadline(err, d, hasDeadline)
+	default:
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The C call's timeout is the same deadline: its answer is a moment away.
+		err := <-done
+		h.syncEvents()
+		return pastDeadline(err, d, hasDeadline)
+	}
+	aborted := false
+	if turn {
+		aborted = h.abortTurn(done, drop)
+	} else {
+		go func() { dropResult(drop, <-done) }()
+	}
+	return cancelledError(op, ctx, aborted)
+}
+
+// abortSettle bounds how long a cancelled turn call waits for the agent to answer abort and
+// complete the aborted turn before it returns anyway (the call then ends in the background).
+const abortSettle = 5 * time.Second
+
+// abortTurn sends abort for the turn whose C call is done's, and waits (abortSettle at most)
+// for that call to end; its result goes to drop. It reports whether the agent took the abort.
+func (h *core) abortTurn(done <-chan error, drop func(error)) bool {
+	until := time.Now().Add(abortSettle)
+	err := h.do("abort", func(p *C.omprpc_client, perr **C.char) C.omprpc_status {
+		return C.omprpc_client_abort(p, C.int64_t(abortSettle.Milliseconds()), perr)
 	})
-	h.syncEvents()
-	return pastDeadline(err, d, hasDeadline)
+	timer := time.NewTimer(time.Until(until))
+	defer timer.Stop()
+	select {
+	case result := <-done:
+		h.syncEvents()
+		dropResult(drop, result)
+	case <-timer.C:
+		go func() { dropResult(drop, <-done) }()
+	}
+	return err == nil
+}
+
+func dropResult(drop func(error), err error) {
+	if drop != nil {
+		drop(err)
+	}
+}
+
+// cancelledError is the error of a call whose ctx was cancelled while it ran: it wraps
+// ctx.Err() (and the cancellation's cause, when it has its own).
+func cancelledError(op string, ctx context.Context, aborted bool) error {
+	what := "the call was left; its result is dropped"
+	if aborted {
+		what = "the turn was aborted"
+	}
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause != nil && cause != err {
+		return &leftError{fmt.Errorf("omprpc: %s: %w (%s): %w", op, err, what, cause)}
+	}
+	return &leftError{fmt.Errorf("omprpc: %s: %w (%s)", op, err, what)}
+}
+
+// leftError marks a call its caller left on cancellation while the C call went on.
+type leftError struct{ err error }
+
+func (e *leftError) Error() string { return e.err.Error() }
+func (e *leftError) Unwrap() error { return e.err }
+
+// isCancelled reports whether err is a call left on cancellation (its outcome is decided in
+// the background), not one that never started or failed.
+func isCancelled(err error) bool {
+	var l *leftError
+	return errors.As(err, &l)
 }
 
 // pastDeadline marks a timeout that ctx's deadline caused (its timer may not have fired
@@ -333,16 +452,15 @@ func (c *Client) Request(ctx context.Context, typ string, params any) (json.RawM
 	if err != nil {
 		return nil, err
 	}
-	defer freeC(ct)
 	pj, err := rawJSON(op, "params", params)
 	if err != nil {
+		freeC(ct)
 		return nil, err
 	}
-	defer freeC(pj)
 	var out *C.char
-	err = c.h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+	err = c.h.request(ctx, op, cargs{ct, pj}, false, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_request(p, ct, pj, t, &out, perr)
-	})
+	}, func(error) { takeBytes(out) })
 	if err != nil {
 		return nil, err
 	}
@@ -364,8 +482,9 @@ func (c *Client) SendFrame(frame any) error {
 	})
 }
 
-func (c *Client) promptLike(ctx context.Context, op, message string, opts *PromptOptions,
-	call func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status) error {
+// promptLike sends a prompt-like command: call runs it; turn and drop as for request.
+func (c *Client) promptLike(ctx context.Context, op, message string, opts *PromptOptions, turn bool,
+	call func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status, drop func(error)) error {
 	defer runtime.KeepAlive(c)
 	var optv any
 	if opts != nil {
@@ -385,35 +504,40 @@ func (c *Client) promptLike(ctx context.Context, op, message string, opts *Promp
 		optv = m
 	} else {
 		cm = C.CString(message)
-		defer freeC(cm)
 	}
 	co, err := rawJSON(op, "options", optv)
 	if err != nil {
+		freeC(cm)
 		return err
 	}
-	defer freeC(co)
-	return c.h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+	return c.h.request(ctx, op, cargs{cm, co}, turn, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 		return call(p, cm, co, t, perr)
-	})
+	}, drop)
 }
 
 // Prompt sends a prompt and returns its request id once the agent acknowledged it; the
 // run streams as events (WaitForIdle waits for it).
 func (c *Client) Prompt(ctx context.Context, message string, opts *PromptOptions) (string, error) {
 	var out *C.char
-	err := c.promptLike(ctx, "prompt", message, opts, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status {
+	err := c.promptLike(ctx, "prompt", message, opts, false, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_prompt(p, m, o, t, &out, perr)
-	})
-	return takeString(out), err
+	}, func(error) { takeString(out) })
+	if err != nil {
+		return "", err
+	}
+	return takeString(out), nil
 }
 
 // AbortAndPrompt sends abort_and_prompt; like Prompt.
 func (c *Client) AbortAndPrompt(ctx context.Context, message string, opts *PromptOptions) (string, error) {
 	var out *C.char
-	err := c.promptLike(ctx, "abort_and_prompt", message, opts, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status {
+	err := c.promptLike(ctx, "abort_and_prompt", message, opts, false, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_abort_and_prompt(p, m, o, t, &out, perr)
-	})
-	return takeString(out), err
+	}, func(error) { takeString(out) })
+	if err != nil {
+		return "", err
+	}
+	return takeString(out), nil
 }
 
 // Turn is one prompt's completed turn, as the library assembled it. The library decides
@@ -549,15 +673,22 @@ func (t *Turn) TypedEvents() []Event {
 }
 
 // PromptAndWait prompts and waits until that prompt completes — where the agent will not go
-// on (see Turn): after its retries and overflow recovery, at pi's agent_settled. A ctx ends
-// the wait, not the agent's work (Abort does). The wait is bounded by ctx's deadline, else by the turn_timeout_ms option (no deadline by default); Close ends it at
-// once with ErrClosed. Only one of PromptAndWait, CollectEvents and WaitForIdle runs at a
-// time (ErrConcurrency). A rejected or late-failed prompt is a *CommandError;
+// on (see Turn): after its retries and overflow recovery, at pi's agent_settled. The wait is
+// bounded by ctx's deadline (ErrTimeout; the agent goes on), else by the turn_timeout_ms
+// option (no deadline by default); Close ends it at once with ErrClosed. A cancelled ctx
+// aborts the turn: abort is sent, and PromptAndWait returns once the aborted prompt completed
+// (abortSettle at most), with a nil Turn and an error wrapping ctx.Err(), so the next prompt
+// finds the agent settled. Only one of PromptAndWait, CollectEvents, WaitForIdle and Stream
+// runs at a time (ErrConcurrency). A rejected or late-failed prompt is a *CommandError;
 // ErrLimitExceeded past max_event_history.
 func (c *Client) PromptAndWait(ctx context.Context, message string, opts *PromptOptions) (*Turn, error) {
 	var turn *C.omprpc_turn
-	err := c.promptLike(ctx, "prompt_and_wait", message, opts, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status {
+	err := c.promptLike(ctx, "prompt_and_wait", message, opts, true, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_prompt_and_wait_turn(p, m, o, t, &turn, perr)
+	}, func(err error) {
+		if err == nil {
+			C.omprpc_turn_free(turn)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -578,8 +709,6 @@ func (c *Client) messageCommand(ctx context.Context, op, message string, images 
 		_, err := c.Request(ctx, op, params)
 		return err
 	}
-	cm := C.CString(message)
-	defer freeC(cm)
 	var optv any
 	if len(images) > 0 {
 		optv = struct {
@@ -590,10 +719,10 @@ func (c *Client) messageCommand(ctx context.Context, op, message string, images 
 	if err != nil {
 		return err
 	}
-	defer freeC(co)
-	return c.h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+	cm := C.CString(message)
+	return c.h.request(ctx, op, cargs{cm, co}, false, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 		return call(p, cm, co, t, perr)
-	})
+	}, nil)
 }
 
 // Steer sends steer (a message into the running turn), with optional images.
@@ -613,9 +742,9 @@ func (c *Client) FollowUp(ctx context.Context, message string, images ...ImageCo
 // Abort sends abort.
 func (c *Client) Abort(ctx context.Context) error {
 	defer runtime.KeepAlive(c)
-	return c.h.request(ctx, "abort", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+	return c.h.request(ctx, "abort", nil, false, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_abort(p, t, perr)
-	})
+	}, nil)
 }
 
 // command sends a command of the protocol table (protocol_gen.go) through Request and
@@ -635,13 +764,17 @@ func decodeEvent(e Event, v any) error {
 
 // CollectEvents waits for the end of the agent's work — its next terminal agent_end it does
 // not go on from (no retry, no overflow recovery), or its agent_settled — and returns every
-// session event from the call until then. Its wait is bounded like PromptAndWait's (it cannot be repeated
-// without losing events, so a cancellation without a deadline is seen only before it starts).
+// session event from the call until then. Its wait is bounded like PromptAndWait's, and a
+// cancelled ctx aborts the agent's work as PromptAndWait's does.
 func (c *Client) CollectEvents(ctx context.Context) ([]Event, error) {
 	defer runtime.KeepAlive(c)
 	var batch *C.omprpc_event_batch
-	err := c.h.request(ctx, "collect_events", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+	err := c.h.request(ctx, "collect_events", nil, true, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_collect_event_batch(p, t, &batch, perr)
+	}, func(err error) {
+		if err == nil {
+			C.omprpc_event_batch_free(batch)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -656,9 +789,9 @@ func (c *Client) CollectEvents(ctx context.Context) ([]Event, error) {
 func (c *Client) WaitForIdle(ctx context.Context) error {
 	defer runtime.KeepAlive(c)
 	if ctx == nil || ctx.Done() == nil {
-		return c.h.request(ctx, "wait_for_idle", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return c.h.request(ctx, "wait_for_idle", nil, false, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 			return C.omprpc_client_wait_for_idle(p, t, perr)
-		})
+		}, nil)
 	}
 	return c.h.wait(ctx, "wait_for_idle", func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_wait_for_idle(p, t, perr)

@@ -10,13 +10,20 @@
 //
 // # Contexts
 //
-// A context ends a call's wait, never the client. A deadline becomes the call's C timeout.
-// Waits that can safely be repeated (NextUIRequest, WaitForIdle, the event iterator) also
-// notice a cancellation without a deadline within a fraction of a second. Calls that send
-// something (Request, Prompt, PromptAndWait, CollectEvents …) see a cancellation without a
-// deadline only before they start; without a deadline they are bounded by the client's
-// request_timeout_ms / turn_timeout_ms options, and Close ends them at once. A timeout that a
-// context deadline caused matches both ErrTimeout and context.DeadlineExceeded.
+// A context's deadline becomes the call's C timeout: past it the call fails with ErrTimeout
+// (matching context.DeadlineExceeded too) and the agent's work goes on. A cancellation (a
+// CancelFunc, signal.NotifyContext) is seen while the call runs. A call that waits for a turn
+// (PromptAndWait, CollectEvents, Stream) then aborts it: abort goes to the agent, and the call
+// returns once the aborted prompt completed, with an error wrapping ctx.Err(), so the next
+// prompt finds the agent settled. Every other call returns at once with an error wrapping
+// ctx.Err(); its C call finishes in the background and its result is dropped. Waits that can
+// safely be repeated (WaitForIdle, NextUIRequest, the event iterator) end the wait only.
+//
+// # Streaming a turn
+//
+// Client.Stream prompts and yields the turn as typed items (TextChunk, ReasoningChunk,
+// ToolCallRequest, ToolCallComplete, RetryScheduled, CompactionComplete, and last
+// TurnComplete), from the library's streaming summarizer; leaving the loop aborts the turn.
 //
 // # Turns
 //
@@ -43,6 +50,9 @@
 // event_queue_capacity) is reported by an event_overflow event and counted in
 // Counters.EventsDropped.
 //
+// An Events channel closes when ctx ends or the client's events end; Subscribe gives the same
+// channel with Err, which says which.
+//
 // Every call that waits on the agent returns, with its result or its error, only once every
 // event queued before that outcome has reached every subscriber (on its Events channel, or
 // taken by its All loop; a subscriber busy in its loop body or with a full channel is not
@@ -51,6 +61,7 @@
 //
 // # Lifetime
 //
-// Close stops the agent and frees the handle; a finalizer does it for a Client that became
-// unreachable, as a safety net only. Every method is safe for concurrent use, Close included.
+// Close stops the agent and frees the handle at once; Shutdown(ctx) is the graceful form (it
+// waits within ctx for the running turns and the agent's idleness, then closes). A finalizer
+// closes a Client that became unreachable, as a safety net only. Every method is safe for concurrent use, Close included.
 package omprpc

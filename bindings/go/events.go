@@ -77,6 +77,9 @@ type subscription struct {
 	ended  bool // no more events: err says why
 	err    error
 	gone   bool
+	// from is the library's index of the first event this subscription wants (Stream: the
+	// first event queued after it subscribed); earlier ones are skipped. 0: every event.
+	from   uint64
 	signal chan struct{} // capacity 1: something was appended, or the events ended
 	stop   chan struct{}
 	once   sync.Once
@@ -330,6 +333,12 @@ func (h *core) deliver(batch []Event) {
 		p.carryLost += lost
 	}
 	for _, s := range p.subs {
+		batch := batch
+		if s.from > p.accounted {
+			if batch = skipBefore(batch, s.from-p.accounted); len(batch) == 0 {
+				continue
+			}
+		}
 		var lost uint64
 		s.q, lost = p.appendBounded(s.q, batch)
 		s.lost += lost
@@ -341,6 +350,63 @@ func (h *core) deliver(batch []Event) {
 	}
 	p.accounted += n
 	p.progressLocked()
+}
+
+// skipBefore drops the first k of the library's events from batch (an event_overflow of the
+// library's stands for the events it dropped).
+func skipBefore(batch []Event, k uint64) []Event {
+	for i, ev := range batch {
+		n := uint64(1)
+		if d, ok := libraryOverflow(ev); ok {
+			n = d
+		}
+		if k < n {
+			return batch[i:]
+		}
+		k -= n
+	}
+	return nil
+}
+
+// subscribeFresh subscribes to the events the library queues from now on: not the kept
+// ones (carry), nor those still in the library's queue from before (a turn of its own
+// starts clean).
+func (h *core) subscribeFresh() (*subscription, error) {
+	p := &h.ev
+	s := &subscription{signal: make(chan struct{}, 1), stop: make(chan struct{}), p: p}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Under p.mu nothing is delivered, so every event from the count on reaches s.
+	queued, ok := h.eventsQueued()
+	if !ok {
+		return nil, closedError("stream")
+	}
+	s.from = queued
+	p.subs = append(p.subs, s)
+	if p.ended {
+		s.ended, s.err = true, p.endErr
+		return s, nil
+	}
+	p.kickLocked(h)
+	return s, nil
+}
+
+// poll takes the backlog without waiting (marking the consumer busy with it, as All does),
+// led by an event_overflow when some were dropped; ended when no more events will come.
+func (s *subscription) poll() (evs []Event, ended bool) {
+	p := s.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(s.q) > 0 || s.lost > 0 {
+		evs = s.q
+		if s.lost > 0 {
+			evs = append([]Event{overflowEvent(s.lost)}, evs...)
+		}
+		s.q, s.lost = nil, 0
+	}
+	s.handed, s.parked = s.pushed, true
+	p.progressLocked()
+	return evs, s.ended && len(evs) == 0
 }
 
 func (h *core) endEvents(err error) {
@@ -446,8 +512,13 @@ func (c *Client) All(ctx context.Context) iter.Seq2[Event, error] {
 // Events returns a channel of the client's events (see All), closed when ctx ends or the
 // client's events end. Events not yet on the channel wait in the subscription's own backlog
 // (bounded like the library's queue; an event_overflow says what it lost), so a slow reader
-// delays nobody.
+// delays nobody. Subscribe gives the same channel and why it closed.
 func (c *Client) Events(ctx context.Context) <-chan Event {
+	return c.Subscribe(ctx).C
+}
+
+// Subscribe is Events with the reason the channel closed: Subscription.Err.
+func (c *Client) Subscribe(ctx context.Context) *Subscription {
 	h := c.h
 	runtime.KeepAlive(c)
 	if ctx == nil {
@@ -455,12 +526,19 @@ func (c *Client) Events(ctx context.Context) <-chan Event {
 	}
 	s := h.subscribe()
 	out := make(chan Event, 256)
+	sub := &Subscription{C: out, done: make(chan struct{})}
 	go func() {
-		defer close(out)
+		var end error
+		defer func() {
+			sub.err = end
+			close(sub.done) // before C closes: Err answers once C is seen closed
+			close(out)
+		}()
 		defer s.cancel()
 		for {
-			batch, lost, _, done := s.next(ctx, false)
+			batch, lost, err, done := s.next(ctx, false)
 			if done {
+				end = err
 				return
 			}
 			// the leading event_overflow (lost > 0) was accounted when taken
@@ -484,13 +562,14 @@ func (c *Client) Events(ctx context.Context) <-chan Event {
 				case <-s.stop:
 					return
 				case <-ctx.Done():
+					end = ctx.Err()
 					return
 				}
 			}
 			s.sent(sent, false)
 		}
 	}()
-	return out
+	return sub
 }
 
 // EventFD returns a descriptor that polls readable (level-triggered) while the library holds

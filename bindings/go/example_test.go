@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"time"
 
@@ -18,6 +19,45 @@ func fakeAgent() string {
 	}
 	p, _ := filepath.Abs(filepath.Join("..", "..", "target", "debug", "omprpc-fake-agent"))
 	return p
+}
+
+// Stream a turn: text as it arrives, tool calls, usage at the end. Ctrl-C cancels ctx, which
+// aborts the turn and ends the loop. With a real agent the options would be
+// omprpc.Options{Executable: "omp", Model: "…", InheritEnv: omprpc.InheritAllowlist}.
+func ExampleClient_Stream() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	c, err := omprpc.Start(ctx, omprpc.Options{Command: []string{fakeAgent()}})
+	if err != nil {
+		fmt.Println("start:", err)
+		return
+	}
+	defer c.Close()
+
+	for item, err := range c.Stream(ctx, `gated bash {"command":"echo hi"}`) {
+		if err != nil {
+			fmt.Println("\nstream:", err) // a refused prompt, the agent's exit, Ctrl-C …
+			return
+		}
+		switch it := item.(type) {
+		case *omprpc.TextChunk:
+			fmt.Print(it.Text)
+		case *omprpc.ToolCallRequest:
+			fmt.Printf("[%s %s]\n", it.ToolName, it.Args)
+		case *omprpc.ToolCallComplete:
+			fmt.Printf("[%s: %s]\n", it.ToolName, it.Outcome)
+		case *omprpc.TurnComplete:
+			if it.Usage != nil {
+				fmt.Printf("\n(%s, %d tokens)\n", it.Outcome, it.Usage.TotalTokens)
+			}
+		}
+	}
+	// Output:
+	// [bash {"command":"echo hi"}]
+	// [bash: success]
+	// after: hi
+	//
+	// (agent_end, 4 tokens)
 }
 
 // Start an agent, prompt it, read the turn. With a real agent the options would be

@@ -378,7 +378,7 @@ type Provider struct {
 
 // ProviderOptions are the options of ProviderConfig.
 type ProviderOptions struct {
-	Flavor    string              `json:"flavor,omitempty"` // "pi" (models.json, the default) or "omp" (models.yml)
+	Flavor    Flavor              `json:"flavor,omitempty"` // FlavorPi (models.json, the default) or FlavorOmp (models.yml)
 	Dir       string              `json:"dir,omitempty"`    // default: a new private directory (0700)
 	Model     string              `json:"model,omitempty"`  // "provider/id"; default: the first model listed
 	Providers map[string]Provider `json:"providers"`
@@ -493,7 +493,7 @@ func SanitizeSchema(schema any, maxNodes int) (*SanitizedSchema, error) {
 
 // SkillsOptions are the input of SkillsFlags.
 type SkillsOptions struct {
-	Flavor       string `json:"flavor"`                  // "omp" or "pi"
+	Flavor       Flavor `json:"flavor"`                  // FlavorOmp or FlavorPi
 	AgentVersion string `json:"agent_version,omitempty"` // "X.Y.Z"; "" for the newest
 	// Skills is "all", "none", or a []string: names (glob patterns) for omp, paths (entries
 	// with a '/') for pi from 0.50 (older pi: "all" or "none" only).

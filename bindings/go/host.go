@@ -212,16 +212,26 @@ func (h *core) registerHost(ctx context.Context, op, what string, value any, ins
 	if err != nil {
 		return nil, err
 	}
-	defer freeC(cj)
 	install()
 	h.ev.setHostDemand(h, h.hostDemand())
-	var out *C.char
-	err = h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
-		return call(p, cj, t, &out, perr)
-	})
-	if err != nil {
+	refused := func() {
 		restore()
 		h.ev.setHostDemand(h, h.hostDemand())
+	}
+	var out *C.char
+	err = h.request(ctx, op, cargs{cj}, false, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+		return call(p, cj, t, &out, perr)
+	}, func(err error) { // left on cancellation: the agent's answer decides, when it comes
+		if err != nil {
+			refused()
+			return
+		}
+		takeBytes(out)
+	})
+	if err != nil {
+		if !isCancelled(err) {
+			refused()
+		}
 		return nil, err
 	}
 	return takeBytes(out), nil
@@ -305,16 +315,23 @@ func removeHost[T any](h *core, ctx context.Context, op, what string, names []st
 	if err != nil {
 		return nil, err
 	}
-	defer freeC(cj)
+	agreed := func() {
+		install(without(current(), names, key, nameKey))
+		h.ev.setHostDemand(h, h.hostDemand())
+	}
 	var out *C.char
-	err = h.request(ctx, op, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+	err = h.request(ctx, op, cargs{cj}, false, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 		return call(p, cj, t, &out, perr)
+	}, func(err error) { // left on cancellation: the agent's answer decides, when it comes
+		if err == nil {
+			agreed()
+			takeBytes(out)
+		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	install(without(current(), names, key, nameKey))
-	h.ev.setHostDemand(h, h.hostDemand())
+	agreed()
 	return takeBytes(out), nil
 }
 

@@ -15,7 +15,7 @@ type Options struct {
 	// Command is the exact argv to spawn; every flag option below is then ignored.
 	Command            []string `json:"command,omitempty"`
 	Executable         string   `json:"executable,omitempty"` // argv[0] for the builder ("omp")
-	Flavor             string   `json:"flavor,omitempty"`     // "omp", "pi" or "auto"
+	Flavor             Flavor   `json:"flavor,omitempty"`     // FlavorOmp, FlavorPi or FlavorAuto
 	Provider           string   `json:"provider,omitempty"`
 	Model              string   `json:"model,omitempty"`
 	SessionDir         string   `json:"session_dir,omitempty"`
@@ -62,8 +62,8 @@ type Options struct {
 	InheritEnv     Inherit           `json:"inherit_env,omitempty"`
 	EnvPassthrough []string          `json:"env_passthrough,omitempty"` // exact names copied from this process
 	// SystemPromptViaFile hands system prompts to the agent as files, not in its argv.
-	SystemPromptViaFile bool   `json:"system_prompt_via_file,omitempty"`
-	Handshake           string `json:"handshake,omitempty"` // "ready", "probe" or "none"
+	SystemPromptViaFile bool      `json:"system_prompt_via_file,omitempty"`
+	Handshake           Handshake `json:"handshake,omitempty"` // HandshakeReady, HandshakeProbe or HandshakeNone
 	// Launcher is an argv prefix the agent runs behind: a sandbox (bwrap, unshare, ip netns
 	// exec) or another host (ssh -T host, docker exec -i ctr, kubectl exec -i pod --). What
 	// close means through each: docs/launcher.md.
@@ -71,7 +71,7 @@ type Options struct {
 	// LauncherEnv: "auto", "process" (the launcher hands its environment on) or "command" (Env
 	// and Cwd travel as an `env -C DIR NAME=VALUE …` prefix; the default for ssh, docker,
 	// podman, kubectl, sudo).
-	LauncherEnv string `json:"launcher_env,omitempty"`
+	LauncherEnv LauncherEnv `json:"launcher_env,omitempty"`
 	// LauncherShell quotes each word for the far side's shell (default: on for ssh only).
 	LauncherShell *bool `json:"launcher_shell,omitempty"`
 	// RecordPath records every frame, both directions, to this JSONL file (created 0600; it
@@ -96,10 +96,10 @@ type Options struct {
 	EventQueueMaxBytes    *int `json:"event_queue_max_bytes,omitempty"` // 256 MiB
 	MaxTurnBytes          *int `json:"max_turn_bytes,omitempty"`        // 1 GiB
 	// TurnEvents is which events a turn retains: "all", "no_updates" or "none".
-	TurnEvents string `json:"turn_events,omitempty"`
+	TurnEvents TurnEvents `json:"turn_events,omitempty"`
 
-	NegotiateV2   *bool  `json:"negotiate_v2,omitempty"`   // true
-	InvalidFrames string `json:"invalid_frames,omitempty"` // "fatal" or "skip"
+	NegotiateV2   *bool         `json:"negotiate_v2,omitempty"`   // true
+	InvalidFrames InvalidFrames `json:"invalid_frames,omitempty"` // InvalidFramesFatal or InvalidFramesSkip
 
 	// HostTools are registered during start; the ones with a Handler are served by this
 	// package (see RegisterHostTool), the others arrive as host_tool_call events.
@@ -107,8 +107,8 @@ type Options struct {
 	HostURISchemes []HostURIScheme `json:"host_uri_schemes,omitempty"`
 	UIPolicy       *UIPolicy       `json:"ui_policy,omitempty"`
 	// Bridge serves host tools through the library's tool bridge: "auto" (pi), "always", "never".
-	Bridge          string `json:"bridge,omitempty"`
-	BridgeTransport string `json:"bridge_transport,omitempty"` // "unix" or "tcp"
+	Bridge          Bridge          `json:"bridge,omitempty"`
+	BridgeTransport BridgeTransport `json:"bridge_transport,omitempty"` // TransportUnix or TransportTCP
 	// BridgeListen is the "IP:port" the bridge binds (TCP; default "127.0.0.1:0"), and
 	// BridgeAdvertise the "host:port" the extension dials (default: the bound address; port 0:
 	// the bound port): an agent in another network namespace, container or host reaches the
@@ -127,8 +127,8 @@ type Options struct {
 	PromptCompleteEvents bool `json:"prompt_complete_events,omitempty"`
 	// LogLevel ("error", "warn", "info", "debug", "trace"; empty: off) makes the library keep
 	// log records for Logs / ForwardLogs; LogQueueCapacity bounds them (1024).
-	LogLevel         string `json:"log_level,omitempty"`
-	LogQueueCapacity *int   `json:"log_queue_capacity,omitempty"`
+	LogLevel         LogLevel `json:"log_level,omitempty"`
+	LogQueueCapacity *int     `json:"log_queue_capacity,omitempty"`
 
 	// Extra is merged into the options JSON last (it overrides the fields above): an escape
 	// hatch for options this struct does not name yet. A nil value sends JSON null.
@@ -257,10 +257,10 @@ func (i Inherit) MarshalJSON() ([]byte, error) {
 // (subscribe before the agent asks: while handlers run, events nobody subscribes to are
 // dropped); "rules" decides in the library. It fails closed unless FailOpen.
 type ToolPolicy struct {
-	Mode    string            `json:"mode"`
+	Mode    PolicyMode        `json:"mode"`
 	Allow   []string          `json:"allow,omitempty"`
 	Block   map[string]string `json:"block,omitempty"`   // tool name → reason
-	Default string            `json:"default,omitempty"` // "allow" or "block"
+	Default PolicyDefault     `json:"default,omitempty"` // PolicyAllow or PolicyBlock
 	// Timeout (timeout_ms, 30 s) blocks a tool the host did not decide on in time.
 	Timeout  time.Duration `json:"-"`
 	FailOpen bool          `json:"fail_open,omitempty"`
@@ -285,7 +285,7 @@ type PromptOptions struct {
 	// {"type":"image","path"|"data_uri"}, {"type":"file","path"|"data_uri"|"text","name"?}.
 	Content []any `json:"content,omitempty"`
 	// StreamingBehavior queues a prompt into a running turn: "steer" or "followUp".
-	StreamingBehavior string `json:"streamingBehavior,omitempty"`
+	StreamingBehavior StreamingBehavior `json:"streamingBehavior,omitempty"`
 }
 
 // ImageContent is an image attached to a prompt: base64 data and its MIME type.
@@ -326,3 +326,104 @@ type HostURIScheme struct {
 	Immutable   bool           `json:"immutable,omitempty"`
 	Handler     HostURIHandler `json:"-"`
 }
+
+// The enum-valued options are named string types, one constant per value: a typo in a
+// constant's name does not compile. Untyped string constants still assign ("pi" is a
+// Flavor), so a value this package does not name yet can be given as it is.
+
+// Flavor is the agent flavour (flavor; also ProviderOptions.Flavor, SkillsOptions.Flavor).
+type Flavor string
+
+const (
+	FlavorOmp  Flavor = "omp"
+	FlavorPi   Flavor = "pi"
+	FlavorAuto Flavor = "auto" // detected from the agent (Options only)
+)
+
+// Handshake is how Start knows the agent is up (handshake).
+type Handshake string
+
+const (
+	HandshakeReady Handshake = "ready" // omp's ready frame
+	HandshakeProbe Handshake = "probe" // a get_state probe (pi)
+	HandshakeNone  Handshake = "none"
+)
+
+// LauncherEnv is how Env and Cwd cross a Launcher (launcher_env; docs/launcher.md).
+type LauncherEnv string
+
+const (
+	LauncherEnvAuto    LauncherEnv = "auto"
+	LauncherEnvProcess LauncherEnv = "process" // the launcher hands its environment on
+	LauncherEnvCommand LauncherEnv = "command" // an `env -C DIR NAME=VALUE …` prefix
+)
+
+// TurnEvents is which events a turn retains (turn_events).
+type TurnEvents string
+
+const (
+	TurnEventsAll       TurnEvents = "all"
+	TurnEventsNoUpdates TurnEvents = "no_updates" // all but message_update (each repeats the whole partial message)
+	TurnEventsNone      TurnEvents = "none"
+)
+
+// InvalidFrames is what a line that is not a JSON object does (invalid_frames).
+type InvalidFrames string
+
+const (
+	InvalidFramesFatal InvalidFrames = "fatal" // the default
+	InvalidFramesSkip  InvalidFrames = "skip"  // record a protocol error and go on
+)
+
+// Bridge is when host tools go through the library's tool bridge (bridge).
+type Bridge string
+
+const (
+	BridgeAuto   Bridge = "auto" // for pi
+	BridgeAlways Bridge = "always"
+	BridgeNever  Bridge = "never"
+)
+
+// BridgeTransport is the bridge's transport (bridge_transport).
+type BridgeTransport string
+
+const (
+	TransportUnix BridgeTransport = "unix"
+	TransportTCP  BridgeTransport = "tcp"
+)
+
+// LogLevel is the level of the log records kept (log_level).
+type LogLevel string
+
+const (
+	LogOff   LogLevel = "off"
+	LogError LogLevel = "error"
+	LogWarn  LogLevel = "warn"
+	LogInfo  LogLevel = "info"
+	LogDebug LogLevel = "debug"
+	LogTrace LogLevel = "trace"
+)
+
+// PolicyMode is ToolPolicy.Mode.
+type PolicyMode string
+
+const (
+	PolicyHost  PolicyMode = "host"  // the program decides (Handler, or policy_eval events)
+	PolicyRules PolicyMode = "rules" // the library decides from Allow / Block / Default
+)
+
+// PolicyDefault is ToolPolicy.Default: the verdict for a tool the rules do not name.
+type PolicyDefault string
+
+const (
+	PolicyAllow PolicyDefault = "allow"
+	PolicyBlock PolicyDefault = "block"
+)
+
+// StreamingBehavior queues a prompt into a running turn (PromptOptions.StreamingBehavior).
+type StreamingBehavior string
+
+const (
+	StreamingSteer    StreamingBehavior = "steer"
+	StreamingFollowUp StreamingBehavior = "followUp"
+)

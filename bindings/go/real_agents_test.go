@@ -420,6 +420,8 @@ func TestRealPi(t *testing.T) {
 		realQuietCommand(t, c, w)
 	})
 
+	t.Run("Stream", func(t *testing.T) { realStream(t, c) })
+
 	t.Run("AbortDuringHostTool", func(t *testing.T) {
 		before := len(w.llmRequests(t))
 		type result struct {
@@ -624,6 +626,8 @@ func TestRealOmp(t *testing.T) {
 		}
 	})
 
+	t.Run("Stream", func(t *testing.T) { realStream(t, c) })
+
 	t.Run("NativeHostTool", func(t *testing.T) {
 		tr := realTurn(t, c, "add numbers")
 		select {
@@ -797,5 +801,46 @@ func TestRealOmpCompactionHandoff(t *testing.T) {
 	}
 	if err := c.WaitForIdle(realCtx(t)); err != nil {
 		t.Errorf("WaitForIdle after the handoff: %v", err)
+	}
+}
+
+// realStream streams "say hello" (the text as the model sends it, then TurnComplete), then
+// "hang" (the model stops mid-answer) cancelled at its first text: the abort reaches the
+// agent, the stream ends with context.Canceled, and the next turn runs.
+func realStream(t *testing.T, c *Client) {
+	var chunks []string
+	var done *TurnComplete
+	for item, err := range c.Stream(realCtx(t), "say hello") {
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		switch x := item.(type) {
+		case *TextChunk:
+			chunks = append(chunks, x.Text)
+		case *TurnComplete:
+			done = x
+		}
+	}
+	if strings.Join(chunks, "") != "Hello from the fake model" || len(chunks) < 2 || done == nil ||
+		done.Text == nil || *done.Text != "Hello from the fake model" || done.Usage == nil || done.Outcome == TurnAborted {
+		t.Fatalf("streamed %q, then %+v", chunks, done)
+	}
+	ctx, cancel := context.WithCancel(realCtx(t))
+	defer cancel()
+	var last error
+	for item, err := range c.Stream(ctx, "hang") {
+		if err != nil {
+			last = err
+			continue
+		}
+		if _, ok := item.(*TextChunk); ok {
+			cancel()
+		}
+	}
+	if !errors.Is(last, context.Canceled) {
+		t.Fatalf("a cancelled stream ended with %v", last)
+	}
+	if tr := realTurn(t, c, "say hello"); text(tr.AssistantText) != "Hello from the fake model" {
+		t.Fatalf("the turn after a cancelled stream: %q", text(tr.AssistantText))
 	}
 }

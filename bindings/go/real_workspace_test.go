@@ -142,7 +142,7 @@ func newRealWorkspace(t testing.TB, agent string, script any) *realWorkspace {
 	w.port = startFakeLLM(t, llm, scriptPath, w.llmLog)
 
 	flavor := agent
-	setup, err := ProviderConfig(ProviderOptions{Flavor: flavor, Dir: w.agentDir, Providers: map[string]Provider{"fake": {
+	setup, err := ProviderConfig(ProviderOptions{Flavor: Flavor(flavor), Dir: w.agentDir, Providers: map[string]Provider{"fake": {
 		BaseURL: fmt.Sprintf("http://127.0.0.1:%d/v1", w.port), API: "openai-completions", APIKey: "fake-key",
 		Compat: map[string]any{"supportsDeveloperRole": false, "supportsReasoningEffort": false},
 		Models: []any{map[string]any{"id": "fake-model", "name": "Fake Model", "reasoning": false, "input": []string{"text"},
@@ -234,7 +234,7 @@ func (w *realWorkspace) options(extra ...string) Options {
 	for k, v := range w.env {
 		env[k] = v
 	}
-	return Options{Command: argv, Flavor: w.agent, Cwd: w.work, Env: env,
+	return Options{Command: argv, Flavor: Flavor(w.agent), Cwd: w.work, Env: env,
 		StartupTimeout: realWait, RequestTimeout: 60 * time.Second, StopGrace: 5 * time.Second}
 }
 
