@@ -24,6 +24,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status's name in every language: `"TIMEOUT"`, `"CANCELLED"`, …
     pub fn name(self) -> &'static str {
         match self {
             Status::Ok => "OK",
@@ -66,7 +67,9 @@ impl Status {
 /// The agent's `success:false` answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommandFailure {
+    /// The command it answered.
     pub command: String,
+    /// Its `error` text.
     pub error: String,
     /// The machine code: the frame's `code`, else `errorInfo.code`.
     pub code: Option<String>,
@@ -75,13 +78,19 @@ pub struct CommandFailure {
     pub info: Option<Value>,
 }
 
+/// Why a call failed: its [`Status`], a message (the same words in every language), and the
+/// agent's own answer when it refused a command.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
+    /// What kind of failure.
     pub status: Status,
+    /// What happened, for people.
     pub message: String,
+    /// The agent's `success:false` answer (COMMAND_FAILED).
     pub failure: Option<Box<CommandFailure>>,
 }
 
+/// The result of every fallible call.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What a caught panic said (its `&str` or `String` payload).
