@@ -3,8 +3,13 @@
 //! passes is what a Rust user gets.
 
 #[allow(dead_code)] // the helpers other suites use
+#[path = "support/common.rs"]
+mod common;
+#[allow(dead_code)]
 #[path = "support/fake.rs"]
 mod fake;
+#[path = "support/pi.rs"]
+mod pi;
 
 /// The example the crate docs, docs/rust.md and the README show: run as it is.
 #[allow(dead_code)] // its `main`
@@ -236,4 +241,36 @@ fn the_handles_are_thread_safe() {
     let cancel = c.cancel_handle();
     drop(c);
     assert!(!cancel.cancel());
+}
+
+/// The same stream and cancel on the real pi (the newest supported, offline against the fake
+/// LLM; tests/support/pi.rs): its own frames (delta-only updates, agent_settled) give the same items.
+#[test]
+fn real_pi_streams_a_turn_and_a_cancel_aborts_it() {
+    let script = json!([
+        {"match": "say hello", "replies": [{"text": "Hello from the fake model"}]},
+        {"match": "hang", "replies": [{"text": "thinking about it", "hang": true}]}]);
+    let Some(env) = pi::PiEnv::new("rust_api_stream", script) else { return };
+    let c = common::start_with("pi", env.options(&[]), json!({}));
+    let settled = if pi::pi_settles() { TurnOutcome::AgentSettled } else { TurnOutcome::AgentEnd };
+    let turn = items(c.stream("say hello").unwrap());
+    assert_eq!(texts(&turn), "Hello from the fake model");
+    let done = complete(&turn);
+    assert_eq!((done.outcome, done.stop_reason.as_deref()), (settled, Some("stop")));
+    // A model that hangs after its first delta: cancelled from another thread.
+    let mut stream = c.stream("hang please").unwrap();
+    assert_eq!(stream.next().unwrap().unwrap(), StreamItem::Text("thinking ".into()));
+    let cancel = stream.cancel_handle();
+    let err = std::thread::scope(|s| {
+        s.spawn(|| assert!(cancel.cancel()));
+        stream.next().expect("an item").unwrap_err()
+    });
+    assert_eq!(err.status, Status::Cancelled, "{err}");
+    drop(stream);
+    let state: Value = serde_json::from_str(&c.request("get_state", None, c.default_request_deadline()).unwrap()).unwrap();
+    assert_eq!(state["isStreaming"], false, "pi ended the aborted run");
+    let again = items(c.stream("say hello").unwrap());
+    assert_eq!((texts(&again), complete(&again).outcome), ("Hello from the fake model".to_string(), settled));
+    assert_eq!(env.llm_requests().len(), 3);
+    c.close().unwrap();
 }
