@@ -52,20 +52,65 @@
  * Result of every fallible omprpc call.
  */
 typedef enum {
+    /**
+     * Success (seen only across the C ABI: a Rust call returns `Ok(…)`).
+     */
     OMPRPC_STATUS_OK = 0,
+    /**
+     * A bad argument: a NULL pointer, a bad option value, an unknown id, a command the agent's version lacks.
+     */
     OMPRPC_STATUS_INVALID_ARGUMENT = 1,
+    /**
+     * An input string is not JSON, or not the JSON type the call takes.
+     */
     OMPRPC_STATUS_INVALID_JSON = 2,
+    /**
+     * An input string is not UTF-8.
+     */
     OMPRPC_STATUS_INVALID_UTF8 = 3,
+    /**
+     * The deadline passed (the client stays usable).
+     */
     OMPRPC_STATUS_TIMEOUT = 4,
+    /**
+     * The agent answered `success:false` (also a late prompt failure).
+     */
     OMPRPC_STATUS_COMMAND_FAILED = 5,
+    /**
+     * The agent exited, or closed its stdout.
+     */
     OMPRPC_STATUS_PROCESS_EXITED = 6,
+    /**
+     * The client was closed (by close, or after a fatal fault).
+     */
     OMPRPC_STATUS_CLOSED = 7,
+    /**
+     * A second prompt-lifecycle operation (turn, stream, wait) while one runs.
+     */
     OMPRPC_STATUS_CONCURRENCY = 8,
+    /**
+     * The agent broke the protocol (a bad frame, a bad chunk, …).
+     */
     OMPRPC_STATUS_PROTOCOL = 9,
+    /**
+     * Spawning, reading or writing failed at the OS level.
+     */
     OMPRPC_STATUS_IO = 10,
+    /**
+     * No such host call, UI request or policy question is open.
+     */
     OMPRPC_STATUS_NOT_FOUND = 11,
+    /**
+     * The agent cancelled that host call (the reply was dropped); in the Rust API, a `Cancel` handle cancelled the turn.
+     */
     OMPRPC_STATUS_CANCELLED = 12,
+    /**
+     * A configured bound was exceeded (e.g. `max_event_history`).
+     */
     OMPRPC_STATUS_LIMIT_EXCEEDED = 13,
+    /**
+     * A bug inside omprpc was caught; the client is closed.
+     */
     OMPRPC_STATUS_PANIC = 14,
 } omprpc_status;
 

@@ -6,24 +6,40 @@ use serde_json::{json, Value};
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Status {
+    /// Success (seen only across the C ABI: a Rust call returns `Ok(…)`).
     Ok = 0,
+    /// A bad argument: a NULL pointer, a bad option value, an unknown id, a command the agent's version lacks.
     InvalidArgument = 1,
+    /// An input string is not JSON, or not the JSON type the call takes.
     InvalidJson = 2,
+    /// An input string is not UTF-8.
     InvalidUtf8 = 3,
+    /// The deadline passed (the client stays usable).
     Timeout = 4,
+    /// The agent answered `success:false` (also a late prompt failure).
     CommandFailed = 5,
+    /// The agent exited, or closed its stdout.
     ProcessExited = 6,
+    /// The client was closed (by close, or after a fatal fault).
     Closed = 7,
+    /// A second prompt-lifecycle operation (turn, stream, wait) while one runs.
     Concurrency = 8,
+    /// The agent broke the protocol (a bad frame, a bad chunk, …).
     Protocol = 9,
+    /// Spawning, reading or writing failed at the OS level.
     Io = 10,
+    /// No such host call, UI request or policy question is open.
     NotFound = 11,
+    /// The agent cancelled that host call (the reply was dropped); in the Rust API, a `Cancel` handle cancelled the turn.
     Cancelled = 12,
+    /// A configured bound was exceeded (e.g. `max_event_history`).
     LimitExceeded = 13,
+    /// A bug inside omprpc was caught; the client is closed.
     Panic = 14,
 }
 
 impl Status {
+    /// The status's name in every language: `"TIMEOUT"`, `"CANCELLED"`, …
     pub fn name(self) -> &'static str {
         match self {
             Status::Ok => "OK",
@@ -66,7 +82,9 @@ impl Status {
 /// The agent's `success:false` answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommandFailure {
+    /// The command it answered.
     pub command: String,
+    /// Its `error` text.
     pub error: String,
     /// The machine code: the frame's `code`, else `errorInfo.code`.
     pub code: Option<String>,
@@ -75,13 +93,19 @@ pub struct CommandFailure {
     pub info: Option<Value>,
 }
 
+/// Why a call failed: its [`Status`], a message (the same words in every language), and the
+/// agent's own answer when it refused a command.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
+    /// What kind of failure.
     pub status: Status,
+    /// What happened, for people.
     pub message: String,
+    /// The agent's `success:false` answer (COMMAND_FAILED).
     pub failure: Option<Box<CommandFailure>>,
 }
 
+/// The result of every fallible call.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What a caught panic said (its `&str` or `String` payload).

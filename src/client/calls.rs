@@ -28,7 +28,7 @@ use super::{deadline_after, is_prompt_command, request_line, Client, Deadline, I
 impl Shared {
     /// Sends a request and waits for its response. `track` marks a prompt-like command
     /// (with whether it is queued into a live run).
-    fn call(&self, id: &str, ty: &str, line: &[u8], deadline: Deadline, track: Option<bool>) -> Reply {
+    pub(super) fn call(&self, id: &str, ty: &str, line: &[u8], deadline: Deadline, track: Option<bool>) -> Reply {
         let slot = ReplySlot::new();
         lock(&self.pending).insert(id.to_string(), ty, slot.clone())?;
         if ty == "abort" || ty == "abort_retry" || ty == "abort_and_prompt" {
@@ -222,12 +222,12 @@ impl Shared {
     }
 
     /// A wait for the agent's runs: the idle timeout, and probes where the stream is ambiguous.
-    fn turn_wait(&self) -> Wait {
+    pub(super) fn turn_wait(&self) -> Wait {
         Wait { began_before: false, idle: self.opts.turn_idle_timeout, probe: true }
     }
 
     /// How long a probe may wait for its answer before it counts as "busy".
-    fn probe_patience(&self) -> Duration {
+    pub(super) fn probe_patience(&self) -> Duration {
         self.opts.request_timeout.unwrap_or(Duration::from_secs(30))
     }
 
@@ -280,10 +280,13 @@ impl Drop for Slot<'_> {
 }
 
 impl Client {
+    /// The deadline of a request sent now: the start option `request_timeout_ms` (30 s by
+    /// default) from now.
     pub fn default_request_deadline(&self) -> Deadline {
         deadline_after(self.shared.opts.request_timeout)
     }
 
+    /// The deadline of a turn started now: `turn_timeout_ms` from now (none by default).
     pub fn default_turn_deadline(&self) -> Deadline {
         deadline_after(self.shared.opts.turn_timeout)
     }
@@ -292,6 +295,10 @@ impl Client {
     /// agent acknowledges it as an operation (omp protocol 1.1, client::operations), waits for
     /// the operation's end within the same deadline and returns the end's `data` instead.
     /// `get_messages` under protocol v2 is the page walk of client::messages.
+    ///
+    /// `ty` is the command's `type`, `params` its other members; the agent's version must have
+    /// the command (`src/protocol/table.json`), else INVALID_ARGUMENT before anything is sent.
+    /// A refusal is COMMAND_FAILED with the agent's words in [`Error::failure`](Error).
     pub fn request(&self, ty: &str, params: Option<&Map<String, Value>>, deadline: Deadline) -> Result<String> {
         if ty == "get_messages" && params.is_none_or(Map::is_empty) {
             return self.get_messages(deadline);
@@ -381,17 +388,23 @@ impl Client {
         Ok(id)
     }
 
-    /// Prompts and waits for that prompt's completion; returns the turn JSON.
+    /// Prompts and waits for that prompt's completion (after every retry and recovery the agent
+    /// makes by itself); returns the turn JSON: `{"events","messages","assistantText",
+    /// "outcome","agentInvoked",…}` (docs/c-api.md, "The turn"). `options`: prompt options
+    /// (`images`, `content` blocks, `streamingBehavior`). A [`Cancel`](super::stream::Cancel) handle
+    /// ends the wait with CANCELLED after aborting the turn; a timeout leaves the turn running.
     pub fn prompt_and_wait(&self, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<String> {
         self.prompt_and_wait_json(message, options, deadline).map(json_text)
     }
 
     /// The same, as bytes (UTF-8 JSON without NUL; not checked again — it can be 64 MiB).
+    #[doc(hidden)]
     pub fn prompt_and_wait_json(&self, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<Vec<u8>> {
         self.prompt_and_wait_turn(message, options, deadline).map(|t| t.json)
     }
 
     /// The same, with the turn's parts located in its JSON (the C ABI's `omprpc_turn`).
+    #[doc(hidden)]
     pub fn prompt_and_wait_turn(&self, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<turn::Turn> {
         let s = &self.shared;
         let (params, streaming) = Self::prompt_params(message, options)?;
@@ -404,7 +417,12 @@ impl Client {
         }
         let _slot = Slot { shared: s, op: "prompt_and_wait" };
         s.call(&id, "prompt", &line, deadline, Some(streaming))?;
-        let collector = self.completed_collector(deadline)?;
+        let collector = self.completed_collector(deadline).inspect_err(|e| {
+            if e.status == Status::Cancelled {
+                // A Cancel handle (client::stream): the turn ends before the call returns.
+                self.abort_turn();
+            }
+        })?;
         turn::build_turn(&id, collector, s.opts.turn_summary.then(|| s.opts.model.clone()))
     }
 
@@ -414,11 +432,13 @@ impl Client {
         self.collect_events_json(deadline).map(json_text)
     }
 
+    #[doc(hidden)]
     pub fn collect_events_json(&self, deadline: Deadline) -> Result<Vec<u8>> {
         self.collect_events_located(deadline).map(|(array, _)| array)
     }
 
     /// The same array, with where each event sits in it (the C ABI's event batch).
+    #[doc(hidden)]
     pub fn collect_events_located(&self, deadline: Deadline) -> Result<(Vec<u8>, Vec<turn::Span>)> {
         let s = &self.shared;
         {
@@ -432,16 +452,18 @@ impl Client {
     }
 
     /// Waits for the active collector to complete and takes it (its `prompt_complete` event, when
-    /// announced, is queued first).
+    /// announced, is queued first); CANCELLED when a Cancel handle asked (client::stream).
     fn completed_collector(&self, deadline: Deadline) -> Result<turn::Collector> {
         let s = &self.shared;
         let collector = s.wait_state_since(deadline, "Timed out waiting for the agent to finish", s.turn_wait(), &mut |st| {
             if st.life.collector_done() {
-                st.life.take_collector()
+                st.life.take_collector().map(Ok)
+            } else if st.life.cancel_requested() {
+                Some(Err(super::stream::cancelled()))
             } else {
                 None
             }
-        })?;
+        })??;
         s.completions_announced();
         Ok(collector)
     }
@@ -463,18 +485,27 @@ impl Client {
     }
 
     /// The name of the running lifecycle operation, if any (for bindings and tests).
+    #[doc(hidden)]
     pub fn active_operation(&self) -> Option<&'static str> {
         self.shared.state().life.active_operation()
     }
 
+    /// Up to `max` events from the client's queue (each one JSON object, UTF-8), waiting until
+    /// `deadline` for the first: TIMEOUT when none came, CLOSED once the client closed and the
+    /// queue is drained. A full queue drops the oldest events and says so in an
+    /// `event_overflow` event.
     pub fn next_events(&self, max: usize, deadline: Deadline) -> Result<Vec<EventBytes>> {
         self.shared.events.pop(max.max(1), deadline)
     }
 
+    /// A file descriptor that is readable while events are queued, for `poll(2)`/epoll loops.
+    /// The client owns it.
     pub fn event_fd(&self) -> i32 {
         self.shared.events.fd()
     }
 
+    /// The next `extension_ui_request` the headless UI policy did not answer (JSON), waiting
+    /// until `deadline`.
     pub fn next_ui_request(&self, deadline: Deadline) -> Result<Vec<u8>> {
         self.shared.ui.next(deadline)
     }
@@ -487,18 +518,23 @@ impl Client {
         self.shared.write(&line, self.default_request_deadline())
     }
 
+    /// Answers UI request `id` with a value (input, select, editor).
     pub fn ui_send_value(&self, id: &str, value: &str) -> Result<()> {
         self.send_ui(id, ui::value_frame(id, value))
     }
 
+    /// Answers confirm request `id`.
     pub fn ui_send_confirmation(&self, id: &str, confirmed: bool) -> Result<()> {
         self.send_ui(id, ui::confirm_frame(id, confirmed))
     }
 
+    /// Cancels UI request `id` (`timed_out`: the host's own timeout fired).
     pub fn ui_cancel(&self, id: &str, timed_out: bool) -> Result<()> {
         self.send_ui(id, ui::cancel_frame(id, timed_out))
     }
 
+    /// Sets the headless UI policy (None: every request reaches `next_ui_request`); requests
+    /// already waiting that it answers are answered now.
     pub fn set_ui_policy(&self, policy: Option<UiPolicy>) {
         for frame in self.shared.ui.set_policy(policy) {
             self.shared.send_internal(frame);
@@ -513,6 +549,9 @@ impl Client {
         self.update_registry(command, key, list, deadline, |h| set(h, false))
     }
 
+    /// `set_host_tools`: registers the host tools (omp), replacing those registered; their calls
+    /// arrive as `host_tool_call` events, answered with [`Client::host_tool_result`]. pi's host
+    /// tools are the start option `host_tools` (the tool bridge).
     pub fn set_host_tools(&self, tools: Value, deadline: Deadline) -> Result<String> {
         self.refuse_bridged("set_host_tools")?;
         let names = HostRegistry::check_tools(&tools)?;
@@ -579,6 +618,8 @@ impl Client {
         Ok(data_text(r?))
     }
 
+    /// `set_host_uri_schemes`: the URI schemes the host serves (`host_uri_request` events,
+    /// answered with [`Client::host_uri_result`]), replacing those registered.
     pub fn set_host_uri_schemes(&self, schemes: Value, deadline: Deadline) -> Result<String> {
         let parsed = HostRegistry::check_schemes(&schemes)?;
         self.register("set_host_uri_schemes", "schemes", schemes, deadline, |h, ok| {
@@ -586,16 +627,21 @@ impl Client {
         })
     }
 
+    /// A partial result for open host call `call_id` (NOT_FOUND for an unknown call, CANCELLED
+    /// when the agent cancelled it).
     pub fn host_tool_update(&self, call_id: &str, partial: Value) -> Result<()> {
         let out = self.shared.host_answer(|h| h.tool_update(call_id, partial))?;
         self.shared.send_outgoing(out, self.default_request_deadline())
     }
 
+    /// The result of host call `call_id` (`{"content":[…]}`), `is_error` for a failure; the
+    /// call is then closed.
     pub fn host_tool_result(&self, call_id: &str, result: Value, is_error: bool) -> Result<()> {
         let out = self.shared.host_answer(|h| h.tool_result(call_id, result, is_error))?;
         self.shared.send_outgoing(out, self.default_request_deadline())
     }
 
+    /// The answer to `host_uri_request` `request_id`.
     pub fn host_uri_result(&self, request_id: &str, result: Value) -> Result<()> {
         let frame = self.shared.host_answer(|h| h.uri_result_frame(request_id, result))?;
         self.shared.send_outgoing(Outgoing::Stdin(frame), self.default_request_deadline())
@@ -618,14 +664,18 @@ impl Client {
             .map_err(|e| Error::new(Status::Io, format!("the tool bridge connection is gone: {e}")))
     }
 
+    /// The agent's recent stderr lines (a bounded ring; works after close too).
     pub fn stderr(&self) -> String {
         lock(&self.shared.stderr).text()
     }
 
+    /// The protocol faults recorded so far, as a JSON array (the newest 128).
     pub fn protocol_errors(&self) -> String {
         Value::Array(self.shared.state().protocol_errors.iter().cloned().collect()).to_string()
     }
 
+    /// The client's state as JSON: pid, argv, flavor, agent version, protocol version, the
+    /// ready frame, whether and why it closed, …
     pub fn info(&self) -> String {
         let s = &self.shared;
         let pending = lock(&s.pending).len();

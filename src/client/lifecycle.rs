@@ -189,6 +189,14 @@ pub struct Lifecycle {
     answered_at: Option<std::time::Instant>,
     active: Option<&'static str>,
     collector: Option<Collector>,
+    /// The raw session events of the active collection not yet taken (`take_tapped`): kept only
+    /// for a streamed turn (`collect_streaming`), whose reader feeds the summarizer as they come.
+    tap: Option<Vec<Vec<u8>>>,
+    /// Counts the collector operations acquired: identifies the one a [`Cancel`](super::stream::Cancel)
+    /// handle was taken from.
+    operation_seq: u64,
+    /// The host asked to cancel the active turn (`cancel`): its waiter aborts it.
+    cancelled: bool,
     /// The first late failure since the last prompt was sent (wait_for_idle raises it).
     sticky: Option<Error>,
     /// Completed prompts not yet announced (`take_completions`); kept only when `announcing`.
@@ -220,6 +228,9 @@ impl Lifecycle {
             answered_at: None,
             active: None,
             collector: None,
+            tap: None,
+            operation_seq: 0,
+            cancelled: false,
             sticky: None,
             completions: Vec::new(),
             announcing: false,
@@ -254,6 +265,8 @@ impl Lifecycle {
             ));
         }
         self.active = Some(op);
+        self.operation_seq += 1;
+        self.cancelled = false;
         Ok(())
     }
 
@@ -261,7 +274,48 @@ impl Lifecycle {
         if self.active == Some(op) {
             self.active = None;
             self.collector = None;
+            self.tap = None;
+            self.cancelled = false;
         }
+    }
+
+    /// The operation acquired last (with `acquire`): what a cancel handle taken now would name.
+    pub fn operation_seq(&self) -> u64 {
+        self.operation_seq
+    }
+
+    /// Asks the waiter of the active turn (`prompt_and_wait`, `stream`) to cancel it; `seq`: only
+    /// when that is still the operation acquired as `seq`. Whether a turn was asked to.
+    pub fn cancel(&mut self, seq: Option<u64>) -> bool {
+        let turn = matches!(self.active, Some("prompt_and_wait" | "stream"));
+        if !turn || seq.is_some_and(|s| s != self.operation_seq) || self.collector_done() {
+            return false;
+        }
+        self.cancelled = true;
+        true
+    }
+
+    /// The active turn was asked to cancel and has not completed.
+    pub fn cancel_requested(&self) -> bool {
+        self.cancelled && !self.collector_done()
+    }
+
+    /// Like `collect` for a streamed turn: the collector keeps no events (nothing bounds a
+    /// streamed turn's length), each is tapped instead until `take_tapped`.
+    pub fn collect_streaming(&mut self, prompt_id: String) {
+        self.last_event = std::time::Instant::now();
+        self.collector = Some(Collector::new(Some(prompt_id), b"[", None, None, TurnEvents::None));
+        self.tap = Some(Vec::new());
+    }
+
+    /// The tapped events not taken yet, oldest first.
+    pub fn take_tapped(&mut self) -> Vec<Vec<u8>> {
+        self.tap.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// A streamed turn is collecting: its waiter wants to hear of every event.
+    pub fn tapping(&self) -> bool {
+        self.tap.is_some() && !self.collector_done()
     }
 
     /// Starts retaining events (before the prompt is written, so none can be missed) after
@@ -466,6 +520,9 @@ impl Lifecycle {
     pub fn event(&mut self, line: &[u8], mark: Mark) {
         self.last_event = std::time::Instant::now();
         if let Some(c) = &mut self.collector {
+            if let Some(tap) = self.tap.as_mut().filter(|_| c.outcome.is_none()) {
+                tap.push(line.to_vec());
+            }
             c.retain(line, &mark);
         }
         match mark {

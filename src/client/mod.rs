@@ -9,12 +9,14 @@
 
 pub mod events;
 pub mod host;
+pub mod items;
 pub mod lifecycle;
 mod messages;
 pub mod operations;
 pub mod options;
 pub mod pending;
 pub(crate) mod reader;
+pub mod stream;
 pub mod ui;
 
 // The client's methods, by the part of its life they serve; the types they share are below.
@@ -52,7 +54,7 @@ use ui::UiQueue;
 /// Protocol errors kept for `protocol_errors` (oldest dropped).
 const PROTOCOL_ERROR_MEMORY: usize = 128;
 
-/// How long a call may wait: a deadline, or none.
+/// How long a call may wait: until this instant, or (None) without limit.
 pub type Deadline = Option<Instant>;
 
 pub fn deadline_after(timeout: Option<Duration>) -> Deadline {
@@ -180,6 +182,11 @@ pub(crate) struct Shared {
     counters: Counters,
 }
 
+/// A client of one omp or pi agent in RPC mode: the agent process, its requests, events,
+/// turns, UI requests and host calls. `Send + Sync`: every method may be called from any
+/// thread, at once (share it in an `Arc`); one turn or wait on the agent's activity runs at a
+/// time (`stream`, `prompt_and_wait`, `collect_events`, `wait_for_idle`: a second one fails
+/// with CONCURRENCY). Dropping it closes it.
 pub struct Client {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -423,6 +430,7 @@ impl Shared {
             st.life.event(&now, lifecycle::Mark::Other);
             drop(st);
             self.events.push(events::event_bytes(&now));
+            self.cond.notify_all(); // a streamed turn's waiter takes it (client::stream)
         }
     }
 

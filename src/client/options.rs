@@ -78,8 +78,11 @@ pub enum Handshake {
 pub struct UiPolicy {
     /// None: cancel the confirm; Some(b): answer `confirmed: b`.
     pub confirm: Option<bool>,
+    /// The answer to a `select` (None: cancel it).
     pub select: Option<String>,
+    /// The answer to an `input` (None: cancel it).
     pub input: Option<String>,
+    /// The answer to an `editor` (None: cancel it).
     pub editor: Option<String>,
 }
 

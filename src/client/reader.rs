@@ -394,8 +394,16 @@ impl Router<'_> {
             drop(gate);
             self.shared.cond.notify_all();
         } else {
-            self.shared.state().life.event(line, mark);
+            let tapping = {
+                let mut st = self.shared.state();
+                st.life.event(line, mark);
+                st.life.tapping()
+            };
             self.emit_line(line);
+            if tapping {
+                // A streamed turn's waiter takes each event as it comes (client::stream).
+                self.shared.cond.notify_all();
+            }
         }
     }
 

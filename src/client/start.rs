@@ -30,6 +30,13 @@ use super::{deadline_after, operations, reader, Client, Deadline, Shared, State,
 
 impl Client {
     /// Spawns the agent and completes the handshake; on any failure the agent is torn down.
+    ///
+    /// `options_json`: the start options as a JSON object, the keys of the C API's
+    /// `omprpc_client_start` (docs/c-api.md, "Start options"): `command` (the agent's argv) or
+    /// `executable` with typed options (`model`, `flavor`, `host_tools`, `ui_policy`, …), the
+    /// environment (`env`, `inherit_env`), timeouts. An unknown key or a bad value is
+    /// INVALID_ARGUMENT naming it; an agent that cannot start is IO or PROCESS_EXITED with its
+    /// stderr.
     pub fn start(options_json: &str) -> Result<Client> {
         // Before the options are read there is no client logger: OMPRPC_LOG still sees why.
         let early = |e: Error| {

@@ -187,6 +187,7 @@ pub type Span = (usize, usize);
 /// How a prompt completed (the C ABI's `omprpc_turn_outcome`; `name` in the turn JSON and the
 /// `prompt_complete` event).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TurnOutcome {
     /// The last run's terminal `agent_end` ended it, and the agent did not go on (an agent that
     /// does not announce settling: omp, pi before 0.80.4).
@@ -204,6 +205,7 @@ pub enum TurnOutcome {
 }
 
 impl TurnOutcome {
+    /// The outcome's name in the turn JSON and the `prompt_complete` event (`"agent_end"`, …).
     pub fn name(self) -> &'static str {
         match self {
             TurnOutcome::AgentEnd => "agent_end",
