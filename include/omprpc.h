@@ -281,9 +281,11 @@ void omprpc_string_free(char *s);
 omprpc_status omprpc_build_argv(const char *options_json, char **out_argv_json, char **out_error);
 
 /**
- * The safe part of this process's environment (a JSON object): the allow-list of names a
- * coding agent needs (PATH, HOME, locale, proxies, TLS, NODE_*, PI_*, XDG_* …) plus the exact
- * names in `options_json` `{"passthrough":["OPENAI_API_KEY"]}` (or NULL). Deny by default.
+ * The part of this process's environment an agent gets by default (a JSON object): the
+ * allow-list of names a coding agent needs (PATH, HOME, locale, proxies, TLS, NODE_*, PI_*,
+ * XDG_* …) and the model and search providers' API keys pi and omp read (ANTHROPIC_API_KEY,
+ * OPENAI_API_KEY …; not cloud or code-host credentials), plus the exact names in
+ * `options_json` `{"passthrough":["AWS_PROFILE"]}` (or NULL). Deny by default.
  * Ownership: the caller frees `*out_env_json` with `omprpc_string_free`. Threads: any thread
  * (reads the environment; do not call setenv concurrently). Statuses: OK, INVALID_ARGUMENT,
  * INVALID_JSON, INVALID_UTF8, PANIC.

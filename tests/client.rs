@@ -560,11 +560,20 @@ fn environment_is_deny_by_default_and_system_prompts_can_go_through_files() {
     c.close().unwrap();
     assert!(!std::path::Path::new(&kind).exists(), "the prompt files are removed at close");
     let _ = std::fs::remove_dir_all(&dir);
-    // Without inherit_env nothing of ours passes at all.
+    // With inherit_env false nothing of ours passes at all.
     let env_file2 = std::env::temp_dir().join(format!("omprpc-envtest2-{}.json", std::process::id()));
-    let c = start_with(json!({"env": {"OMPRPC_FAKE_ENV_FILE": env_file2.to_str().unwrap()}}));
+    let c = start_with(json!({"inherit_env": false, "env": {"OMPRPC_FAKE_ENV_FILE": env_file2.to_str().unwrap()}}));
     let env: Value = serde_json::from_str(&std::fs::read_to_string(&env_file2).unwrap()).unwrap();
     assert_eq!(env.as_object().unwrap().keys().collect::<Vec<_>>(), ["OMPRPC_FAKE_ENV_FILE"]);
+    c.close().unwrap();
+    // Unset, it is the allow-list with the provider keys pi and omp read: what a README's
+    // `{model}` start needs on a user's machine, and still no unlisted secret.
+    std::env::set_var("OPENROUTER_API_KEY", "sk-or-envtest");
+    let c = start_with(json!({"env": {"OMPRPC_FAKE_ENV_FILE": env_file2.to_str().unwrap()}}));
+    let env: Value = serde_json::from_str(&std::fs::read_to_string(&env_file2).unwrap()).unwrap();
+    assert_eq!(env["OPENROUTER_API_KEY"], "sk-or-envtest");
+    assert_eq!(env["PATH"].as_str(), std::env::var("PATH").ok().as_deref());
+    assert!(env.get("OMPRPC_TEST_SECRET").is_none() && env.get("OMPRPC_TEST_OPT_IN").is_none(), "an unlisted name passed: {env}");
     c.close().unwrap();
     let _ = std::fs::remove_file(&env_file2);
 }

@@ -113,7 +113,7 @@ fn dropped_events_and_protocol_errors_are_counted_and_logged() {
 fn debug_logs_tell_the_story_without_secrets() {
     let c = start_with(json!({
         "command": null, "executable": FAKE, "system_prompt": SECRET_PROMPT, "append_system_prompt": SECRET_APPEND,
-        "env": {"ANTHROPIC_API_KEY": API_KEY, "PLAIN": "x"}, "log_level": "trace",
+        "env": {"ANTHROPIC_API_KEY": API_KEY, "PLAIN": "x"}, "inherit_env": false, "log_level": "trace",
     }));
     c.request("get_state", None, secs(10)).unwrap();
     let p = parse_params(Some(r#"{"command":"echo my private prompt words"}"#)).unwrap();

@@ -583,7 +583,7 @@ fn the_argv_fits_the_pi_version() {
         "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}]);
     let opts = json!({"executable": launcher.display().to_string(), "model": "fake/fake-model", "no_session": true,
         "tools": [], "host_tools": tools, "cwd": env.work.display().to_string(), "env": env.env(json!({"PI_OFFLINE": "1"})),
-        "startup_timeout_ms": 120000, "request_timeout_ms": 60000, "stop_grace_ms": 3000});
+        "inherit_env": false, "startup_timeout_ms": 120000, "request_timeout_ms": 60000, "stop_grace_ms": 3000});
     let c = Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("start: {e}"));
     let info: Value = serde_json::from_str(&c.info()).unwrap();
     assert_eq!(info["agentVersion"], pi::pi_version().as_str(), "{info}");

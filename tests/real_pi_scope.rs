@@ -35,7 +35,7 @@ fn built_options(env: &PiEnv, extra: Value) -> Value {
     std::fs::set_permissions(&launcher, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let mut opts = json!({"executable": launcher.display().to_string(), "flavor": "pi", "model": "fake/fake-model",
         "no_session": true, "cwd": env.work.display().to_string(), "env": env.env(json!({"PI_OFFLINE": "1"})),
-        "startup_timeout_ms": 120000, "request_timeout_ms": 60000, "stop_grace_ms": 3000});
+        "inherit_env": false, "startup_timeout_ms": 120000, "request_timeout_ms": 60000, "stop_grace_ms": 3000});
     for (k, v) in extra.as_object().unwrap() {
         opts[k] = v.clone();
     }

@@ -83,6 +83,7 @@ fn base(ws: &pi::Workspace, agent: &str, launcher: &Path) -> Value {
         "extra_args": extra,
         "cwd": ws.work.display().to_string(),
         "env": ws.env(json!({"PI_OFFLINE": "1"})),
+        "inherit_env": false,
         "startup_timeout_ms": 120000,
         "request_timeout_ms": 60000,
     })

@@ -236,7 +236,8 @@ type Inherit string
 
 // The values of Inherit.
 const (
-	InheritNothing   Inherit = ""          // exactly Env (the default)
+	InheritDefault   Inherit = ""          // unset: the core's default, the allow-list with the provider keys pi and omp read
+	InheritNothing   Inherit = "nothing"   // exactly Env (sent as false): nothing of this process's
 	InheritAll       Inherit = "all"       // all of this process's environment
 	InheritAllowlist Inherit = "allowlist" // only the names an agent needs (PATH, HOME, locale, proxies …)
 )

@@ -234,7 +234,7 @@ func (w *realWorkspace) options(extra ...string) Options {
 	for k, v := range w.env {
 		env[k] = v
 	}
-	return Options{Command: argv, Flavor: Flavor(w.agent), Cwd: w.work, Env: env,
+	return Options{Command: argv, Flavor: Flavor(w.agent), Cwd: w.work, Env: env, InheritEnv: InheritNothing,
 		StartupTimeout: realWait, RequestTimeout: 60 * time.Second, StopGrace: 5 * time.Second}
 }
 

@@ -261,6 +261,17 @@ pub fn check_supported(flavor: Flavor, v: Version) -> Result<()> {
     Ok(())
 }
 
+/// `inherit_env`: which part of this process's environment the agent gets under `env`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Inherit {
+    /// The allow-list (crate::env): the default.
+    Allowlist,
+    /// All of it (`true`).
+    All,
+    /// None of it (`false`): exactly `env` and `env_passthrough`.
+    Nothing,
+}
+
 /// Env names whose values are treated as secrets (matched case-insensitively, as substrings).
 const SECRET_NAME_PARTS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "AUTH", "CREDENTIAL", "COOKIE", "SESSION"];
 
@@ -375,24 +386,27 @@ impl Options {
                 .collect::<Result<_>>()?,
             Some(_) => return Err(wrong("env", "an object of strings")),
         };
-        // The agent's environment: nothing of ours (default), all of it (true), or the safe
-        // allow-list ("allowlist"); `env_passthrough` names come from ours in every case;
-        // `env` goes on top.
+        // The agent's environment: the allow-list of ours — what an agent needs to run and the
+        // provider keys it reads (crate::env) — by default or with "allowlist", so that an agent
+        // started with nothing but a model reaches it on a user's machine; all of ours (true);
+        // or nothing of ours (false: isolation). `env_passthrough` names come from ours in every
+        // case; `env` goes on top.
         let passthrough = o.str_list("env_passthrough")?.unwrap_or_default();
-        let inherit_all = match o.get("inherit_env") {
-            None | Some(Value::Bool(false)) => false,
-            Some(Value::Bool(true)) => true,
-            Some(Value::String(s)) if s == "allowlist" => false,
+        let inherit = match o.get("inherit_env") {
+            None => Inherit::Allowlist,
+            Some(Value::String(s)) if s == "allowlist" => Inherit::Allowlist,
+            Some(Value::Bool(true)) => Inherit::All,
+            Some(Value::Bool(false)) => Inherit::Nothing,
             Some(_) => return Err(wrong("inherit_env", "true, false or \"allowlist\"")),
         };
         // What the host asked the agent to get by name (all a far-side launcher carries over).
         let named: Vec<(String, String)> =
             passthrough.iter().filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v))).chain(explicit.iter().cloned()).collect();
-        let env: Vec<(String, String)> = if o.get("inherit_env").and_then(Value::as_str) == Some("allowlist") {
-            crate::env::build(None, &passthrough).into_iter().chain(explicit).collect()
-        } else {
-            named.clone()
+        let env: Vec<(String, String)> = match inherit {
+            Inherit::Allowlist => crate::env::build(None, &passthrough).into_iter().chain(explicit).collect(),
+            Inherit::All | Inherit::Nothing => named.clone(),
         };
+        let inherit_all = inherit == Inherit::All;
         let handshake = match o.str("handshake")? {
             None => {
                 if flavor == Flavor::Pi {
@@ -560,6 +574,28 @@ mod tests {
         assert_eq!(o.request_timeout, Some(Duration::from_secs(30)));
         assert!(!o.spawn.inherit_env);
         assert_eq!(o.handshake, Handshake::Ready);
+    }
+
+    #[test]
+    fn the_default_environment_is_the_allow_list_with_provider_keys() {
+        // This process's own environment is what the options read: names no other test sets.
+        std::env::set_var("ANTHROPIC_API_KEY", "sk-ant-options-test");
+        std::env::set_var("OMPRPC_OPTIONS_TEST_SECRET", "hunter2");
+        let names = |v: Value| -> (Vec<String>, bool) {
+            let o = opts(v).unwrap();
+            (o.spawn.env.iter().map(|(k, _)| k.clone()).collect(), o.spawn.inherit_env)
+        };
+        for default in [json!({"command": ["a"]}), json!({"command": ["a"], "inherit_env": "allowlist"})] {
+            let (env, all) = names(default);
+            assert!(!all);
+            assert!(env.iter().any(|k| k == "PATH") && env.iter().any(|k| k == "ANTHROPIC_API_KEY"), "{env:?}");
+            assert!(!env.iter().any(|k| k == "OMPRPC_OPTIONS_TEST_SECRET"), "an unlisted name passed: {env:?}");
+        }
+        let (env, all) = names(json!({"command": ["a"], "inherit_env": false, "env": {"A": "1"}}));
+        assert_eq!((env, all), (vec!["A".to_string()], false), "false: nothing of ours");
+        let (env, all) = names(json!({"command": ["a"], "inherit_env": true, "env": {"A": "1"}}));
+        assert_eq!((env, all), (vec!["A".to_string()], true), "true: all of ours, under env");
+        assert!(opts(json!({"inherit_env": "all"})).unwrap_err().message.contains("inherit_env"));
     }
 
     #[test]

@@ -29,9 +29,11 @@ pub unsafe extern "C" fn omprpc_build_argv(options_json: *const c_char, out_argv
     })
 }
 
-/// The safe part of this process's environment (a JSON object): the allow-list of names a
-/// coding agent needs (PATH, HOME, locale, proxies, TLS, NODE_*, PI_*, XDG_* …) plus the exact
-/// names in `options_json` `{"passthrough":["OPENAI_API_KEY"]}` (or NULL). Deny by default.
+/// The part of this process's environment an agent gets by default (a JSON object): the
+/// allow-list of names a coding agent needs (PATH, HOME, locale, proxies, TLS, NODE_*, PI_*,
+/// XDG_* …) and the model and search providers' API keys pi and omp read (ANTHROPIC_API_KEY,
+/// OPENAI_API_KEY …; not cloud or code-host credentials), plus the exact names in
+/// `options_json` `{"passthrough":["AWS_PROFILE"]}` (or NULL). Deny by default.
 /// Ownership: the caller frees `*out_env_json` with `omprpc_string_free`. Threads: any thread
 /// (reads the environment; do not call setenv concurrently). Statuses: OK, INVALID_ARGUMENT,
 /// INVALID_JSON, INVALID_UTF8, PANIC.

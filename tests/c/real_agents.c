@@ -200,7 +200,7 @@ static char *ws_options(const workspace *w, const char *launcher0, const char *c
             snprintf(out, n,
                      "{\"command\":[%s,%s,\"--mode\",\"rpc\",\"--no-session\",\"%s\",\"--model\",\"fake/fake-model\"%s%s],"
                      "\"flavor\":\"%s\",\"cwd\":%s,\"env\":{\"HOME\":%s,\"TMPDIR\":%s,\"PI_CODING_AGENT_DIR\":%s,"
-                     "\"PATH\":%s%s},\"startup_timeout_ms\":%d,\"request_timeout_ms\":60000,\"stop_grace_ms\":5000%s%s}",
+                     "\"PATH\":%s%s},\"inherit_env\":false,\"startup_timeout_ms\":%d,\"request_timeout_ms\":60000,\"stop_grace_ms\":5000%s%s}",
                      q_l0, q_cli, pi ? "--offline" : "--no-title", args ? "," : "", args ? args : "", w->agent, q_work,
                      q_home, q_tmp, q_dir, q_path, pi ? ",\"PI_OFFLINE\":\"1\"" : "", REAL_WAIT_MS, extra ? "," : "",
                      extra ? extra : "");
@@ -1793,7 +1793,7 @@ static char *built_options(const workspace *w, const char *launcher, const char 
             snprintf(out, n,
                      "{\"executable\":%s,\"flavor\":\"pi\",\"model\":\"fake/fake-model\",\"no_session\":true,\"cwd\":%s,"
                      "\"env\":{\"HOME\":%s,\"TMPDIR\":%s,\"PI_CODING_AGENT_DIR\":%s,\"PATH\":%s,\"PI_OFFLINE\":\"1\"},"
-                     "\"startup_timeout_ms\":%d,\"request_timeout_ms\":60000,\"stop_grace_ms\":5000,%s}",
+                     "\"inherit_env\":false,\"startup_timeout_ms\":%d,\"request_timeout_ms\":60000,\"stop_grace_ms\":5000,%s}",
                      q_l, q_work, q_home, q_tmp, q_dir, q_path, REAL_WAIT_MS, extra);
     }
     if (!out) h_fail(__FILE__, __LINE__, "out of memory");

@@ -393,12 +393,57 @@ static void test_argv_and_env_reach_the_agent(void) {
         CHECK(read_file(envf, buf, sizeof buf));
         v = PARSE(buf);
         CHECK_STR(jpath_str(v, "OMPRPC_TEST_MARK"), "x y");
-        /* inherit_env defaults to false: nothing of ours leaks in */
-        CHECKF(jget(v, "OMPRPC_FAKE_AGENT") == NULL, "the parent environment leaked into the agent");
+        /* inherit_env defaults to the allow-list: OMPRPC_FAKE_AGENT is not on it */
+        CHECKF(jget(v, "OMPRPC_FAKE_AGENT") == NULL, "an unlisted name of the parent's leaked into the agent");
         json_free(v);
     }
     omprpc_client_free(c);
     remove(argvf);
+    remove(envf);
+    rmdir(dir);
+}
+
+/* The agent's environment per inherit_env: unset, the allow-list with the provider keys pi and
+ * omp read (PATH, HOME, ANTHROPIC_API_KEY pass; an unlisted secret does not); false, exactly
+ * `env`; true, all of ours under `env`. */
+static void test_inherit_env_policies(void) {
+    static const char *const modes[] = {NULL, "false", "true"};
+    char dir[] = "/tmp/omprpc-inherit-XXXXXX";
+    char envf[64], extra[256], buf[65536];
+    size_t i;
+    if (!mkdtemp(dir)) return;
+    snprintf(envf, sizeof envf, "%s/env.json", dir);
+    setenv("ANTHROPIC_API_KEY", "sk-ant-c-test", 1);
+    setenv("OMPRPC_C_TEST_SECRET", "hunter2", 1);
+    if (!getenv("HOME")) setenv("HOME", dir, 1);
+    for (i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        omprpc_client *c;
+        snprintf(extra, sizeof extra, "\"env\":{\"OMPRPC_FAKE_ENV_FILE\":\"%s\"}%s%s", envf,
+                 modes[i] ? ",\"inherit_env\":" : "", modes[i] ? modes[i] : "");
+        remove(envf);
+        c = START(NULL, extra);
+        if (c && read_file(envf, buf, sizeof buf)) {
+            jval *v = PARSE(buf);
+            const char *key = jpath_str(v, "ANTHROPIC_API_KEY"), *path = jpath_str(v, "PATH"),
+                       *home = jpath_str(v, "HOME"), *secret = jpath_str(v, "OMPRPC_C_TEST_SECRET");
+            if (!modes[i]) {
+                CHECKF(path && !strcmp(path, getenv("PATH")), "default: PATH is %s", path ? path : "(absent)");
+                CHECKF(home && !strcmp(home, getenv("HOME")), "default: HOME is %s", home ? home : "(absent)");
+                CHECKF(key && !strcmp(key, "sk-ant-c-test"), "default: the provider key is %s", key ? key : "(absent)");
+                CHECKF(!secret, "default: an unlisted secret passed");
+            } else if (!strcmp(modes[i], "false")) {
+                CHECKF(jlen(v) == 1 && !path && !key, "false: %s", buf);
+            } else {
+                CHECKF(path && key && secret && !strcmp(secret, "hunter2"), "true: %s", buf);
+            }
+            json_free(v);
+        } else {
+            CHECKF(0, "inherit_env %s: no client or no env file", modes[i] ? modes[i] : "(unset)");
+        }
+        omprpc_client_free(c);
+    }
+    unsetenv("ANTHROPIC_API_KEY");
+    unsetenv("OMPRPC_C_TEST_SECRET");
     remove(envf);
     rmdir(dir);
 }
@@ -482,6 +527,7 @@ int main(void) {
     RUN(test_close_kills_an_agent_ignoring_sigterm);
     RUN(test_duplicate_response_is_ignored);
     RUN(test_argv_and_env_reach_the_agent);
+    RUN(test_inherit_env_policies);
     RUN(test_dead_stdin_is_a_status_not_sigpipe);
     RUN(test_a_library_thread_panics);
     RUN(test_no_process_left_behind);

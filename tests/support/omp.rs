@@ -298,6 +298,8 @@ impl OmpEnv {
             "flavor": "omp",
             "cwd": self.work.display().to_string(),
             "env": self.env(json!({})),
+            // Exactly `env`: the test's own environment (a developer's keys, XDG dirs) stays out.
+            "inherit_env": false,
             // omp takes ~5 s to its ready frame on this 2-core machine, longer when busy.
             "startup_timeout_ms": 120000,
             "request_timeout_ms": 60000,

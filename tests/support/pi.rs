@@ -540,6 +540,8 @@ impl PiEnv {
             "flavor": "pi",
             "cwd": self.work.display().to_string(),
             "env": self.env(json!({"PI_OFFLINE": "1"})),
+            // Exactly `env`: the test's own environment (a developer's keys, XDG dirs) stays out.
+            "inherit_env": false,
             // pi takes 1–2 s to start on an idle machine, much longer on a loaded one.
             "startup_timeout_ms": 120000,
             "request_timeout_ms": 60000,
