@@ -148,8 +148,12 @@ func newError(op string, st Status, format string, args ...any) *Error {
 	return &Error{Status: st, Code: st.String(), Message: fmt.Sprintf(format, args...), Op: op}
 }
 
+// closedMessage is the core's own CLOSED message for a client its host closed: the handle is
+// gone by then, so the binding says it (errortable_test.go holds the two equal).
+const closedMessage = "the client is closed: close() stopped the agent"
+
 func closedError(op string) *Error {
-	return newError(op, StatusClosed, "the client is closed")
+	return newError(op, StatusClosed, closedMessage)
 }
 
 // withContext marks a timeout the context's deadline caused.

@@ -120,14 +120,6 @@ func makeCall(ctx context.Context, c *Client, call *errorCall) error {
 	return errors.New("unknown op " + call.Op + " in the error table")
 }
 
-// knownGaps are the rows where this binding does not yet report what the table says (issue 23
-// §4: the binding's owner fixes them). Such a row must still differ: once it passes, the entry
-// must go.
-var knownGaps = map[string]string{
-	"call_after_close": "Close frees the handle, so a later call gets the binding's own \"the client is closed\" " +
-		"(errors.go closedError, from core.do once h.ptr is nil) instead of the core's close reason",
-}
-
 // rowProblems are the ways err differs from what the row says.
 func rowProblems(row errorRow, err error) []string {
 	var e *Error
@@ -174,15 +166,7 @@ func TestErrorTable(t *testing.T) {
 			} else if err == nil {
 				c.Close()
 			}
-			problems := rowProblems(row, err)
-			if gap, known := knownGaps[row.Name]; known {
-				if len(problems) == 0 {
-					t.Errorf("the known gap %q is gone: remove %s from knownGaps", gap, row.Name)
-				}
-				t.Logf("known gap (%s): %s", gap, strings.Join(problems, "; "))
-				return
-			}
-			for _, p := range problems {
+			for _, p := range rowProblems(row, err) {
 				t.Error(p)
 			}
 		})

@@ -59,8 +59,12 @@ function jsError(status, message, extra) {
   return errorFromDetails({ code: STATUS_NAMES[status], status, message, ...extra }, status);
 }
 
+// The core's own CLOSED message for a client its host closed: the handle is gone by then, so
+// the binding says it (test/errortable.test.mjs holds the two equal).
+const CLOSED_MESSAGE = 'the client is closed: close() stopped the agent';
+
 function closedError(message) {
-  return jsError(Status.CLOSED, message || 'the client is closed');
+  return jsError(Status.CLOSED, message || CLOSED_MESSAGE);
 }
 
 module.exports = {

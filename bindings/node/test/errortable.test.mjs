@@ -9,16 +9,6 @@ import { FAKE } from './helpers.mjs';
 
 const table = JSON.parse(fs.readFileSync(new URL('../../../tests/fixtures/error-table.json', import.meta.url), 'utf8'));
 
-/**
- * Rows where this binding does not yet report what the table says (the binding's owner fixes
- * them). Such a row must still differ: once it passes, the entry must go.
- */
-const KNOWN_GAPS = {
-  call_after_close:
-    "after close() every call rejects with the binding's own \"the client is closed\" (lib/client.cjs _handle → " +
-    "lib/errors.cjs closedError) instead of the core's close reason",
-};
-
 /** `snake_case` → `camelCase`: the start options as a Node program writes them. */
 const camel = (key) => key.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
 
@@ -93,11 +83,6 @@ for (const row of table.rows) {
     }
     if (row.call && !client) assert.fail(`start failed: ${err?.stack ?? err}`);
     const problems = rowProblems(row, err);
-    const gap = KNOWN_GAPS[row.name];
-    if (gap) {
-      assert.notDeepEqual(problems, [], `the known gap "${gap}" is gone: remove ${row.name} from KNOWN_GAPS`);
-      return;
-    }
     assert.deepEqual(problems, []);
   });
 }
