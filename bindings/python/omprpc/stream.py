@@ -214,6 +214,7 @@ class TurnStream:
         self._summarizer = Summarizer(model=client._model)
         self._completed = threading.Event()  # the waiter thread returned (turn over, or failed)
         self._closed = False
+        self._turn: TurnComplete | None = None  # the last item, once yielded
         self._items = self._generate()
         # The client's stream slot is released once both the block is left and the turn is
         # over (whichever comes last): a new prompt must not start under an aborting turn.
@@ -270,7 +271,8 @@ class TurnStream:
             # The turn is over: the client's next stream may start now, whether or not this one
             # is closed (a loop that stops at the TurnComplete leaves it open).
             self._finish()
-            yield turn_complete(turn.request_id or "", turn.outcome, summary)
+            self._turn = turn_complete(turn.request_id or "", turn.outcome, summary)
+            yield self._turn
             return
 
     def __iter__(self) -> TurnStream:
@@ -287,12 +289,11 @@ class TurnStream:
 
     def final_turn(self) -> TurnComplete:
         """Consumes the rest of the turn; returns its :class:`TurnComplete`."""
-        last: StreamItem | None = None
-        for last in self:
+        for _ in self:
             pass
-        if not isinstance(last, TurnComplete):
+        if self._turn is None:
             raise RpcError("the stream was closed before its turn completed")
-        return last
+        return self._turn
 
     # -- leaving --
 

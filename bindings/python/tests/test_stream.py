@@ -80,6 +80,7 @@ def test_final_turn_consumes_the_rest(make_client: MakeClient) -> None:
         done = stream.final_turn()
         assert (done.text, done.summary.reasoning) == ("visible", "hmm")
         assert list(stream) == []  # nothing after the turn
+        assert stream.final_turn() is done  # asked again: the same
     # The next turn starts clean: only its own items.
     with client.stream("hello", timeout=GUARD) as again:
         turn = again.final_turn()
