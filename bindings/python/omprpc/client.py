@@ -452,7 +452,9 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         :class:`~omprpc.stream.RetryScheduled`, :class:`~omprpc.stream.CompactionComplete`, and
         last :class:`~omprpc.stream.TurnComplete` (the same items as ``omprpc.aio``'s
         ``stream()``); ``final_turn()`` consumes the rest and returns the last. ``timeout``: the
-        whole turn's, as for :meth:`prompt_and_wait` (None: the ``turn_timeout`` option).
+        whole turn's, as for :meth:`prompt_and_wait` (None: the ``turn_timeout`` option); past
+        it the iteration raises RpcTimeoutError and, as with prompt_and_wait, the agent's run
+        is not aborted (call :meth:`abort`).
         Leaving the ``with`` block before the turn completed sends ``abort`` and waits at most
         ``settle_timeout`` seconds for the agent to finish the aborted turn. One stream at a
         time per client: a second while one is open raises RpcConcurrencyError."""
