@@ -145,6 +145,13 @@ enum Open {
     Settling,
 }
 
+/// A queued message the agent acknowledged as an operation (`operation_queued`): over at its
+/// `operation_end`, or at the end of a run once more than `after` runs have started.
+struct QueuedOp {
+    id: String,
+    after: u64,
+}
+
 /// The longest quiet wait between two probes that found the agent busy.
 const PROBE_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -178,6 +185,8 @@ pub struct Lifecycle {
     queued: u64,
     /// The last run ended but the agent's work may not be over: what decides.
     open_end: Option<Open>,
+    /// `follow_up` / `steer` messages omp 1.1 acknowledged as operations, not run yet.
+    queued_ops: Vec<QueuedOp>,
     /// The client asked the agent to queue a message since the agent last proved idle.
     asked_to_queue: bool,
     /// Probes in a row that found the agent busy (the quiet before the next one doubles).
@@ -223,6 +232,7 @@ impl Lifecycle {
             queued: 0,
             open_end: None,
             asked_to_queue: false,
+            queued_ops: Vec::new(),
             busy_probes: 0,
             queued_at: None,
             answered_at: None,
@@ -371,6 +381,23 @@ impl Lifecycle {
         self.abort_asked = true;
     }
 
+    /// omp protocol 1.1 acknowledged a `follow_up` / `steer` as operation `op`: the agent will
+    /// run it. Its run is the first to start after those of the prompts still waiting for
+    /// theirs (or the current run, which omp ends with the operation's `operation_end`); until
+    /// then the agent is busy. The doubt of having asked to queue is settled by the
+    /// acknowledgement.
+    pub fn operation_queued(&mut self, op: String) {
+        let waiting = self.prompts.iter().filter(|p| !p.streaming && p.starts_at_send == self.agent_starts).count() as u64;
+        let queued_before = self.queued_ops.iter().filter(|q| q.after >= self.agent_starts).count() as u64;
+        self.queued_ops.push(QueuedOp { id: op, after: self.agent_starts + waiting + queued_before });
+        self.asked_to_queue = false;
+    }
+
+    /// An `operation_end` / `operation_error`: a queued operation of that id is over.
+    pub fn operation_ended(&mut self, op: &str) {
+        self.queued_ops.retain(|q| q.id != op);
+    }
+
     /// `queue_update` (pi): how many messages wait in the agent's steering and follow-up queues.
     pub fn queue_reported(&mut self, queued: u64) {
         self.queued = queued;
@@ -384,6 +411,7 @@ impl Lifecycle {
             || matches!(self.open_end, Some(Open::Recovering | Open::Settling))
             || self.queued > 0
             || !self.prompts.is_empty()
+            || !self.queued_ops.is_empty()
     }
 
     /// Idle, and nothing leaves a doubt a probe would have to settle.
@@ -408,7 +436,8 @@ impl Lifecycle {
             return None;
         }
         // Queued messages with no run open, or an acknowledged prompt still open with none.
-        if !(self.doubt() || self.queued > 0 || !self.prompts.is_empty()) {
+        let open = self.doubt() || self.queued > 0 || !self.prompts.is_empty() || !self.queued_ops.is_empty();
+        if !open {
             return None;
         }
         let backoff = quiet.saturating_mul(1 << self.busy_probes.min(16)).min(PROBE_BACKOFF_MAX.max(quiet));
@@ -436,7 +465,8 @@ impl Lifecycle {
         let needs_confirmation = match probe {
             Probe::Running => false,
             Probe::Queued(_) => true,
-            Probe::Idle => silent_prompt,
+            // A queued operation's run may be a moment late too.
+            Probe::Idle => silent_prompt || !self.queued_ops.is_empty(),
         };
         let confirmed = self.queued_at == Some(self.agent_starts);
         let idle = probe != Probe::Running && (!needs_confirmation || confirmed);
@@ -452,6 +482,8 @@ impl Lifecycle {
         self.busy_probes = 0;
         self.queued_at = None;
         self.asked_to_queue = false;
+        // Idle by its own account: a queued operation has run, or will not.
+        self.queued_ops.clear();
         // Parked messages wait for the next prompt; until a queue_update says otherwise.
         self.queued = 0;
         if self.open_end.take().is_some() {
@@ -623,6 +655,8 @@ impl Lifecycle {
         let how = how.unwrap_or(if self.run_stop == Stop::Aborted { TurnOutcome::Aborted } else { TurnOutcome::AgentEnd });
         self.abort_asked = false;
         let starts = self.agent_starts;
+        // A queued operation whose run has started (and now ended) is over.
+        self.queued_ops.retain(|q| starts <= q.after);
         let mut done = Vec::new();
         self.prompts.retain(|p| {
             let ends = p.streaming || starts > p.starts_at_send;
@@ -838,6 +872,55 @@ mod tests {
         let wait = l.probe_due(Q).unwrap().saturating_duration_since(l.last_event);
         assert!(wait >= PROBE_BACKOFF_MAX && wait < PROBE_BACKOFF_MAX + std::time::Duration::from_secs(1), "{wait:?}");
         assert!(!l.is_idle());
+    }
+
+    #[test]
+    fn a_follow_up_acknowledged_as_an_operation_is_busy_until_its_own_run_ends() {
+        // omp 1.1 acknowledges follow_up as an operation ({ack:"accepted", operationId}).
+        // Here no operation_end follows: the prompt's run ends, then the follow-up's run.
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        l.track("req_1", false);
+        l.acknowledged("req_1", Disposition::Unknown);
+        l.asked_to_queue();
+        l.operation_queued("op_follow".into());
+        assert!(!l.is_idle());
+        start(&mut l);
+        end(&mut l);
+        assert!(l.busy(), "the prompt's run ended: the follow-up's has not started");
+        assert!(l.probe_due(Q).is_some(), "a silent agent is asked");
+        start(&mut l);
+        end(&mut l);
+        assert!(l.is_idle(), "the follow-up's run ended");
+    }
+
+    #[test]
+    fn a_queued_operation_run_inside_the_current_run_ends_with_its_operation_end() {
+        // omp 18.2.3 (protocol 1.1): a follow_up sent during a run is taken into that run; its
+        // operation_end comes after the run's agent_end.
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        l.track("req_1", false);
+        l.acknowledged("req_1", Disposition::Unknown);
+        start(&mut l);
+        l.asked_to_queue();
+        l.operation_queued("op_follow".into());
+        end(&mut l);
+        assert!(l.busy(), "its operation_end has not come");
+        l.operation_ended("op_other");
+        assert!(l.busy());
+        l.operation_ended("op_follow");
+        assert!(l.is_idle());
+    }
+
+    #[test]
+    fn a_queued_operation_the_agent_never_runs_ends_when_it_says_twice_it_is_idle() {
+        let mut l = Lifecycle::new(None, None, TurnEvents::All);
+        l.asked_to_queue();
+        l.operation_queued("op_follow".into());
+        let s = l.starts_seen();
+        l.probed(Probe::Idle, s);
+        assert!(l.busy(), "one idle answer may come just before the run");
+        l.probed(Probe::Idle, s);
+        assert!(l.is_idle());
     }
 
     #[test]

@@ -328,7 +328,10 @@ impl Router<'_> {
                 self.session_event(line, Mark::Other);
                 if let Some((op, outcome)) = ended {
                     self.flush();
-                    self.shared.state().ops.ended(op, outcome);
+                    let mut st = self.shared.state();
+                    st.life.operation_ended(&op);
+                    st.ops.ended(op, outcome);
+                    drop(st);
                     self.shared.cond.notify_all();
                 }
             }
@@ -430,6 +433,15 @@ impl Router<'_> {
                     // lock so the wakeup cannot fall between its check and its wait.
                     let _st = s.state();
                     s.cond.notify_all();
+                }
+                if (sent == "follow_up" || sent == "steer") && rejected.is_none() {
+                    // omp protocol 1.1 acknowledges a queued message as an operation: the agent
+                    // will run it (client::lifecycle, queued operations). Noted here, before any
+                    // frame of its run can be read.
+                    if let Some(op) = self.fields.raw(line, "data").and_then(super::operations::acknowledged_operation) {
+                        s.state().life.operation_queued(op);
+                        s.cond.notify_all();
+                    }
                 }
                 if is_prompt_command(&sent) {
                     let gate = s.announcing();

@@ -37,9 +37,20 @@ One event loop drives any number of agents. How it waits, and why:
   blocks the tool), never an exception in the loop.
 
 Cancellation: cancelling the task that iterates :meth:`~AsyncRpcClient.stream` (or awaits
-:meth:`~AsyncRpcClient.run`), or leaving the ``async for`` early, **aborts** the agent's run
-(``abort`` is sent). The next turn of that client is sent only once the aborted prompt has
-completed, so no event of the cancelled turn reaches the next one.
+:meth:`~AsyncRpcClient.run` or ``prompt_and_wait``), or leaving the ``async for`` early,
+**aborts** the agent's run (``abort`` is sent). The next prompt of that client is sent only
+once the aborted prompt has completed, so no event of the cancelled turn reaches the next one.
+A cancelled command (``get_state``, ``bash``, …) or wait (``wait_for_idle``, …) raises
+CancelledError at once; the library call ends in its pool thread (at the request's timeout or
+the agent's answer) and its result is dropped. A call still queued for a thread never runs.
+
+Back-pressure: each reader (an :meth:`~AsyncRpcClient.events` iterator, a stream) buffers at
+most ``max_buffered_events`` frames (:data:`DEFAULT_MAX_BUFFERED_EVENTS`) that it has not
+read yet. Past that, frames are dropped *for that reader* and counted: an ``events()``
+iterator then yields an :class:`omprpc.EventOverflow` with the number it lost, where they went
+missing; a stream, which cannot summarize a turn with holes, raises
+:class:`omprpc.RpcLimitExceededError` and its turn is aborted as any turn left early. The
+loop never waits on a slow reader, and no reader's memory grows without bound.
 """
 
 from __future__ import annotations
@@ -50,27 +61,38 @@ import contextlib
 import ctypes
 import inspect
 import threading
-from dataclasses import dataclass
-from typing import Any, AsyncGenerator, Awaitable, Callable, Coroutine, Final, Mapping, Sequence, TypeVar, Union, cast
+from typing import Any, AsyncGenerator, Awaitable, Callable, Coroutine, Final, Mapping, Sequence, TypeVar, cast
 
 from . import _ffi
-from ._commands import _Commands
+from ._aio_commands import _AsyncCommands
 from ._common import LIBRARY_DEFAULT
 from ._ffi import lib
-from ._host import _HostRegistration, _verdict_of
-from ._prompts import _Prompts
-from ._protocol_gen import _GeneratedCommands
+from ._host import _verdict_of
 from ._session import _BATCH_MAX_EVENTS, _HOST_TYPES, _decode_events, _Session
-from ._turn import TurnOutcome, turn_outcome
-from ._ui import _Ui
+from ._turn import turn_outcome
 from .client import RpcClient
-from .errors import RpcConcurrencyError, RpcError, RpcProcessExitError
-from .protocol import ImageContent, JsonObject, PolicyEvalEvent, RpcNotification, to_notification
-from .summary import Compaction, FailedAttempt, Summarizer, SummaryUsage, TurnSummary
+from .errors import RpcError, RpcLimitExceededError, RpcProcessExitError
+from .protocol import EventOverflow, ImageContent, JsonObject, PolicyEvalEvent, RpcNotification, to_notification
+from .stream import (
+    ABORT_REPEAT_INTERVAL,
+    CompactionComplete,
+    ReasoningChunk,
+    RetryScheduled,
+    StreamItem,
+    TextChunk,
+    ToolCallComplete,
+    ToolCallRequest,
+    TurnComplete,
+    _derived,
+    concurrency_error,
+    turn_complete,
+)
+from .summary import Summarizer
 
 __all__ = [
     "AsyncRpcClient",
     "CompactionComplete",
+    "DEFAULT_MAX_BUFFERED_EVENTS",
     "DEFAULT_MAX_WAITS",
     "DEFAULT_MAX_WORKERS",
     "ReasoningChunk",
@@ -91,12 +113,9 @@ DEFAULT_MAX_WORKERS: Final = 8
 #: collect_events, wait_for_idle, next_ui_request): they cannot starve the commands' pool.
 DEFAULT_MAX_WAITS: Final = 8
 
-#: The sync client's waits that block inside the library until a run or a UI request comes.
-_LONG_WAITS: Final = frozenset({"prompt_and_wait", "collect_events", "wait_for_idle", "next_ui_request"})
-#: Calls that never wait for the agent (a frame handed to the writer, a read of the client's
-#: state): run on the loop itself, so an answer can never queue behind a full pool.
-_DIRECT: Final = frozenset({"send_ui_value", "send_ui_confirmation", "cancel_ui_request", "send_frame",
-                            "send_widget_layout", "policy_verdict", "info", "counters"})
+#: Frames each reader of the client (an events() iterator, a stream) may have waiting before
+#: more are dropped for it and counted (the library's own event queue holds as many).
+DEFAULT_MAX_BUFFERED_EVENTS: Final = 65_536
 
 _pools: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
@@ -111,136 +130,15 @@ def _pool(kind: str) -> concurrent.futures.ThreadPoolExecutor:
         return pool
 
 
-# -- the derived stream (the shapes a host executor yields) --
-
-
-@dataclass(slots=True, frozen=True)
-class TextChunk:
-    """A piece of the assistant's visible text, in arrival order."""
-
-    text: str
-
-
-@dataclass(slots=True, frozen=True)
-class ReasoningChunk:
-    """A piece of the assistant's reasoning (thinking), in arrival order."""
-
-    text: str
-
-
-@dataclass(slots=True, frozen=True)
-class ToolCallRequest:
-    """The agent started a tool call (its own tool or a host tool)."""
-
-    tool_call_id: str
-    tool_name: str
-    args: Any
-
-
-@dataclass(slots=True, frozen=True)
-class ToolCallComplete:
-    """A tool call ended. ``outcome``: ``"success"``, ``"error"`` or ``"blocked"`` (by the
-    policy gate; ``reason`` says why)."""
-
-    tool_call_id: str
-    tool_name: str
-    outcome: str
-    result: Any
-    reason: str | None
-
-
-@dataclass(slots=True, frozen=True)
-class RetryScheduled:
-    """The agent's attempt failed and it will retry by itself after ``delay_ms`` (its
-    ``auto_retry_start``): ``attempt`` of ``max_attempts`` retries, ``error`` the failure. The
-    turn goes on: the retry's items follow, then :class:`TurnComplete`. Aborting now (``abort``,
-    or leaving the stream) cancels the retry."""
-
-    attempt: int | None
-    max_attempts: int | None
-    delay_ms: int | None
-    error: str | None
-
-
-@dataclass(slots=True, frozen=True)
-class CompactionComplete:
-    """A compaction inside the turn ended (``reason`` ``"overflow"``: the context was too long
-    for the model; then ``will_retry`` says the agent retries the failed attempt)."""
-
-    reason: str | None
-    aborted: bool
-    will_retry: bool
-    error_message: str | None
-
-
-@dataclass(slots=True, frozen=True)
-class TurnComplete:
-    """The prompt completed (always the stream's last item), where the library says the agent
-    will not go on (a retry or an overflow recovery is inside the turn).
-
-    ``outcome`` (:data:`omprpc.TurnOutcome`): ``"agent_settled"`` (pi 0.80.4 on said it
-    settled), ``"agent_end"`` (the last run ended: omp, older pi), ``"aborted"``,
-    ``"prompt_result"`` or ``"not_invoked"`` (nothing ran); ``stop_reason`` the last assistant
-    message's (``"stop"``, ``"toolUse"``, ``"aborted"``, ``"error"``, ``"length"``, …);
-    ``usage`` summed over the turn's LLM calls; ``text`` the final assistant text; ``summary``
-    the library's whole summary of the turn; ``attempts`` how many attempts the agent made (1
-    plus each retry and each overflow compaction it retried after), ``failed_attempts`` the
-    ones that failed and what the agent did next, ``compactions`` those inside the turn."""
-
-    request_id: str
-    outcome: TurnOutcome
-    stop_reason: str | None
-    usage: SummaryUsage | None
-    text: str | None
-    summary: TurnSummary
-    attempts: int = 0
-    failed_attempts: tuple[FailedAttempt, ...] = ()
-    compactions: tuple[Compaction, ...] = ()
-
-
-StreamItem = Union[TextChunk, ReasoningChunk, ToolCallRequest, ToolCallComplete, RetryScheduled,
-                   CompactionComplete, TurnComplete]
-
-
-def _int_or_none(v: object) -> int | None:
-    """A JSON number as whole units (omp's retry delay is a float), None when absent."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return round(v)
-
-
-def _derived(item: Mapping[str, Any]) -> StreamItem | None:
-    """One item of the library's summarizer as a stream item (None: not streamed)."""
-    kind = item.get("kind")
-    if kind == "text":
-        return TextChunk(str(item.get("text") or ""))
-    if kind == "reasoning":
-        return ReasoningChunk(str(item.get("text") or ""))
-    if kind == "tool_start":
-        return ToolCallRequest(str(item.get("toolCallId") or ""), str(item.get("toolName") or ""), item.get("args"))
-    if kind == "tool_end":
-        reason = item.get("reason")
-        return ToolCallComplete(str(item.get("toolCallId") or ""), str(item.get("toolName") or ""),
-                                str(item.get("outcome") or ""), item.get("result"),
-                                reason if isinstance(reason, str) else None)
-    if kind == "retry":
-        error = item.get("error")
-        return RetryScheduled(_int_or_none(item.get("attempt")), _int_or_none(item.get("maxAttempts")),
-                              _int_or_none(item.get("delayMs")), error if isinstance(error, str) else None)
-    if kind == "compaction":
-        reason, message = item.get("reason"), item.get("errorMessage")
-        return CompactionComplete(reason if isinstance(reason, str) else None, item.get("aborted") is True,
-                                  item.get("willRetry") is True, message if isinstance(message, str) else None)
-    return None
-
-
 _STATUS_BY_NAME: Final = {_ffi.status_name(n): n for n in range(_ffi.PANIC + 1)}
 
 
-def _concurrency_error() -> RpcConcurrencyError:
-    exc = RpcConcurrencyError("a turn is already streaming on this client (one at a time): finish it, "
-                              "or cancel it or aclose() its stream, first")
-    exc.status, exc.status_name = _ffi.Status.CONCURRENCY, _ffi.status_name(_ffi.CONCURRENCY)
+def _overflow_error(dropped: int, bound: int) -> RpcLimitExceededError:
+    """The error of a stream whose reader fell more than ``bound`` events behind."""
+    exc = RpcLimitExceededError(
+        f"the stream's reader fell behind: {dropped} events of the turn were dropped past the bound of "
+        f"{bound} buffered events (max_buffered_events); the turn was aborted")
+    exc.status, exc.status_name = _ffi.Status.LIMIT_EXCEEDED, _ffi.status_name(_ffi.LIMIT_EXCEEDED)
     return exc
 
 
@@ -262,34 +160,58 @@ class _Core(RpcClient):
     _dispatches_events = False
 
 
-#: The sync client's methods offered as coroutines (on a pool, or on the loop for those in
-#: ``_DIRECT``): every command and every call that talks to the agent or the library. Listener registration (``on_*``) is not
-#: among them: the async client's events are :meth:`AsyncRpcClient.events`.
-_COROUTINE_METHODS: Final = frozenset(
-    name
-    for mixin in (_Commands, _GeneratedCommands, _Prompts, _Ui, _HostRegistration)
-    for name, value in vars(mixin).items()
-    if callable(value) and not name.startswith("_") and name not in ("set_policy_handler", "install_headless_ui")
-) | {"request_raw", "info", "counters", "next_logs"}
-
 _END: Final = object()
 #: Loop iterations a new turn grants the finalizer of a stream left by `break` (the hook
 #: schedules a task that creates the aclose() task, which then runs): then the old one is open.
 _FINALIZER_TURNS: Final = 3
 
 
+class _Lost:
+    """What a subscriber's reader gets where frames were dropped: how many (see _Subscriber)."""
+
+    __slots__ = ("dropped",)
+
+    def __init__(self, dropped: int) -> None:
+        self.dropped = dropped
+
+
 class _Subscriber:
-    """One reader of the client's frames (an events() iterator or a turn): an unbounded queue,
-    ended by ``_END`` or an exception. Unbounded because the loop must never wait on a slow
-    reader; the library's own queue is bounded, and a reader exists only while iterated."""
+    """One reader of the client's frames (an events() iterator or a turn): a queue of at most
+    ``bound`` frames, ended by ``_END`` or an exception. The loop never waits on a slow reader:
+    a frame that finds the queue full is dropped and counted, and the reader gets a
+    :class:`_Lost` with the count where the frames went missing (before the next frame that
+    fits, or once it has read everything queued) — never a silent drop, never unbounded
+    memory. The library's completion notices (``prompt_complete``) are kept past the bound:
+    a turn (or an abandoned turn's settling) must see its end."""
 
-    __slots__ = ("queue",)
+    __slots__ = ("queue", "bound", "lost")
 
-    def __init__(self) -> None:
+    def __init__(self, bound: int) -> None:
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.bound = bound
+        self.lost = 0
 
-    async def get(self) -> tuple[JsonObject, bytes]:
-        """The next frame, decoded and as the agent's bytes."""
+    def put(self, frame: JsonObject, raw: bytes) -> None:
+        if self.queue.qsize() >= self.bound and frame.get("type") != "prompt_complete":
+            self.lost += 1
+            return
+        if self.lost:
+            self.queue.put_nowait(_Lost(self.lost))
+            self.lost = 0
+        self.queue.put_nowait((frame, raw))
+
+    def end(self, item: object) -> None:
+        """Ends the reader with ``_END`` or an exception (after what it has not read)."""
+        if self.lost:
+            self.queue.put_nowait(_Lost(self.lost))
+            self.lost = 0
+        self.queue.put_nowait(item)
+
+    async def get(self) -> tuple[JsonObject, bytes] | _Lost:
+        """The next frame, decoded and as the agent's bytes; or how many were dropped here."""
+        if self.lost and self.queue.empty():
+            lost, self.lost = _Lost(self.lost), 0
+            return lost
         item = await self.queue.get()
         if item is _END:
             self.queue.put_nowait(_END)  # every later get() ends too
@@ -297,11 +219,36 @@ class _Subscriber:
         if isinstance(item, BaseException):
             self.queue.put_nowait(item)
             raise item
-        frame: tuple[JsonObject, bytes] = item
+        frame: tuple[JsonObject, bytes] | _Lost = item
         return frame
 
 
-class AsyncRpcClient:
+class _CallGate:
+    """Whether a pooled call began: closing the gate before the pool's thread reaches it
+    means the call never runs; after, the call has begun (and close() says so)."""
+
+    __slots__ = ("_lock", "_began", "_closed")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._began = False
+        self._closed = False
+
+    def run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        with self._lock:
+            if self._closed:
+                raise asyncio.CancelledError()  # the caller left before the thread came
+            self._began = True
+        return fn(*args, **kwargs)
+
+    def close(self) -> bool:
+        """Closes the gate; returns whether the call had begun."""
+        with self._lock:
+            self._closed = True
+            return self._began
+
+
+class AsyncRpcClient(_AsyncCommands):
     """An asyncio client for ``omp --mode rpc`` and ``pi --mode rpc``: the keywords of
     :class:`omprpc.RpcClient` (``custom_tools`` and ``policy_handler`` may be ``async def``),
     plus ``executor`` (a ``concurrent.futures.Executor`` for the commands; default: a shared
@@ -310,10 +257,16 @@ class AsyncRpcClient:
     one that may use it.
 
     Every command of the sync client is a coroutine here with the same name, arguments,
-    result and exceptions (``await client.get_state()``, ``await client.bash("ls")``, …).
+    result and exceptions (``await client.get_state()``, ``await client.bash("ls")``, …),
+    written out in ``_aio_commands.py``. ``max_buffered_events``: how many unread frames each
+    reader (``events()``, a stream) may hold (see the module's doc on back-pressure).
     """
 
-    def __init__(self, *, executor: concurrent.futures.Executor | None = None, **options: Any) -> None:
+    def __init__(self, *, executor: concurrent.futures.Executor | None = None,
+                 max_buffered_events: int = DEFAULT_MAX_BUFFERED_EVENTS, **options: Any) -> None:
+        if isinstance(max_buffered_events, bool) or not isinstance(max_buffered_events, int) or max_buffered_events < 1:
+            raise ValueError("max_buffered_events must be a positive int")
+        self._max_buffered_events = max_buffered_events
         core_options = dict(options.pop("core_options", None) or {})
         # Completions arrive as events: what a turn waits for instead of a blocked thread.
         core_options["prompt_complete_events"] = True
@@ -406,29 +359,61 @@ class AsyncRpcClient:
         loop = asyncio.get_running_loop()
         return loop.run_in_executor(self._executor or _pool(kind), lambda: fn(*args, **kwargs))
 
-    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
-        if name not in _COROUTINE_METHODS:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        method = getattr(self._core, name)
-        if name in _DIRECT:
-            async def direct(*args: Any, **kwargs: Any) -> Any:
-                return method(*args, **kwargs)
+    def _command(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> Awaitable[_T]:
+        """A request on the command pool. Cancelled, the awaiting task raises CancelledError at
+        once (asyncio's run_in_executor): the request ends in its thread, its result dropped."""
+        return self._pooled(fn, *args, **kwargs)
 
-            command = direct
-        else:
-            kind = "wait" if name in _LONG_WAITS else "command"
+    def _long_wait(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> Awaitable[_T]:
+        """A wait on the agent's work, on the waits' pool (cancelled: as _command)."""
+        return self._pooled(fn, *args, kind="wait", **kwargs)
 
-            async def pooled(*args: Any, **kwargs: Any) -> Any:
-                return await self._pooled(method, *args, kind=kind, **kwargs)
+    async def _turn_wait(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """A prompt and the wait for its turn (prompt_and_wait), on the waits' pool. Cancelled:
+        CancelledError at once, and the turn is aborted (see _abandon_wait)."""
+        await self._settled()
+        gate = _CallGate()
+        running: asyncio.Future[_T] = asyncio.ensure_future(self._pooled(gate.run, fn, *args, kind="wait", **kwargs))
+        try:
+            return await asyncio.shield(running)
+        except asyncio.CancelledError:
+            self._abandon_wait(running, gate)
+            raise
 
-            command = pooled
+    def _abandon_wait(self, running: asyncio.Future[Any], gate: _CallGate) -> None:
+        """A prompt_and_wait cancelled by its caller: if its thread has not begun the call, it
+        never will; else ``abort`` is sent and the next prompt waits until the call returned
+        (the aborted turn completed, or the client stopped)."""
+        loop = self._loop
+        if not gate.close() or loop is None:
+            return  # nothing was sent
+        finished: asyncio.Future[None] = loop.create_future()
+        self._abandoned = finished
 
-        command.__name__ = command.__qualname__ = name
-        command.__doc__ = method.__doc__
-        return command
+        async def settle() -> None:
+            try:
+                # The call began before this, so its prompt is written before this abort but for
+                # a thread preempted in between: abort again until the call returned (an abort
+                # before the prompt aborts nothing).
+                while not running.done():
+                    try:
+                        await self._pooled(self._core.abort)
+                    except RpcError:
+                        pass  # the turn ended meanwhile, or the client stopped
+                    await asyncio.wait({running}, timeout=ABORT_REPEAT_INTERVAL)
+            finally:
+                if not finished.done():
+                    finished.set_result(None)
+                if self._abandoned is finished:
+                    self._abandoned = None
 
-    def __dir__(self) -> list[str]:
-        return sorted(set(super().__dir__()) | _COROUTINE_METHODS)
+        self._spawn(settle())
+
+    async def _settled(self) -> None:
+        """Waits until a turn abandoned by cancellation completed (a prompt must not meet it)."""
+        abandoned = self._abandoned
+        if abandoned is not None:
+            await asyncio.shield(abandoned)
 
     # -- events --
 
@@ -470,7 +455,7 @@ class AsyncRpcClient:
         if kind == "policy_eval":
             self._policy_question(session, frame)
         for subscriber in self._subscribers:
-            subscriber.queue.put_nowait((frame, raw))
+            subscriber.put(frame, raw)
 
     def _unwatch(self) -> None:
         if self._fd >= 0 and self._loop is not None:
@@ -479,12 +464,12 @@ class AsyncRpcClient:
 
     def _end_subscribers(self, failure: RpcError | None) -> None:
         for subscriber in self._subscribers:
-            subscriber.queue.put_nowait(failure if failure is not None else _END)
+            subscriber.end(failure if failure is not None else _END)
 
     def _subscribe(self) -> _Subscriber:
         if self._session is None or self._failure is not None:
             raise self._failure or RpcError("RPC client is not started")
-        subscriber = _Subscriber()
+        subscriber = _Subscriber(self._max_buffered_events)
         self._subscribers.append(subscriber)
         return subscriber
 
@@ -499,11 +484,17 @@ class AsyncRpcClient:
         listeners get them (agent events, UI requests, policy questions, extension errors, …;
         not host calls, which the client serves). Ends when close() stops the client; raises
         RpcProcessExitError when the agent exits by itself. Events arrive only while the
-        iterator is being iterated (it buffers what its reader has not taken yet)."""
+        iterator is being iterated (it buffers at most ``max_buffered_events`` that its reader
+        has not taken yet; past that it yields an :class:`omprpc.EventOverflow` saying how many
+        it dropped)."""
         subscriber = self._subscribe()
         try:
             while True:
-                frame, _ = await subscriber.get()
+                got = await subscriber.get()
+                if isinstance(got, _Lost):
+                    yield EventOverflow(got.dropped)  # this iterator fell behind by that many
+                    continue
+                frame = got[0]
                 kind = frame.get("type")
                 if kind == "prompt_complete" or (kind == "protocol_error" and frame.get("omprpc") is not True):
                     continue  # what the sync client's listeners never see either
@@ -529,7 +520,9 @@ class AsyncRpcClient:
         and last :class:`TurnComplete`, when the library's ``prompt_complete`` says the prompt
         is done (after every retry and recovery the agent makes by itself). ``timeout``: for the prompt's acknowledgement (the turn
         itself has no deadline here: wrap it in ``asyncio.timeout``). A refused or failed
-        prompt raises its RpcCommandError; an agent that exits, RpcProcessExitError.
+        prompt raises its RpcCommandError; an agent that exits, RpcProcessExitError; a reader that
+        falls more than ``max_buffered_events`` frames behind, RpcLimitExceededError (the turn
+        is aborted).
 
         One turn at a time per client: a second stream while one is open raises
         RpcConcurrencyError (the library's rule for a second prompt collector). Cancelling the
@@ -543,12 +536,10 @@ class AsyncRpcClient:
             for _ in range(_FINALIZER_TURNS):
                 await asyncio.sleep(0)
             if self._stream_owner is not None:
-                raise _concurrency_error()
+                raise concurrency_error("finish it, or cancel it or aclose() its stream, first")
         owner = self._stream_owner = object()
         try:
-            abandoned = self._abandoned
-            if abandoned is not None:
-                await asyncio.shield(abandoned)  # the aborted prompt completes first
+            await self._settled()  # an aborted prompt completes first
             subscriber = self._subscribe()
             summarizer = Summarizer(model=self._core._model)
             sent: asyncio.Future[str] = asyncio.ensure_future(
@@ -557,7 +548,12 @@ class AsyncRpcClient:
             try:
                 request_id = await asyncio.shield(sent)
                 while True:
-                    frame, raw = await subscriber.get()
+                    got = await subscriber.get()
+                    if isinstance(got, _Lost):
+                        # The summarizer cannot summarize a turn with holes: the turn fails (and
+                        # is aborted, as any turn left early).
+                        raise _overflow_error(got.dropped, self._max_buffered_events)
+                    frame, raw = got
                     if frame.get("type") == "prompt_complete" and frame.get("omprpc") is True:
                         if frame.get("requestId") != request_id:
                             continue  # an earlier prompt's (sent with prompt())
@@ -569,9 +565,7 @@ class AsyncRpcClient:
                         # generator is closed (run() and a loop that breaks leave it to the GC).
                         self._stream_owner = None
                         self._unsubscribe(subscriber)
-                        yield TurnComplete(request_id, turn_outcome(frame.get("outcome"), "agent_end"),
-                                           summary.stop_reason, summary.usage, summary.final_text, summary,
-                                           summary.attempts, summary.failed_attempts, summary.compactions)
+                        yield turn_complete(request_id, turn_outcome(frame.get("outcome"), "agent_end"), summary)
                         return
                     for derived in summarizer.feed(raw):
                         item = _derived(derived)
@@ -612,7 +606,10 @@ class AsyncRpcClient:
                 request_id = await sent
                 await self._pooled(self._core.abort)
                 while True:
-                    frame, _ = await subscriber.get()
+                    got = await subscriber.get()
+                    if isinstance(got, _Lost):
+                        continue  # nobody reads this turn any more; its completion is never dropped
+                    frame = got[0]
                     if frame.get("type") == "prompt_complete" and frame.get("requestId") == request_id:
                         return
             except (RpcError, StopAsyncIteration):

@@ -163,6 +163,7 @@ from .protocol import (
     parse_todo_phases,
     to_notification,
 )
+from .stream import DEFAULT_SETTLE_TIMEOUT, TurnStream, concurrency_error
 from .summary import TurnSummary, parse_turn_summary
 
 __all__ = [
@@ -430,6 +431,43 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         self._stderr_text = ""
         self._protocol_errors: tuple[RpcProtocolError, ...] = ()
         self._prompt_lifecycle = _PromptLifecycle(self)
+        #: Whether a TurnStream holds this client (see stream(); one at a time).
+        self._stream_open = False
+        self._stream_lock = threading.Lock()
+
+    # -- a turn as it happens --
+
+    def stream(
+        self,
+        message: str = "",
+        *,
+        images: Sequence[ImageContent] | None = None,
+        content: Sequence[Mapping[str, Any]] | None = None,
+        timeout: float | None = None,
+        settle_timeout: float | None = DEFAULT_SETTLE_TIMEOUT,
+    ) -> TurnStream:
+        """Prompts; returns the turn as a :class:`omprpc.stream.TurnStream` to iterate in a
+        ``with`` block: :class:`~omprpc.stream.TextChunk`, :class:`~omprpc.stream.ReasoningChunk`,
+        :class:`~omprpc.stream.ToolCallRequest`, :class:`~omprpc.stream.ToolCallComplete`,
+        :class:`~omprpc.stream.RetryScheduled`, :class:`~omprpc.stream.CompactionComplete`, and
+        last :class:`~omprpc.stream.TurnComplete` (the same items as ``omprpc.aio``'s
+        ``stream()``); ``final_turn()`` consumes the rest and returns the last. ``timeout``: the
+        whole turn's, as for :meth:`prompt_and_wait` (None: the ``turn_timeout`` option); past
+        it the iteration raises RpcTimeoutError and, as with prompt_and_wait, the agent's run
+        is not aborted (call :meth:`abort`).
+        Leaving the ``with`` block before the turn completed sends ``abort`` and waits at most
+        ``settle_timeout`` seconds for the agent to finish the aborted turn. One stream at a
+        time per client: a second while one is open raises RpcConcurrencyError."""
+        with self._stream_lock:
+            if self._stream_open:
+                raise concurrency_error("finish or close() its stream first (a `with` block closes it)")
+            self._stream_open = True
+        try:
+            return TurnStream(self, message, images=images, content=content, timeout=timeout,
+                              settle_timeout=settle_timeout)
+        except BaseException:
+            self._stream_open = False
+            raise
 
     # -- lifecycle --
 

@@ -527,6 +527,9 @@ class ExtensionUiRequest:
     launch_url: str | None = None
     instructions: str | None = None
     type: Literal["extension_ui_request"] = "extension_ui_request"
+    #: omp protocol 1.1: the shape of the answer the request expects (``{"kind": "boolean"}``
+    #: for a confirm, …), as sent.
+    response_schema: JsonObject | None = field(default=None, kw_only=True)
     #: The frame as received (methods or fields this binding does not model).
     payload: JsonObject | None = field(default=None, kw_only=True, compare=False, repr=False)
 
@@ -1165,6 +1168,7 @@ def parse_extension_ui_request(payload: Mapping[str, Any]) -> ExtensionUiRequest
         url=_opt_str(payload, "url"),
         launch_url=_opt_str(payload, "launchUrl"),
         instructions=_opt_str(payload, "instructions"),
+        response_schema=schema if isinstance(schema := payload.get("responseSchema"), dict) else None,
         payload=dict(payload),
     )
 

@@ -5,6 +5,8 @@ hang guard: a test that hangs fails instead."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import inspect
 import os
 import subprocess
 import sys
@@ -17,12 +19,15 @@ import pytest
 from conftest import IMPORT_ROOT, PACKAGE_ROOT, agent_command
 from test_client import _pid_alive
 from omprpc import (
+    EventOverflow,
     ExtensionUiRequest,
     RpcConcurrencyError,
     HostToolContext,
     PolicyEvalEvent,
     RpcCommandError,
+    RpcClient,
     RpcError,
+    RpcLimitExceededError,
     RpcProcessExitError,
     host_tool,
 )
@@ -616,3 +621,157 @@ def test_the_readmes_asyncio_example_runs(fake_agent: str) -> None:
                          text=True, timeout=GUARD)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-3:] == ["[success: echo: hello]", "[done: None, 0 tokens]", "fake-session"], out.stdout
+
+
+# -- cancelling awaited commands --
+
+
+def test_a_cancelled_prompt_and_wait_aborts_and_the_next_prompt_is_accepted(fake_agent: str) -> None:
+    async def test() -> None:
+        async with fake_client(fake_agent) as client:
+            log: list[tuple[str, Any]] = []
+            streaming = asyncio.Event()
+
+            async def record() -> None:  # until the second run's end
+                async for event in client.events():
+                    log.append((event.type, getattr(event, "message", None)))
+                    if event.type == "message_update":
+                        streaming.set()
+                    if [t for t, _ in log].count("agent_end") == 2:
+                        return
+
+            recorder = asyncio.ensure_future(record())
+            await asyncio.sleep(0)  # subscribed
+            waiting = asyncio.ensure_future(client.prompt_and_wait("stream until abort"))
+            await streaming.wait()
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            turn = await client.prompt_and_wait("hello")  # waits for the aborted turn, then runs
+            assert (turn.assistant_text, turn.outcome) == ("pong", "agent_end")
+            await recorder
+            types = [t for t, _ in log]
+            starts = [i for i, t in enumerate(types) if t == "agent_start"]
+            aborted = [i for i, (t, m) in enumerate(log)
+                       if t == "message_end" and isinstance(m, dict) and m.get("stopReason") == "aborted"]
+            assert len(starts) == 2 and len(aborted) == 1 and aborted[0] < starts[1], log
+            assert not (await client.get_state()).is_streaming
+
+    run(test)
+
+
+def test_a_cancelled_prompt_and_wait_lets_a_stream_follow(fake_agent: str) -> None:
+    async def test() -> None:
+        async with fake_client(fake_agent) as client:
+            waiting = asyncio.ensure_future(client.prompt_and_wait("stream until abort"))
+            events = client.events()
+            async for event in events:
+                if event.type == "message_update":
+                    break
+            await events.aclose()
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            assert texts(await items_of(client.stream("hello"))) == "pong"
+
+    run(test)
+
+
+def test_a_cancelled_request_returns_at_once_and_its_thread_is_freed(fake_agent: str) -> None:
+    """The "hanging" agent acknowledges the first prompt and answers nothing after: a request
+    waits for its own timeout in the library. Cancelled, the caller is free at once; the
+    request ends in its thread (its RpcTimeoutError dropped), and the one-thread executor
+    serves the next command."""
+
+    async def test() -> None:
+        with concurrent.futures.ThreadPoolExecutor(1) as executor:
+            async with fake_client(fake_agent, "hanging", executor=executor) as client:
+                await client.prompt("hello")
+                pending = asyncio.ensure_future(client.get_state(timeout=1.0))
+                await asyncio.sleep(0)  # handed to the executor
+                pending.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await asyncio.wait_for(pending, 0.5)  # at once, not after the request's second
+                # The dropped call ends by its timeout in the executor's only thread, which then
+                # runs the next pooled call (the library's own activity probes may still be
+                # pending: the agent answers nothing).
+                assert await asyncio.wrap_future(executor.submit(lambda: "free")) == "free"
+
+    run(test)
+
+
+def test_every_sync_method_has_its_async_twin() -> None:
+    """AsyncRpcClient's methods are written out (no __getattr__): each public method of the
+    sync client that talks to the agent or the library is a coroutine function here with the
+    same parameters (listener registration aside: events() is the async client's)."""
+    sync_only = {"on_", "start", "stop", "stream"}
+    not_coroutines = {"set_policy_handler", "install_headless_ui"}
+    assert not hasattr(AsyncRpcClient, "__getattr__")
+    missing, differ = [], []
+    for name, value in inspect.getmembers(RpcClient, callable):
+        if name.startswith("_") or name.startswith("on_") or name in sync_only:
+            continue
+        twin = getattr(AsyncRpcClient, name, None)
+        if twin is None:
+            missing.append(name)
+            continue
+        if name not in not_coroutines and not inspect.iscoroutinefunction(twin):
+            differ.append((name, "not a coroutine function"))
+        if name not in not_coroutines and str(inspect.signature(twin)) != str(inspect.signature(value)):
+            differ.append((name, str(inspect.signature(twin)), str(inspect.signature(value))))
+    assert (missing, differ) == ([], [])
+    for name in ("start", "close", "stream", "run", "events"):
+        assert callable(getattr(AsyncRpcClient, name))
+
+
+# -- bounded reader queues --
+
+#: The readers' bound in these tests: a normal turn's frames fit, "burst 200"'s do not.
+BOUND = 20
+
+
+def test_an_events_reader_that_falls_behind_is_told_how_many_it_lost(fake_agent: str) -> None:
+    async def test() -> None:
+        async with fake_client(fake_agent, max_buffered_events=BOUND) as client:
+            events = client.events()
+            reading = asyncio.ensure_future(events.__anext__())  # subscribed, reads one
+            await asyncio.sleep(0)
+            turn = await client.prompt_and_wait("burst 200")  # the library's own collector
+            seen = [await reading]
+            # The reader took one frame, BOUND more were buffered, the rest were dropped and
+            # counted: the count comes where they went missing, once the buffer is read.
+            while not isinstance(seen[-1], EventOverflow):
+                seen.append(await events.__anext__())
+            ready = 1 if seen[0].type == "ready" else 0  # the agent's, if still queued at subscribe
+            assert [e.type for e in seen[ready:-1]] == [e.type for e in turn.events[:BOUND + 1 - ready]]
+            lost = seen[-1]
+            assert isinstance(lost, EventOverflow) and len(seen) == BOUND + 2
+            assert lost.dropped == len(turn.events) + ready - BOUND - 1 and lost.dropped >= 180
+            # Later frames come through again.
+            assert (await client.run("hello")).text == "pong"
+            nxt = await events.__anext__()
+            assert nxt.type == "agent_start"
+            await events.aclose()
+
+    run(test)
+
+
+def test_a_stream_whose_reader_falls_behind_fails_typed_and_aborts(fake_agent: str) -> None:
+    """A turn cannot be summarized with holes: the stream raises RpcLimitExceededError (and
+    the turn is left as any turn left early); the next turn runs."""
+
+    async def test() -> None:
+        async with fake_client(fake_agent, max_buffered_events=BOUND) as client:
+            with pytest.raises(RpcLimitExceededError) as err:
+                async for _ in client.stream("burst 200"):
+                    await client.wait_for_idle()  # the reader sits while the turn ends
+            assert err.value.status_name == "LIMIT_EXCEEDED" and "max_buffered_events" in str(err.value)
+            assert (await client.run("hello")).text == "pong"
+
+    run(test)
+
+
+def test_max_buffered_events_must_be_positive() -> None:
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError):
+            AsyncRpcClient(command=["unused"], max_buffered_events=bad)  # type: ignore[arg-type]

@@ -275,3 +275,82 @@ def test_the_agents_protocol_errors_reach_on_protocol_error(make_client: MakeCli
     assert seen[0].error_info is not None and seen[0].error_info["message"] == "Unknown command: no_such_frame"
     assert client.protocol_errors[-1].code == "unknown_command"
     assert unknown == [], "the agent's protocol_error is not an unknown notification"
+
+
+def test_an_extension_ui_request_keeps_its_response_schema() -> None:
+    """omp 1.1 says what answer a UI request expects (`responseSchema`)."""
+    from omprpc import parse_notification
+
+    ui = parse_notification({"type": "extension_ui_request", "id": "ui_1", "method": "confirm", "expectsResponse": True,
+                             "timeout": 30000, "responseSchema": {"kind": "boolean"}, "title": "Continue?"})
+    assert isinstance(ui, ExtensionUiRequest) and ui.requires_response()
+    assert ui.response_schema == {"kind": "boolean"}
+    plain = parse_notification({"type": "extension_ui_request", "id": "ui_2", "method": "input"})
+    assert isinstance(plain, ExtensionUiRequest) and plain.response_schema is None
+
+
+#: An omp 1.1-style server for queued follow-ups (tests/support/OMP11-NOTES.md, Operations):
+#: prompt and follow_up are operations (`operation_start`, then the response
+#: `{ack:"accepted", operationId, queued:false}`), each run as its own run after the previous
+#: one. argv[1] "no-end": no `operation_end` follows a run; "end-late": the follow-up is taken
+#: into the prompt's run and its `operation_end` comes 0.2 s after that run's `agent_end`.
+QUEUED_OPERATION_SERVER = r'''
+import json, sys, threading, time
+mode = sys.argv[1]
+lock = threading.Lock()
+runs = []  # the runs to make, in order: (operation id, delay before it)
+def send(frame):
+    with lock:
+        print(json.dumps(frame), flush=True)
+def runner():
+    while True:
+        while not runs:
+            time.sleep(0.005)
+        op, delay = runs.pop(0)
+        time.sleep(delay)
+        send({"type": "agent_start"})
+        if mode == "end-late" and op == "op_1":
+            while not runs:
+                time.sleep(0.005)  # the follow-up joins this run
+            runs.pop(0)
+        send({"type": "agent_end", "messages": []})
+        if mode == "end-late":
+            time.sleep(0.2)
+            send({"type": "operation_end", "operationId": "op_2", "command": "follow_up", "status": "completed"})
+threading.Thread(target=runner, daemon=True).start()
+send({"type": "ready"})
+count = 0
+for line in sys.stdin:
+    command = json.loads(line)
+    kind, rid = command["type"], command.get("id")
+    if kind in ("prompt", "follow_up"):
+        count += 1
+        op = f"op_{count}"
+        send({"type": "operation_start", "operationId": op, "command": kind, "requestId": rid})
+        send({"id": rid, "type": "response", "command": kind, "success": True,
+              "data": {"ack": "accepted", "operationId": op, "queued": False}})
+        runs.append((op, 0.05 if kind == "prompt" else 0.2))
+    else:
+        send({"id": rid, "type": "response", "command": kind, "success": True})
+'''
+
+
+@pytest.mark.parametrize("mode", ["no-end", "end-late"])
+def test_wait_for_idle_waits_for_a_follow_up_acknowledged_as_an_operation(mode: str) -> None:
+    """The agent is busy until the follow-up has run: its own run ended (no operation_end), or
+    its operation_end came (taken into the prompt's run)."""
+    import sys
+
+    seen: list[str] = []
+    client = RpcClient(command=[sys.executable, "-c", QUEUED_OPERATION_SERVER, mode], startup_timeout=10.0,
+                       request_timeout=10.0)
+    client.on_frame(lambda f: seen.append(str(f.get("type"))) if f.get("type") != "response" else None)
+    with client:
+        client.prompt("first")
+        assert client.follow_up("second") == {"ack": "accepted", "operationId": "op_2", "queued": False}
+        client.wait_for_idle(timeout=20.0)
+        if mode == "no-end":
+            assert seen.count("agent_end") == 2, seen
+        else:
+            assert seen.count("agent_end") == 1 and seen[-1] == "operation_end", seen
+        assert client.prompt_and_wait("third", timeout=20.0).outcome == "agent_end"
