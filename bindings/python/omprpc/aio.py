@@ -71,7 +71,7 @@ from ._host import _verdict_of
 from ._session import _BATCH_MAX_EVENTS, _HOST_TYPES, _decode_events, _Session
 from ._turn import turn_outcome
 from .client import RpcClient
-from .errors import RpcError, RpcLimitExceededError, RpcProcessExitError
+from .errors import RpcError, RpcLimitExceededError, RpcProcessExitError, not_running_error
 from .protocol import EventOverflow, ImageContent, JsonObject, PolicyEvalEvent, RpcNotification, to_notification
 from .stream import (
     ABORT_REPEAT_INTERVAL,
@@ -274,6 +274,7 @@ class AsyncRpcClient(_AsyncCommands):
         self._executor = executor
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session: _Session | None = None
+        self._stopped = False  # close() ended a session: a call now is CLOSED, not "not started"
         self._fd = -1
         self._subscribers: list[_Subscriber] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -306,7 +307,7 @@ class AsyncRpcClient(_AsyncCommands):
             await self._pooled(self._core.stop)
             raise
         session = self._core._require()
-        self._loop, self._session, self._failure = loop, session, None
+        self._loop, self._session, self._failure, self._stopped = loop, session, None, False
         self._fd = session.event_fd
         loop.add_reader(self._fd, self._on_readable)
         return self
@@ -319,6 +320,7 @@ class AsyncRpcClient(_AsyncCommands):
         if session is None:
             return
         self._session = None
+        self._stopped = True
         self._unwatch()
         for task in list(self._tasks):
             task.cancel()
@@ -468,7 +470,7 @@ class AsyncRpcClient(_AsyncCommands):
 
     def _subscribe(self) -> _Subscriber:
         if self._session is None or self._failure is not None:
-            raise self._failure or RpcError("RPC client is not started")
+            raise self._failure or not_running_error(self._stopped)
         subscriber = _Subscriber(self._max_buffered_events)
         self._subscribers.append(subscriber)
         return subscriber
@@ -529,7 +531,7 @@ class AsyncRpcClient(_AsyncCommands):
         iterating task, or leaving the loop early, aborts the run (see the module's doc); so
         does ``aclose()`` on a stream left unfinished, which a new turn needs first."""
         if self._session is None:
-            raise self._failure or RpcError("RPC client is not started")
+            raise self._failure or not_running_error(self._stopped)
         if self._stream_owner is not None:
             # A stream left by `break` is closed by the loop's async-generator finalizer, a task
             # scheduled when the generator was dropped: let it run before deciding.

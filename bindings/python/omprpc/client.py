@@ -89,6 +89,7 @@ from .errors import (
     RpcProcessExitError,
     RpcProtocolError,
     RpcTimeoutError,
+    not_running_error,
 )
 from .host_tools import HostTool, HostToolContext, normalize_result
 from .helpers import prompt_from_content
@@ -426,6 +427,7 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         self._listeners = _Listeners()
         self._headless: list[tuple[object, JsonObject]] = []
         self._session: _Session | None = None
+        self._stopped = False  # stop() ended a session: a call now is CLOSED, not "not started"
         self._finalizer: weakref.finalize[Any, Any] | None = None  # type: ignore[type-arg,unused-ignore]
         self._lifecycle_lock = threading.RLock()
         self._stderr_text = ""
@@ -605,6 +607,7 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
                 handle.free()
                 raise
             self._session = session
+            self._stopped = False
             self._finalizer = weakref.finalize(self, _Session.shutdown, session)
             session.start(dispatch=self._dispatches_events)
             if self._log_level is not None and self._forward_logs:
@@ -624,6 +627,7 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
             if session is None:
                 return
             self._session = None
+            self._stopped = True
             finalizer, self._finalizer = self._finalizer, None
         if finalizer is not None:
             finalizer.detach()
@@ -636,7 +640,7 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
     def _require(self) -> _Session:
         session = self._session
         if session is None:
-            raise RpcError("RPC client is not started")
+            raise not_running_error(self._stopped)
         return session
 
     @staticmethod

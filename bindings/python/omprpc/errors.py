@@ -198,3 +198,19 @@ STATUS_CLASSES: dict[Status, type[RpcError]] = {
     Status.LIMIT_EXCEEDED: RpcLimitExceededError,
     Status.PANIC: RpcPanicError,
 }
+
+
+#: The core's own CLOSED message for a client its host stopped: the handle is gone by then, so
+#: the binding says it (tests/test_error_table.py holds the two equal, as Go's and Node's do).
+CLOSED_MESSAGE = "the client is closed: close() stopped the agent"
+
+
+def not_running_error(stopped: bool) -> RpcError:
+    """What a call on a client that is not running raises: a stopped client's CLOSED (an
+    RpcClosedError, still the RpcError omp_rpc raised), a never-started one omp_rpc's RpcError."""
+    if not stopped:
+        return RpcError("RPC client is not started")
+    exc = RpcClosedError(CLOSED_MESSAGE)
+    exc.status, exc.status_name = Status.CLOSED, "CLOSED"
+    return exc
+

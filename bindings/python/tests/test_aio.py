@@ -24,6 +24,7 @@ from omprpc import (
     RpcConcurrencyError,
     HostToolContext,
     PolicyEvalEvent,
+    RpcClosedError,
     RpcCommandError,
     RpcClient,
     RpcError,
@@ -171,7 +172,7 @@ def test_every_command_is_a_coroutine_with_the_sync_results_and_errors(fake_agen
             # many commands at once: the pool bounds the threads, the answers are each its own
             names = await asyncio.gather(*(client.get_last_assistant_text() for _ in range(50)))
             assert names == [None] * 50
-        with pytest.raises(RpcError, match="not started"):
+        with pytest.raises(RpcClosedError, match="close\\(\\) stopped the agent"):
             await client.get_state()
 
     run(test)

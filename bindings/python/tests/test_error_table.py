@@ -18,13 +18,6 @@ from omprpc.errors import STATUS_CLASSES, RpcCommandError, RpcError, RpcProtocol
 TABLE = json.loads((Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "error-table.json").read_text())
 ROWS = TABLE["rows"]
 
-#: Rows where this binding does not yet report what the table says (the binding's owner fixes
-#: them). Such a row must still differ: once it passes, the entry must go.
-KNOWN_GAPS: dict[str, str] = {
-    "call_after_close": "a command after stop() raises a bare RpcError(\"RPC client is not started\") with no status "
-                        "(client.py RpcClient._require, the session is gone) instead of the core's CLOSED and close reason",
-}
-
 #: The class of each status (errors.py's table, and the two classes that carry more).
 CLASSES = {**STATUS_CLASSES, Status.COMMAND_FAILED: RpcCommandError, Status.PROTOCOL: RpcProtocolError}
 
@@ -112,8 +105,4 @@ def test_error_table(row: dict[str, Any], fake_agent: str) -> None:
     if "call" in row:
         assert started, f"start failed: {exc!r}"
     problems = _problems(row, exc)
-    gap = KNOWN_GAPS.get(row["name"])
-    if gap is not None:
-        assert problems, f"the known gap {gap!r} is gone: remove {row['name']} from KNOWN_GAPS"
-        return
     assert problems == []
