@@ -69,7 +69,15 @@ export declare class OmprpcError extends Error {
 export declare class InvalidArgumentError extends OmprpcError {}
 export declare class InvalidJsonError extends OmprpcError {}
 export declare class InvalidUtf8Error extends OmprpcError {}
-export declare class TimeoutError extends OmprpcError {}
+/**
+ * A deadline passed (`timeoutMs`, a start or turn timeout). Not named TimeoutError, which is
+ * the DOMException `AbortSignal.timeout()` aborts with.
+ */
+export declare class RpcTimeoutError extends OmprpcError {}
+/** @deprecated the old name of RpcTimeoutError (the same class). */
+export declare const TimeoutError: typeof RpcTimeoutError;
+/** @deprecated the old name of RpcTimeoutError (the same class). */
+export type TimeoutError = RpcTimeoutError;
 /** The agent answered `success:false` (also a late prompt failure). */
 export declare class CommandError extends OmprpcError {
   /** The command that failed ("prompt", "get_state", …). */
@@ -86,6 +94,14 @@ export declare class ProtocolError extends OmprpcError {}
 export declare class IoError extends OmprpcError {}
 export declare class NotFoundError extends OmprpcError {}
 export declare class CancelledError extends OmprpcError {}
+/**
+ * A call given up to its `signal` (status CANCELLED, `name` "AbortError"). `cause` is the
+ * signal's reason (for `AbortSignal.timeout()`, the DOM's TimeoutError).
+ */
+export declare class AbortError extends CancelledError {
+  readonly name: 'AbortError';
+  readonly cause: unknown;
+}
 export declare class LimitExceededError extends OmprpcError {}
 export declare class PanicError extends OmprpcError {}
 
@@ -356,12 +372,15 @@ export type ContentBlock =
 export interface CallOptions {
   /** ms; undefined: the client's default; null / Infinity / -1: no deadline. */
   timeoutMs?: number | null;
-}
-
-export interface WaitOptions extends CallOptions {
-  /** Aborts the wait (between poll slices, at once for the promise). */
+  /**
+   * Rejects the call at once with an AbortError (`cause`: the signal's reason). A turn
+   * (`promptAndWait`, `stream`) is aborted too: `abort` is sent, and the client's next prompt
+   * starts once the aborted one completed.
+   */
   signal?: AbortSignal;
 }
+
+export interface WaitOptions extends CallOptions {}
 
 export interface ImageContent {
   type: 'image';
@@ -380,11 +399,72 @@ export interface PromptOptions extends CallOptions {
 
 export interface PromptAndWaitOptions extends PromptOptions {
   /**
-   * Aborts the agent's work: `abort` is sent and the call rejects at once with the signal's
-   * reason (the turn is dropped). The client's next prompt, `promptAndWait`, `collectEvents`
+   * Aborts the agent's work: `abort` is sent and the call rejects at once with an AbortError
+   * (the turn is dropped). The client's next prompt, `promptAndWait`, `collectEvents`
    * or `waitForIdle` starts once the library completed the aborted prompt.
    */
   signal?: AbortSignal;
+}
+
+export interface StreamOptions {
+  images?: ImageContent[];
+  /** Blocks appended to the message (images checked, text files inlined). */
+  content?: ContentBlock[];
+  /** The prompt's acknowledgement (ms); for the whole turn use `signal: AbortSignal.timeout(ms)`. */
+  timeoutMs?: number | null;
+  /** Aborts the turn: `abort` is sent, the iteration rejects with an AbortError. */
+  signal?: AbortSignal;
+}
+
+/** A piece of the assistant's visible text (text deltas only), in arrival order. */
+export interface TextItem { kind: 'text'; text: string }
+/** A piece of the assistant's reasoning (thinking), in arrival order. */
+export interface ReasoningItem { kind: 'reasoning'; text: string }
+/** The agent started a tool call (its own tool or a host tool). */
+export interface ToolStartItem { kind: 'tool_start'; toolCallId: string; toolName: string; args: unknown }
+/** A tool call ended; `outcome` "success", "error" or "blocked" (by the policy gate: `reason`). */
+export interface ToolEndItem {
+  kind: 'tool_end';
+  toolCallId: string;
+  toolName: string;
+  outcome: 'success' | 'error' | 'blocked' | (string & {});
+  result: unknown;
+  reason: string | null;
+}
+/** The attempt failed; the agent retries by itself after `delayMs` (the turn goes on). */
+export interface RetryItem { kind: 'retry'; attempt: number | null; maxAttempts: number | null; delayMs: number | null; error: string | null }
+/** A compaction inside the turn ended (`reason` "overflow": `willRetry` says the agent retries). */
+export interface CompactionItem { kind: 'compaction'; reason: string | null; aborted: boolean; willRetry: boolean; errorMessage: string | null }
+/** The prompt completed (always the last item): where the library says the agent will not go on. */
+export interface TurnComplete {
+  kind: 'turn_complete';
+  requestId: string;
+  outcome: TurnOutcome;
+  /** The last assistant message's ("stop", "toolUse", "aborted", "error", "length", …). */
+  stopReason: string | null;
+  /** Summed over the turn's LLM calls. */
+  usage: TurnSummary['usage'];
+  /** The final assistant text. */
+  text: string | null;
+  /** The library's whole summary of the turn. */
+  summary: TurnSummary;
+  attempts: number;
+  failedAttempts: FailedAttempt[];
+  compactions: Compaction[];
+}
+/** What `client.stream()` yields: switch on `kind`. */
+export type StreamItem = TextItem | ReasoningItem | ToolStartItem | ToolEndItem | RetryItem | CompactionItem | TurnComplete;
+
+/** One turn, streamed (`client.stream()`). Leaving it early (`break`, close()) aborts the turn. */
+export declare class TurnStream implements AsyncIterableIterator<StreamItem> {
+  next(): Promise<IteratorResult<StreamItem, undefined>>;
+  return(): Promise<IteratorResult<StreamItem, undefined>>;
+  [Symbol.asyncIterator](): TurnStream;
+  /** Reads the rest of the stream; resolves its turn_complete item (also once read). */
+  finalTurn(): Promise<TurnComplete>;
+  /** Leaves the stream (like `break`): an unfinished turn is aborted. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 export interface MessageOptions extends CallOptions {
@@ -623,6 +703,11 @@ export declare class Client extends EventEmitter {
   sendFrame(frame: JsonObject | string): void;
   prompt(message: string, opts?: PromptOptions): Promise<string>;
   abortAndPrompt(message: string, opts?: PromptOptions): Promise<string>;
+  /**
+   * Prompts and streams the turn as typed items (text, reasoning, tool calls, retries,
+   * compactions), the last a `turn_complete`. One stream at a time per client.
+   */
+  stream(message: string, opts?: StreamOptions): TurnStream;
   /** Prompts and resolves the turn once the agent's work for it ended (see `Turn`). */
   promptAndWait(message: string, opts?: PromptAndWaitOptions): Promise<Turn>;
   steer(message: string, opts?: MessageOptions): Promise<void>;
@@ -713,6 +798,9 @@ export declare class Summarizer {
    */
   feed(event: AgentEvent | string): { kind: string; [key: string]: any }[];
   summary(): TurnSummary;
+  /** Frees the native summarizer (also done by the garbage collector). Idempotent. */
+  close(): void;
+  /** @deprecated close() */
   free(): void;
   [Symbol.dispose](): void;
 }

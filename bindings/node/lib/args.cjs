@@ -50,7 +50,7 @@ function snakeKey(k) {
 }
 
 /** Binding-only start options (not sent to the core). */
-const BINDING_OPTIONS = new Set(['closeOnExit', 'close_on_exit', 'ref', 'libraryPath', 'library_path']);
+const BINDING_OPTIONS = new Set(['closeOnExit', 'close_on_exit', 'ref', 'libraryPath', 'library_path', 'signal']);
 
 /**
  * Converts a start options object to the C keys: top-level camelCase keys become snake_case

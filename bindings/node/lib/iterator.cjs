@@ -3,6 +3,7 @@
 // and backpressure (highWaterMark).
 
 const { DEFAULT_HIGH_WATER_MARK } = require('./constants.cjs');
+const { abortError } = require('./errors.cjs');
 
 class EventIterator {
   constructor(client, opts) {
@@ -16,7 +17,7 @@ class EventIterator {
     this._types = opts.types ? new Set(opts.types) : null;
     this._signal = opts.signal || null;
     if (this._signal) {
-      this._onAbort = () => this._finish(this._signal.reason || new Error('aborted'));
+      this._onAbort = () => this._finish(abortError(this._signal, 'the event iterator'));
       if (this._signal.aborted) this._done = true;
       else this._signal.addEventListener('abort', this._onAbort, { once: true });
     }
