@@ -672,13 +672,19 @@ export interface EventsOptions {
   signal?: AbortSignal;
   /** Only events of these types. */
   types?: string[];
-  /** Buffered events before delivery pauses until this iterator catches up (default 65536). */
+  /**
+   * The most unread events it keeps (default 65536): past it the oldest are dropped and the
+   * next item is an `event_overflow` saying how many. It never holds back other consumers.
+   */
   highWaterMark?: number;
 }
 
 export declare class EventIterator implements AsyncIterableIterator<AgentEvent> {
   next(): Promise<IteratorResult<AgentEvent, undefined>>;
   return(): Promise<IteratorResult<AgentEvent, undefined>>;
+  /** Detaches it now (as `break` does). */
+  close(): void;
+  [Symbol.dispose](): void;
   [Symbol.asyncIterator](): EventIterator;
 }
 

@@ -21,13 +21,12 @@ class ClientEvents {
    * Before any call that waited on the agent resolves or rejects: delivers what the core has
    * queued to listeners and iterators (non-blocking batches, on this thread), so they have
    * seen every event that preceded the call's outcome — the core queues them before the call
-   * returns. An iterator past its highWaterMark takes these anyway (they are bounded by the
-   * core's queue). Not for the pull queue alone (nextEvent() takes its own).
+   * returns. Not for the pull queue alone (nextEvent() takes its own).
    */
   _catchUp() {
     if (this._st.freed || this._pumpEnded) return;
     if (this._iterators.size === 0 && this._sinks.size === 0 && !this._hasListeners()) return;
-    while (this._drainOnce(true) > 0) {
+    while (this._drainOnce() > 0) {
       // each batch is delivered in order; a closed client stops it
     }
   }
@@ -103,8 +102,9 @@ class ClientEvents {
   /**
    * An async iterator over every event from now on (verbatim agent frames plus omprpc's
    * synthetic ones). Ends when the client is closed and the queue drained. Options:
-   * `signal`, `types` (only these event types), `highWaterMark` (buffered events before
-   * delivery pauses).
+   * `signal`, `types` (only these event types), `highWaterMark` (the most unread events it
+   * keeps: past it the oldest are dropped and an event_overflow item says how many; a slow
+   * iterator never holds back host calls or other consumers).
    */
   events(opts = {}) {
     const it = new EventIterator(this, opts);
@@ -118,13 +118,7 @@ class ClientEvents {
 
   _detachIterator(it) {
     this._iterators.delete(it);
-    this._iteratorDrained();
     this._updatePump();
-  }
-
-  _iteratorDrained() {
-    // Below the high-water mark again: the reactor may watch this client's events again.
-    if (this._closePromise === null) process.nextTick(() => this._updatePump());
   }
 
   /** Keeps the process alive while events are awaited (default). */
@@ -181,13 +175,7 @@ class ClientEvents {
   }
 
   _reactorWants() {
-    return this._draining === null && !this._st.freed && !this._pumpEnded && this._pumpMode() === 'block' && !this._blockedIterator();
-  }
-
-  _blockedIterator() {
-    if (this._closePromise !== null) return false;
-    for (const it of this._iterators) if (it.blocked) return true;
-    return false;
+    return this._draining === null && !this._st.freed && !this._pumpEnded && this._pumpMode() === 'block';
   }
 
   /** Takes what is queued, batch by batch, yielding to the event loop in between. */
@@ -217,10 +205,10 @@ class ClientEvents {
     }
   }
 
-  /** One non-blocking batch: >0 events delivered, 0 none queued, -1 stop. `force`: past blocked iterators. */
-  _drainOnce(force) {
+  /** One non-blocking batch: >0 events delivered, 0 none queued, -1 stop. */
+  _drainOnce() {
     if (this._st.freed || this._pumpEnded) return -1;
-    if (this._closePromise === null && (this._pumpMode() === 'off' || (!force && this._blockedIterator()))) return -1;
+    if (this._closePromise === null && this._pumpMode() === 'off') return -1;
     const r = callOutRaw(native().nextEventBatch, [this._st.h, EVENT_BATCH, 0]);
     if (r.st === Status.OK) {
       take(r.err);
