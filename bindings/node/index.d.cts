@@ -180,63 +180,56 @@ export interface UiPolicy {
  * Start options: the C keys of docs/c-api.md. Top-level keys may also be written in
  * camelCase (`maxEventHistory`), converted to snake_case; nested values are sent as given.
  */
+/**
+ * The start options (docs/c-api.md's, in camelCase: one spelling per option). An unknown or
+ * snake_case key is a TypeError at run time too, naming it.
+ */
 export interface StartOptions {
   command?: string[];
   executable?: string;
   flavor?: 'auto' | 'omp' | 'pi';
+  /** `"auto"` (probe the agent), `"X.Y.Z"` (pin it, no probe) or `"unchecked"`. */
+  agentVersion?: string;
+  /** omp only: `--approval-mode`; unset, the agent's own setting applies. */
+  approvalMode?: 'always-ask' | 'write' | 'yolo';
+  /** Every `response` frame is queued as an event too (a tap on every frame). */
+  queueResponses?: boolean;
   provider?: string;
   model?: string;
-  session_dir?: string;
   sessionDir?: string;
   thinking?: string;
-  system_prompt?: string;
   systemPrompt?: string;
-  append_system_prompt?: string;
   appendSystemPrompt?: string;
-  provider_session_id?: string;
   providerSessionId?: string;
   tools?: string[];
-  no_session?: boolean;
   noSession?: boolean;
-  no_skills?: boolean;
   noSkills?: boolean;
   /** The skills to load (conflicts with `noSkills: true` unless `"none"`); see `skillsFlags`. */
   skills?: SkillsSelection;
   /** Sanitize the start's host tools' parameter schemas (see `sanitizeSchema`). */
-  sanitize_tool_schemas?: boolean;
   sanitizeToolSchemas?: boolean;
   /**
    * Load the repository's own resources (`.pi/extensions`, `.pi/settings.json`, `.pi/mcp.json` …).
    * Unset or false on pi keeps them out (`--no-approve` from pi 0.79, discovery off before); on omp
    * unset leaves its discovery and false passes `--no-extensions`. docs/agents.md.
    */
-  trust_project?: boolean;
   trustProject?: boolean;
   /** Let pi's MCP configuration load (pi 0.99 on). Unset or false: no MCP server starts (`--no-mcp`). */
   mcp?: boolean;
   /** false keeps `AGENTS.md` / `CLAUDE.md` out (pi 0.67.4 on). */
-  context_files?: boolean;
   contextFiles?: boolean;
   /** Tools taken away (pi 0.77 on; `*` patterns from 1.0.4). */
-  exclude_tools?: string[];
   excludeTools?: string[];
-  no_rules?: boolean;
   noRules?: boolean;
-  no_title?: boolean | null;
   noTitle?: boolean | null;
-  rpc_defaults?: boolean;
   rpcDefaults?: boolean;
   extensions?: string[];
-  extra_args?: string[];
   extraArgs?: string[];
   cwd?: string;
   env?: Record<string, string>;
   /** `true`: all of this process's environment; `"allowlist"`: only what an agent needs. */
-  inherit_env?: boolean | 'allowlist';
   inheritEnv?: boolean | 'allowlist';
-  env_passthrough?: string[];
   envPassthrough?: string[];
-  system_prompt_via_file?: boolean;
   systemPromptViaFile?: boolean;
   /** An argv prefix the agent runs behind: a sandbox (`bwrap`, `unshare`, `ip netns exec`)
    * or another host (`ssh -T host`, `docker exec -i ctr`, `kubectl exec -i pod --`);
@@ -244,81 +237,49 @@ export interface StartOptions {
   launcher?: string[];
   /** `"process"`: the launcher hands its environment on; `"command"`: `env` and `cwd` travel
    * as an `env -C DIR NAME=VALUE …` prefix (the default for ssh, docker, podman, kubectl, sudo). */
-  launcher_env?: 'auto' | 'process' | 'command';
   launcherEnv?: 'auto' | 'process' | 'command';
   /** Quote each word for the far side's shell (default: on for ssh only). */
-  launcher_shell?: boolean;
   launcherShell?: boolean;
   /** Records every frame, both directions, to this JSONL file (0600; it holds prompts and
    * tool output); `omprpc-fake-agent --replay FILE` plays it back. */
-  record_path?: string;
   recordPath?: string;
   handshake?: 'ready' | 'probe' | 'none';
-  startup_timeout_ms?: number;
   startupTimeoutMs?: number;
-  request_timeout_ms?: number;
   requestTimeoutMs?: number;
-  turn_timeout_ms?: number | null;
   turnTimeoutMs?: number | null;
-  max_event_history?: number | null;
   maxEventHistory?: number | null;
-  max_stderr_lines?: number | null;
   maxStderrLines?: number | null;
-  max_frame_bytes?: number | null;
   maxFrameBytes?: number | null;
-  max_outbound_frame_bytes?: number | null;
   maxOutboundFrameBytes?: number | null;
-  event_queue_capacity?: number;
   eventQueueCapacity?: number;
-  event_queue_max_bytes?: number;
   eventQueueMaxBytes?: number;
-  max_turn_bytes?: number | null;
   maxTurnBytes?: number | null;
-  turn_events?: 'all' | 'no_updates' | 'none';
   turnEvents?: 'all' | 'no_updates' | 'none';
-  turn_summary?: boolean;
   turnSummary?: boolean;
   /** Keep log records at this level and above for `nextLogs()` (default: off). */
-  log_level?: LogLevel | 'off';
   logLevel?: LogLevel | 'off';
-  log_queue_capacity?: number | null;
   logQueueCapacity?: number | null;
-  turn_idle_timeout_ms?: number | null;
   turnIdleTimeoutMs?: number | null;
   /** Queue a `prompt_complete` event (`PromptCompleteEvent`) when a prompt completes (default false). */
-  prompt_complete_events?: boolean;
   promptCompleteEvents?: boolean;
   /** How long the agent must be quiet before a waiter asks `get_state` whether it is idle (250). */
-  activity_probe_ms?: number;
   activityProbeMs?: number;
   bridge?: 'auto' | 'always' | 'never';
-  bridge_transport?: 'unix' | 'tcp';
   bridgeTransport?: 'unix' | 'tcp';
   /** The `IP:port` the bridge binds (TCP; default `127.0.0.1:0`). Either address selects TCP. */
-  bridge_listen?: string;
   bridgeListen?: string;
   /** The `host:port` the extension dials (default: the bound address; port 0: the bound port). */
-  bridge_advertise?: string;
   bridgeAdvertise?: string;
-  host_tool_timeout_ms?: number;
   hostToolTimeoutMs?: number;
   /** The gate over the agent's own tools; in host mode a `handler` may answer `policy_eval`. */
-  tool_policy?: ToolPolicy;
   toolPolicy?: ToolPolicy;
-  stop_grace_ms?: number;
   stopGraceMs?: number;
-  kill_grace_ms?: number;
   killGraceMs?: number;
-  negotiate_v2?: boolean;
   negotiateV2?: boolean;
-  invalid_frames?: 'fatal' | 'skip';
   invalidFrames?: 'fatal' | 'skip';
   /** Registered during start; entries may carry a `handler`. */
-  host_tools?: HostTool[];
   hostTools?: HostTool[];
-  host_uri_schemes?: HostUriScheme[];
   hostUriSchemes?: HostUriScheme[];
-  ui_policy?: UiPolicy | null;
   uiPolicy?: UiPolicy | null;
   /** Binding only: close the agent synchronously if the process exits with it open (default true). */
   closeOnExit?: boolean;
@@ -326,7 +287,8 @@ export interface StartOptions {
   ref?: boolean;
   /** Binding only: load the library from this path (only before the first load). */
   libraryPath?: string;
-  [key: string]: unknown;
+  /** Binding only: aborts the start (AbortError); the agent, once started, is stopped. */
+  signal?: AbortSignal;
 }
 
 export type PolicyVerdict = boolean | { allow: boolean; reason?: string };

@@ -21,17 +21,15 @@ const { ClientHost, splitHandler } = require('./host.cjs');
 
 class Client extends EventEmitter {
   /**
-   * Spawns the agent and waits for its handshake (off the main thread). `options` takes the
-   * C start option keys (docs/c-api.md), in snake_case or camelCase. `hostTools` and
-   * `hostUriSchemes` entries may carry a `handler`. Binding-only: `closeOnExit` (default
-   * true), `ref` (default true), `libraryPath`.
+   * Spawns the agent and waits for its handshake (off the main thread). `options`: the C start
+   * options (docs/c-api.md) in camelCase, one key per option (an unknown or snake_case key is
+   * a TypeError naming it). `hostTools` and `hostUriSchemes` entries may carry a `handler`.
+   * Binding-only: `closeOnExit` (default true), `ref` (default true), `libraryPath`, `signal`.
    */
   static async start(options = {}) {
-    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new TypeError('options must be an object');
-    const libraryPath = options.libraryPath || options.library_path;
-    if (libraryPath) load(libraryPath);
+    const core = toCoreOptions(options); // checks every key first
+    if (options.libraryPath) load(options.libraryPath);
     const n = native();
-    const core = toCoreOptions(options);
     const tools = new Map();
     const schemes = new Map();
     if (Array.isArray(core.host_tools)) core.host_tools = core.host_tools.map((t) => splitHandler(t, 'name', tools));
@@ -55,7 +53,7 @@ class Client extends EventEmitter {
     let client;
     try {
       client = new Client(r.out, {
-        closeOnExit: options.closeOnExit !== undefined ? !!options.closeOnExit : options.close_on_exit !== false,
+        closeOnExit: options.closeOnExit !== false,
         ref: options.ref !== false,
       });
     } catch (e) {

@@ -60,7 +60,7 @@ test('nextLogs: records in order, redacted, then ClosedError', async (t) => {
 });
 
 test('nextLogs while running: requests with latency; errors when off or empty', async (t) => {
-  const c = await start(t, [], { log_level: 'debug' });
+  const c = await start(t, [], { logLevel: 'debug' });
   await c.nextLogs({ timeoutMs: 5000 }); // spawn, handshake
   await c.getState();
   const recs = await c.nextLogs({ timeoutMs: 5000 });

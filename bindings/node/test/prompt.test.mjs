@@ -224,7 +224,7 @@ test('a full queue drops the oldest events and says so', async (t) => {
 test('bounded histories: max_event_history', async (t) => {
   const c = await start(t, [], { maxEventHistory: 2 });
   await assert.rejects(c.promptAndWait('say hello'), (e) => e instanceof LimitExceededError && /max_event_history/.test(e.message));
-  const u = await start(t, [], { max_event_history: null });
+  const u = await start(t, [], { maxEventHistory: null });
   assert.equal((await u.promptAndWait('burst 100')).events.length, 106);
 });
 

@@ -7,10 +7,10 @@ import omprpc, {
 } from 'omprpc';
 
 export async function main(fake: string): Promise<string | null> {
-  const options: StartOptions = { command: [fake], maxEventHistory: null, turn_timeout_ms: 60_000, env: { A: 'b' } };
+  const options: StartOptions = { command: [fake], maxEventHistory: null, turnTimeoutMs: 60_000, env: { A: 'b' } };
   const argv: string[] = buildArgv(options);
   void argv;
-  const sandboxed: StartOptions = { ...options, launcher: ['bwrap', '--dev-bind', '/', '/', '--'], launcherEnv: 'process', launcher_shell: false };
+  const sandboxed: StartOptions = { ...options, launcher: ['bwrap', '--dev-bind', '/', '/', '--'], launcherEnv: 'process', launcherShell: false };
   void sandboxed;
   const client: Client = await Client.start({
     ...options,
