@@ -45,49 +45,54 @@ class ClientPrompts {
     throwIfAborted(signal, name);
     await this._abandonedTurn();
     if (signal === null) return this._async(name, args, true);
+    throwIfAborted(signal, name); // (nothing sent: no watcher needed)
     // Its completion is watched from before the send, in case the acknowledgement is given up.
     const events = new TurnEvents(this);
+    let lateSettled; // resolves once a given-up prompt is known refused, or aborted and completed
+    const settled = new Promise((resolve) => {
+      lateSettled = resolve;
+    });
     const acceptedLate = (late) => {
       take(late.err);
       if (late.st !== 0) {
         take(late.out);
         events.detach();
+        lateSettled();
         return;
       }
-      this._settleGivenUp(take(late.out), events);
+      this._settleGivenUp(take(late.out), events).then(lateSettled);
     };
     try {
       const id = await this._async(name, args, true, signal, name, acceptedLate);
       events.detach();
       return id;
     } catch (e) {
-      if (!(e instanceof AbortError)) events.detach(); // an AbortError leaves it to acceptedLate
+      if (e instanceof AbortError) this._abandon(settled); // the next prompt waits for it
+      else events.detach();
       throw e;
     }
   }
 
   /**
-   * A prompt accepted after its caller gave it up: `abort` sent, and the next turn waits until
-   * it completed (`events` sees its completion; detached then).
+   * A prompt accepted after its caller gave it up: `abort` sent; resolves once it completed
+   * (`events` sees its completion; detached then).
    */
-  _settleGivenUp(requestId, events) {
-    this._abandon((async () => {
-      try {
-        await this.abort();
-        await events.untilCompletion(requestId);
-      } catch {
-        // the agent refused, or the client stopped: nothing runs any more
-      } finally {
-        events.detach();
-      }
-    })());
+  async _settleGivenUp(requestId, events) {
+    try {
+      await this.abort();
+      await events.untilCompletion(requestId);
+    } catch {
+      // the agent refused, or the client stopped: nothing runs any more
+    } finally {
+      events.detach();
+    }
   }
 
   /**
    * Prompts and waits for that prompt's completion (where the library finds the agent's work
    * ended); resolves the turn. `timeoutMs` covers the whole turn (default: the
    * `turn_timeout_ms` option, else none). `signal` aborts the agent's work: `abort` is sent and
-   * the call rejects at once with the signal's reason; the next prompt, promptAndWait,
+   * the call rejects at once with an AbortError; the next prompt, promptAndWait,
    * collectEvents or waitForIdle of this client starts once the library completed the aborted
    * prompt. This call holds one libuv pool thread for the whole turn.
    */
