@@ -66,13 +66,41 @@ class TurnEvents {
     this._waiter = null;
     this._end = null; // {error} once the client's events ended
     this._stop = null; // an error that ends the wait at once (the signal's AbortError)
+    this._requestId = null; // the prompt whose completion ends the turn, once acknowledged
+    this._onCompletion = null;
     client._addSink(this);
+  }
+
+  /**
+   * The prompt was acknowledged as `requestId`: once its completion arrives, this reader stops
+   * taking events (what it holds stays readable) and `onCompletion` runs, read or not.
+   */
+  expect(requestId, onCompletion) {
+    this._requestId = requestId;
+    this._onCompletion = onCompletion;
+    for (let i = this._head; i < this._queue.length; i++) {
+      if (this._completes(this._queue[i])) return;
+    }
   }
 
   /** From the pump: a batch, in order. */
   push(evs) {
-    for (const ev of evs) this._queue.push(ev);
+    if (this._requestId !== null && !this._client._sinks.has(this)) return; // completed
+    for (const ev of evs) {
+      this._queue.push(ev);
+      if (this._requestId !== null && this._completes(ev)) break; // later events are the next turn's
+    }
     this._wake();
+  }
+
+  /** Whether `ev` is this turn's completion (then it stops taking events and says so). */
+  _completes(ev) {
+    if (!isCompletion(ev) || ev.requestId !== this._requestId) return false;
+    this._client._removeSink(this);
+    const done = this._onCompletion;
+    this._onCompletion = null;
+    if (done !== null) done();
+    return true;
   }
 
   /** From the pump: the client's events ended (closed: error null; else the failure). */
@@ -143,19 +171,26 @@ class TurnStream {
     this._client = client;
     this._signal = signalArg(opts.signal);
     this._final = null; // the turn_complete item, once read
-    this._completed = false; // this prompt's completion was read (nothing to abort)
+    this._completed = false; // this prompt's completion was read
+    this._agentDone = false; // its completion arrived (read or not): nothing to abort
     this._given = false; // given up before completion: abort sent (once)
-    this._failed = null; // an error raised before anything ran (the concurrency rule)
+    this._failed = null; // an error raised before anything ran (a closed client)
     this._events = null; // this turn's event reader, from just before the prompt is sent
     this._stopError = null; // what reads reject with once the turn was given up
     this._sent = null;
-    if (client._streaming !== null) {
-      this._failed = jsError(Status.CONCURRENCY, 'a turn is already streaming on this client (one at a time): finish it, or abort or close() its stream, first');
-    } else if (client._closePromise !== null) {
+    let acked;
+    /** Settles once this prompt's acknowledgement was handled (its completion, if here, seen). */
+    this._ackSettled = new Promise((resolve) => {
+      acked = resolve;
+    });
+    if (client._closePromise !== null) {
       this._failed = closedError();
+      acked();
     } else {
-      client._streaming = this;
-      this._sent = this._send(args);
+      const holder = client._streaming;
+      if (holder === null) client._streaming = this;
+      this._sent = holder === null ? this._send(args) : this._behind(holder, args);
+      this._sent.then(acked, acked);
       this._sent.catch(() => {}); // read (and thrown) by the iteration
       if (this._signal) {
         this._onAbort = () => this._giveUp(abortError(this._signal, 'the stream'));
@@ -166,12 +201,37 @@ class TurnStream {
     this._items = this._run();
   }
 
+  /**
+   * Created while `holder` streams: its completion may have been delivered before its own
+   * acknowledgement was handled (a program that saw prompt_complete may start the next turn at
+   * once), so the rule is applied once that acknowledgement was.
+   */
+  async _behind(holder, args) {
+    await holder._ackSettled;
+    const c = this._client;
+    if (c._streaming !== null) {
+      throw jsError(Status.CONCURRENCY, 'a turn is already streaming on this client (one at a time): finish it, or abort or close() its stream, first');
+    }
+    c._streaming = this;
+    return this._send(args);
+  }
+
   async _send(args) {
     const c = this._client;
     await c._abandonedTurn(); // an aborted turn's prompt completes first, with all its events
-    if (this._stopError !== null) throw this._stopError;
+    if (this._stopError !== null) {
+      this._release(); // given up before it was sent
+      throw this._stopError;
+    }
     this._events = new TurnEvents(c);
-    return c._async('prompt', args, true);
+    const requestId = await c._async('prompt', args, true);
+    // Done in the agent once its completion arrives, whether or not anyone reads the stream:
+    // the next stream may start then, and leaving this one later aborts nothing.
+    this._events.expect(requestId, () => {
+      this._agentDone = true;
+      this._release();
+    });
+    return requestId;
   }
 
   async *_run() {
@@ -225,7 +285,7 @@ class TurnStream {
       this._stopError = error;
       if (this._events !== null) this._events.stop(error);
     }
-    if (this._given || this._completed || this._sent === null) return;
+    if (this._given || this._completed || this._agentDone || this._sent === null) return;
     this._given = true;
     if (this._events === null) {
       // Not sent yet (it waits for an earlier turn): it will not be (_send sees _stopError).

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import {
   AbortError, CancelledError, ClosedError, CommandError, ConcurrencyError, OmprpcError, ProcessExitedError,
 } from '../index.mjs';
-import { WAIT_MS, start } from './helpers.mjs';
+import { WAIT_MS, start, nextOfType } from './helpers.mjs';
 
 /** Every item of a stream, in order. */
 async function itemsOf(stream) {
@@ -138,6 +138,26 @@ test('the signal aborts a stream nobody is reading', async (t) => {
   // the next turn starts once the aborted one completed, without the first stream being read
   assert.equal((await c.stream('hello').finalTurn()).text, 'pong');
   await assert.rejects(s.next(), AbortError);
+});
+
+test('a stream nobody reads keeps its items, and frees the client once its turn completed', async (t) => {
+  const c = await start(t, [], { promptCompleteEvents: true, queueResponses: true });
+  const it = c.events({ types: ['prompt_complete'] });
+  const answered = []; // the commands the agent answered (queueResponses: each response is an event too)
+  c.on('response', (ev) => answered.push(ev.command));
+  const unread = c.stream('thinking');
+  await nextOfType(it, 'prompt_complete'); // done in the agent, not read here
+  assert.equal((await c.stream('hello').finalTurn()).text, 'pong', 'the next stream may start');
+  await unread.close(); // after its completion: aborts nothing
+  const later = await c.stream('hello').finalTurn();
+  assert.equal(later.text, 'pong');
+  assert.ok(answered.includes('prompt') && !answered.includes('abort'), answered.join(','));
+  const kept = c.stream('thinking');
+  await nextOfType(it, 'prompt_complete');
+  await c.promptAndWait('hello', { timeoutMs: WAIT_MS }); // events after it are not its own
+  assert.deepEqual((await itemsOf(kept)).map((i) => i.kind), ['reasoning', 'text', 'turn_complete']);
+  assert.equal(c._sinks.size, 0, 'no stream still takes events');
+  it.close();
 });
 
 test('one stream at a time: a second gets ConcurrencyError until the first is closed', async (t) => {
