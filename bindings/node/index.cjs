@@ -10,7 +10,8 @@
 // safety nets), iterator, reactor, views (the library's structured results: event batches),
 // turn (turns and their lazy events), client (Client, with its methods grouped in commands,
 // protocol.gen (the typed commands, generated from src/protocol/table.json), prompts, events,
-// ui and host) and functions.
+// ui and host), stream (client.stream(): a turn as typed items), abort (AbortSignal support)
+// and functions.
 
 const {
   ABI_VERSION,
@@ -71,6 +72,7 @@ module.exports = {
   InvalidJsonError,
   InvalidUtf8Error,
   RpcTimeoutError,
+  /** @deprecated RpcTimeoutError (the same class; this name shadowed the DOM's TimeoutError). */
   TimeoutError,
   CommandError,
   ProcessExitedError,

@@ -6,8 +6,8 @@
 
 const { EventEmitter } = require('node:events');
 const { TIMEOUT_INFINITE, POLL_SLICE_MS, ORPHAN_CAPACITY, UNREF_POLL_MIN_MS } = require('./constants.cjs');
-const { Status, closedError, abortError, throwIfAborted } = require('./errors.cjs');
-const { signalArg, raceSignal, dropRaw } = require('./abort.cjs');
+const { Status, closedError, throwIfAborted } = require('./errors.cjs');
+const { signalArg, raceSignal } = require('./abort.cjs');
 const { load, native, take, failure, callOut, callNoOut, callOutRaw, callAsyncRaw, callEventFd, settle } = require('./native.cjs');
 const { timeoutArg, toCoreOptions } = require('./args.cjs');
 const { openAtExit, closeAtExit, finalizer } = require('./lifetime.cjs');
