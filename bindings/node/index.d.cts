@@ -676,7 +676,11 @@ export declare class Client extends EventEmitter {
    * compactions), the last a `turn_complete`. One stream at a time per client.
    */
   stream(message: string, opts?: StreamOptions): TurnStream;
-  /** Prompts and resolves the turn once the agent's work for it ended (see `Turn`). */
+  /**
+   * Prompts and resolves the turn once the agent's work for it ended (see `Turn`). Holds one
+   * libuv pool thread for the whole turn (the core builds the turn inside its blocking call);
+   * `stream()` holds none.
+   */
   promptAndWait(message: string, opts?: PromptAndWaitOptions): Promise<Turn>;
   steer(message: string, opts?: MessageOptions): Promise<void>;
   followUp(message: string, opts?: MessageOptions): Promise<void>;
