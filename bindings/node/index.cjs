@@ -10,7 +10,8 @@
 // safety nets), iterator, reactor, views (the library's structured results: event batches),
 // turn (turns and their lazy events), client (Client, with its methods grouped in commands,
 // protocol.gen (the typed commands, generated from src/protocol/table.json), prompts, events,
-// ui and host) and functions.
+// ui and host), stream (client.stream(): a turn as typed items), abort (AbortSignal support)
+// and functions.
 
 const {
   ABI_VERSION,
@@ -24,6 +25,7 @@ const {
   InvalidArgumentError,
   InvalidJsonError,
   InvalidUtf8Error,
+  RpcTimeoutError,
   TimeoutError,
   CommandError,
   ProcessExitedError,
@@ -33,6 +35,7 @@ const {
   IoError,
   NotFoundError,
   CancelledError,
+  AbortError,
   LimitExceededError,
   PanicError,
 } = require('./lib/errors.cjs');
@@ -68,6 +71,8 @@ module.exports = {
   InvalidArgumentError,
   InvalidJsonError,
   InvalidUtf8Error,
+  RpcTimeoutError,
+  /** @deprecated RpcTimeoutError (the same class; this name shadowed the DOM's TimeoutError). */
   TimeoutError,
   CommandError,
   ProcessExitedError,
@@ -77,6 +82,7 @@ module.exports = {
   IoError,
   NotFoundError,
   CancelledError,
+  AbortError,
   LimitExceededError,
   PanicError,
   load,

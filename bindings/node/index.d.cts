@@ -69,7 +69,15 @@ export declare class OmprpcError extends Error {
 export declare class InvalidArgumentError extends OmprpcError {}
 export declare class InvalidJsonError extends OmprpcError {}
 export declare class InvalidUtf8Error extends OmprpcError {}
-export declare class TimeoutError extends OmprpcError {}
+/**
+ * A deadline passed (`timeoutMs`, a start or turn timeout). Not named TimeoutError, which is
+ * the DOMException `AbortSignal.timeout()` aborts with.
+ */
+export declare class RpcTimeoutError extends OmprpcError {}
+/** @deprecated the old name of RpcTimeoutError (the same class). */
+export declare const TimeoutError: typeof RpcTimeoutError;
+/** @deprecated the old name of RpcTimeoutError (the same class). */
+export type TimeoutError = RpcTimeoutError;
 /** The agent answered `success:false` (also a late prompt failure). */
 export declare class CommandError extends OmprpcError {
   /** The command that failed ("prompt", "get_state", …). */
@@ -86,6 +94,14 @@ export declare class ProtocolError extends OmprpcError {}
 export declare class IoError extends OmprpcError {}
 export declare class NotFoundError extends OmprpcError {}
 export declare class CancelledError extends OmprpcError {}
+/**
+ * A call given up to its `signal` (status CANCELLED, `name` "AbortError"). `cause` is the
+ * signal's reason (for `AbortSignal.timeout()`, the DOM's TimeoutError).
+ */
+export declare class AbortError extends CancelledError {
+  readonly name: 'AbortError';
+  readonly cause: unknown;
+}
 export declare class LimitExceededError extends OmprpcError {}
 export declare class PanicError extends OmprpcError {}
 
@@ -164,63 +180,56 @@ export interface UiPolicy {
  * Start options: the C keys of docs/c-api.md. Top-level keys may also be written in
  * camelCase (`maxEventHistory`), converted to snake_case; nested values are sent as given.
  */
+/**
+ * The start options (docs/c-api.md's, in camelCase: one spelling per option). An unknown or
+ * snake_case key is a TypeError at run time too, naming it.
+ */
 export interface StartOptions {
   command?: string[];
   executable?: string;
   flavor?: 'auto' | 'omp' | 'pi';
+  /** `"auto"` (probe the agent), `"X.Y.Z"` (pin it, no probe) or `"unchecked"`. */
+  agentVersion?: string;
+  /** omp only: `--approval-mode`; unset, the agent's own setting applies. */
+  approvalMode?: 'always-ask' | 'write' | 'yolo';
+  /** Every `response` frame is queued as an event too (a tap on every frame). */
+  queueResponses?: boolean;
   provider?: string;
   model?: string;
-  session_dir?: string;
   sessionDir?: string;
   thinking?: string;
-  system_prompt?: string;
   systemPrompt?: string;
-  append_system_prompt?: string;
   appendSystemPrompt?: string;
-  provider_session_id?: string;
   providerSessionId?: string;
   tools?: string[];
-  no_session?: boolean;
   noSession?: boolean;
-  no_skills?: boolean;
   noSkills?: boolean;
   /** The skills to load (conflicts with `noSkills: true` unless `"none"`); see `skillsFlags`. */
   skills?: SkillsSelection;
   /** Sanitize the start's host tools' parameter schemas (see `sanitizeSchema`). */
-  sanitize_tool_schemas?: boolean;
   sanitizeToolSchemas?: boolean;
   /**
    * Load the repository's own resources (`.pi/extensions`, `.pi/settings.json`, `.pi/mcp.json` …).
    * Unset or false on pi keeps them out (`--no-approve` from pi 0.79, discovery off before); on omp
    * unset leaves its discovery and false passes `--no-extensions`. docs/agents.md.
    */
-  trust_project?: boolean;
   trustProject?: boolean;
   /** Let pi's MCP configuration load (pi 0.99 on). Unset or false: no MCP server starts (`--no-mcp`). */
   mcp?: boolean;
   /** false keeps `AGENTS.md` / `CLAUDE.md` out (pi 0.67.4 on). */
-  context_files?: boolean;
   contextFiles?: boolean;
   /** Tools taken away (pi 0.77 on; `*` patterns from 1.0.4). */
-  exclude_tools?: string[];
   excludeTools?: string[];
-  no_rules?: boolean;
   noRules?: boolean;
-  no_title?: boolean | null;
   noTitle?: boolean | null;
-  rpc_defaults?: boolean;
   rpcDefaults?: boolean;
   extensions?: string[];
-  extra_args?: string[];
   extraArgs?: string[];
   cwd?: string;
   env?: Record<string, string>;
   /** `true`: all of this process's environment; `"allowlist"`: only what an agent needs. */
-  inherit_env?: boolean | 'allowlist';
   inheritEnv?: boolean | 'allowlist';
-  env_passthrough?: string[];
   envPassthrough?: string[];
-  system_prompt_via_file?: boolean;
   systemPromptViaFile?: boolean;
   /** An argv prefix the agent runs behind: a sandbox (`bwrap`, `unshare`, `ip netns exec`)
    * or another host (`ssh -T host`, `docker exec -i ctr`, `kubectl exec -i pod --`);
@@ -228,81 +237,49 @@ export interface StartOptions {
   launcher?: string[];
   /** `"process"`: the launcher hands its environment on; `"command"`: `env` and `cwd` travel
    * as an `env -C DIR NAME=VALUE …` prefix (the default for ssh, docker, podman, kubectl, sudo). */
-  launcher_env?: 'auto' | 'process' | 'command';
   launcherEnv?: 'auto' | 'process' | 'command';
   /** Quote each word for the far side's shell (default: on for ssh only). */
-  launcher_shell?: boolean;
   launcherShell?: boolean;
   /** Records every frame, both directions, to this JSONL file (0600; it holds prompts and
    * tool output); `omprpc-fake-agent --replay FILE` plays it back. */
-  record_path?: string;
   recordPath?: string;
   handshake?: 'ready' | 'probe' | 'none';
-  startup_timeout_ms?: number;
   startupTimeoutMs?: number;
-  request_timeout_ms?: number;
   requestTimeoutMs?: number;
-  turn_timeout_ms?: number | null;
   turnTimeoutMs?: number | null;
-  max_event_history?: number | null;
   maxEventHistory?: number | null;
-  max_stderr_lines?: number | null;
   maxStderrLines?: number | null;
-  max_frame_bytes?: number | null;
   maxFrameBytes?: number | null;
-  max_outbound_frame_bytes?: number | null;
   maxOutboundFrameBytes?: number | null;
-  event_queue_capacity?: number;
   eventQueueCapacity?: number;
-  event_queue_max_bytes?: number;
   eventQueueMaxBytes?: number;
-  max_turn_bytes?: number | null;
   maxTurnBytes?: number | null;
-  turn_events?: 'all' | 'no_updates' | 'none';
   turnEvents?: 'all' | 'no_updates' | 'none';
-  turn_summary?: boolean;
   turnSummary?: boolean;
   /** Keep log records at this level and above for `nextLogs()` (default: off). */
-  log_level?: LogLevel | 'off';
   logLevel?: LogLevel | 'off';
-  log_queue_capacity?: number | null;
   logQueueCapacity?: number | null;
-  turn_idle_timeout_ms?: number | null;
   turnIdleTimeoutMs?: number | null;
   /** Queue a `prompt_complete` event (`PromptCompleteEvent`) when a prompt completes (default false). */
-  prompt_complete_events?: boolean;
   promptCompleteEvents?: boolean;
   /** How long the agent must be quiet before a waiter asks `get_state` whether it is idle (250). */
-  activity_probe_ms?: number;
   activityProbeMs?: number;
   bridge?: 'auto' | 'always' | 'never';
-  bridge_transport?: 'unix' | 'tcp';
   bridgeTransport?: 'unix' | 'tcp';
   /** The `IP:port` the bridge binds (TCP; default `127.0.0.1:0`). Either address selects TCP. */
-  bridge_listen?: string;
   bridgeListen?: string;
   /** The `host:port` the extension dials (default: the bound address; port 0: the bound port). */
-  bridge_advertise?: string;
   bridgeAdvertise?: string;
-  host_tool_timeout_ms?: number;
   hostToolTimeoutMs?: number;
   /** The gate over the agent's own tools; in host mode a `handler` may answer `policy_eval`. */
-  tool_policy?: ToolPolicy;
   toolPolicy?: ToolPolicy;
-  stop_grace_ms?: number;
   stopGraceMs?: number;
-  kill_grace_ms?: number;
   killGraceMs?: number;
-  negotiate_v2?: boolean;
   negotiateV2?: boolean;
-  invalid_frames?: 'fatal' | 'skip';
   invalidFrames?: 'fatal' | 'skip';
   /** Registered during start; entries may carry a `handler`. */
-  host_tools?: HostTool[];
   hostTools?: HostTool[];
-  host_uri_schemes?: HostUriScheme[];
   hostUriSchemes?: HostUriScheme[];
-  ui_policy?: UiPolicy | null;
   uiPolicy?: UiPolicy | null;
   /** Binding only: close the agent synchronously if the process exits with it open (default true). */
   closeOnExit?: boolean;
@@ -310,7 +287,8 @@ export interface StartOptions {
   ref?: boolean;
   /** Binding only: load the library from this path (only before the first load). */
   libraryPath?: string;
-  [key: string]: unknown;
+  /** Binding only: aborts the start (AbortError); the agent, once started, is stopped. */
+  signal?: AbortSignal;
 }
 
 export type PolicyVerdict = boolean | { allow: boolean; reason?: string };
@@ -356,12 +334,15 @@ export type ContentBlock =
 export interface CallOptions {
   /** ms; undefined: the client's default; null / Infinity / -1: no deadline. */
   timeoutMs?: number | null;
-}
-
-export interface WaitOptions extends CallOptions {
-  /** Aborts the wait (between poll slices, at once for the promise). */
+  /**
+   * Rejects the call at once with an AbortError (`cause`: the signal's reason). A turn
+   * (`promptAndWait`, `stream`) is aborted too: `abort` is sent, and the client's next prompt
+   * starts once the aborted one completed.
+   */
   signal?: AbortSignal;
 }
+
+export interface WaitOptions extends CallOptions {}
 
 export interface ImageContent {
   type: 'image';
@@ -380,11 +361,72 @@ export interface PromptOptions extends CallOptions {
 
 export interface PromptAndWaitOptions extends PromptOptions {
   /**
-   * Aborts the agent's work: `abort` is sent and the call rejects at once with the signal's
-   * reason (the turn is dropped). The client's next prompt, `promptAndWait`, `collectEvents`
+   * Aborts the agent's work: `abort` is sent and the call rejects at once with an AbortError
+   * (the turn is dropped). The client's next prompt, `promptAndWait`, `collectEvents`
    * or `waitForIdle` starts once the library completed the aborted prompt.
    */
   signal?: AbortSignal;
+}
+
+export interface StreamOptions {
+  images?: ImageContent[];
+  /** Blocks appended to the message (images checked, text files inlined). */
+  content?: ContentBlock[];
+  /** The prompt's acknowledgement (ms); for the whole turn use `signal: AbortSignal.timeout(ms)`. */
+  timeoutMs?: number | null;
+  /** Aborts the turn: `abort` is sent, the iteration rejects with an AbortError. */
+  signal?: AbortSignal;
+}
+
+/** A piece of the assistant's visible text (text deltas only), in arrival order. */
+export interface TextItem { kind: 'text'; text: string }
+/** A piece of the assistant's reasoning (thinking), in arrival order. */
+export interface ReasoningItem { kind: 'reasoning'; text: string }
+/** The agent started a tool call (its own tool or a host tool). */
+export interface ToolStartItem { kind: 'tool_start'; toolCallId: string; toolName: string; args: unknown }
+/** A tool call ended; `outcome` "success", "error" or "blocked" (by the policy gate: `reason`). */
+export interface ToolEndItem {
+  kind: 'tool_end';
+  toolCallId: string;
+  toolName: string;
+  outcome: 'success' | 'error' | 'blocked' | (string & {});
+  result: unknown;
+  reason: string | null;
+}
+/** The attempt failed; the agent retries by itself after `delayMs` (the turn goes on). */
+export interface RetryItem { kind: 'retry'; attempt: number | null; maxAttempts: number | null; delayMs: number | null; error: string | null }
+/** A compaction inside the turn ended (`reason` "overflow": `willRetry` says the agent retries). */
+export interface CompactionItem { kind: 'compaction'; reason: string | null; aborted: boolean; willRetry: boolean; errorMessage: string | null }
+/** The prompt completed (always the last item): where the library says the agent will not go on. */
+export interface TurnComplete {
+  kind: 'turn_complete';
+  requestId: string;
+  outcome: TurnOutcome;
+  /** The last assistant message's ("stop", "toolUse", "aborted", "error", "length", …). */
+  stopReason: string | null;
+  /** Summed over the turn's LLM calls. */
+  usage: TurnSummary['usage'];
+  /** The final assistant text. */
+  text: string | null;
+  /** The library's whole summary of the turn. */
+  summary: TurnSummary;
+  attempts: number;
+  failedAttempts: FailedAttempt[];
+  compactions: Compaction[];
+}
+/** What `client.stream()` yields: switch on `kind`. */
+export type StreamItem = TextItem | ReasoningItem | ToolStartItem | ToolEndItem | RetryItem | CompactionItem | TurnComplete;
+
+/** One turn, streamed (`client.stream()`). Leaving it early (`break`, close()) aborts the turn. */
+export declare class TurnStream implements AsyncIterableIterator<StreamItem> {
+  next(): Promise<IteratorResult<StreamItem, undefined>>;
+  return(): Promise<IteratorResult<StreamItem, undefined>>;
+  [Symbol.asyncIterator](): TurnStream;
+  /** Reads the rest of the stream; resolves its turn_complete item (also once read). */
+  finalTurn(): Promise<TurnComplete>;
+  /** Leaves the stream (like `break`): an unfinished turn is aborted. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 export interface MessageOptions extends CallOptions {
@@ -592,13 +634,19 @@ export interface EventsOptions {
   signal?: AbortSignal;
   /** Only events of these types. */
   types?: string[];
-  /** Buffered events before delivery pauses until this iterator catches up (default 65536). */
+  /**
+   * The most unread events it keeps (default 65536): past it the oldest are dropped and the
+   * next item is an `event_overflow` saying how many. It never holds back other consumers.
+   */
   highWaterMark?: number;
 }
 
 export declare class EventIterator implements AsyncIterableIterator<AgentEvent> {
   next(): Promise<IteratorResult<AgentEvent, undefined>>;
   return(): Promise<IteratorResult<AgentEvent, undefined>>;
+  /** Detaches it now (as `break` does). */
+  close(): void;
+  [Symbol.dispose](): void;
   [Symbol.asyncIterator](): EventIterator;
 }
 
@@ -623,7 +671,16 @@ export declare class Client extends EventEmitter {
   sendFrame(frame: JsonObject | string): void;
   prompt(message: string, opts?: PromptOptions): Promise<string>;
   abortAndPrompt(message: string, opts?: PromptOptions): Promise<string>;
-  /** Prompts and resolves the turn once the agent's work for it ended (see `Turn`). */
+  /**
+   * Prompts and streams the turn as typed items (text, reasoning, tool calls, retries,
+   * compactions), the last a `turn_complete`. One stream at a time per client.
+   */
+  stream(message: string, opts?: StreamOptions): TurnStream;
+  /**
+   * Prompts and resolves the turn once the agent's work for it ended (see `Turn`). Holds one
+   * libuv pool thread for the whole turn (the core builds the turn inside its blocking call);
+   * `stream()` holds none.
+   */
   promptAndWait(message: string, opts?: PromptAndWaitOptions): Promise<Turn>;
   steer(message: string, opts?: MessageOptions): Promise<void>;
   followUp(message: string, opts?: MessageOptions): Promise<void>;
@@ -713,6 +770,9 @@ export declare class Summarizer {
    */
   feed(event: AgentEvent | string): { kind: string; [key: string]: any }[];
   summary(): TurnSummary;
+  /** Frees the native summarizer (also done by the garbage collector). Idempotent. */
+  close(): void;
+  /** @deprecated close() */
   free(): void;
   [Symbol.dispose](): void;
 }

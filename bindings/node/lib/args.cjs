@@ -49,13 +49,48 @@ function snakeKey(k) {
   return k.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());
 }
 
+/**
+ * The start options, camelCase: the core's keys (src/client/options.rs KNOWN, docs/c-api.md)
+ * as this binding spells them; each becomes its snake_case key for the core. One spelling per
+ * option, so a typo or a snake_case key is a TypeError here rather than a silent default.
+ */
+const START_OPTIONS = [
+  // the agent and its argv
+  'command', 'executable', 'flavor', 'agentVersion', 'provider', 'model', 'sessionDir', 'thinking',
+  'systemPrompt', 'appendSystemPrompt', 'systemPromptViaFile', 'providerSessionId', 'tools', 'noSession',
+  'noSkills', 'skills', 'sanitizeToolSchemas', 'noRules', 'noTitle', 'rpcDefaults', 'extensions', 'extraArgs',
+  'approvalMode', 'trustProject', 'mcp', 'contextFiles', 'excludeTools',
+  // its process
+  'cwd', 'env', 'inheritEnv', 'envPassthrough', 'launcher', 'launcherEnv', 'launcherShell', 'recordPath',
+  // the session
+  'handshake', 'startupTimeoutMs', 'requestTimeoutMs', 'turnTimeoutMs', 'turnIdleTimeoutMs', 'activityProbeMs',
+  'maxEventHistory', 'maxStderrLines', 'maxFrameBytes', 'maxOutboundFrameBytes', 'eventQueueCapacity',
+  'eventQueueMaxBytes', 'maxTurnBytes', 'turnEvents', 'turnSummary', 'promptCompleteEvents', 'queueResponses',
+  'logLevel', 'logQueueCapacity', 'stopGraceMs', 'killGraceMs', 'negotiateV2', 'invalidFrames',
+  // host tools, URIs, the policy gate, UI, the bridge
+  'hostTools', 'hostUriSchemes', 'hostToolTimeoutMs', 'toolPolicy', 'uiPolicy', 'bridge', 'bridgeTransport',
+  'bridgeListen', 'bridgeAdvertise',
+];
 /** Binding-only start options (not sent to the core). */
-const BINDING_OPTIONS = new Set(['closeOnExit', 'close_on_exit', 'ref', 'libraryPath', 'library_path']);
+const BINDING_OPTIONS = ['closeOnExit', 'ref', 'libraryPath', 'signal'];
+
+const CORE_KEYS = new Map(START_OPTIONS.map((k) => [k, snakeKey(k)]));
+/** An option's camelCase name by its snake_case spelling (for the error that names it). */
+const BY_SNAKE = new Map([...START_OPTIONS, ...BINDING_OPTIONS].map((k) => [snakeKey(k), k]));
+const BINDING_ONLY = new Set(BINDING_OPTIONS);
+
+/** The TypeError of a start option this binding does not know, naming it (and its spelling). */
+function unknownOption(k) {
+  const camel = BY_SNAKE.get(k);
+  if (camel !== undefined && camel !== k) return new TypeError(`start option "${k}" is spelled "${camel}" here (camelCase)`);
+  return new TypeError(`unknown start option "${k}"`);
+}
 
 /**
- * Converts a start options object to the C keys: top-level camelCase keys become snake_case
+ * Converts start options to the core's keys: each camelCase option becomes its snake_case key
  * (`maxEventHistory` → `max_event_history`); values (e.g. `env`, tool specs) are untouched;
- * `undefined` values are dropped. Binding-only keys are removed.
+ * `undefined` values are dropped, binding-only options removed. An unknown or snake_case key
+ * is a TypeError naming it.
  */
 function toCoreOptions(options) {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
@@ -63,12 +98,10 @@ function toCoreOptions(options) {
   }
   const out = {};
   for (const [k, v] of Object.entries(options)) {
-    if (BINDING_OPTIONS.has(k) || v === undefined) continue;
-    const key = snakeKey(k);
-    if (Object.prototype.hasOwnProperty.call(out, key)) {
-      throw jsError(Status.INVALID_ARGUMENT, `option "${key}" is given twice (as "${k}" and in another spelling)`);
-    }
-    out[key] = v;
+    if (BINDING_ONLY.has(k)) continue;
+    const key = CORE_KEYS.get(k);
+    if (key === undefined) throw unknownOption(k);
+    if (v !== undefined) out[key] = v;
   }
   return out;
 }

@@ -6,7 +6,8 @@
 
 const { EventEmitter } = require('node:events');
 const { TIMEOUT_INFINITE, POLL_SLICE_MS, ORPHAN_CAPACITY, UNREF_POLL_MIN_MS } = require('./constants.cjs');
-const { Status, closedError } = require('./errors.cjs');
+const { Status, closedError, throwIfAborted } = require('./errors.cjs');
+const { signalArg, raceSignal } = require('./abort.cjs');
 const { load, native, take, failure, callOut, callNoOut, callOutRaw, callAsyncRaw, callEventFd, settle } = require('./native.cjs');
 const { timeoutArg, toCoreOptions } = require('./args.cjs');
 const { openAtExit, closeAtExit, finalizer } = require('./lifetime.cjs');
@@ -20,17 +21,15 @@ const { ClientHost, splitHandler } = require('./host.cjs');
 
 class Client extends EventEmitter {
   /**
-   * Spawns the agent and waits for its handshake (off the main thread). `options` takes the
-   * C start option keys (docs/c-api.md), in snake_case or camelCase. `hostTools` and
-   * `hostUriSchemes` entries may carry a `handler`. Binding-only: `closeOnExit` (default
-   * true), `ref` (default true), `libraryPath`.
+   * Spawns the agent and waits for its handshake (off the main thread). `options`: the C start
+   * options (docs/c-api.md) in camelCase, one key per option (an unknown or snake_case key is
+   * a TypeError naming it). `hostTools` and `hostUriSchemes` entries may carry a `handler`.
+   * Binding-only: `closeOnExit` (default true), `ref` (default true), `libraryPath`, `signal`.
    */
   static async start(options = {}) {
-    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new TypeError('options must be an object');
-    const libraryPath = options.libraryPath || options.library_path;
-    if (libraryPath) load(libraryPath);
+    const core = toCoreOptions(options); // checks every key first
+    if (options.libraryPath) load(options.libraryPath);
     const n = native();
-    const core = toCoreOptions(options);
     const tools = new Map();
     const schemes = new Map();
     if (Array.isArray(core.host_tools)) core.host_tools = core.host_tools.map((t) => splitHandler(t, 'name', tools));
@@ -41,18 +40,28 @@ class Client extends EventEmitter {
       policyHandler = handler;
       core.tool_policy = policy;
     }
-    const r = await callAsyncRaw(n.start, [JSON.stringify(core)], true);
+    // Turns (stream(), an aborted turn's settling) end at the core's prompt_complete event:
+    // always asked for; a program that did not ask for it does not see it.
+    const hideCompletions = core.prompt_complete_events !== true;
+    core.prompt_complete_events = true;
+    const sig = signalArg(options.signal);
+    throwIfAborted(sig, 'start');
+    // An abandoned start's client, when it comes, is freed (which stops its agent).
+    const dropStarted = (late) => (late.st === 0 ? n.free(late.out) : take(late.err));
+    const r = await raceSignal(callAsyncRaw(n.start, [JSON.stringify(core)], true), sig, 'start', dropStarted);
     if (r.st !== 0) throw failure(r.st, r.err);
     let client;
     try {
       client = new Client(r.out, {
-        closeOnExit: options.closeOnExit !== undefined ? !!options.closeOnExit : options.close_on_exit !== false,
+        closeOnExit: options.closeOnExit !== false,
         ref: options.ref !== false,
       });
     } catch (e) {
       n.free(r.out); // closes the agent too
       throw e;
     }
+    client._hideCompletions = hideCompletions;
+    client._model = typeof core.model === 'string' ? core.model : undefined;
     client._turnTimeoutMs = typeof core.turn_timeout_ms === 'number' && core.turn_timeout_ms >= 0 ? core.turn_timeout_ms : TIMEOUT_INFINITE;
     const cap = core.event_queue_capacity;
     if (cap === null || (typeof cap === 'number' && cap < 0)) client._orphanCapacity = Infinity;
@@ -93,7 +102,11 @@ class Client extends EventEmitter {
     this._unrefDelay = UNREF_POLL_MIN_MS;
     this._fd = callEventFd(handle);
     this._turnTimeoutMs = TIMEOUT_INFINITE;
-    this._abandoned = null; // a promptAndWait given up to its signal, until the library completed it
+    this._abandoned = null; // a turn given up to its signal, until the library completed it
+    this._streaming = null; // the open TurnStream (one at a time)
+    this._sinks = new Set(); // the turns' own event readers (lib/stream.cjs TurnEvents)
+    this._hideCompletions = true; // prompt_complete events are the binding's, not the program's
+    this._model = undefined;
     finalizer.register(this, this._st, this._st);
     if (opts.closeOnExit) closeAtExit(this._st);
     this.on('newListener', (name) => {
@@ -130,10 +143,16 @@ class Client extends EventEmitter {
     return this._track(callAsyncRaw(fn, [this._st.h, ...args], hasOut));
   }
 
-  async _async(name, args, hasOut) {
+  /**
+   * A call on libuv's pool (a request's round trip). `signal` rejects it at once with an
+   * AbortError (`what` names the call); the late result goes to `dropLate` (default: freed).
+   */
+  async _async(name, args, hasOut, signal, what, dropLate) {
     const n = native();
     this._handle();
-    const r = await this._asyncRaw(n[name], args, hasOut);
+    const sig = signalArg(signal);
+    throwIfAborted(sig, what);
+    const r = await raceSignal(this._asyncRaw(n[name], args, hasOut), sig, what, dropLate);
     this._catchUp();
     return settle(r);
   }
@@ -155,32 +174,12 @@ class Client extends EventEmitter {
     this._handle();
     const t = timeoutArg(timeoutMs === undefined ? TIMEOUT_INFINITE : timeoutMs);
     const deadline = t < 0 ? Infinity : Date.now() + t;
-    if (signal) signal.throwIfAborted();
+    const sig = signalArg(signal);
+    throwIfAborted(sig, name);
     for (;;) {
       const remain = deadline - Date.now();
       const slice = Math.max(0, Math.min(POLL_SLICE_MS, remain));
-      const call = this._asyncRaw(n[name], [...args, slice], hasOut);
-      let r;
-      if (signal) {
-        let onAbort;
-        const aborted = new Promise((_, reject) => {
-          onAbort = () => reject(signal.reason);
-          signal.addEventListener('abort', onAbort, { once: true });
-        });
-        try {
-          r = await Promise.race([call, aborted]);
-        } catch (e) {
-          call.then((late) => {
-            take(late.out);
-            take(late.err);
-          }, () => {});
-          throw e;
-        } finally {
-          signal.removeEventListener('abort', onAbort);
-        }
-      } else {
-        r = await call;
-      }
+      const r = await raceSignal(this._asyncRaw(n[name], [...args, slice], hasOut), sig, name);
       if (r.st === Status.TIMEOUT && remain > slice) {
         take(r.err);
         continue;
@@ -227,7 +226,7 @@ class Client extends EventEmitter {
    * Resolves up to `max` (256) log records `{level, target, message, t_ms, client, …}`,
    * waiting up to `timeoutMs` (default: no deadline) for the first, in slices on libuv's pool
    * (`signal` aborts). Needs the start option `logLevel` / `log_level` (else
-   * InvalidArgumentError); TimeoutError when none arrived in time; ClosedError once the
+   * InvalidArgumentError); RpcTimeoutError when none arrived in time; ClosedError once the
    * client is closed and every record was taken.
    */
   async nextLogs(opts = {}) {
@@ -319,6 +318,7 @@ class Client extends EventEmitter {
     this._pumpEnded = true;
     if (this._wakeTimer) this._wakeTimer();
     for (const it of [...this._iterators]) it._end(this._pumpError);
+    for (const sink of [...this._sinks]) sink.end(this._pumpError);
     this._wakeEventWaiters();
     this.emit('close', this._final.info.closeReason || null);
     if (closeError) throw closeError;

@@ -6,10 +6,14 @@
 const { text, timeoutArg } = require('./args.cjs');
 
 class ClientCommands {
-  /** Any command `{type, ...params}`; resolves the response's `data` (null when absent). */
+  /**
+   * Any command `{type, ...params}`; resolves the response's `data` (null when absent).
+   * `signal` rejects the wait with an AbortError (the command may still reach the agent).
+   */
   async request(type, params, opts = {}) {
     const p = params === undefined || params === null ? null : JSON.stringify(params);
-    return JSON.parse(await this._async('request', [text(type, 'type'), p, timeoutArg(opts.timeoutMs)], true));
+    const t = text(type, 'type');
+    return JSON.parse(await this._async('request', [t, p, timeoutArg(opts.timeoutMs)], true, opts.signal, t));
   }
 }
 

@@ -16,7 +16,7 @@ const EVENT_BATCH = 1024;
 /** Events kept for later consumers while nobody listens (oldest dropped, reported), unless
  * the `event_queue_capacity` option says otherwise (the core's default). */
 const ORPHAN_CAPACITY = 65536;
-/** Default per-iterator buffer before event delivery pauses (backpressure). */
+/** Default most unread events an events() iterator keeps (past it the oldest are dropped, and reported). */
 const DEFAULT_HIGH_WATER_MARK = 65536;
 /** Unref'd polling interval bounds (ms) when the event pump must not hold the loop open. */
 const UNREF_POLL_MIN_MS = 2;

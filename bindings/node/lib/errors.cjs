@@ -19,7 +19,11 @@ class OmprpcError extends Error {
 class InvalidArgumentError extends OmprpcError {}
 class InvalidJsonError extends OmprpcError {}
 class InvalidUtf8Error extends OmprpcError {}
-class TimeoutError extends OmprpcError {}
+/**
+ * A deadline (`timeoutMs`, a start or turn timeout) passed. Not named TimeoutError: that is the
+ * DOMException `AbortSignal.timeout()` aborts with, which a caller must tell apart.
+ */
+class RpcTimeoutError extends OmprpcError {}
 /** The agent answered `success:false` (also a late prompt failure). */
 class CommandError extends OmprpcError {
   constructor(message, status, code, details) {
@@ -39,11 +43,28 @@ class ProtocolError extends OmprpcError {}
 class IoError extends OmprpcError {}
 class NotFoundError extends OmprpcError {}
 class CancelledError extends OmprpcError {}
+/**
+ * A call given up to its `signal` (status CANCELLED). `cause` is the signal's reason (for
+ * `AbortSignal.timeout()` a DOMException named TimeoutError); `name` is "AbortError", as the
+ * platform's own aborted calls (fetch, timers/promises) are.
+ */
+class AbortError extends CancelledError {
+  constructor(reason, what) {
+    super(`${what || 'the call'} was aborted${reasonText(reason)}`, Status.CANCELLED, 'CANCELLED');
+    this.cause = reason;
+  }
+}
+
+function reasonText(reason) {
+  if (reason === undefined) return '';
+  if (reason instanceof Error) return reason.message ? `: ${reason.message}` : '';
+  return typeof reason === 'string' ? `: ${reason}` : '';
+}
 class LimitExceededError extends OmprpcError {}
 class PanicError extends OmprpcError {}
 
 const ERROR_CLASSES = [
-  OmprpcError, InvalidArgumentError, InvalidJsonError, InvalidUtf8Error, TimeoutError,
+  OmprpcError, InvalidArgumentError, InvalidJsonError, InvalidUtf8Error, RpcTimeoutError,
   CommandError, ProcessExitedError, ClosedError, ConcurrencyError, ProtocolError, IoError,
   NotFoundError, CancelledError, LimitExceededError, PanicError,
 ];
@@ -67,6 +88,16 @@ function closedError(message) {
   return jsError(Status.CLOSED, message || CLOSED_MESSAGE);
 }
 
+/** The AbortError of an aborted `signal` (`what`: the call, for the message). */
+function abortError(signal, what) {
+  return new AbortError(signal.reason, what);
+}
+
+/** Rejects with the AbortError when `signal` is already aborted. */
+function throwIfAborted(signal, what) {
+  if (signal && signal.aborted) throw abortError(signal, what);
+}
+
 module.exports = {
   Status,
   STATUS_NAMES,
@@ -74,7 +105,9 @@ module.exports = {
   InvalidArgumentError,
   InvalidJsonError,
   InvalidUtf8Error,
-  TimeoutError,
+  RpcTimeoutError,
+  /** @deprecated the old name of RpcTimeoutError (the same class); it shadowed the DOM's TimeoutError. */
+  TimeoutError: RpcTimeoutError,
   CommandError,
   ProcessExitedError,
   ClosedError,
@@ -83,9 +116,12 @@ module.exports = {
   IoError,
   NotFoundError,
   CancelledError,
+  AbortError,
   LimitExceededError,
   PanicError,
   errorFromDetails,
   jsError,
   closedError,
+  abortError,
+  throwIfAborted,
 };

@@ -5,7 +5,8 @@
 // host handlers and consumers.
 
 const { EVENT_BATCH, TIMEOUT_INFINITE, UNREF_POLL_MIN_MS, UNREF_POLL_MAX_MS } = require('./constants.cjs');
-const { Status, closedError, jsError } = require('./errors.cjs');
+const { Status, closedError, jsError, abortError, throwIfAborted } = require('./errors.cjs');
+const { signalArg } = require('./abort.cjs');
 const { native, take, failure, callOutRaw } = require('./native.cjs');
 const { takeBatch } = require('./views.cjs');
 const { timeoutArg } = require('./args.cjs');
@@ -20,18 +21,17 @@ class ClientEvents {
    * Before any call that waited on the agent resolves or rejects: delivers what the core has
    * queued to listeners and iterators (non-blocking batches, on this thread), so they have
    * seen every event that preceded the call's outcome — the core queues them before the call
-   * returns. An iterator past its highWaterMark takes these anyway (they are bounded by the
-   * core's queue). Not for the pull queue alone (nextEvent() takes its own).
+   * returns. Not for the pull queue alone (nextEvent() takes its own).
    */
   _catchUp() {
     if (this._st.freed || this._pumpEnded) return;
-    if (this._iterators.size === 0 && !this._hasListeners()) return;
-    while (this._drainOnce(true) > 0) {
+    if (this._iterators.size === 0 && this._sinks.size === 0 && !this._hasListeners()) return;
+    while (this._drainOnce() > 0) {
       // each batch is delivered in order; a closed client stops it
     }
   }
   /**
-   * The next event straight from the core's queue (TimeoutError when none arrived in time;
+   * The next event straight from the core's queue (RpcTimeoutError when none arrived in time;
    * ClosedError once closed and drained). Do not mix with events()/listeners: whichever
    * takes an event first gets it.
    */
@@ -39,8 +39,8 @@ class ClientEvents {
     this._pulls = true; // from now on the pull queue has a consumer (see _seenBy)
     if (this._orphans.length || this._orphansDropped) return this._takeOrphans(1)[0];
     const t = timeoutArg(opts.timeoutMs === undefined ? TIMEOUT_INFINITE : opts.timeoutMs);
-    const signal = opts.signal;
-    if (signal) signal.throwIfAborted();
+    const signal = signalArg(opts.signal);
+    throwIfAborted(signal, 'nextEvent');
     if (this._closePromise !== null) {
       // close() drains the core's queue into the pull queue before it frees the handle.
       await this._closePromise.catch(() => {});
@@ -54,7 +54,8 @@ class ClientEvents {
       if (r.st === Status.OK) {
         take(r.err);
         const { events, types } = takeBatch(r.out);
-        this._keepOrphans(this._dispatchHost(events, types, true));
+        for (const sink of this._sinks) sink.push(events);
+        this._keepOrphans(this._visible(this._dispatchHost(events, types, true), types).events);
         this._uiLane.serve();
         return this._takeOrphans(1)[0];
       }
@@ -79,7 +80,7 @@ class ClientEvents {
       };
       if (t >= 0) w.timer = setTimeout(() => w.reject(jsError(Status.TIMEOUT, 'no event arrived before the timeout')), t);
       if (signal) {
-        w.onAbort = () => w.reject(signal.reason);
+        w.onAbort = () => w.reject(abortError(signal, 'nextEvent'));
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
       this._eventWaiters.push(w);
@@ -101,8 +102,9 @@ class ClientEvents {
   /**
    * An async iterator over every event from now on (verbatim agent frames plus omprpc's
    * synthetic ones). Ends when the client is closed and the queue drained. Options:
-   * `signal`, `types` (only these event types), `highWaterMark` (buffered events before
-   * delivery pauses).
+   * `signal`, `types` (only these event types), `highWaterMark` (the most unread events it
+   * keeps: past it the oldest are dropped and an event_overflow item says how many; a slow
+   * iterator never holds back host calls or other consumers).
    */
   events(opts = {}) {
     const it = new EventIterator(this, opts);
@@ -116,13 +118,7 @@ class ClientEvents {
 
   _detachIterator(it) {
     this._iterators.delete(it);
-    this._iteratorDrained();
     this._updatePump();
-  }
-
-  _iteratorDrained() {
-    // Below the high-water mark again: the reactor may watch this client's events again.
-    if (this._closePromise === null) process.nextTick(() => this._updatePump());
   }
 
   /** Keeps the process alive while events are awaited (default). */
@@ -150,7 +146,7 @@ class ClientEvents {
   }
 
   _hasConsumers() {
-    return this._iterators.size > 0 || this._eventWaiters.length > 0 || this._hasListeners();
+    return this._sinks.size > 0 || this._iterators.size > 0 || this._eventWaiters.length > 0 || this._hasListeners();
   }
 
   /** Host registrations need the pump: their calls are served, delivered, or answered at once. */
@@ -179,13 +175,7 @@ class ClientEvents {
   }
 
   _reactorWants() {
-    return this._draining === null && !this._st.freed && !this._pumpEnded && this._pumpMode() === 'block' && !this._blockedIterator();
-  }
-
-  _blockedIterator() {
-    if (this._closePromise !== null) return false;
-    for (const it of this._iterators) if (it.blocked) return true;
-    return false;
+    return this._draining === null && !this._st.freed && !this._pumpEnded && this._pumpMode() === 'block';
   }
 
   /** Takes what is queued, batch by batch, yielding to the event loop in between. */
@@ -215,10 +205,10 @@ class ClientEvents {
     }
   }
 
-  /** One non-blocking batch: >0 events delivered, 0 none queued, -1 stop. `force`: past blocked iterators. */
-  _drainOnce(force) {
+  /** One non-blocking batch: >0 events delivered, 0 none queued, -1 stop. */
+  _drainOnce() {
     if (this._st.freed || this._pumpEnded) return -1;
-    if (this._closePromise === null && (this._pumpMode() === 'off' || (!force && this._blockedIterator()))) return -1;
+    if (this._closePromise === null && this._pumpMode() === 'off') return -1;
     const r = callOutRaw(native().nextEventBatch, [this._st.h, EVENT_BATCH, 0]);
     if (r.st === Status.OK) {
       take(r.err);
@@ -281,7 +271,35 @@ class ClientEvents {
     this._pumpError = error;
     reactor.remove(this);
     for (const it of [...this._iterators]) it._end(error);
+    for (const sink of [...this._sinks]) sink.end(error);
     this._wakeEventWaiters();
+  }
+
+  /** A turn's event reader (lib/stream.cjs): sees every event from now, before other consumers. */
+  _addSink(sink) {
+    this._sinks.add(sink);
+    if (this._pumpEnded || this._st.freed) sink.end(this._pumpError);
+    else this._updatePump();
+  }
+
+  _removeSink(sink) {
+    if (this._sinks.delete(sink)) this._updatePump();
+  }
+
+  /** The events a program sees: without the core's prompt_complete unless it asked for them. */
+  _visible(evs, types) {
+    if (!this._hideCompletions) return { events: evs, types };
+    let i = 0;
+    while (i < evs.length && types[i] !== 'prompt_complete') i++;
+    if (i === evs.length) return { events: evs, types };
+    const events = [];
+    const kept = [];
+    for (let j = 0; j < evs.length; j++) {
+      if (types[j] === 'prompt_complete' && evs[j] && evs[j].omprpc === true) continue;
+      events.push(evs[j]);
+      kept.push(types[j]);
+    }
+    return { events, types: kept };
   }
 
   _pumpFailed(e) {
@@ -317,10 +335,13 @@ class ClientEvents {
    * Hands a batch to everyone: host handlers, iterators, listeners; and to the pull queue
    * (nextEvent(), later iterators) while a nextEvent() waits or nobody else consumes.
    */
-  _deliver(evs, types) {
-    this._dispatchHost(evs, types);
+  _deliver(all, allTypes) {
+    this._dispatchHost(all, allTypes);
+    for (const sink of this._sinks) sink.push(all);
+    const { events: evs, types } = this._visible(all, allTypes);
+    if (evs.length === 0) return;
     const listeners = this._hasListeners();
-    if (this._eventWaiters.length > 0 || (this._iterators.size === 0 && !listeners)) {
+    if (this._eventWaiters.length > 0 || (this._iterators.size === 0 && this._sinks.size === 0 && !listeners)) {
       this._keepOrphans(evs);
       this._wakeEventWaiters();
     }

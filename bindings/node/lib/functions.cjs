@@ -4,6 +4,7 @@
 // provider helpers.
 
 const { native, failure, callOut, callAsyncRaw, settle } = require('./native.cjs');
+const { closedError } = require('./errors.cjs');
 const { toCoreOptions } = require('./args.cjs');
 
 /** The library version string. */
@@ -55,7 +56,7 @@ class Summarizer {
   }
 
   _h() {
-    if (!this._box.h) throw new Error('omprpc: the summarizer was freed');
+    if (!this._box.h) throw closedError('the summarizer was closed');
     return this._box.h;
   }
 
@@ -70,7 +71,7 @@ class Summarizer {
   }
 
   /** Frees the native summarizer (also done by the garbage collector). Idempotent. */
-  free() {
+  close() {
     if (this._box.h) {
       summarizerFinalizer.unregister(this._box);
       native().summarizerFree(this._box.h);
@@ -78,7 +79,9 @@ class Summarizer {
     }
   }
 }
-if (typeof Symbol.dispose === 'symbol') Summarizer.prototype[Symbol.dispose] = Summarizer.prototype.free;
+/** @deprecated close() */
+Summarizer.prototype.free = Summarizer.prototype.close;
+if (typeof Symbol.dispose === 'symbol') Summarizer.prototype[Symbol.dispose] = Summarizer.prototype.close;
 
 /** This process's environment through the core's allow-list, plus `passthrough` names. */
 function envAllowlisted(options) {

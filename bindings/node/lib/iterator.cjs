@@ -1,8 +1,12 @@
 'use strict';
-// EventIterator: a client's events as an async iterator, with its own buffer, a type filter
-// and backpressure (highWaterMark).
+// EventIterator: a client's events as an async iterator, with its own bounded buffer and a
+// type filter. A reader that falls behind never holds back the client's event pump (host tool
+// calls, listeners, other iterators): past `highWaterMark` unread events its oldest are
+// dropped, and its next read is an event_overflow item saying how many (as the core's queue
+// reports its own drops).
 
 const { DEFAULT_HIGH_WATER_MARK } = require('./constants.cjs');
+const { abortError } = require('./errors.cjs');
 
 class EventIterator {
   constructor(client, opts) {
@@ -12,18 +16,20 @@ class EventIterator {
     this._waiter = null;
     this._done = false;
     this._error = null;
+    this._dropped = 0; // events dropped since the last read, reported by the next
     this._hwm = opts.highWaterMark || DEFAULT_HIGH_WATER_MARK;
     this._types = opts.types ? new Set(opts.types) : null;
     this._signal = opts.signal || null;
     if (this._signal) {
-      this._onAbort = () => this._finish(this._signal.reason || new Error('aborted'));
+      this._onAbort = () => this._finish(abortError(this._signal, 'the event iterator'));
       if (this._signal.aborted) this._done = true;
       else this._signal.addEventListener('abort', this._onAbort, { once: true });
     }
   }
 
+  /** Unread items: the buffered events, and the overflow report when some were dropped. */
   get _size() {
-    return this._buf.length - this._head;
+    return this._buf.length - this._head + (this._dropped > 0 ? 1 : 0);
   }
 
   _push(evs) {
@@ -33,6 +39,8 @@ class EventIterator {
       const ev = evs[i];
       if (types === null || types.has(ev.type)) this._buf.push(ev);
     }
+    const over = this._buf.length - this._head - this._hwm;
+    if (over > 0) this._dropOldest(over);
     if (this._waiter && this._size > 0) {
       const w = this._waiter;
       this._waiter = null;
@@ -40,14 +48,36 @@ class EventIterator {
     }
   }
 
-  _shift() {
-    const v = this._buf[this._head];
-    this._buf[this._head++] = undefined;
+  /** Drops the `n` oldest unread events, counted (a dropped event_overflow carries its count). */
+  _dropOldest(n) {
+    let lost = 0;
+    for (let i = 0; i < n; i++) {
+      const ev = this._buf[this._head];
+      this._buf[this._head++] = undefined;
+      lost += ev && ev.type === 'event_overflow' && ev.omprpc === true && typeof ev.dropped === 'number' ? ev.dropped : 1;
+    }
+    this._dropped += lost;
+    this._client._bindingDropped += lost;
+    this._compact();
+  }
+
+  _compact() {
     if (this._head > 4096 && this._head * 2 > this._buf.length) {
       this._buf = this._buf.slice(this._head);
       this._head = 0;
     }
-    if (this._size === this._hwm - 1) this._client._iteratorDrained();
+  }
+
+  _shift() {
+    if (this._dropped > 0) {
+      // The loss is reported where it happened: before the newest events, which were kept.
+      const report = { type: 'event_overflow', dropped: this._dropped, omprpc: true };
+      this._dropped = 0;
+      return report;
+    }
+    const v = this._buf[this._head];
+    this._buf[this._head++] = undefined;
+    this._compact();
     return v;
   }
 
@@ -73,16 +103,13 @@ class EventIterator {
   _finish(error) {
     this._buf = [];
     this._head = 0;
+    this._dropped = 0;
     this._end(error && this._signal && this._signal.aborted ? error : null);
   }
 
   _detach() {
     if (this._signal && this._onAbort) this._signal.removeEventListener('abort', this._onAbort);
     this._client._detachIterator(this);
-  }
-
-  get blocked() {
-    return !this._done && this._size >= this._hwm;
   }
 
   /** Whether events of this type reach this iterator. */
@@ -111,9 +138,16 @@ class EventIterator {
     return Promise.resolve({ value: undefined, done: true });
   }
 
+  /** Detaches the iterator now (as `break` does); its unread events are dropped. */
+  close() {
+    this._finish(null);
+  }
+
   [Symbol.asyncIterator]() {
     return this;
   }
 }
+
+if (typeof Symbol.dispose === 'symbol') EventIterator.prototype[Symbol.dispose] = EventIterator.prototype.close;
 
 module.exports = { EventIterator };

@@ -5,30 +5,94 @@
 
 const { TIMEOUT_DEFAULT } = require('./constants.cjs');
 const { native, take, failure } = require('./native.cjs');
+const { AbortError, abortError, throwIfAborted } = require('./errors.cjs');
+const { TurnStream, TurnEvents } = require('./stream.cjs');
+const { signalArg, raceSignal } = require('./abort.cjs');
 const { promptArgs, timeoutArg } = require('./args.cjs');
 const { takeTurn } = require('./turn.cjs');
 const { takeBatch } = require('./views.cjs');
 
 class ClientPrompts {
-  /** Sends `prompt`; resolves its request id once the agent acknowledged it. */
-  async prompt(message, opts = {}) {
+  /**
+   * Prompts and streams the turn: an async iterable of items (`kind` text, reasoning,
+   * tool_start, tool_end, retry, compaction, and last turn_complete) with `finalTurn()`. Options:
+   * `images`, `content` (as prompt()), `timeoutMs` (the prompt's acknowledgement; for the
+   * whole turn pass `signal: AbortSignal.timeout(ms)`), `signal`. Leaving early (`break`,
+   * close()) or the signal aborting sends `abort`; the next turn starts once that prompt
+   * completed. One stream at a time per client (ConcurrencyError).
+   */
+  stream(message, opts = {}) {
     const args = [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)];
-    await this._abandonedTurn();
-    return this._async('prompt', args, true);
+    return new TurnStream(this, message, opts, args);
+  }
+
+  /**
+   * Sends `prompt`; resolves its request id once the agent acknowledged it. `signal` rejects
+   * the wait with an AbortError; a prompt the agent accepts after that is aborted.
+   */
+  async prompt(message, opts = {}) {
+    return this._promptLike('prompt', message, opts);
   }
 
   /** Sends `abort_and_prompt`; like prompt(). */
   async abortAndPrompt(message, opts = {}) {
+    return this._promptLike('abortAndPrompt', message, opts);
+  }
+
+  async _promptLike(name, message, opts) {
     const args = [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)];
+    const signal = signalArg(opts.signal);
+    throwIfAborted(signal, name);
     await this._abandonedTurn();
-    return this._async('abortAndPrompt', args, true);
+    if (signal === null) return this._async(name, args, true);
+    throwIfAborted(signal, name); // (nothing sent: no watcher needed)
+    // Its completion is watched from before the send, in case the acknowledgement is given up.
+    const events = new TurnEvents(this);
+    let lateSettled; // resolves once a given-up prompt is known refused, or aborted and completed
+    const settled = new Promise((resolve) => {
+      lateSettled = resolve;
+    });
+    const acceptedLate = (late) => {
+      take(late.err);
+      if (late.st !== 0) {
+        take(late.out);
+        events.detach();
+        lateSettled();
+        return;
+      }
+      this._settleGivenUp(take(late.out), events).then(lateSettled);
+    };
+    try {
+      const id = await this._async(name, args, true, signal, name, acceptedLate);
+      events.detach();
+      return id;
+    } catch (e) {
+      if (e instanceof AbortError) this._abandon(settled); // the next prompt waits for it
+      else events.detach();
+      throw e;
+    }
+  }
+
+  /**
+   * A prompt accepted after its caller gave it up: `abort` sent; resolves once it completed
+   * (`events` sees its completion; detached then).
+   */
+  async _settleGivenUp(requestId, events) {
+    try {
+      await this.abort();
+      await events.untilCompletion(requestId);
+    } catch {
+      // the agent refused, or the client stopped: nothing runs any more
+    } finally {
+      events.detach();
+    }
   }
 
   /**
    * Prompts and waits for that prompt's completion (where the library finds the agent's work
    * ended); resolves the turn. `timeoutMs` covers the whole turn (default: the
    * `turn_timeout_ms` option, else none). `signal` aborts the agent's work: `abort` is sent and
-   * the call rejects at once with the signal's reason; the next prompt, promptAndWait,
+   * the call rejects at once with an AbortError; the next prompt, promptAndWait,
    * collectEvents or waitForIdle of this client starts once the library completed the aborted
    * prompt. This call holds one libuv pool thread for the whole turn.
    */
@@ -36,10 +100,10 @@ class ClientPrompts {
     const n = native();
     this._handle();
     const args = [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)];
-    const { signal } = opts;
-    if (signal) signal.throwIfAborted();
+    const signal = signalArg(opts.signal);
+    throwIfAborted(signal, 'promptAndWait');
     await this._abandonedTurn();
-    if (signal) signal.throwIfAborted();
+    throwIfAborted(signal, 'promptAndWait');
     this._handle(); // still open after the wait
     const call = this._asyncRaw(n.promptAndWaitTurn, args, true);
     const r = signal ? await this._abortable(call, signal, n.turnFree) : await call;
@@ -61,7 +125,7 @@ class ClientPrompts {
           take(late.err);
         }, () => {});
         this._abandon(Promise.all([dropped, sent]));
-        reject(signal.reason);
+        reject(abortError(signal, 'promptAndWait'));
       };
       signal.addEventListener('abort', onAbort, { once: true });
       call.then(
@@ -90,15 +154,15 @@ class ClientPrompts {
     while (this._abandoned) await this._abandoned;
   }
   async steer(message, opts = {}) {
-    await this._async('steer', [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], false);
+    await this._async('steer', [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], false, opts.signal, 'steer');
   }
 
   async followUp(message, opts = {}) {
-    await this._async('followUp', [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], false);
+    await this._async('followUp', [...promptArgs(message, opts), timeoutArg(opts.timeoutMs)], false, opts.signal, 'followUp');
   }
 
   async abort(opts = {}) {
-    await this._async('abort', [timeoutArg(opts.timeoutMs)], false);
+    await this._async('abort', [timeoutArg(opts.timeoutMs)], false, opts.signal, 'abort');
   }
   /**
    * Events from now until the agent's work ends (its `agent_settled`, or the last run's
@@ -107,9 +171,15 @@ class ClientPrompts {
   async collectEvents(opts = {}) {
     const n = native();
     this._handle();
+    const signal = signalArg(opts.signal);
+    throwIfAborted(signal, 'collectEvents');
     await this._abandonedTurn();
     this._handle();
-    const r = await this._asyncRaw(n.collectEventBatch, [timeoutArg(opts.timeoutMs)], true);
+    const dropBatch = (late) => {
+      if (late.out) n.eventBatchFree(late.out);
+      take(late.err);
+    };
+    const r = await raceSignal(this._asyncRaw(n.collectEventBatch, [timeoutArg(opts.timeoutMs)], true), signal, 'collectEvents', dropBatch);
     this._catchUp();
     return takeBatch(structured(r, n.eventBatchFree)).events;
   }

@@ -4,7 +4,7 @@
 // ClientUi holds Client's UI methods (installed on Client.prototype by lib/client.cjs).
 
 const { TIMEOUT_INFINITE } = require('./constants.cjs');
-const { Status, closedError, jsError } = require('./errors.cjs');
+const { Status, closedError, jsError, abortError } = require('./errors.cjs');
 const { native, take, failure, callOutRaw } = require('./native.cjs');
 const { text, timeoutArg } = require('./args.cjs');
 
@@ -32,7 +32,7 @@ class UiLane {
       return Promise.reject(e);
     }
     const signal = opts.signal;
-    if (signal && signal.aborted) return Promise.reject(signal.reason);
+    if (signal && signal.aborted) return Promise.reject(abortError(signal, 'nextUiRequest'));
     if (this._waiters.length === 0) {
       const r = this._poll();
       if (r.st === Status.OK) {
@@ -63,7 +63,7 @@ class UiLane {
       };
       if (t >= 0) w.timer = setTimeout(() => w.reject(jsError(Status.TIMEOUT, 'Timed out waiting for an extension UI request')), t);
       if (signal) {
-        w.onAbort = () => w.reject(signal.reason);
+        w.onAbort = () => w.reject(abortError(signal, 'nextUiRequest'));
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
       this._waiters.push(w);
@@ -100,7 +100,7 @@ class ClientUi {
   }
   /**
    * The next UI request that needs an answer (select, confirm, input, editor, unknown
-   * interactive). Default: waits without deadline, in slices. TimeoutError when none arrived
+   * interactive). Default: waits without deadline, in slices. RpcTimeoutError when none arrived
    * in time; ClosedError once the client is closed.
    */
   async nextUiRequest(opts = {}) {

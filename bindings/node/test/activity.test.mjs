@@ -5,7 +5,7 @@
 // tool runs.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { TimeoutError } from '../index.mjs';
+import { RpcTimeoutError } from '../index.mjs';
 import { WAIT_MS, start, count, find, sleep } from './helpers.mjs';
 
 const PI = [['--flavor', 'pi'], { flavor: 'pi' }];
@@ -32,7 +32,7 @@ async function queued(c) {
     try {
       out.push(await c.nextEvent({ timeoutMs: 0 }));
     } catch (e) {
-      if (e instanceof TimeoutError) return out;
+      if (e instanceof RpcTimeoutError) return out;
       throw e;
     }
   }
@@ -142,6 +142,6 @@ test('turnIdleTimeoutMs stands still while a host tool runs', async (t) => {
 test('turnIdleTimeoutMs still fails a turn the agent went silent on', async (t) => {
   const c = await start(t, [], { turnIdleTimeoutMs: 300 });
   const t0 = Date.now();
-  await assert.rejects(c.promptAndWait('hang', { timeoutMs: WAIT_MS }), TimeoutError);
+  await assert.rejects(c.promptAndWait('hang', { timeoutMs: WAIT_MS }), RpcTimeoutError);
   assert.ok(Date.now() - t0 < WAIT_MS, 'the idle timeout fired, not the call deadline');
 });

@@ -3,6 +3,7 @@
 // invalid inputs, close semantics, many concurrent calls on one client.
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import * as omprpc from '../index.mjs';
 import { Client, ClosedError, CommandError, InvalidJsonError, InvalidArgumentError, OmprpcError, Status } from '../index.mjs';
 import { FAKE, WAIT_MS, start, fakeOptions } from './helpers.mjs';
@@ -55,7 +56,7 @@ test('buildArgv and camelCase options', () => {
     ['omp', '--mode', 'rpc', '--provider', 'anthropic', '--model', 'm', '--session-dir', '/s', '--no-tools', '--no-title'],
   );
   assert.deepEqual(
-    omprpc.buildArgv({ appendSystemPrompt: 'x', no_session: true, extraArgs: ['--foo'] }),
+    omprpc.buildArgv({ appendSystemPrompt: 'x', noSession: true, extraArgs: ['--foo'] }),
     ['omp', '--mode', 'rpc', '--append-system-prompt', 'x', '--no-session', '--no-title', '--foo'],
   );
   assert.deepEqual(omprpc.buildArgv({ command: ['/bin/agent', '--x'], model: 'ignored' }), ['/bin/agent', '--x']);
@@ -66,8 +67,31 @@ test('buildArgv and camelCase options', () => {
   });
   assert.throws(() => omprpc.buildArgv({ flavor: 'bogus' }), InvalidArgumentError);
   assert.throws(() => omprpc.buildArgv({ command: 'omp --mode rpc' }), InvalidArgumentError);
-  assert.throws(() => omprpc.buildArgv({ unknownKey: 1 }), (e) => e instanceof InvalidArgumentError && /unknown_key/.test(e.message));
-  assert.throws(() => omprpc.buildArgv({ max_event_history: 1, maxEventHistory: 2 }), InvalidArgumentError);
+  // one spelling per option: an unknown or snake_case key is a TypeError naming it
+  assert.throws(() => omprpc.buildArgv({ unknownKey: 1 }), { name: 'TypeError', message: 'unknown start option "unknownKey"' });
+  assert.throws(() => omprpc.buildArgv({ max_event_history: 1 }), {
+    name: 'TypeError',
+    message: 'start option "max_event_history" is spelled "maxEventHistory" here (camelCase)',
+  });
+  assert.throws(() => omprpc.toCoreOptions({ close_on_exit: false }), /"close_on_exit" is spelled "closeOnExit"/);
+});
+
+test('StartOptions: every declared option is accepted here and known to the core', () => {
+  // The keys of index.d.cts's StartOptions (the one list a program sees).
+  const dts = readFileSync(new URL('../index.d.cts', import.meta.url), 'utf8');
+  const body = /export interface StartOptions \{([\s\S]*?)\n\}/.exec(dts)[1];
+  const keys = [...body.matchAll(/^  ([a-zA-Z0-9]+)\?:/gm)].map((m) => m[1]);
+  assert.ok(keys.length > 60, `${keys.length} options`);
+  for (const k of keys) {
+    assert.doesNotMatch(k, /_/, 'camelCase only');
+    if (['closeOnExit', 'ref', 'libraryPath', 'signal'].includes(k)) continue; // the binding's
+    try {
+      omprpc.buildArgv({ [k]: null }); // null: some take it; the others say what they want
+    } catch (e) {
+      assert.ok(e instanceof InvalidArgumentError, `${k}: ${e.stack}`);
+      assert.doesNotMatch(e.message, /unknown option/, k);
+    }
+  }
 });
 
 test('start, getState, bash, info, the ready event', async (t) => {

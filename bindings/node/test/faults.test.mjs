@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  Client, ClosedError, ProcessExitedError, ProtocolError, TimeoutError, OmprpcError,
+  Client, ClosedError, ProcessExitedError, ProtocolError, RpcTimeoutError, OmprpcError,
 } from '../index.mjs';
 import { WAIT_MS, start, fakeOptions, nextOfType, sleep } from './helpers.mjs';
 
@@ -30,9 +30,9 @@ test('an agent exiting before ready: ProcessExitedError with exit code and stder
 
 test('startup timeouts and handshakes', async (t) => {
   let t0 = Date.now();
-  await assert.rejects(Client.start(fakeOptions(['--scenario', 'silent'], { startupTimeoutMs: 300 })), TimeoutError);
+  await assert.rejects(Client.start(fakeOptions(['--scenario', 'silent'], { startupTimeoutMs: 300 })), RpcTimeoutError);
   assert.ok(Date.now() - t0 < 5000);
-  await assert.rejects(Client.start(fakeOptions(['--scenario', 'slow-start'], { startupTimeoutMs: 100 })), TimeoutError);
+  await assert.rejects(Client.start(fakeOptions(['--scenario', 'slow-start'], { startupTimeoutMs: 100 })), RpcTimeoutError);
   await (await Client.start(fakeOptions(['--scenario', 'slow-start']))).close();
   t0 = Date.now();
   const none = await Client.start(fakeOptions(['--scenario', 'silent'], { handshake: 'none' }));

@@ -237,7 +237,7 @@ test('host URI handlers: read, write, error; unregistered schemes', async (t) =>
 });
 
 test('host URIs answered by hand', async (t) => {
-  const c = await start(t, [], { host_uri_schemes: [{ scheme: 'memo', writable: true }] });
+  const c = await start(t, [], { hostUriSchemes: [{ scheme: 'memo', writable: true }] });
   const it = c.events({ types: ['host_uri_request', 'host_uri_result_seen'] });
   const turnP = c.promptAndWait('needs host uri');
   const req = await nextOfType(it, 'host_uri_request');

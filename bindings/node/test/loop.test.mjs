@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { TimeoutError } from '../index.mjs';
+import { RpcTimeoutError } from '../index.mjs';
 import { WAIT_MS, start, sleep } from './helpers.mjs';
 
 /** Runs `fn` while a 10 ms interval ticks; returns the tick count and the largest gap. */
@@ -34,7 +34,7 @@ async function ticking(fn) {
 test('the event loop keeps ticking during a 2 s promptAndWait', async (t) => {
   const c = await start(t);
   c.on('event', () => {}); // the event pump runs too
-  const r = await ticking(() => assert.rejects(c.promptAndWait('hang', { timeoutMs: 2000 }), TimeoutError));
+  const r = await ticking(() => assert.rejects(c.promptAndWait('hang', { timeoutMs: 2000 }), RpcTimeoutError));
   assert.ok(r.ms >= 1900, `the turn wait took only ${r.ms} ms`);
   assert.ok(r.ticks >= 40, `${r.ticks} ticks in ${r.ms} ms`);
   assert.ok(r.maxGap < 1000, `largest gap between ticks: ${r.maxGap} ms`);
@@ -42,7 +42,7 @@ test('the event loop keeps ticking during a 2 s promptAndWait', async (t) => {
 
 test('the event loop keeps ticking during a 2 s nextUiRequest', async (t) => {
   const c = await start(t);
-  const r = await ticking(() => assert.rejects(c.nextUiRequest({ timeoutMs: 2000 }), TimeoutError));
+  const r = await ticking(() => assert.rejects(c.nextUiRequest({ timeoutMs: 2000 }), RpcTimeoutError));
   assert.ok(r.ms >= 1900 && r.ms < 4000, `nextUiRequest(2000) took ${r.ms} ms`);
   assert.ok(r.ticks >= 40, `${r.ticks} ticks in ${r.ms} ms`);
   assert.ok(r.maxGap < 1000, `largest gap between ticks: ${r.maxGap} ms`);

@@ -24,7 +24,7 @@ test('a codemode call nests its inner calls, each paired with its own end', asyn
   ]);
 
   const sm = new Summarizer();
-  t.after(() => sm.free());
+  t.after(() => sm.close());
   const items = turn.events.flatMap((e) => sm.feed(e)).filter((i) => i.kind.startsWith('tool_'));
   for (const i of items) assert.equal(i.parentToolCallId, i.toolCallId === 'call_fake_2' ? null : 'call_fake_2', JSON.stringify(i));
   assert.deepEqual(items.filter((i) => i.kind === 'tool_end').map((i) => i.toolCallId), ['call_fake_2/2', 'call_fake_2/1', 'call_fake_2']);

@@ -2,7 +2,7 @@
 // secret in any record.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, ClosedError, InvalidArgumentError, TimeoutError } from '../index.mjs';
+import { Client, ClosedError, InvalidArgumentError, RpcTimeoutError } from '../index.mjs';
 import { FAKE, start } from './helpers.mjs';
 
 const SECRET = 'node-secret-system-prompt-2718';
@@ -60,7 +60,7 @@ test('nextLogs: records in order, redacted, then ClosedError', async (t) => {
 });
 
 test('nextLogs while running: requests with latency; errors when off or empty', async (t) => {
-  const c = await start(t, [], { log_level: 'debug' });
+  const c = await start(t, [], { logLevel: 'debug' });
   await c.nextLogs({ timeoutMs: 5000 }); // spawn, handshake
   await c.getState();
   const recs = await c.nextLogs({ timeoutMs: 5000 });
@@ -69,7 +69,7 @@ test('nextLogs while running: requests with latency; errors when off or empty', 
   assert.equal(sent.type, 'get_state');
   assert.equal(got.ok, true);
   assert.ok(got.latency_ms >= 0);
-  await assert.rejects(c.nextLogs({ timeoutMs: 50 }), TimeoutError);
+  await assert.rejects(c.nextLogs({ timeoutMs: 50 }), RpcTimeoutError);
   await assert.rejects(c.nextLogs({ max: 0 }), RangeError);
   const off = await start(t);
   await assert.rejects(off.nextLogs({ timeoutMs: 0 }), (e) => e instanceof InvalidArgumentError && /log_level/.test(e.message));

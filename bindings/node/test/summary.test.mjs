@@ -35,9 +35,9 @@ test('the streaming Summarizer', () => {
   assert.equal(summary.reasoning, 'hm');
   assert.equal(summary.complete, true);
   assert.equal(summary.usage, null);
-  s.free();
-  s.free();
-  assert.throws(() => s.summary(), /freed/);
+  s.close();
+  s.close();
+  assert.throws(() => s.summary(), /closed/);
 });
 
 test('policy verdicts: unknown ids, bad arguments', async (t) => {

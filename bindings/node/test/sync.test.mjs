@@ -58,18 +58,46 @@ test('requests resolve and reject after listeners saw the events before the resp
   }
 });
 
-test('an iterator past its highWaterMark does not keep the turn from the listeners', async (t) => {
+test('a full iterator keeps the newest events and reports the loss; listeners miss nothing', async (t) => {
   const c = await start(t);
   const seen = [];
   c.on('event', (ev) => seen.push(ev.type));
-  const it = c.events({ highWaterMark: 1 });
-  await c.getState(); // ready reaches both: the iterator is full
+  const it = c.events({ highWaterMark: 2 });
+  await c.getState(); // ready reaches both
   seen.length = 0;
   await c.promptAndWait('say hello');
   assert.deepEqual(seen, TURN);
-  const got = [];
-  for (let i = 0; i < 8; i++) got.push(await held(it));
-  assert.deepEqual(got, ['ready', ...TURN]);
+  // 8 events for 2 places: the 6 oldest are dropped, said first, then the 2 newest
+  const first = await it.next();
+  assert.deepEqual(first.value, { type: 'event_overflow', dropped: 6, omprpc: true });
+  assert.equal(await held(it), 'turn_end');
+  assert.equal(await held(it), 'agent_end');
+  assert.equal(await held(it), 'pending');
+  assert.equal(c.counters().binding_events_dropped, 6);
+});
+
+test('an iterator nobody reads never holds back host tool calls or other iterators', async (t) => {
+  const calls = [];
+  const c = await start(t, [], {
+    hostTools: [{
+      name: 'echo_host', description: 'Echo', parameters: { type: 'object' },
+      handler: ({ message }) => (calls.push(message), `echo: ${message}`),
+    }],
+  });
+  const stuck = c.events({ highWaterMark: 1 }); // never read
+  const reader = c.events({ types: ['tool_execution_end'] });
+  for (let i = 0; i < 3; i++) {
+    const turn = await c.promptAndWait('needs host tool', { timeoutMs: WAIT_MS });
+    const end = turn.events.find((e) => e.type === 'tool_execution_end');
+    assert.equal(end.isError, false, JSON.stringify(end));
+    assert.equal((await reader.next()).value.type, 'tool_execution_end');
+  }
+  assert.deepEqual(calls, ['hello', 'hello', 'hello']);
+  const report = (await stuck.next()).value;
+  assert.equal(report.type, 'event_overflow');
+  assert.ok(report.dropped > 3, JSON.stringify(report));
+  stuck.close();
+  reader.close();
 });
 
 test('host calls no handler and no consumer can answer are answered at once', async (t) => {

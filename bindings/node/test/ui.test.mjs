@@ -2,7 +2,7 @@
 // close waking a waiter, the headless policy, passive / unknown / dismissed requests, pi.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, ClosedError, CommandError, NotFoundError, TimeoutError } from '../index.mjs';
+import { Client, ClosedError, CommandError, NotFoundError, RpcTimeoutError } from '../index.mjs';
 import { WAIT_MS, start, fakeOptions, seenAnswer, nextEventOfType, sleep } from './helpers.mjs';
 
 test('UI round trips: value, confirmation, cancel', async (t) => {
@@ -38,7 +38,7 @@ test('UI round trips: value, confirmation, cancel', async (t) => {
   assert.throws(() => c.uiSendValue('no-such-request', 'x'), NotFoundError);
   assert.throws(() => c.uiSendConfirmation('no-such-request', false), NotFoundError);
   assert.throws(() => c.uiCancel('no-such-request'), NotFoundError);
-  await assert.rejects(c.nextUiRequest({ timeoutMs: 0 }), TimeoutError);
+  await assert.rejects(c.nextUiRequest({ timeoutMs: 0 }), RpcTimeoutError);
 });
 
 test('close wakes a waiting nextUiRequest at once', async () => {
@@ -86,7 +86,7 @@ test('headless policy', async (t) => {
   assert.equal((await seenAnswer(c, 'ui-1')).value, 'typed');
   await c.promptAndWait('needs cancel');
   assert.equal((await seenAnswer(c, 'ui-3')).value, 'edited');
-  await assert.rejects(c.nextUiRequest({ timeoutMs: 0 }), TimeoutError);
+  await assert.rejects(c.nextUiRequest({ timeoutMs: 0 }), RpcTimeoutError);
   c.setUiPolicy(null);
   await c.prompt('needs ui');
   assert.equal((await c.nextUiRequest({ timeoutMs: WAIT_MS })).id, 'ui-1');
@@ -104,14 +104,14 @@ test('passive and dismissed requests', async (t) => {
   const c = await start(t);
   const turn = await c.promptAndWait('passive ui');
   assert.equal(turn.assistantText, 'pong');
-  await assert.rejects(c.nextUiRequest({ timeoutMs: 0 }), TimeoutError);
+  await assert.rejects(c.nextUiRequest({ timeoutMs: 0 }), RpcTimeoutError);
   let n = 0;
   for (;;) {
     try {
       await nextEventOfType(c, 'extension_ui_request', 500);
       n++;
     } catch (e) {
-      assert.ok(e instanceof TimeoutError, String(e));
+      assert.ok(e instanceof RpcTimeoutError, String(e));
       break;
     }
   }

@@ -7,10 +7,10 @@ import omprpc, {
 } from 'omprpc';
 
 export async function main(fake: string): Promise<string | null> {
-  const options: StartOptions = { command: [fake], maxEventHistory: null, turn_timeout_ms: 60_000, env: { A: 'b' } };
+  const options: StartOptions = { command: [fake], maxEventHistory: null, turnTimeoutMs: 60_000, env: { A: 'b' } };
   const argv: string[] = buildArgv(options);
   void argv;
-  const sandboxed: StartOptions = { ...options, launcher: ['bwrap', '--dev-bind', '/', '/', '--'], launcherEnv: 'process', launcher_shell: false };
+  const sandboxed: StartOptions = { ...options, launcher: ['bwrap', '--dev-bind', '/', '/', '--'], launcherEnv: 'process', launcherShell: false };
   void sandboxed;
   const client: Client = await Client.start({
     ...options,
@@ -111,7 +111,7 @@ export async function main(fake: string): Promise<string | null> {
   const sm = new Summarizer();
   sm.feed({ type: 'agent_end', messages: [] });
   void [summary, sm.summary().complete, envAllowlisted({ passthrough: ['X'] }).PATH, promptFromContent([{ type: 'text', text: 'x' }]).message];
-  sm.free();
+  sm.close();
   const sanitized = sanitizeSchema({ type: 'object' }, { maxNodes: 100 });
   const skills = skillsFlags({ flavor: 'pi', agentVersion: '0.73.1', skills: ['./skills/a'], tools: ['bash'] });
   void [sanitized.schema, sanitized.dropped[0]?.path, skills.flags, skills.needsRead, skills.tools?.length];
