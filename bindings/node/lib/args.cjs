@@ -79,18 +79,22 @@ const CORE_KEYS = new Map(START_OPTIONS.map((k) => [k, snakeKey(k)]));
 const BY_SNAKE = new Map([...START_OPTIONS, ...BINDING_OPTIONS].map((k) => [snakeKey(k), k]));
 const BINDING_ONLY = new Set(BINDING_OPTIONS);
 
-/** The TypeError of a start option this binding does not know, naming it (and its spelling). */
+/**
+ * The InvalidArgumentError (INVALID_ARGUMENT, the core's status and wording for an unknown option:
+ * tests/fixtures/error-table.json) of a start option this binding does not know, naming it as the
+ * program spelled it (and its camelCase spelling when it is a snake_case one).
+ */
 function unknownOption(k) {
   const camel = BY_SNAKE.get(k);
-  if (camel !== undefined && camel !== k) return new TypeError(`start option "${k}" is spelled "${camel}" here (camelCase)`);
-  return new TypeError(`unknown start option "${k}"`);
+  if (camel !== undefined && camel !== k) return jsError(Status.INVALID_ARGUMENT, `unknown option "${k}": it is spelled "${camel}" here (camelCase)`);
+  return jsError(Status.INVALID_ARGUMENT, `unknown option "${k}"`);
 }
 
 /**
  * Converts start options to the core's keys: each camelCase option becomes its snake_case key
  * (`maxEventHistory` → `max_event_history`); values (e.g. `env`, tool specs) are untouched;
  * `undefined` values are dropped, binding-only options removed. An unknown or snake_case key
- * is a TypeError naming it.
+ * is an InvalidArgumentError naming it.
  */
 function toCoreOptions(options) {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
