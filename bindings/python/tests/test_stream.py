@@ -183,6 +183,13 @@ def readme_block(marker: str) -> str:
     return readme.split(f"<!-- {marker}:", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
 
 
+def test_the_top_readme_shows_this_readmes_stream_example() -> None:
+    """The repository's README opens its examples with this README's stream example, verbatim."""
+    top = (PACKAGE_ROOT.parents[1] / "README.md").read_text()
+    copy = top.split("<!-- stream-example:", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert copy == readme_block("stream-example")
+
+
 def run_example(code: str, replacements: dict[str, str]) -> list[str]:
     for old, new in replacements.items():
         assert code.count(old) == 1, old
