@@ -135,7 +135,7 @@ func TestPromptFromContent(t *testing.T) {
 	if !strings.HasPrefix(pc.Message, "Look:") || !strings.Contains(pc.Message, "line one") {
 		t.Fatalf("message: %q", pc.Message)
 	}
-	if len(pc.Images) != 1 || pc.Images[0].MimeType != "image/png" || pc.Images[0].Type != "image" ||
+	if len(pc.Images) != 1 || pc.Images[0].MimeType != "image/png" || pc.Images[0].Type() != "image" ||
 		pc.Images[0].Data != base64.StdEncoding.EncodeToString(png1x1) {
 		t.Fatalf("images: %+v", pc.Images)
 	}

@@ -369,9 +369,7 @@ func (c *Client) promptLike(ctx context.Context, op, message string, opts *Promp
 	defer runtime.KeepAlive(c)
 	var optv any
 	if opts != nil {
-		o := *opts
-		o.Images = fillImages(o.Images)
-		optv = o
+		optv = *opts
 	}
 	var cm *C.char
 	if strings.IndexByte(message, 0) >= 0 {
@@ -571,7 +569,7 @@ func (c *Client) messageCommand(ctx context.Context, op, message string, images 
 	params := struct {
 		Message string         `json:"message"`
 		Images  []ImageContent `json:"images,omitempty"`
-	}{message, fillImages(images)}
+	}{message, images}
 	if strings.IndexByte(message, 0) >= 0 {
 		// A C string cannot hold a NUL: send the same command through request, whose
 		// params are JSON.

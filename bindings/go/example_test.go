@@ -77,13 +77,11 @@ func ExampleClient_All() {
 		}
 		switch ev.Type {
 		case "message_update":
-			var u struct {
-				AssistantMessageEvent struct {
-					Delta string `json:"delta"`
-				} `json:"assistantMessageEvent"`
-			}
+			var u omprpc.MessageUpdateEvent
 			_ = ev.Decode(&u)
-			fmt.Println("delta:", u.AssistantMessageEvent.Delta)
+			if delta, ok := u.AssistantMessageEvent.TextDelta(); ok {
+				fmt.Println("delta:", delta)
+			}
 		case "prompt_complete":
 			var done struct {
 				RequestID string `json:"requestId"`
@@ -167,18 +165,31 @@ func ExampleHostTool() {
 		fmt.Println("prompt:", err)
 		return
 	}
-	for _, raw := range turn.Events {
-		var ev struct {
-			Type          string            `json:"type"`
-			PartialResult omprpc.ToolResult `json:"partialResult"`
-			Result        omprpc.ToolResult `json:"result"`
+	// The text of a tool result's content blocks (ImageContent and the rest left out).
+	text := func(r omprpc.AgentToolResult) string {
+		var out string
+		for _, block := range r.Content {
+			if t, ok := block.Value.(*omprpc.TextContent); ok {
+				out += t.Text
+			}
 		}
-		_ = json.Unmarshal(raw, &ev)
-		switch ev.Type {
-		case "tool_execution_update":
-			fmt.Println("update:", ev.PartialResult.Content[0].(map[string]any)["text"])
-		case "tool_execution_end":
-			fmt.Println("result:", ev.Result.Content[0].(map[string]any)["text"])
+		return out
+	}
+	for _, raw := range turn.Events {
+		var head struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(raw, &head)
+		typed, err := omprpc.Event{Type: head.Type, Raw: raw}.Typed()
+		if err != nil {
+			fmt.Println("event:", err)
+			return
+		}
+		switch ev := typed.(type) {
+		case *omprpc.ToolExecutionUpdateEvent:
+			fmt.Println("update:", text(ev.PartialResult))
+		case *omprpc.ToolExecutionEndEvent:
+			fmt.Println("result:", text(ev.Result))
 		}
 	}
 	// Output:

@@ -634,7 +634,7 @@ func (v *GetLastAssistantTextResult) UnmarshalJSON(b []byte) error {
 
 // GetMessagesResult is the data of get_messages's response (omp, pi).
 type GetMessagesResult struct {
-	Messages []json.RawMessage `json:"messages"`
+	Messages []AgentMessageValue `json:"messages"`
 	// Raw is the object as the agent sent it, members the table does not name included.
 	Raw json.RawMessage `json:"-"`
 }
@@ -863,11 +863,11 @@ func (e *UnknownEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // AgentEndEvent is the agent_end event (omp, pi).
 type AgentEndEvent struct {
-	Messages   []json.RawMessage `json:"messages"`
-	WillRetry  bool              `json:"willRetry,omitempty"`
-	Telemetry  json.RawMessage   `json:"telemetry,omitempty"`
-	Coverage   json.RawMessage   `json:"coverage,omitempty"`
-	IsTerminal bool              `json:"isTerminal,omitempty"`
+	Messages   []AgentMessageValue `json:"messages"`
+	WillRetry  bool                `json:"willRetry,omitempty"`
+	Telemetry  json.RawMessage     `json:"telemetry,omitempty"`
+	Coverage   json.RawMessage     `json:"coverage,omitempty"`
+	IsTerminal bool                `json:"isTerminal,omitempty"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -1019,7 +1019,7 @@ func (e *ExtensionUIRequestEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // MessageEndEvent is the message_end event (omp, pi).
 type MessageEndEvent struct {
-	Message json.RawMessage `json:"message"`
+	Message AgentMessageValue `json:"message"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -1032,7 +1032,7 @@ func (e *MessageEndEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // MessageStartEvent is the message_start event (omp, pi).
 type MessageStartEvent struct {
-	Message json.RawMessage `json:"message"`
+	Message AgentMessageValue `json:"message"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -1045,8 +1045,8 @@ func (e *MessageStartEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // MessageUpdateEvent is the message_update event (omp, pi).
 type MessageUpdateEvent struct {
-	Message               json.RawMessage `json:"message"`
-	AssistantMessageEvent json.RawMessage `json:"assistantMessageEvent"`
+	Message               AgentMessageValue          `json:"message"`
+	AssistantMessageEvent AssistantMessageEventValue `json:"assistantMessageEvent"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -1148,7 +1148,7 @@ func (e *ThinkingLevelChangedEvent) RawJSON() json.RawMessage { return e.Raw }
 type ToolExecutionEndEvent struct {
 	ToolCallID       string          `json:"toolCallId"`
 	ToolName         string          `json:"toolName"`
-	Result           json.RawMessage `json:"result"`
+	Result           AgentToolResult `json:"result"`
 	IsError          bool            `json:"isError,omitempty"`
 	DurationMs       float64         `json:"durationMs,omitempty"`
 	ParentToolCallID string          `json:"parentToolCallId,omitempty"`
@@ -1184,7 +1184,7 @@ type ToolExecutionUpdateEvent struct {
 	ToolCallID       string          `json:"toolCallId"`
 	ToolName         string          `json:"toolName"`
 	Args             json.RawMessage `json:"args"`
-	PartialResult    json.RawMessage `json:"partialResult"`
+	PartialResult    AgentToolResult `json:"partialResult"`
 	ParentToolCallID string          `json:"parentToolCallId,omitempty"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
@@ -1198,8 +1198,8 @@ func (e *ToolExecutionUpdateEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // TurnEndEvent is the turn_end event (omp, pi).
 type TurnEndEvent struct {
-	Message     json.RawMessage   `json:"message"`
-	ToolResults []json.RawMessage `json:"toolResults"`
+	Message     AgentMessageValue   `json:"message"`
+	ToolResults []ToolResultMessage `json:"toolResults"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -1403,7 +1403,7 @@ func (e *HostURIRequestEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // IrcMessageEvent is the irc_message event (omp).
 type IrcMessageEvent struct {
-	Message json.RawMessage `json:"message"`
+	Message CustomMessage `json:"message"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -2060,6 +2060,705 @@ func (v *ForkMessage) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// AgentMessage is one of *AssistantMessage, *BashExecutionMessage, *BranchSummaryMessage, *CompactionSummaryMessage, *CustomMessage, *DeveloperMessage, *FileMentionMessage, *HookMessage, *PythonExecutionMessage, *SystemMessage, *ToolResultMessage, *UserMessage, or *UnknownAgentMessage for a "role" the table does not name.
+type AgentMessage interface {
+	// Role is its "role" member.
+	Role() string
+	isAgentMessage()
+}
+
+// UnknownAgentMessage is a AgentMessage of a "role" the table does not name (a newer agent's).
+type UnknownAgentMessage struct {
+	RoleValue string
+	// Raw is the object as the agent sent it.
+	Raw json.RawMessage
+}
+
+func (*UnknownAgentMessage) isAgentMessage() {}
+
+// Role is its "role" member.
+func (v *UnknownAgentMessage) Role() string { return v.RoleValue }
+
+// MarshalJSON writes the object as it was sent.
+func (v *UnknownAgentMessage) MarshalJSON() ([]byte, error) { return v.Raw, nil }
+
+// AgentMessageValue holds a AgentMessage: a field or element of that type decodes into it by its "role"
+// (`switch v := x.Value.(type)`); Value is nil for JSON null.
+type AgentMessageValue struct {
+	Value AgentMessage
+}
+
+// UnmarshalJSON decodes the variant its "role" names; another "role" is an *UnknownAgentMessage.
+func (h *AgentMessageValue) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		h.Value = nil
+		return nil
+	}
+	var head struct {
+		Tag string `json:"role"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return err
+	}
+	switch head.Tag {
+	case "assistant":
+		v := &AssistantMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "bashExecution":
+		v := &BashExecutionMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "branchSummary":
+		v := &BranchSummaryMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "compactionSummary":
+		v := &CompactionSummaryMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "custom":
+		v := &CustomMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "developer":
+		v := &DeveloperMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "fileMention":
+		v := &FileMentionMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "hookMessage":
+		v := &HookMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "pythonExecution":
+		v := &PythonExecutionMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "system":
+		v := &SystemMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "toolResult":
+		v := &ToolResultMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "user":
+		v := &UserMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	default:
+		h.Value = &UnknownAgentMessage{RoleValue: head.Tag, Raw: append(json.RawMessage(nil), b...)}
+	}
+	return nil
+}
+
+// MarshalJSON writes the held variant (null when none).
+func (h AgentMessageValue) MarshalJSON() ([]byte, error) {
+	if h.Value == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(h.Value)
+}
+
+// AssistantMessage is the "assistant" AgentMessage (its "role" member).
+type AssistantMessage struct {
+	Content                          []ContentBlockValue `json:"content"`
+	Api                              string              `json:"api"`
+	Provider                         string              `json:"provider"`
+	Model                            string              `json:"model"`
+	ResponseModel                    string              `json:"responseModel,omitempty"`
+	ResponseID                       string              `json:"responseId,omitempty"`
+	ProviderThinkingLevel            string              `json:"providerThinkingLevel,omitempty"`
+	ThinkingLevel                    string              `json:"thinkingLevel,omitempty"`
+	Diagnostics                      []json.RawMessage   `json:"diagnostics,omitempty"`
+	Usage                            MessageUsage        `json:"usage"`
+	StopReason                       string              `json:"stopReason"`
+	Deferred                         json.RawMessage     `json:"deferred,omitempty"`
+	ErrorMessage                     string              `json:"errorMessage,omitempty"`
+	RawStopReason                    string              `json:"rawStopReason,omitempty"`
+	EndTurn                          bool                `json:"endTurn,omitempty"`
+	Timestamp                        int64               `json:"timestamp"`
+	DurationMs                       int64               `json:"durationMs,omitempty"`
+	ContextSnapshot                  json.RawMessage     `json:"contextSnapshot,omitempty"`
+	RetryRecovery                    json.RawMessage     `json:"retryRecovery,omitempty"`
+	UpstreamProvider                 string              `json:"upstreamProvider,omitempty"`
+	UpstreamModel                    string              `json:"upstreamModel,omitempty"`
+	StopDetails                      json.RawMessage     `json:"stopDetails,omitempty"`
+	ErrorClassificationMessage       string              `json:"errorClassificationMessage,omitempty"`
+	RequestBodyReadTimeoutFullReplay bool                `json:"requestBodyReadTimeoutFullReplay,omitempty"`
+	ToolCallAbortMessages            json.RawMessage     `json:"toolCallAbortMessages,omitempty"`
+	ErrorStatus                      int64               `json:"errorStatus,omitempty"`
+	ErrorID                          int64               `json:"errorId,omitempty"`
+	DisabledFeatures                 []string            `json:"disabledFeatures,omitempty"`
+	InputTransformations             json.RawMessage     `json:"inputTransformations,omitempty"`
+	ProviderPayload                  json.RawMessage     `json:"providerPayload,omitempty"`
+	Duration                         int64               `json:"duration,omitempty"`
+	Ttft                             int64               `json:"ttft,omitempty"`
+	CompletedAt                      int64               `json:"completedAt,omitempty"`
+}
+
+func (AssistantMessage) isAgentMessage() {}
+
+// Role is "assistant".
+func (AssistantMessage) Role() string { return "assistant" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v AssistantMessage) MarshalJSON() ([]byte, error) {
+	type plain AssistantMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"assistant", plain(v)})
+}
+
+// ContentBlock is one of *ImageContent, *TextContent, *ThinkingContent, *ToolCall, or *UnknownContentBlock for a "type" the table does not name.
+type ContentBlock interface {
+	// Type is its "type" member.
+	Type() string
+	isContentBlock()
+}
+
+// UnknownContentBlock is a ContentBlock of a "type" the table does not name (a newer agent's).
+type UnknownContentBlock struct {
+	TypeValue string
+	// Raw is the object as the agent sent it.
+	Raw json.RawMessage
+}
+
+func (*UnknownContentBlock) isContentBlock() {}
+
+// Type is its "type" member.
+func (v *UnknownContentBlock) Type() string { return v.TypeValue }
+
+// MarshalJSON writes the object as it was sent.
+func (v *UnknownContentBlock) MarshalJSON() ([]byte, error) { return v.Raw, nil }
+
+// ContentBlockValue holds a ContentBlock: a field or element of that type decodes into it by its "type"
+// (`switch v := x.Value.(type)`); Value is nil for JSON null.
+type ContentBlockValue struct {
+	Value ContentBlock
+}
+
+// UnmarshalJSON decodes the variant its "type" names; another "type" is an *UnknownContentBlock.
+func (h *ContentBlockValue) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		h.Value = nil
+		return nil
+	}
+	var head struct {
+		Tag string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return err
+	}
+	switch head.Tag {
+	case "image":
+		v := &ImageContent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "text":
+		v := &TextContent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "thinking":
+		v := &ThinkingContent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "toolCall":
+		v := &ToolCall{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	default:
+		h.Value = &UnknownContentBlock{TypeValue: head.Tag, Raw: append(json.RawMessage(nil), b...)}
+	}
+	return nil
+}
+
+// MarshalJSON writes the held variant (null when none).
+func (h ContentBlockValue) MarshalJSON() ([]byte, error) {
+	if h.Value == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(h.Value)
+}
+
+// ImageContent is the "image" ContentBlock (its "type" member).
+type ImageContent struct {
+	Data         string          `json:"data"`
+	MimeType     string          `json:"mimeType"`
+	Detail       string          `json:"detail,omitempty"`
+	ProviderFile json.RawMessage `json:"providerFile,omitempty"`
+	URL          string          `json:"url,omitempty"`
+}
+
+func (ImageContent) isContentBlock() {}
+
+// Type is "image".
+func (ImageContent) Type() string { return "image" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v ImageContent) MarshalJSON() ([]byte, error) {
+	type plain ImageContent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"image", plain(v)})
+}
+
+// TextContent is the "text" ContentBlock (its "type" member).
+type TextContent struct {
+	Text          string `json:"text"`
+	TextSignature string `json:"textSignature,omitempty"`
+}
+
+func (TextContent) isContentBlock() {}
+
+// Type is "text".
+func (TextContent) Type() string { return "text" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v TextContent) MarshalJSON() ([]byte, error) {
+	type plain TextContent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"text", plain(v)})
+}
+
+// ThinkingContent is the "thinking" ContentBlock (its "type" member).
+type ThinkingContent struct {
+	Thinking          string `json:"thinking"`
+	ThinkingSignature string `json:"thinkingSignature,omitempty"`
+	Redacted          bool   `json:"redacted,omitempty"`
+	ItemID            string `json:"itemId,omitempty"`
+}
+
+func (ThinkingContent) isContentBlock() {}
+
+// Type is "thinking".
+func (ThinkingContent) Type() string { return "thinking" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v ThinkingContent) MarshalJSON() ([]byte, error) {
+	type plain ThinkingContent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"thinking", plain(v)})
+}
+
+// ToolCall is the "toolCall" ContentBlock (its "type" member).
+type ToolCall struct {
+	ID               string          `json:"id"`
+	Name             string          `json:"name"`
+	Arguments        json.RawMessage `json:"arguments"`
+	ThoughtSignature string          `json:"thoughtSignature,omitempty"`
+	Namespace        string          `json:"namespace,omitempty"`
+	ArgumentsError   string          `json:"argumentsError,omitempty"`
+	Intent           string          `json:"intent,omitempty"`
+	RawBlock         string          `json:"rawBlock,omitempty"`
+	CustomWireName   string          `json:"customWireName,omitempty"`
+	ProviderMetadata json.RawMessage `json:"providerMetadata,omitempty"`
+}
+
+func (ToolCall) isContentBlock() {}
+
+// Type is "toolCall".
+func (ToolCall) Type() string { return "toolCall" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v ToolCall) MarshalJSON() ([]byte, error) {
+	type plain ToolCall
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"toolCall", plain(v)})
+}
+
+// MessageUsage is a type of the protocol table.
+type MessageUsage struct {
+	Input           int64            `json:"input"`
+	Output          int64            `json:"output"`
+	CacheRead       int64            `json:"cacheRead"`
+	CacheWrite      int64            `json:"cacheWrite"`
+	CacheWrite1h    int64            `json:"cacheWrite1h,omitempty"`
+	Reasoning       int64            `json:"reasoning,omitempty"`
+	TotalTokens     int64            `json:"totalTokens"`
+	Cost            MessageUsageCost `json:"cost"`
+	ContextTokens   int64            `json:"contextTokens,omitempty"`
+	Orchestration   json.RawMessage  `json:"orchestration,omitempty"`
+	PremiumRequests int64            `json:"premiumRequests,omitempty"`
+	ReasoningTokens int64            `json:"reasoningTokens,omitempty"`
+	Cttl            json.RawMessage  `json:"cttl,omitempty"`
+	Server          json.RawMessage  `json:"server,omitempty"`
+	Credits         json.RawMessage  `json:"credits,omitempty"`
+	// Raw is the object as the agent sent it, members the table does not name included.
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the named members and keeps the object in Raw.
+func (v *MessageUsage) UnmarshalJSON(b []byte) error {
+	type plain MessageUsage
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	v.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// MessageUsageCost is a type of the protocol table.
+type MessageUsageCost struct {
+	Input             float64 `json:"input"`
+	Output            float64 `json:"output"`
+	CacheRead         float64 `json:"cacheRead"`
+	CacheWrite        float64 `json:"cacheWrite"`
+	Total             float64 `json:"total"`
+	TotalFromProvider bool    `json:"totalFromProvider,omitempty"`
+	// Raw is the object as the agent sent it, members the table does not name included.
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the named members and keeps the object in Raw.
+func (v *MessageUsageCost) UnmarshalJSON(b []byte) error {
+	type plain MessageUsageCost
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	v.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// BashExecutionMessage is the "bashExecution" AgentMessage (its "role" member).
+type BashExecutionMessage struct {
+	Command            string              `json:"command"`
+	Output             string              `json:"output"`
+	ExitCode           int64               `json:"exitCode,omitempty"`
+	Cancelled          bool                `json:"cancelled"`
+	Truncated          bool                `json:"truncated"`
+	FullOutputPath     string              `json:"fullOutputPath,omitempty"`
+	Timestamp          int64               `json:"timestamp"`
+	ExcludeFromContext bool                `json:"excludeFromContext,omitempty"`
+	Images             []ContentBlockValue `json:"images,omitempty"`
+	Meta               json.RawMessage     `json:"meta,omitempty"`
+}
+
+func (BashExecutionMessage) isAgentMessage() {}
+
+// Role is "bashExecution".
+func (BashExecutionMessage) Role() string { return "bashExecution" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v BashExecutionMessage) MarshalJSON() ([]byte, error) {
+	type plain BashExecutionMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"bashExecution", plain(v)})
+}
+
+// BranchSummaryMessage is the "branchSummary" AgentMessage (its "role" member).
+type BranchSummaryMessage struct {
+	Summary   string  `json:"summary"`
+	FromID    *string `json:"fromId"`
+	Timestamp int64   `json:"timestamp"`
+}
+
+func (BranchSummaryMessage) isAgentMessage() {}
+
+// Role is "branchSummary".
+func (BranchSummaryMessage) Role() string { return "branchSummary" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v BranchSummaryMessage) MarshalJSON() ([]byte, error) {
+	type plain BranchSummaryMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"branchSummary", plain(v)})
+}
+
+// CompactionSummaryMessage is the "compactionSummary" AgentMessage (its "role" member).
+type CompactionSummaryMessage struct {
+	Summary         string              `json:"summary"`
+	TokensBefore    int64               `json:"tokensBefore"`
+	Timestamp       int64               `json:"timestamp"`
+	ShortSummary    string              `json:"shortSummary,omitempty"`
+	TokensAfter     int64               `json:"tokensAfter,omitempty"`
+	Method          string              `json:"method,omitempty"`
+	ProviderPayload json.RawMessage     `json:"providerPayload,omitempty"`
+	Blocks          []ContentBlockValue `json:"blocks,omitempty"`
+	Images          []ContentBlockValue `json:"images,omitempty"`
+	Warning         string              `json:"warning,omitempty"`
+}
+
+func (CompactionSummaryMessage) isAgentMessage() {}
+
+// Role is "compactionSummary".
+func (CompactionSummaryMessage) Role() string { return "compactionSummary" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v CompactionSummaryMessage) MarshalJSON() ([]byte, error) {
+	type plain CompactionSummaryMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"compactionSummary", plain(v)})
+}
+
+// CustomMessage is the "custom" AgentMessage (its "role" member).
+type CustomMessage struct {
+	CustomType  string          `json:"customType"`
+	Content     json.RawMessage `json:"content"`
+	Display     bool            `json:"display"`
+	Details     json.RawMessage `json:"details,omitempty"`
+	Timestamp   int64           `json:"timestamp"`
+	Attribution json.RawMessage `json:"attribution,omitempty"`
+}
+
+func (CustomMessage) isAgentMessage() {}
+
+// Role is "custom".
+func (CustomMessage) Role() string { return "custom" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v CustomMessage) MarshalJSON() ([]byte, error) {
+	type plain CustomMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"custom", plain(v)})
+}
+
+// DeveloperMessage is the "developer" AgentMessage (its "role" member).
+type DeveloperMessage struct {
+	Content         json.RawMessage `json:"content"`
+	Attribution     json.RawMessage `json:"attribution,omitempty"`
+	Synthetic       bool            `json:"synthetic,omitempty"`
+	UserInitiated   bool            `json:"userInitiated,omitempty"`
+	ProviderPayload json.RawMessage `json:"providerPayload,omitempty"`
+	Timestamp       int64           `json:"timestamp"`
+}
+
+func (DeveloperMessage) isAgentMessage() {}
+
+// Role is "developer".
+func (DeveloperMessage) Role() string { return "developer" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v DeveloperMessage) MarshalJSON() ([]byte, error) {
+	type plain DeveloperMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"developer", plain(v)})
+}
+
+// FileMentionMessage is the "fileMention" AgentMessage (its "role" member).
+type FileMentionMessage struct {
+	Files     []FileMentionItem `json:"files"`
+	Timestamp int64             `json:"timestamp"`
+}
+
+func (FileMentionMessage) isAgentMessage() {}
+
+// Role is "fileMention".
+func (FileMentionMessage) Role() string { return "fileMention" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v FileMentionMessage) MarshalJSON() ([]byte, error) {
+	type plain FileMentionMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"fileMention", plain(v)})
+}
+
+// FileMentionItem is a type of the protocol table.
+type FileMentionItem struct {
+	Path          string        `json:"path"`
+	Content       string        `json:"content"`
+	LineCount     int64         `json:"lineCount,omitempty"`
+	ByteSize      int64         `json:"byteSize,omitempty"`
+	SkippedReason string        `json:"skippedReason,omitempty"`
+	Image         *ImageContent `json:"image,omitempty"`
+	// Raw is the object as the agent sent it, members the table does not name included.
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the named members and keeps the object in Raw.
+func (v *FileMentionItem) UnmarshalJSON(b []byte) error {
+	type plain FileMentionItem
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	v.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// HookMessage is the "hookMessage" AgentMessage (its "role" member).
+type HookMessage struct {
+	CustomType  string          `json:"customType"`
+	Content     json.RawMessage `json:"content"`
+	Display     bool            `json:"display"`
+	Details     json.RawMessage `json:"details,omitempty"`
+	Attribution json.RawMessage `json:"attribution,omitempty"`
+	Timestamp   int64           `json:"timestamp"`
+}
+
+func (HookMessage) isAgentMessage() {}
+
+// Role is "hookMessage".
+func (HookMessage) Role() string { return "hookMessage" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v HookMessage) MarshalJSON() ([]byte, error) {
+	type plain HookMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"hookMessage", plain(v)})
+}
+
+// PythonExecutionMessage is the "pythonExecution" AgentMessage (its "role" member).
+type PythonExecutionMessage struct {
+	Code               string          `json:"code"`
+	Output             string          `json:"output"`
+	ExitCode           int64           `json:"exitCode,omitempty"`
+	Cancelled          bool            `json:"cancelled"`
+	Truncated          bool            `json:"truncated"`
+	Meta               json.RawMessage `json:"meta,omitempty"`
+	Timestamp          int64           `json:"timestamp"`
+	ExcludeFromContext bool            `json:"excludeFromContext,omitempty"`
+}
+
+func (PythonExecutionMessage) isAgentMessage() {}
+
+// Role is "pythonExecution".
+func (PythonExecutionMessage) Role() string { return "pythonExecution" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v PythonExecutionMessage) MarshalJSON() ([]byte, error) {
+	type plain PythonExecutionMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"pythonExecution", plain(v)})
+}
+
+// SystemMessage is the "system" AgentMessage (its "role" member).
+type SystemMessage struct {
+	Content      json.RawMessage   `json:"content"`
+	Sections     json.RawMessage   `json:"sections,omitempty"`
+	ToolsAdded   []json.RawMessage `json:"toolsAdded,omitempty"`
+	ToolsRemoved []json.RawMessage `json:"toolsRemoved,omitempty"`
+	Timestamp    int64             `json:"timestamp"`
+}
+
+func (SystemMessage) isAgentMessage() {}
+
+// Role is "system".
+func (SystemMessage) Role() string { return "system" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v SystemMessage) MarshalJSON() ([]byte, error) {
+	type plain SystemMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"system", plain(v)})
+}
+
+// ToolResultMessage is the "toolResult" AgentMessage (its "role" member).
+type ToolResultMessage struct {
+	ToolCallID       string              `json:"toolCallId"`
+	ToolName         string              `json:"toolName"`
+	Content          []ContentBlockValue `json:"content"`
+	Details          json.RawMessage     `json:"details,omitempty"`
+	Usage            *MessageUsage       `json:"usage,omitempty"`
+	NestedCalls      json.RawMessage     `json:"nestedCalls,omitempty"`
+	IsError          bool                `json:"isError"`
+	Timestamp        int64               `json:"timestamp"`
+	DurationMs       int64               `json:"durationMs,omitempty"`
+	Attribution      json.RawMessage     `json:"attribution,omitempty"`
+	PrunedAt         int64               `json:"prunedAt,omitempty"`
+	ProviderMetadata json.RawMessage     `json:"providerMetadata,omitempty"`
+	Useless          bool                `json:"useless,omitempty"`
+}
+
+func (ToolResultMessage) isAgentMessage() {}
+
+// Role is "toolResult".
+func (ToolResultMessage) Role() string { return "toolResult" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v ToolResultMessage) MarshalJSON() ([]byte, error) {
+	type plain ToolResultMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"toolResult", plain(v)})
+}
+
+// UserMessage is the "user" AgentMessage (its "role" member).
+type UserMessage struct {
+	Content          json.RawMessage `json:"content"`
+	Timestamp        int64           `json:"timestamp"`
+	Synthetic        bool            `json:"synthetic,omitempty"`
+	Steering         bool            `json:"steering,omitempty"`
+	HistoryRewriteAt int64           `json:"historyRewriteAt,omitempty"`
+	Attribution      json.RawMessage `json:"attribution,omitempty"`
+	ProviderPayload  json.RawMessage `json:"providerPayload,omitempty"`
+}
+
+func (UserMessage) isAgentMessage() {}
+
+// Role is "user".
+func (UserMessage) Role() string { return "user" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v UserMessage) MarshalJSON() ([]byte, error) {
+	type plain UserMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"user", plain(v)})
+}
+
 // SessionState is a type of the protocol table.
 type SessionState struct {
 	Model                 json.RawMessage   `json:"model,omitempty"`
@@ -2144,9 +2843,9 @@ func (v *LoginProvider) UnmarshalJSON(b []byte) error {
 
 // MessagesPage is a type of the protocol table.
 type MessagesPage struct {
-	Messages      []json.RawMessage `json:"messages"`
-	NextCursor    string            `json:"nextCursor,omitempty"`
-	TotalMessages int64             `json:"totalMessages"`
+	Messages      []AgentMessageValue `json:"messages"`
+	NextCursor    string              `json:"nextCursor,omitempty"`
+	TotalMessages int64               `json:"totalMessages"`
 	// Raw is the object as the agent sent it, members the table does not name included.
 	Raw json.RawMessage `json:"-"`
 }
@@ -2163,12 +2862,12 @@ func (v *MessagesPage) UnmarshalJSON(b []byte) error {
 
 // SubagentMessagesResult is a type of the protocol table.
 type SubagentMessagesResult struct {
-	SessionFile string            `json:"sessionFile"`
-	FromByte    int64             `json:"fromByte"`
-	NextByte    int64             `json:"nextByte"`
-	Reset       bool              `json:"reset"`
-	Entries     []json.RawMessage `json:"entries"`
-	Messages    []json.RawMessage `json:"messages"`
+	SessionFile string              `json:"sessionFile"`
+	FromByte    int64               `json:"fromByte"`
+	NextByte    int64               `json:"nextByte"`
+	Reset       bool                `json:"reset"`
+	Entries     []json.RawMessage   `json:"entries"`
+	Messages    []AgentMessageValue `json:"messages"`
 	// Raw is the object as the agent sent it, members the table does not name included.
 	Raw json.RawMessage `json:"-"`
 }
@@ -2237,6 +2936,429 @@ const (
 	SubagentSubscriptionLevelProgress SubagentSubscriptionLevel = "progress"
 	SubagentSubscriptionLevelEvents   SubagentSubscriptionLevel = "events"
 )
+
+// AssistantMessageEvent is one of *AssistantDone, *AssistantError, *AssistantImageEnd, *AssistantStart, *AssistantTextDelta, *AssistantTextEnd, *AssistantTextStart, *AssistantThinkingDelta, *AssistantThinkingEnd, *AssistantThinkingStart, *AssistantToolCallDelta, *AssistantToolCallEnd, *AssistantToolCallStart, or *UnknownAssistantMessageEvent for a "type" the table does not name.
+type AssistantMessageEvent interface {
+	// Type is its "type" member.
+	Type() string
+	isAssistantMessageEvent()
+}
+
+// UnknownAssistantMessageEvent is a AssistantMessageEvent of a "type" the table does not name (a newer agent's).
+type UnknownAssistantMessageEvent struct {
+	TypeValue string
+	// Raw is the object as the agent sent it.
+	Raw json.RawMessage
+}
+
+func (*UnknownAssistantMessageEvent) isAssistantMessageEvent() {}
+
+// Type is its "type" member.
+func (v *UnknownAssistantMessageEvent) Type() string { return v.TypeValue }
+
+// MarshalJSON writes the object as it was sent.
+func (v *UnknownAssistantMessageEvent) MarshalJSON() ([]byte, error) { return v.Raw, nil }
+
+// AssistantMessageEventValue holds a AssistantMessageEvent: a field or element of that type decodes into it by its "type"
+// (`switch v := x.Value.(type)`); Value is nil for JSON null.
+type AssistantMessageEventValue struct {
+	Value AssistantMessageEvent
+}
+
+// UnmarshalJSON decodes the variant its "type" names; another "type" is an *UnknownAssistantMessageEvent.
+func (h *AssistantMessageEventValue) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		h.Value = nil
+		return nil
+	}
+	var head struct {
+		Tag string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return err
+	}
+	switch head.Tag {
+	case "done":
+		v := &AssistantDone{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "error":
+		v := &AssistantError{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "image_end":
+		v := &AssistantImageEnd{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "start":
+		v := &AssistantStart{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "text_delta":
+		v := &AssistantTextDelta{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "text_end":
+		v := &AssistantTextEnd{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "text_start":
+		v := &AssistantTextStart{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "thinking_delta":
+		v := &AssistantThinkingDelta{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "thinking_end":
+		v := &AssistantThinkingEnd{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "thinking_start":
+		v := &AssistantThinkingStart{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "toolcall_delta":
+		v := &AssistantToolCallDelta{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "toolcall_end":
+		v := &AssistantToolCallEnd{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "toolcall_start":
+		v := &AssistantToolCallStart{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	default:
+		h.Value = &UnknownAssistantMessageEvent{TypeValue: head.Tag, Raw: append(json.RawMessage(nil), b...)}
+	}
+	return nil
+}
+
+// MarshalJSON writes the held variant (null when none).
+func (h AssistantMessageEventValue) MarshalJSON() ([]byte, error) {
+	if h.Value == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(h.Value)
+}
+
+// AssistantDone is the "done" AssistantMessageEvent (its "type" member).
+type AssistantDone struct {
+	Reason  string           `json:"reason"`
+	Message AssistantMessage `json:"message"`
+}
+
+func (AssistantDone) isAssistantMessageEvent() {}
+
+// Type is "done".
+func (AssistantDone) Type() string { return "done" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantDone) MarshalJSON() ([]byte, error) {
+	type plain AssistantDone
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"done", plain(v)})
+}
+
+// AssistantError is the "error" AssistantMessageEvent (its "type" member).
+type AssistantError struct {
+	Reason string           `json:"reason"`
+	Error  AssistantMessage `json:"error"`
+}
+
+func (AssistantError) isAssistantMessageEvent() {}
+
+// Type is "error".
+func (AssistantError) Type() string { return "error" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantError) MarshalJSON() ([]byte, error) {
+	type plain AssistantError
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"error", plain(v)})
+}
+
+// AssistantImageEnd is the "image_end" AssistantMessageEvent (its "type" member).
+type AssistantImageEnd struct {
+	ContentIndex int64           `json:"contentIndex"`
+	Content      ImageContent    `json:"content"`
+	Partial      json.RawMessage `json:"partial"`
+}
+
+func (AssistantImageEnd) isAssistantMessageEvent() {}
+
+// Type is "image_end".
+func (AssistantImageEnd) Type() string { return "image_end" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantImageEnd) MarshalJSON() ([]byte, error) {
+	type plain AssistantImageEnd
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"image_end", plain(v)})
+}
+
+// AssistantStart is the "start" AssistantMessageEvent (its "type" member).
+type AssistantStart struct {
+	Partial AssistantMessage `json:"partial"`
+}
+
+func (AssistantStart) isAssistantMessageEvent() {}
+
+// Type is "start".
+func (AssistantStart) Type() string { return "start" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantStart) MarshalJSON() ([]byte, error) {
+	type plain AssistantStart
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"start", plain(v)})
+}
+
+// AssistantTextDelta is the "text_delta" AssistantMessageEvent (its "type" member).
+type AssistantTextDelta struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Delta        string           `json:"delta"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantTextDelta) isAssistantMessageEvent() {}
+
+// Type is "text_delta".
+func (AssistantTextDelta) Type() string { return "text_delta" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantTextDelta) MarshalJSON() ([]byte, error) {
+	type plain AssistantTextDelta
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"text_delta", plain(v)})
+}
+
+// AssistantTextEnd is the "text_end" AssistantMessageEvent (its "type" member).
+type AssistantTextEnd struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Content      string           `json:"content"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantTextEnd) isAssistantMessageEvent() {}
+
+// Type is "text_end".
+func (AssistantTextEnd) Type() string { return "text_end" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantTextEnd) MarshalJSON() ([]byte, error) {
+	type plain AssistantTextEnd
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"text_end", plain(v)})
+}
+
+// AssistantTextStart is the "text_start" AssistantMessageEvent (its "type" member).
+type AssistantTextStart struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantTextStart) isAssistantMessageEvent() {}
+
+// Type is "text_start".
+func (AssistantTextStart) Type() string { return "text_start" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantTextStart) MarshalJSON() ([]byte, error) {
+	type plain AssistantTextStart
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"text_start", plain(v)})
+}
+
+// AssistantThinkingDelta is the "thinking_delta" AssistantMessageEvent (its "type" member).
+type AssistantThinkingDelta struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Delta        string           `json:"delta"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantThinkingDelta) isAssistantMessageEvent() {}
+
+// Type is "thinking_delta".
+func (AssistantThinkingDelta) Type() string { return "thinking_delta" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantThinkingDelta) MarshalJSON() ([]byte, error) {
+	type plain AssistantThinkingDelta
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"thinking_delta", plain(v)})
+}
+
+// AssistantThinkingEnd is the "thinking_end" AssistantMessageEvent (its "type" member).
+type AssistantThinkingEnd struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Content      string           `json:"content"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantThinkingEnd) isAssistantMessageEvent() {}
+
+// Type is "thinking_end".
+func (AssistantThinkingEnd) Type() string { return "thinking_end" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantThinkingEnd) MarshalJSON() ([]byte, error) {
+	type plain AssistantThinkingEnd
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"thinking_end", plain(v)})
+}
+
+// AssistantThinkingStart is the "thinking_start" AssistantMessageEvent (its "type" member).
+type AssistantThinkingStart struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantThinkingStart) isAssistantMessageEvent() {}
+
+// Type is "thinking_start".
+func (AssistantThinkingStart) Type() string { return "thinking_start" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantThinkingStart) MarshalJSON() ([]byte, error) {
+	type plain AssistantThinkingStart
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"thinking_start", plain(v)})
+}
+
+// AssistantToolCallDelta is the "toolcall_delta" AssistantMessageEvent (its "type" member).
+type AssistantToolCallDelta struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Delta        string           `json:"delta"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantToolCallDelta) isAssistantMessageEvent() {}
+
+// Type is "toolcall_delta".
+func (AssistantToolCallDelta) Type() string { return "toolcall_delta" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantToolCallDelta) MarshalJSON() ([]byte, error) {
+	type plain AssistantToolCallDelta
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"toolcall_delta", plain(v)})
+}
+
+// AssistantToolCallEnd is the "toolcall_end" AssistantMessageEvent (its "type" member).
+type AssistantToolCallEnd struct {
+	ContentIndex int64            `json:"contentIndex"`
+	ToolCall     ToolCall         `json:"toolCall"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantToolCallEnd) isAssistantMessageEvent() {}
+
+// Type is "toolcall_end".
+func (AssistantToolCallEnd) Type() string { return "toolcall_end" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantToolCallEnd) MarshalJSON() ([]byte, error) {
+	type plain AssistantToolCallEnd
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"toolcall_end", plain(v)})
+}
+
+// AssistantToolCallStart is the "toolcall_start" AssistantMessageEvent (its "type" member).
+type AssistantToolCallStart struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantToolCallStart) isAssistantMessageEvent() {}
+
+// Type is "toolcall_start".
+func (AssistantToolCallStart) Type() string { return "toolcall_start" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantToolCallStart) MarshalJSON() ([]byte, error) {
+	type plain AssistantToolCallStart
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"toolcall_start", plain(v)})
+}
+
+// AgentToolResult is a type of the protocol table.
+type AgentToolResult struct {
+	Content           []ContentBlockValue `json:"content"`
+	Details           json.RawMessage     `json:"details,omitempty"`
+	StructuredContent json.RawMessage     `json:"structuredContent,omitempty"`
+	Usage             *MessageUsage       `json:"usage,omitempty"`
+	IsError           bool                `json:"isError,omitempty"`
+	Terminate         bool                `json:"terminate,omitempty"`
+	ProviderMetadata  json.RawMessage     `json:"providerMetadata,omitempty"`
+	Useless           bool                `json:"useless,omitempty"`
+	// Raw is the object as the agent sent it, members the table does not name included.
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the named members and keeps the object in Raw.
+func (v *AgentToolResult) UnmarshalJSON(b []byte) error {
+	type plain AgentToolResult
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	v.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
 
 // HostUriOperation is one of the constants below (a newer agent may send another).
 type HostUriOperation string

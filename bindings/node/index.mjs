@@ -44,6 +44,10 @@ export const {
   UI_METHODS,
   isKnownEvent,
   isKnownUiRequest,
+  isKnownAgentMessage,
+  isKnownAssistantMessageEvent,
+  isKnownContentBlock,
+  assistantTextDelta,
 } = omprpc;
 
 export default omprpc;

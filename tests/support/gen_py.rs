@@ -93,6 +93,7 @@ fn py_type(ty: &Ty) -> String {
         Ty::Array(inner) => format!("list[{}]", py_type(inner)),
         Ty::Enum(values) => literal(values),
         Ty::Named(n) => n.clone(),
+        Ty::OneOf(all) => all.iter().map(py_type).collect::<Vec<_>>().join(" | "),
     }
 }
 
@@ -137,7 +138,7 @@ fn result_type(c: &Command, types: &BTreeMap<String, TypeDef>) -> Option<(String
     c.data.as_ref().map(|d| {
         let (ty, is_object) = match &d.shape {
             DataShape::Fields(_) => (format!("{}Result", pascal(&c.name)), true),
-            DataShape::Type(ty) => (py_type(ty), matches!(ty, Ty::Named(n) if matches!(types.get(n), Some(TypeDef::Fields(_))))),
+            DataShape::Type(ty) => (py_type(ty), matches!(ty, Ty::Named(n) if matches!(types.get(n), Some(TypeDef::Fields(_)) | Some(TypeDef::Variant { .. })))),
         };
         (ty, is_object, d.nullable || d.optional)
     })
@@ -269,7 +270,7 @@ pub fn generate(t: &Table) -> String {
     out.push_str("# --- named types -------------------------------------------------------------------------\n\n");
     for (name, def) in types {
         let (ty, doc) = match def {
-            TypeDef::Fields(_) => continue,
+            TypeDef::Fields(_) | TypeDef::Union { .. } | TypeDef::Variant { .. } => continue,
             TypeDef::Enum(values) => (literal(values), "One of these (a newer agent may send another)"),
             TypeDef::Str => ("str".to_string(), "A string with open-ended values"),
             TypeDef::Json => ("Any".to_string(), "JSON the table does not describe"),
@@ -277,8 +278,24 @@ pub fn generate(t: &Table) -> String {
         let _ = writeln!(out, "#: {doc}.\n{}: TypeAlias = {ty}", claim(name.clone()));
     }
     for (name, def) in types {
-        if let TypeDef::Fields(fields) = def {
-            typed_dict(&mut out, &claim(name.clone()), "A type of the protocol table.", &plain_fields(fields));
+        match def {
+            TypeDef::Fields(fields) => typed_dict(&mut out, &claim(name.clone()), "A type of the protocol table.", &plain_fields(fields)),
+            TypeDef::Variant { union, tag, value, fields } => {
+                let mut all = vec![(tag.clone(), format!("Literal[{value:?}]"))];
+                all.extend(plain_fields(fields));
+                typed_dict(&mut out, &claim(name.clone()), &format!("The ``{value}`` {union}."), &all);
+            }
+            _ => {}
+        }
+    }
+    // Unions: the TypedDicts of their variants, told apart by the tag (``if ev["type"] ==
+    // "text_delta"`` narrows). A tag the table does not name arrives as the dict the agent sent:
+    // nothing here validates, so a newer agent's variant passes through, never an error.
+    for (name, def) in types {
+        if let TypeDef::Union { tag, variants } = def {
+            let members: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+            union(&mut out, &claim(name.clone()), &format!("One of the {name} variants, told apart by ``{tag}`` (another ``{tag}``: the dict as sent)."), &members);
+            tuple(&mut out, &claim(format!("{}_{}S", snake(name).to_uppercase(), tag.to_uppercase())), &format!("The ``{tag}`` of every {name} variant of the table."), &variants.iter().map(|v| v.value.clone()).collect::<Vec<_>>());
         }
     }
 

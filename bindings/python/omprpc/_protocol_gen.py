@@ -81,17 +81,11 @@ GENERATED: Final[tuple[str, ...]] = (
 # --- named types -------------------------------------------------------------------------
 
 #: JSON the table does not describe.
-AgentMessage: TypeAlias = Any
-#: JSON the table does not describe.
 AgentProgress: TypeAlias = Any
 #: JSON the table does not describe.
 AgentRunCoverage: TypeAlias = Any
 #: JSON the table does not describe.
 AgentRunSummary: TypeAlias = Any
-#: JSON the table does not describe.
-AgentToolResult: TypeAlias = Any
-#: JSON the table does not describe.
-AssistantMessageEvent: TypeAlias = Any
 #: A string with open-ended values.
 AvailableSlashCommandSource: TypeAlias = str
 #: JSON the table does not describe.
@@ -101,8 +95,6 @@ CompactionResult: TypeAlias = Any
 #: JSON the table does not describe.
 ContextUsage: TypeAlias = Any
 #: JSON the table does not describe.
-CustomMessage: TypeAlias = Any
-#: JSON the table does not describe.
 FileEntry: TypeAlias = Any
 #: JSON the table does not describe.
 Goal: TypeAlias = Any
@@ -110,8 +102,6 @@ Goal: TypeAlias = Any
 GoalModeState: TypeAlias = Any
 #: One of these (a newer agent may send another).
 HostUriOperation: TypeAlias = Literal["read", "write"]
-#: JSON the table does not describe.
-ImageContent: TypeAlias = Any
 #: JSON the table does not describe.
 Model: TypeAlias = Any
 #: JSON the table does not describe.
@@ -142,8 +132,168 @@ TodoItem: TypeAlias = Any
 TodoPhase: TypeAlias = Any
 #: A string with open-ended values.
 ToolLoadMode: TypeAlias = str
-#: JSON the table does not describe.
-ToolResultMessage: TypeAlias = Any
+
+class AgentToolResult(TypedDict):
+    """A type of the protocol table."""
+
+    content: list[ContentBlock]
+    details: NotRequired[Any]
+    structuredContent: NotRequired[Any]
+    usage: NotRequired[Usage]
+    isError: NotRequired[bool]
+    terminate: NotRequired[bool]
+    providerMetadata: NotRequired[Any]
+    useless: NotRequired[bool]
+
+
+class AssistantDone(TypedDict):
+    """The ``done`` AssistantMessageEvent."""
+
+    type: Literal["done"]
+    reason: str
+    message: AssistantMessage
+
+
+class AssistantError(TypedDict):
+    """The ``error`` AssistantMessageEvent."""
+
+    type: Literal["error"]
+    reason: str
+    error: AssistantMessage
+
+
+class AssistantImageEnd(TypedDict):
+    """The ``image_end`` AssistantMessageEvent."""
+
+    type: Literal["image_end"]
+    contentIndex: int
+    content: ImageContent
+    partial: Any
+
+
+class AssistantMessage(TypedDict):
+    """The ``assistant`` AgentMessage."""
+
+    role: Literal["assistant"]
+    content: list[ContentBlock]
+    api: str
+    provider: str
+    model: str
+    responseModel: NotRequired[str]
+    responseId: NotRequired[str]
+    providerThinkingLevel: NotRequired[str]
+    thinkingLevel: NotRequired[str]
+    diagnostics: NotRequired[list[dict[str, Any]]]
+    usage: Usage
+    stopReason: str
+    deferred: NotRequired[dict[str, Any]]
+    errorMessage: NotRequired[str]
+    rawStopReason: NotRequired[str]
+    endTurn: NotRequired[bool]
+    timestamp: int
+    durationMs: NotRequired[int]
+    contextSnapshot: NotRequired[Any]
+    retryRecovery: NotRequired[Any]
+    upstreamProvider: NotRequired[str]
+    upstreamModel: NotRequired[str]
+    stopDetails: NotRequired[Any | None]
+    errorClassificationMessage: NotRequired[str]
+    requestBodyReadTimeoutFullReplay: NotRequired[bool]
+    toolCallAbortMessages: NotRequired[Any]
+    errorStatus: NotRequired[int]
+    errorId: NotRequired[int]
+    disabledFeatures: NotRequired[list[str]]
+    inputTransformations: NotRequired[Any]
+    providerPayload: NotRequired[Any]
+    duration: NotRequired[int]
+    ttft: NotRequired[int]
+    completedAt: NotRequired[int]
+
+
+class AssistantStart(TypedDict):
+    """The ``start`` AssistantMessageEvent."""
+
+    type: Literal["start"]
+    partial: AssistantMessage
+
+
+class AssistantTextDelta(TypedDict):
+    """The ``text_delta`` AssistantMessageEvent."""
+
+    type: Literal["text_delta"]
+    contentIndex: int
+    delta: str
+    partial: AssistantMessage
+
+
+class AssistantTextEnd(TypedDict):
+    """The ``text_end`` AssistantMessageEvent."""
+
+    type: Literal["text_end"]
+    contentIndex: int
+    content: str
+    partial: AssistantMessage
+
+
+class AssistantTextStart(TypedDict):
+    """The ``text_start`` AssistantMessageEvent."""
+
+    type: Literal["text_start"]
+    contentIndex: int
+    partial: AssistantMessage
+
+
+class AssistantThinkingDelta(TypedDict):
+    """The ``thinking_delta`` AssistantMessageEvent."""
+
+    type: Literal["thinking_delta"]
+    contentIndex: int
+    delta: str
+    partial: AssistantMessage
+
+
+class AssistantThinkingEnd(TypedDict):
+    """The ``thinking_end`` AssistantMessageEvent."""
+
+    type: Literal["thinking_end"]
+    contentIndex: int
+    content: str
+    partial: AssistantMessage
+
+
+class AssistantThinkingStart(TypedDict):
+    """The ``thinking_start`` AssistantMessageEvent."""
+
+    type: Literal["thinking_start"]
+    contentIndex: int
+    partial: AssistantMessage
+
+
+class AssistantToolCallDelta(TypedDict):
+    """The ``toolcall_delta`` AssistantMessageEvent."""
+
+    type: Literal["toolcall_delta"]
+    contentIndex: int
+    delta: str
+    partial: AssistantMessage
+
+
+class AssistantToolCallEnd(TypedDict):
+    """The ``toolcall_end`` AssistantMessageEvent."""
+
+    type: Literal["toolcall_end"]
+    contentIndex: int
+    toolCall: ToolCall
+    partial: AssistantMessage
+
+
+class AssistantToolCallStart(TypedDict):
+    """The ``toolcall_start`` AssistantMessageEvent."""
+
+    type: Literal["toolcall_start"]
+    contentIndex: int
+    partial: AssistantMessage
+
 
 class AvailableSlashCommand(TypedDict):
     """A type of the protocol table."""
@@ -156,10 +306,94 @@ class AvailableSlashCommand(TypedDict):
     source: AvailableSlashCommandSource
 
 
+class BashExecutionMessage(TypedDict):
+    """The ``bashExecution`` AgentMessage."""
+
+    role: Literal["bashExecution"]
+    command: str
+    output: str
+    exitCode: NotRequired[int]
+    cancelled: bool
+    truncated: bool
+    fullOutputPath: NotRequired[str]
+    timestamp: int
+    excludeFromContext: NotRequired[bool]
+    images: NotRequired[list[ContentBlock]]
+    meta: NotRequired[Any]
+
+
+class BranchSummaryMessage(TypedDict):
+    """The ``branchSummary`` AgentMessage."""
+
+    role: Literal["branchSummary"]
+    summary: str
+    fromId: str | None
+    timestamp: int
+
+
+class CompactionSummaryMessage(TypedDict):
+    """The ``compactionSummary`` AgentMessage."""
+
+    role: Literal["compactionSummary"]
+    summary: str
+    tokensBefore: int
+    timestamp: int
+    shortSummary: NotRequired[str]
+    tokensAfter: NotRequired[int]
+    method: NotRequired[str]
+    providerPayload: NotRequired[Any]
+    blocks: NotRequired[list[ContentBlock]]
+    images: NotRequired[list[ContentBlock]]
+    warning: NotRequired[str]
+
+
+class CustomMessage(TypedDict):
+    """The ``custom`` AgentMessage."""
+
+    role: Literal["custom"]
+    customType: str
+    content: str | list[ContentBlock]
+    display: bool
+    details: NotRequired[Any]
+    timestamp: int
+    attribution: NotRequired[Any]
+
+
+class DeveloperMessage(TypedDict):
+    """The ``developer`` AgentMessage."""
+
+    role: Literal["developer"]
+    content: str | list[ContentBlock]
+    attribution: NotRequired[Any]
+    synthetic: NotRequired[bool]
+    userInitiated: NotRequired[bool]
+    providerPayload: NotRequired[Any]
+    timestamp: int
+
+
 class ExtensionUISelectOptionDetail(TypedDict):
     """A type of the protocol table."""
 
     description: NotRequired[str]
+
+
+class FileMentionItem(TypedDict):
+    """A type of the protocol table."""
+
+    path: str
+    content: str
+    lineCount: NotRequired[int]
+    byteSize: NotRequired[int]
+    skippedReason: NotRequired[str]
+    image: NotRequired[ImageContent]
+
+
+class FileMentionMessage(TypedDict):
+    """The ``fileMention`` AgentMessage."""
+
+    role: Literal["fileMention"]
+    files: list[FileMentionItem]
+    timestamp: int
 
 
 class ForkMessage(TypedDict):
@@ -173,6 +407,18 @@ class HandoffResult(TypedDict):
     """A type of the protocol table."""
 
     savedPath: NotRequired[str]
+
+
+class HookMessage(TypedDict):
+    """The ``hookMessage`` AgentMessage."""
+
+    role: Literal["hookMessage"]
+    customType: str
+    content: str | list[ContentBlock]
+    display: bool
+    details: NotRequired[Any]
+    attribution: NotRequired[Any]
+    timestamp: int
 
 
 class HostToolDefinition(TypedDict):
@@ -196,6 +442,17 @@ class HostUriSchemeDefinition(TypedDict):
     immutable: NotRequired[bool]
 
 
+class ImageContent(TypedDict):
+    """The ``image`` ContentBlock."""
+
+    type: Literal["image"]
+    data: str
+    mimeType: str
+    detail: NotRequired[str]
+    providerFile: NotRequired[Any]
+    url: NotRequired[str]
+
+
 class LoginProvider(TypedDict):
     """A type of the protocol table."""
 
@@ -211,6 +468,20 @@ class MessagesPage(TypedDict):
     messages: list[AgentMessage]
     nextCursor: NotRequired[str]
     totalMessages: int
+
+
+class PythonExecutionMessage(TypedDict):
+    """The ``pythonExecution`` AgentMessage."""
+
+    role: Literal["pythonExecution"]
+    code: str
+    output: str
+    exitCode: NotRequired[int]
+    cancelled: bool
+    truncated: bool
+    meta: NotRequired[Any]
+    timestamp: int
+    excludeFromContext: NotRequired[bool]
 
 
 class SessionState(TypedDict):
@@ -274,6 +545,196 @@ class SubagentSnapshot(TypedDict):
     lastUpdate: int
     progress: NotRequired[AgentProgress]
     parentToolCallId: NotRequired[str]
+
+
+class SystemMessage(TypedDict):
+    """The ``system`` AgentMessage."""
+
+    role: Literal["system"]
+    content: str | list[ContentBlock]
+    sections: NotRequired[dict[str, Any]]
+    toolsAdded: NotRequired[list[dict[str, Any]]]
+    toolsRemoved: NotRequired[list[dict[str, Any]]]
+    timestamp: int
+
+
+class TextContent(TypedDict):
+    """The ``text`` ContentBlock."""
+
+    type: Literal["text"]
+    text: str
+    textSignature: NotRequired[str]
+
+
+class ThinkingContent(TypedDict):
+    """The ``thinking`` ContentBlock."""
+
+    type: Literal["thinking"]
+    thinking: str
+    thinkingSignature: NotRequired[str]
+    redacted: NotRequired[bool]
+    itemId: NotRequired[str]
+
+
+class ToolCall(TypedDict):
+    """The ``toolCall`` ContentBlock."""
+
+    type: Literal["toolCall"]
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    thoughtSignature: NotRequired[str]
+    namespace: NotRequired[str]
+    argumentsError: NotRequired[str]
+    intent: NotRequired[str]
+    rawBlock: NotRequired[str]
+    customWireName: NotRequired[str]
+    providerMetadata: NotRequired[Any]
+
+
+class ToolResultMessage(TypedDict):
+    """The ``toolResult`` AgentMessage."""
+
+    role: Literal["toolResult"]
+    toolCallId: str
+    toolName: str
+    content: list[ContentBlock]
+    details: NotRequired[Any]
+    usage: NotRequired[Usage]
+    nestedCalls: NotRequired[dict[str, Any]]
+    isError: bool
+    timestamp: int
+    durationMs: NotRequired[int]
+    attribution: NotRequired[Any]
+    prunedAt: NotRequired[int]
+    providerMetadata: NotRequired[Any]
+    useless: NotRequired[bool]
+
+
+class Usage(TypedDict):
+    """A type of the protocol table."""
+
+    input: int
+    output: int
+    cacheRead: int
+    cacheWrite: int
+    cacheWrite1h: NotRequired[int]
+    reasoning: NotRequired[int]
+    totalTokens: int
+    cost: UsageCost
+    contextTokens: NotRequired[int]
+    orchestration: NotRequired[Any]
+    premiumRequests: NotRequired[int]
+    reasoningTokens: NotRequired[int]
+    cttl: NotRequired[Any]
+    server: NotRequired[Any]
+    credits: NotRequired[Any]
+
+
+class UsageCost(TypedDict):
+    """A type of the protocol table."""
+
+    input: float
+    output: float
+    cacheRead: float
+    cacheWrite: float
+    total: float
+    totalFromProvider: NotRequired[bool]
+
+
+class UserMessage(TypedDict):
+    """The ``user`` AgentMessage."""
+
+    role: Literal["user"]
+    content: str | list[ContentBlock]
+    timestamp: int
+    synthetic: NotRequired[bool]
+    steering: NotRequired[bool]
+    historyRewriteAt: NotRequired[int]
+    attribution: NotRequired[Any]
+    providerPayload: NotRequired[Any]
+
+#: One of the AgentMessage variants, told apart by ``role`` (another ``role``: the dict as sent).
+AgentMessage: TypeAlias = Union[
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+    DeveloperMessage,
+    FileMentionMessage,
+    HookMessage,
+    PythonExecutionMessage,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+]
+
+#: The ``role`` of every AgentMessage variant of the table.
+AGENT_MESSAGE_ROLES: Final[tuple[str, ...]] = (
+    "assistant",
+    "bashExecution",
+    "branchSummary",
+    "compactionSummary",
+    "custom",
+    "developer",
+    "fileMention",
+    "hookMessage",
+    "pythonExecution",
+    "system",
+    "toolResult",
+    "user",
+)
+
+#: One of the AssistantMessageEvent variants, told apart by ``type`` (another ``type``: the dict as sent).
+AssistantMessageEvent: TypeAlias = Union[
+    AssistantDone,
+    AssistantError,
+    AssistantImageEnd,
+    AssistantStart,
+    AssistantTextDelta,
+    AssistantTextEnd,
+    AssistantTextStart,
+    AssistantThinkingDelta,
+    AssistantThinkingEnd,
+    AssistantThinkingStart,
+    AssistantToolCallDelta,
+    AssistantToolCallEnd,
+    AssistantToolCallStart,
+]
+
+#: The ``type`` of every AssistantMessageEvent variant of the table.
+ASSISTANT_MESSAGE_EVENT_TYPES: Final[tuple[str, ...]] = (
+    "done",
+    "error",
+    "image_end",
+    "start",
+    "text_delta",
+    "text_end",
+    "text_start",
+    "thinking_delta",
+    "thinking_end",
+    "thinking_start",
+    "toolcall_delta",
+    "toolcall_end",
+    "toolcall_start",
+)
+
+#: One of the ContentBlock variants, told apart by ``type`` (another ``type``: the dict as sent).
+ContentBlock: TypeAlias = Union[
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+]
+
+#: The ``type`` of every ContentBlock variant of the table.
+CONTENT_BLOCK_TYPES: Final[tuple[str, ...]] = (
+    "image",
+    "text",
+    "thinking",
+    "toolCall",
+)
 
 
 # --- command data --------------------------------------------------------------------------
@@ -642,7 +1103,7 @@ class ToolExecutionEndEvent(TypedDict):
     type: Literal["tool_execution_end"]
     toolCallId: str
     toolName: str
-    result: Any
+    result: AgentToolResult
     isError: NotRequired[bool]
     durationMs: NotRequired[float]
     parentToolCallId: NotRequired[str]
@@ -666,7 +1127,7 @@ class ToolExecutionUpdateEvent(TypedDict):
     toolCallId: str
     toolName: str
     args: Any
-    partialResult: Any
+    partialResult: AgentToolResult
     parentToolCallId: NotRequired[str]
 
 
