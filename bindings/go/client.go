@@ -424,8 +424,11 @@ type Turn struct {
 	RequestID    string `json:"requestId"`
 	AgentInvoked bool   `json:"agentInvoked"`
 	// Messages are every run's messages in order (a failed attempt's error message too; a
-	// compacted agent_end rebuilt); pi 1.x lists a system message first in a run.
-	Messages []json.RawMessage `json:"messages"`
+	// compacted agent_end rebuilt); pi 1.x lists a system message first in a run. Each holds its
+	// variant (`switch m := msg.Value.(type) { case *AssistantMessage: …`); a role the table
+	// does not name, or a message that does not fit its role's type, is an *UnknownAgentMessage
+	// with the message as sent.
+	Messages []AgentMessageValue `json:"messages"`
 	// AssistantMessage is the last assistant message (after a retry: the answer); nil when
 	// there was none.
 	AssistantMessage json.RawMessage `json:"assistantMessage"`
@@ -454,8 +457,9 @@ type Turn struct {
 	// "error", "aborted" …) and errorMessage; nil when it has none.
 	StopReason   *string `json:"-"`
 	ErrorMessage *string `json:"-"`
-	// Usage is the assistant message's usage object; nil when it has none.
-	Usage json.RawMessage `json:"-"`
+	// Usage is the assistant message's usage (tokens, cost); nil when it has none (or one
+	// that does not fit the type: MessageUsage.Raw keeps what the agent sent).
+	Usage *MessageUsage `json:"-"`
 	// types are the events' types, as the library read them.
 	types []string
 }

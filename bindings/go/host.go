@@ -50,20 +50,20 @@ type HostToolCall struct {
 // ToolResult is a host tool's (partial or final) result: content blocks (TextContent,
 // ImageContent, …: each writes its own "type") and optional details.
 type ToolResult struct {
-	Content []ContentBlock `json:"content"`
-	Details any            `json:"details,omitempty"`
+	Content []MessageContent `json:"content"`
+	Details any              `json:"details,omitempty"`
 }
 
 // TextResult is a result of one text block.
 func TextResult(text string) ToolResult {
-	return ToolResult{Content: []ContentBlock{TextContent{Text: text}}}
+	return ToolResult{Content: []MessageContent{TextContent{Text: text}}}
 }
 
 // MarshalJSON writes a nil Content as [] (the library needs an array).
 func (r ToolResult) MarshalJSON() ([]byte, error) {
 	type wire ToolResult
 	if r.Content == nil {
-		r.Content = []ContentBlock{}
+		r.Content = []MessageContent{}
 	}
 	return json.Marshal(wire(r))
 }

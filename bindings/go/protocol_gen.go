@@ -2189,39 +2189,39 @@ func (h AgentMessageValue) MarshalJSON() ([]byte, error) {
 
 // AssistantMessage is the "assistant" AgentMessage (its "role" member).
 type AssistantMessage struct {
-	Content                          []ContentBlockValue `json:"content"`
-	Api                              string              `json:"api"`
-	Provider                         string              `json:"provider"`
-	Model                            string              `json:"model"`
-	ResponseModel                    string              `json:"responseModel,omitempty"`
-	ResponseID                       string              `json:"responseId,omitempty"`
-	ProviderThinkingLevel            string              `json:"providerThinkingLevel,omitempty"`
-	ThinkingLevel                    string              `json:"thinkingLevel,omitempty"`
-	Diagnostics                      []json.RawMessage   `json:"diagnostics,omitempty"`
-	Usage                            MessageUsage        `json:"usage"`
-	StopReason                       string              `json:"stopReason"`
-	Deferred                         json.RawMessage     `json:"deferred,omitempty"`
-	ErrorMessage                     string              `json:"errorMessage,omitempty"`
-	RawStopReason                    string              `json:"rawStopReason,omitempty"`
-	EndTurn                          bool                `json:"endTurn,omitempty"`
-	Timestamp                        int64               `json:"timestamp"`
-	DurationMs                       int64               `json:"durationMs,omitempty"`
-	ContextSnapshot                  json.RawMessage     `json:"contextSnapshot,omitempty"`
-	RetryRecovery                    json.RawMessage     `json:"retryRecovery,omitempty"`
-	UpstreamProvider                 string              `json:"upstreamProvider,omitempty"`
-	UpstreamModel                    string              `json:"upstreamModel,omitempty"`
-	StopDetails                      json.RawMessage     `json:"stopDetails,omitempty"`
-	ErrorClassificationMessage       string              `json:"errorClassificationMessage,omitempty"`
-	RequestBodyReadTimeoutFullReplay bool                `json:"requestBodyReadTimeoutFullReplay,omitempty"`
-	ToolCallAbortMessages            json.RawMessage     `json:"toolCallAbortMessages,omitempty"`
-	ErrorStatus                      int64               `json:"errorStatus,omitempty"`
-	ErrorID                          int64               `json:"errorId,omitempty"`
-	DisabledFeatures                 []string            `json:"disabledFeatures,omitempty"`
-	InputTransformations             json.RawMessage     `json:"inputTransformations,omitempty"`
-	ProviderPayload                  json.RawMessage     `json:"providerPayload,omitempty"`
-	Duration                         int64               `json:"duration,omitempty"`
-	Ttft                             int64               `json:"ttft,omitempty"`
-	CompletedAt                      int64               `json:"completedAt,omitempty"`
+	Content                          []MessageContentValue `json:"content"`
+	Api                              string                `json:"api"`
+	Provider                         string                `json:"provider"`
+	Model                            string                `json:"model"`
+	ResponseModel                    string                `json:"responseModel,omitempty"`
+	ResponseID                       string                `json:"responseId,omitempty"`
+	ProviderThinkingLevel            string                `json:"providerThinkingLevel,omitempty"`
+	ThinkingLevel                    string                `json:"thinkingLevel,omitempty"`
+	Diagnostics                      []json.RawMessage     `json:"diagnostics,omitempty"`
+	Usage                            MessageUsage          `json:"usage"`
+	StopReason                       string                `json:"stopReason"`
+	Deferred                         json.RawMessage       `json:"deferred,omitempty"`
+	ErrorMessage                     string                `json:"errorMessage,omitempty"`
+	RawStopReason                    string                `json:"rawStopReason,omitempty"`
+	EndTurn                          bool                  `json:"endTurn,omitempty"`
+	Timestamp                        int64                 `json:"timestamp"`
+	DurationMs                       int64                 `json:"durationMs,omitempty"`
+	ContextSnapshot                  json.RawMessage       `json:"contextSnapshot,omitempty"`
+	RetryRecovery                    json.RawMessage       `json:"retryRecovery,omitempty"`
+	UpstreamProvider                 string                `json:"upstreamProvider,omitempty"`
+	UpstreamModel                    string                `json:"upstreamModel,omitempty"`
+	StopDetails                      json.RawMessage       `json:"stopDetails,omitempty"`
+	ErrorClassificationMessage       string                `json:"errorClassificationMessage,omitempty"`
+	RequestBodyReadTimeoutFullReplay bool                  `json:"requestBodyReadTimeoutFullReplay,omitempty"`
+	ToolCallAbortMessages            json.RawMessage       `json:"toolCallAbortMessages,omitempty"`
+	ErrorStatus                      int64                 `json:"errorStatus,omitempty"`
+	ErrorID                          int64                 `json:"errorId,omitempty"`
+	DisabledFeatures                 []string              `json:"disabledFeatures,omitempty"`
+	InputTransformations             json.RawMessage       `json:"inputTransformations,omitempty"`
+	ProviderPayload                  json.RawMessage       `json:"providerPayload,omitempty"`
+	Duration                         int64                 `json:"duration,omitempty"`
+	Ttft                             int64                 `json:"ttft,omitempty"`
+	CompletedAt                      int64                 `json:"completedAt,omitempty"`
 }
 
 func (AssistantMessage) isAgentMessage() {}
@@ -2238,36 +2238,36 @@ func (v AssistantMessage) MarshalJSON() ([]byte, error) {
 	}{"assistant", plain(v)})
 }
 
-// ContentBlock is one of *ImageContent, *TextContent, *ThinkingContent, *ToolCall, or *UnknownContentBlock for a "type" the table does not name.
-type ContentBlock interface {
+// MessageContent is one of *ImageContent, *TextContent, *ThinkingContent, *ToolCall, or *UnknownMessageContent for a "type" the table does not name.
+type MessageContent interface {
 	// Type is its "type" member.
 	Type() string
-	isContentBlock()
+	isMessageContent()
 }
 
-// UnknownContentBlock is a ContentBlock of a "type" the table does not name (a newer agent's).
-type UnknownContentBlock struct {
+// UnknownMessageContent is a MessageContent of a "type" the table does not name (a newer agent's).
+type UnknownMessageContent struct {
 	TypeValue string
 	// Raw is the object as the agent sent it.
 	Raw json.RawMessage
 }
 
-func (*UnknownContentBlock) isContentBlock() {}
+func (*UnknownMessageContent) isMessageContent() {}
 
 // Type is its "type" member.
-func (v *UnknownContentBlock) Type() string { return v.TypeValue }
+func (v *UnknownMessageContent) Type() string { return v.TypeValue }
 
 // MarshalJSON writes the object as it was sent.
-func (v *UnknownContentBlock) MarshalJSON() ([]byte, error) { return v.Raw, nil }
+func (v *UnknownMessageContent) MarshalJSON() ([]byte, error) { return v.Raw, nil }
 
-// ContentBlockValue holds a ContentBlock: a field or element of that type decodes into it by its "type"
+// MessageContentValue holds a MessageContent: a field or element of that type decodes into it by its "type"
 // (`switch v := x.Value.(type)`); Value is nil for JSON null.
-type ContentBlockValue struct {
-	Value ContentBlock
+type MessageContentValue struct {
+	Value MessageContent
 }
 
-// UnmarshalJSON decodes the variant its "type" names; another "type" is an *UnknownContentBlock.
-func (h *ContentBlockValue) UnmarshalJSON(b []byte) error {
+// UnmarshalJSON decodes the variant its "type" names; another "type" is an *UnknownMessageContent.
+func (h *MessageContentValue) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		h.Value = nil
 		return nil
@@ -2304,20 +2304,20 @@ func (h *ContentBlockValue) UnmarshalJSON(b []byte) error {
 		}
 		h.Value = v
 	default:
-		h.Value = &UnknownContentBlock{TypeValue: head.Tag, Raw: append(json.RawMessage(nil), b...)}
+		h.Value = &UnknownMessageContent{TypeValue: head.Tag, Raw: append(json.RawMessage(nil), b...)}
 	}
 	return nil
 }
 
 // MarshalJSON writes the held variant (null when none).
-func (h ContentBlockValue) MarshalJSON() ([]byte, error) {
+func (h MessageContentValue) MarshalJSON() ([]byte, error) {
 	if h.Value == nil {
 		return []byte("null"), nil
 	}
 	return json.Marshal(h.Value)
 }
 
-// ImageContent is the "image" ContentBlock (its "type" member).
+// ImageContent is the "image" MessageContent (its "type" member).
 type ImageContent struct {
 	Data         string          `json:"data"`
 	MimeType     string          `json:"mimeType"`
@@ -2326,7 +2326,7 @@ type ImageContent struct {
 	URL          string          `json:"url,omitempty"`
 }
 
-func (ImageContent) isContentBlock() {}
+func (ImageContent) isMessageContent() {}
 
 // Type is "image".
 func (ImageContent) Type() string { return "image" }
@@ -2340,13 +2340,13 @@ func (v ImageContent) MarshalJSON() ([]byte, error) {
 	}{"image", plain(v)})
 }
 
-// TextContent is the "text" ContentBlock (its "type" member).
+// TextContent is the "text" MessageContent (its "type" member).
 type TextContent struct {
 	Text          string `json:"text"`
 	TextSignature string `json:"textSignature,omitempty"`
 }
 
-func (TextContent) isContentBlock() {}
+func (TextContent) isMessageContent() {}
 
 // Type is "text".
 func (TextContent) Type() string { return "text" }
@@ -2360,7 +2360,7 @@ func (v TextContent) MarshalJSON() ([]byte, error) {
 	}{"text", plain(v)})
 }
 
-// ThinkingContent is the "thinking" ContentBlock (its "type" member).
+// ThinkingContent is the "thinking" MessageContent (its "type" member).
 type ThinkingContent struct {
 	Thinking          string `json:"thinking"`
 	ThinkingSignature string `json:"thinkingSignature,omitempty"`
@@ -2368,7 +2368,7 @@ type ThinkingContent struct {
 	ItemID            string `json:"itemId,omitempty"`
 }
 
-func (ThinkingContent) isContentBlock() {}
+func (ThinkingContent) isMessageContent() {}
 
 // Type is "thinking".
 func (ThinkingContent) Type() string { return "thinking" }
@@ -2382,7 +2382,7 @@ func (v ThinkingContent) MarshalJSON() ([]byte, error) {
 	}{"thinking", plain(v)})
 }
 
-// ToolCall is the "toolCall" ContentBlock (its "type" member).
+// ToolCall is the "toolCall" MessageContent (its "type" member).
 type ToolCall struct {
 	ID               string          `json:"id"`
 	Name             string          `json:"name"`
@@ -2396,7 +2396,7 @@ type ToolCall struct {
 	ProviderMetadata json.RawMessage `json:"providerMetadata,omitempty"`
 }
 
-func (ToolCall) isContentBlock() {}
+func (ToolCall) isMessageContent() {}
 
 // Type is "toolCall".
 func (ToolCall) Type() string { return "toolCall" }
@@ -2465,16 +2465,16 @@ func (v *MessageUsageCost) UnmarshalJSON(b []byte) error {
 
 // BashExecutionMessage is the "bashExecution" AgentMessage (its "role" member).
 type BashExecutionMessage struct {
-	Command            string              `json:"command"`
-	Output             string              `json:"output"`
-	ExitCode           int64               `json:"exitCode,omitempty"`
-	Cancelled          bool                `json:"cancelled"`
-	Truncated          bool                `json:"truncated"`
-	FullOutputPath     string              `json:"fullOutputPath,omitempty"`
-	Timestamp          int64               `json:"timestamp"`
-	ExcludeFromContext bool                `json:"excludeFromContext,omitempty"`
-	Images             []ContentBlockValue `json:"images,omitempty"`
-	Meta               json.RawMessage     `json:"meta,omitempty"`
+	Command            string                `json:"command"`
+	Output             string                `json:"output"`
+	ExitCode           int64                 `json:"exitCode,omitempty"`
+	Cancelled          bool                  `json:"cancelled"`
+	Truncated          bool                  `json:"truncated"`
+	FullOutputPath     string                `json:"fullOutputPath,omitempty"`
+	Timestamp          int64                 `json:"timestamp"`
+	ExcludeFromContext bool                  `json:"excludeFromContext,omitempty"`
+	Images             []MessageContentValue `json:"images,omitempty"`
+	Meta               json.RawMessage       `json:"meta,omitempty"`
 }
 
 func (BashExecutionMessage) isAgentMessage() {}
@@ -2514,16 +2514,16 @@ func (v BranchSummaryMessage) MarshalJSON() ([]byte, error) {
 
 // CompactionSummaryMessage is the "compactionSummary" AgentMessage (its "role" member).
 type CompactionSummaryMessage struct {
-	Summary         string              `json:"summary"`
-	TokensBefore    int64               `json:"tokensBefore"`
-	Timestamp       int64               `json:"timestamp"`
-	ShortSummary    string              `json:"shortSummary,omitempty"`
-	TokensAfter     int64               `json:"tokensAfter,omitempty"`
-	Method          string              `json:"method,omitempty"`
-	ProviderPayload json.RawMessage     `json:"providerPayload,omitempty"`
-	Blocks          []ContentBlockValue `json:"blocks,omitempty"`
-	Images          []ContentBlockValue `json:"images,omitempty"`
-	Warning         string              `json:"warning,omitempty"`
+	Summary         string                `json:"summary"`
+	TokensBefore    int64                 `json:"tokensBefore"`
+	Timestamp       int64                 `json:"timestamp"`
+	ShortSummary    string                `json:"shortSummary,omitempty"`
+	TokensAfter     int64                 `json:"tokensAfter,omitempty"`
+	Method          string                `json:"method,omitempty"`
+	ProviderPayload json.RawMessage       `json:"providerPayload,omitempty"`
+	Blocks          []MessageContentValue `json:"blocks,omitempty"`
+	Images          []MessageContentValue `json:"images,omitempty"`
+	Warning         string                `json:"warning,omitempty"`
 }
 
 func (CompactionSummaryMessage) isAgentMessage() {}
@@ -2705,19 +2705,19 @@ func (v SystemMessage) MarshalJSON() ([]byte, error) {
 
 // ToolResultMessage is the "toolResult" AgentMessage (its "role" member).
 type ToolResultMessage struct {
-	ToolCallID       string              `json:"toolCallId"`
-	ToolName         string              `json:"toolName"`
-	Content          []ContentBlockValue `json:"content"`
-	Details          json.RawMessage     `json:"details,omitempty"`
-	Usage            *MessageUsage       `json:"usage,omitempty"`
-	NestedCalls      json.RawMessage     `json:"nestedCalls,omitempty"`
-	IsError          bool                `json:"isError"`
-	Timestamp        int64               `json:"timestamp"`
-	DurationMs       int64               `json:"durationMs,omitempty"`
-	Attribution      json.RawMessage     `json:"attribution,omitempty"`
-	PrunedAt         int64               `json:"prunedAt,omitempty"`
-	ProviderMetadata json.RawMessage     `json:"providerMetadata,omitempty"`
-	Useless          bool                `json:"useless,omitempty"`
+	ToolCallID       string                `json:"toolCallId"`
+	ToolName         string                `json:"toolName"`
+	Content          []MessageContentValue `json:"content"`
+	Details          json.RawMessage       `json:"details,omitempty"`
+	Usage            *MessageUsage         `json:"usage,omitempty"`
+	NestedCalls      json.RawMessage       `json:"nestedCalls,omitempty"`
+	IsError          bool                  `json:"isError"`
+	Timestamp        int64                 `json:"timestamp"`
+	DurationMs       int64                 `json:"durationMs,omitempty"`
+	Attribution      json.RawMessage       `json:"attribution,omitempty"`
+	PrunedAt         int64                 `json:"prunedAt,omitempty"`
+	ProviderMetadata json.RawMessage       `json:"providerMetadata,omitempty"`
+	Useless          bool                  `json:"useless,omitempty"`
 }
 
 func (ToolResultMessage) isAgentMessage() {}
@@ -2937,7 +2937,7 @@ const (
 	SubagentSubscriptionLevelEvents   SubagentSubscriptionLevel = "events"
 )
 
-// AssistantMessageEvent is one of *AssistantDone, *AssistantError, *AssistantImageEnd, *AssistantStart, *AssistantTextDelta, *AssistantTextEnd, *AssistantTextStart, *AssistantThinkingDelta, *AssistantThinkingEnd, *AssistantThinkingStart, *AssistantToolCallDelta, *AssistantToolCallEnd, *AssistantToolCallStart, or *UnknownAssistantMessageEvent for a "type" the table does not name.
+// AssistantMessageEvent is one of *AssistantDoneEvent, *AssistantErrorEvent, *AssistantImageEndEvent, *AssistantMessageStartEvent, *AssistantTextDeltaEvent, *AssistantTextEndEvent, *AssistantTextStartEvent, *AssistantThinkingDeltaEvent, *AssistantThinkingEndEvent, *AssistantThinkingStartEvent, *AssistantToolCallDeltaEvent, *AssistantToolCallEndEvent, *AssistantToolCallStartEvent, or *UnknownAssistantMessageEvent for a "type" the table does not name.
 type AssistantMessageEvent interface {
 	// Type is its "type" member.
 	Type() string
@@ -2979,79 +2979,79 @@ func (h *AssistantMessageEventValue) UnmarshalJSON(b []byte) error {
 	}
 	switch head.Tag {
 	case "done":
-		v := &AssistantDone{}
+		v := &AssistantDoneEvent{}
 		if err := json.Unmarshal(b, v); err != nil {
 			return err
 		}
 		h.Value = v
 	case "error":
-		v := &AssistantError{}
+		v := &AssistantErrorEvent{}
 		if err := json.Unmarshal(b, v); err != nil {
 			return err
 		}
 		h.Value = v
 	case "image_end":
-		v := &AssistantImageEnd{}
+		v := &AssistantImageEndEvent{}
 		if err := json.Unmarshal(b, v); err != nil {
 			return err
 		}
 		h.Value = v
 	case "start":
-		v := &AssistantStart{}
+		v := &AssistantMessageStartEvent{}
 		if err := json.Unmarshal(b, v); err != nil {
 			return err
 		}
 		h.Value = v
 	case "text_delta":
-		v := &AssistantTextDelta{}
+		v := &AssistantTextDeltaEvent{}
 		if err := json.Unmarshal(b, v); err != nil {
 			return err
 		}
 		h.Value = v
 	case "text_end":
-		v := &AssistantTextEnd{}
+		v := &AssistantTextEndEvent{}
 		if err := json.Unmarshal(b, v); err != nil {
 			return err
 		}
 		h.Value = v
 	case "text_start":
-		v := &AssistantTextStart{}
+		v := &AssistantTextStartEvent{}
 		if err := json.Unmarshal(b, v); err != nil {
 			return err
 		}
 		h.Value = v
 	case "thinking_delta":
-		v := &AssistantThinkingDelta{}
+		v := &AssistantThinkingDeltaEvent{}
 		if err := json.Unmarshal(b, v); err != nil {
 			return err
 		}
 		h.Value = v
 	case "thinking_end":
-		v := &AssistantThinkingEnd{}
+		v := &AssistantThinkingEndEvent{}
 		if err := json.Unmarshal(b, v); err != nil {
 			return err
 		}
 		h.Value = v
 	case "thinking_start":
-		v := &AssistantThinkingStart{}
+		v := &AssistantThinkingStartEvent{}
 		if err := json.Unmarshal(b, v); err != nil {
 			return err
 		}
 		h.Value = v
 	case "toolcall_delta":
-		v := &AssistantToolCallDelta{}
+		v := &AssistantToolCallDeltaEvent{}
 		if err := json.Unmarshal(b, v); err != nil {
 			return err
 		}
 		h.Value = v
 	case "toolcall_end":
-		v := &AssistantToolCallEnd{}
+		v := &AssistantToolCallEndEvent{}
 		if err := json.Unmarshal(b, v); err != nil {
 			return err
 		}
 		h.Value = v
 	case "toolcall_start":
-		v := &AssistantToolCallStart{}
+		v := &AssistantToolCallStartEvent{}
 		if err := json.Unmarshal(b, v); err != nil {
 			return err
 		}
@@ -3070,266 +3070,266 @@ func (h AssistantMessageEventValue) MarshalJSON() ([]byte, error) {
 	return json.Marshal(h.Value)
 }
 
-// AssistantDone is the "done" AssistantMessageEvent (its "type" member).
-type AssistantDone struct {
+// AssistantDoneEvent is the "done" AssistantMessageEvent (its "type" member).
+type AssistantDoneEvent struct {
 	Reason  string           `json:"reason"`
 	Message AssistantMessage `json:"message"`
 }
 
-func (AssistantDone) isAssistantMessageEvent() {}
+func (AssistantDoneEvent) isAssistantMessageEvent() {}
 
 // Type is "done".
-func (AssistantDone) Type() string { return "done" }
+func (AssistantDoneEvent) Type() string { return "done" }
 
 // MarshalJSON writes the object with its "type" member.
-func (v AssistantDone) MarshalJSON() ([]byte, error) {
-	type plain AssistantDone
+func (v AssistantDoneEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantDoneEvent
 	return json.Marshal(struct {
 		Type string `json:"type"`
 		plain
 	}{"done", plain(v)})
 }
 
-// AssistantError is the "error" AssistantMessageEvent (its "type" member).
-type AssistantError struct {
+// AssistantErrorEvent is the "error" AssistantMessageEvent (its "type" member).
+type AssistantErrorEvent struct {
 	Reason string           `json:"reason"`
 	Error  AssistantMessage `json:"error"`
 }
 
-func (AssistantError) isAssistantMessageEvent() {}
+func (AssistantErrorEvent) isAssistantMessageEvent() {}
 
 // Type is "error".
-func (AssistantError) Type() string { return "error" }
+func (AssistantErrorEvent) Type() string { return "error" }
 
 // MarshalJSON writes the object with its "type" member.
-func (v AssistantError) MarshalJSON() ([]byte, error) {
-	type plain AssistantError
+func (v AssistantErrorEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantErrorEvent
 	return json.Marshal(struct {
 		Type string `json:"type"`
 		plain
 	}{"error", plain(v)})
 }
 
-// AssistantImageEnd is the "image_end" AssistantMessageEvent (its "type" member).
-type AssistantImageEnd struct {
+// AssistantImageEndEvent is the "image_end" AssistantMessageEvent (its "type" member).
+type AssistantImageEndEvent struct {
 	ContentIndex int64           `json:"contentIndex"`
 	Content      ImageContent    `json:"content"`
 	Partial      json.RawMessage `json:"partial"`
 }
 
-func (AssistantImageEnd) isAssistantMessageEvent() {}
+func (AssistantImageEndEvent) isAssistantMessageEvent() {}
 
 // Type is "image_end".
-func (AssistantImageEnd) Type() string { return "image_end" }
+func (AssistantImageEndEvent) Type() string { return "image_end" }
 
 // MarshalJSON writes the object with its "type" member.
-func (v AssistantImageEnd) MarshalJSON() ([]byte, error) {
-	type plain AssistantImageEnd
+func (v AssistantImageEndEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantImageEndEvent
 	return json.Marshal(struct {
 		Type string `json:"type"`
 		plain
 	}{"image_end", plain(v)})
 }
 
-// AssistantStart is the "start" AssistantMessageEvent (its "type" member).
-type AssistantStart struct {
+// AssistantMessageStartEvent is the "start" AssistantMessageEvent (its "type" member).
+type AssistantMessageStartEvent struct {
 	Partial AssistantMessage `json:"partial"`
 }
 
-func (AssistantStart) isAssistantMessageEvent() {}
+func (AssistantMessageStartEvent) isAssistantMessageEvent() {}
 
 // Type is "start".
-func (AssistantStart) Type() string { return "start" }
+func (AssistantMessageStartEvent) Type() string { return "start" }
 
 // MarshalJSON writes the object with its "type" member.
-func (v AssistantStart) MarshalJSON() ([]byte, error) {
-	type plain AssistantStart
+func (v AssistantMessageStartEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantMessageStartEvent
 	return json.Marshal(struct {
 		Type string `json:"type"`
 		plain
 	}{"start", plain(v)})
 }
 
-// AssistantTextDelta is the "text_delta" AssistantMessageEvent (its "type" member).
-type AssistantTextDelta struct {
+// AssistantTextDeltaEvent is the "text_delta" AssistantMessageEvent (its "type" member).
+type AssistantTextDeltaEvent struct {
 	ContentIndex int64            `json:"contentIndex"`
 	Delta        string           `json:"delta"`
 	Partial      AssistantMessage `json:"partial"`
 }
 
-func (AssistantTextDelta) isAssistantMessageEvent() {}
+func (AssistantTextDeltaEvent) isAssistantMessageEvent() {}
 
 // Type is "text_delta".
-func (AssistantTextDelta) Type() string { return "text_delta" }
+func (AssistantTextDeltaEvent) Type() string { return "text_delta" }
 
 // MarshalJSON writes the object with its "type" member.
-func (v AssistantTextDelta) MarshalJSON() ([]byte, error) {
-	type plain AssistantTextDelta
+func (v AssistantTextDeltaEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantTextDeltaEvent
 	return json.Marshal(struct {
 		Type string `json:"type"`
 		plain
 	}{"text_delta", plain(v)})
 }
 
-// AssistantTextEnd is the "text_end" AssistantMessageEvent (its "type" member).
-type AssistantTextEnd struct {
+// AssistantTextEndEvent is the "text_end" AssistantMessageEvent (its "type" member).
+type AssistantTextEndEvent struct {
 	ContentIndex int64            `json:"contentIndex"`
 	Content      string           `json:"content"`
 	Partial      AssistantMessage `json:"partial"`
 }
 
-func (AssistantTextEnd) isAssistantMessageEvent() {}
+func (AssistantTextEndEvent) isAssistantMessageEvent() {}
 
 // Type is "text_end".
-func (AssistantTextEnd) Type() string { return "text_end" }
+func (AssistantTextEndEvent) Type() string { return "text_end" }
 
 // MarshalJSON writes the object with its "type" member.
-func (v AssistantTextEnd) MarshalJSON() ([]byte, error) {
-	type plain AssistantTextEnd
+func (v AssistantTextEndEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantTextEndEvent
 	return json.Marshal(struct {
 		Type string `json:"type"`
 		plain
 	}{"text_end", plain(v)})
 }
 
-// AssistantTextStart is the "text_start" AssistantMessageEvent (its "type" member).
-type AssistantTextStart struct {
+// AssistantTextStartEvent is the "text_start" AssistantMessageEvent (its "type" member).
+type AssistantTextStartEvent struct {
 	ContentIndex int64            `json:"contentIndex"`
 	Partial      AssistantMessage `json:"partial"`
 }
 
-func (AssistantTextStart) isAssistantMessageEvent() {}
+func (AssistantTextStartEvent) isAssistantMessageEvent() {}
 
 // Type is "text_start".
-func (AssistantTextStart) Type() string { return "text_start" }
+func (AssistantTextStartEvent) Type() string { return "text_start" }
 
 // MarshalJSON writes the object with its "type" member.
-func (v AssistantTextStart) MarshalJSON() ([]byte, error) {
-	type plain AssistantTextStart
+func (v AssistantTextStartEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantTextStartEvent
 	return json.Marshal(struct {
 		Type string `json:"type"`
 		plain
 	}{"text_start", plain(v)})
 }
 
-// AssistantThinkingDelta is the "thinking_delta" AssistantMessageEvent (its "type" member).
-type AssistantThinkingDelta struct {
+// AssistantThinkingDeltaEvent is the "thinking_delta" AssistantMessageEvent (its "type" member).
+type AssistantThinkingDeltaEvent struct {
 	ContentIndex int64            `json:"contentIndex"`
 	Delta        string           `json:"delta"`
 	Partial      AssistantMessage `json:"partial"`
 }
 
-func (AssistantThinkingDelta) isAssistantMessageEvent() {}
+func (AssistantThinkingDeltaEvent) isAssistantMessageEvent() {}
 
 // Type is "thinking_delta".
-func (AssistantThinkingDelta) Type() string { return "thinking_delta" }
+func (AssistantThinkingDeltaEvent) Type() string { return "thinking_delta" }
 
 // MarshalJSON writes the object with its "type" member.
-func (v AssistantThinkingDelta) MarshalJSON() ([]byte, error) {
-	type plain AssistantThinkingDelta
+func (v AssistantThinkingDeltaEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantThinkingDeltaEvent
 	return json.Marshal(struct {
 		Type string `json:"type"`
 		plain
 	}{"thinking_delta", plain(v)})
 }
 
-// AssistantThinkingEnd is the "thinking_end" AssistantMessageEvent (its "type" member).
-type AssistantThinkingEnd struct {
+// AssistantThinkingEndEvent is the "thinking_end" AssistantMessageEvent (its "type" member).
+type AssistantThinkingEndEvent struct {
 	ContentIndex int64            `json:"contentIndex"`
 	Content      string           `json:"content"`
 	Partial      AssistantMessage `json:"partial"`
 }
 
-func (AssistantThinkingEnd) isAssistantMessageEvent() {}
+func (AssistantThinkingEndEvent) isAssistantMessageEvent() {}
 
 // Type is "thinking_end".
-func (AssistantThinkingEnd) Type() string { return "thinking_end" }
+func (AssistantThinkingEndEvent) Type() string { return "thinking_end" }
 
 // MarshalJSON writes the object with its "type" member.
-func (v AssistantThinkingEnd) MarshalJSON() ([]byte, error) {
-	type plain AssistantThinkingEnd
+func (v AssistantThinkingEndEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantThinkingEndEvent
 	return json.Marshal(struct {
 		Type string `json:"type"`
 		plain
 	}{"thinking_end", plain(v)})
 }
 
-// AssistantThinkingStart is the "thinking_start" AssistantMessageEvent (its "type" member).
-type AssistantThinkingStart struct {
+// AssistantThinkingStartEvent is the "thinking_start" AssistantMessageEvent (its "type" member).
+type AssistantThinkingStartEvent struct {
 	ContentIndex int64            `json:"contentIndex"`
 	Partial      AssistantMessage `json:"partial"`
 }
 
-func (AssistantThinkingStart) isAssistantMessageEvent() {}
+func (AssistantThinkingStartEvent) isAssistantMessageEvent() {}
 
 // Type is "thinking_start".
-func (AssistantThinkingStart) Type() string { return "thinking_start" }
+func (AssistantThinkingStartEvent) Type() string { return "thinking_start" }
 
 // MarshalJSON writes the object with its "type" member.
-func (v AssistantThinkingStart) MarshalJSON() ([]byte, error) {
-	type plain AssistantThinkingStart
+func (v AssistantThinkingStartEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantThinkingStartEvent
 	return json.Marshal(struct {
 		Type string `json:"type"`
 		plain
 	}{"thinking_start", plain(v)})
 }
 
-// AssistantToolCallDelta is the "toolcall_delta" AssistantMessageEvent (its "type" member).
-type AssistantToolCallDelta struct {
+// AssistantToolCallDeltaEvent is the "toolcall_delta" AssistantMessageEvent (its "type" member).
+type AssistantToolCallDeltaEvent struct {
 	ContentIndex int64            `json:"contentIndex"`
 	Delta        string           `json:"delta"`
 	Partial      AssistantMessage `json:"partial"`
 }
 
-func (AssistantToolCallDelta) isAssistantMessageEvent() {}
+func (AssistantToolCallDeltaEvent) isAssistantMessageEvent() {}
 
 // Type is "toolcall_delta".
-func (AssistantToolCallDelta) Type() string { return "toolcall_delta" }
+func (AssistantToolCallDeltaEvent) Type() string { return "toolcall_delta" }
 
 // MarshalJSON writes the object with its "type" member.
-func (v AssistantToolCallDelta) MarshalJSON() ([]byte, error) {
-	type plain AssistantToolCallDelta
+func (v AssistantToolCallDeltaEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantToolCallDeltaEvent
 	return json.Marshal(struct {
 		Type string `json:"type"`
 		plain
 	}{"toolcall_delta", plain(v)})
 }
 
-// AssistantToolCallEnd is the "toolcall_end" AssistantMessageEvent (its "type" member).
-type AssistantToolCallEnd struct {
+// AssistantToolCallEndEvent is the "toolcall_end" AssistantMessageEvent (its "type" member).
+type AssistantToolCallEndEvent struct {
 	ContentIndex int64            `json:"contentIndex"`
 	ToolCall     ToolCall         `json:"toolCall"`
 	Partial      AssistantMessage `json:"partial"`
 }
 
-func (AssistantToolCallEnd) isAssistantMessageEvent() {}
+func (AssistantToolCallEndEvent) isAssistantMessageEvent() {}
 
 // Type is "toolcall_end".
-func (AssistantToolCallEnd) Type() string { return "toolcall_end" }
+func (AssistantToolCallEndEvent) Type() string { return "toolcall_end" }
 
 // MarshalJSON writes the object with its "type" member.
-func (v AssistantToolCallEnd) MarshalJSON() ([]byte, error) {
-	type plain AssistantToolCallEnd
+func (v AssistantToolCallEndEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantToolCallEndEvent
 	return json.Marshal(struct {
 		Type string `json:"type"`
 		plain
 	}{"toolcall_end", plain(v)})
 }
 
-// AssistantToolCallStart is the "toolcall_start" AssistantMessageEvent (its "type" member).
-type AssistantToolCallStart struct {
+// AssistantToolCallStartEvent is the "toolcall_start" AssistantMessageEvent (its "type" member).
+type AssistantToolCallStartEvent struct {
 	ContentIndex int64            `json:"contentIndex"`
 	Partial      AssistantMessage `json:"partial"`
 }
 
-func (AssistantToolCallStart) isAssistantMessageEvent() {}
+func (AssistantToolCallStartEvent) isAssistantMessageEvent() {}
 
 // Type is "toolcall_start".
-func (AssistantToolCallStart) Type() string { return "toolcall_start" }
+func (AssistantToolCallStartEvent) Type() string { return "toolcall_start" }
 
 // MarshalJSON writes the object with its "type" member.
-func (v AssistantToolCallStart) MarshalJSON() ([]byte, error) {
-	type plain AssistantToolCallStart
+func (v AssistantToolCallStartEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantToolCallStartEvent
 	return json.Marshal(struct {
 		Type string `json:"type"`
 		plain
@@ -3338,14 +3338,14 @@ func (v AssistantToolCallStart) MarshalJSON() ([]byte, error) {
 
 // AgentToolResult is a type of the protocol table.
 type AgentToolResult struct {
-	Content           []ContentBlockValue `json:"content"`
-	Details           json.RawMessage     `json:"details,omitempty"`
-	StructuredContent json.RawMessage     `json:"structuredContent,omitempty"`
-	Usage             *MessageUsage       `json:"usage,omitempty"`
-	IsError           bool                `json:"isError,omitempty"`
-	Terminate         bool                `json:"terminate,omitempty"`
-	ProviderMetadata  json.RawMessage     `json:"providerMetadata,omitempty"`
-	Useless           bool                `json:"useless,omitempty"`
+	Content           []MessageContentValue `json:"content"`
+	Details           json.RawMessage       `json:"details,omitempty"`
+	StructuredContent json.RawMessage       `json:"structuredContent,omitempty"`
+	Usage             *MessageUsage         `json:"usage,omitempty"`
+	IsError           bool                  `json:"isError,omitempty"`
+	Terminate         bool                  `json:"terminate,omitempty"`
+	ProviderMetadata  json.RawMessage       `json:"providerMetadata,omitempty"`
+	Useless           bool                  `json:"useless,omitempty"`
 	// Raw is the object as the agent sent it, members the table does not name included.
 	Raw json.RawMessage `json:"-"`
 }

@@ -48,7 +48,7 @@ const {
   isKnownUiRequest,
   isKnownAgentMessage,
   isKnownAssistantMessageEvent,
-  isKnownContentBlock,
+  isKnownMessageContent,
   assistantTextDelta,
 } = require('./lib/protocol.gen.cjs');
 const {
@@ -109,7 +109,7 @@ module.exports = {
   isKnownUiRequest,
   isKnownAgentMessage,
   isKnownAssistantMessageEvent,
-  isKnownContentBlock,
+  isKnownMessageContent,
   assistantTextDelta,
   /** Internals exposed for the tests only; not part of the API. */
   _internal: { turnsHeld: heldTurns },

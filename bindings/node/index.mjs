@@ -46,7 +46,7 @@ export const {
   isKnownUiRequest,
   isKnownAgentMessage,
   isKnownAssistantMessageEvent,
-  isKnownContentBlock,
+  isKnownMessageContent,
   assistantTextDelta,
 } = omprpc;
 

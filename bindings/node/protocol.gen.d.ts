@@ -418,7 +418,7 @@ export interface UnknownUiRequest {
 export type AnyUiRequest = KnownUiRequest | UnknownUiRequest;
 
 /** Whether `req` is a UI request of a method the table names. */
-export declare function isKnownUiRequest(req: AgentEvent | AnyUiRequest): req is KnownUiRequest;
+export declare function isKnownUiRequest<R extends AgentEvent | AnyUiRequest>(req: R): req is R & KnownUiRequest;
 /** The UI request methods of the table. */
 export declare const UI_METHODS: readonly KnownUiRequest['method'][];
 
@@ -950,7 +950,7 @@ export interface UnknownEvent {
 export type AnyEvent = KnownEvent | UnknownEvent;
 
 /** Whether `ev` is an event of a type the table names. */
-export declare function isKnownEvent(ev: AgentEvent | AnyEvent): ev is KnownEvent;
+export declare function isKnownEvent<E extends AgentEvent | AnyEvent>(ev: E): ev is E & KnownEvent;
 /** The event types of the table. */
 export declare const EVENT_TYPES: readonly KnownEventType[];
 
@@ -1015,7 +1015,7 @@ export declare function isKnownAgentMessage(v: AgentMessage): v is KnownAgentMes
 /** The `assistant` AgentMessage (omp, pi). */
 export interface AssistantMessage {
   role: 'assistant';
-  content: ContentBlock[];
+  content: MessageContent[];
   api: string;
   provider: string;
   model: string;
@@ -1050,23 +1050,23 @@ export interface AssistantMessage {
   completedAt?: number;
 }
 
-/** A ContentBlock of a `type` the table names: `switch (v.type)` narrows it. */
-export type KnownContentBlock =
+/** A MessageContent of a `type` the table names: `switch (v.type)` narrows it. */
+export type KnownMessageContent =
   | ImageContent
   | TextContent
   | ThinkingContent
   | ToolCall;
 
-/** A ContentBlock of a `type` the table does not name (a newer agent's): its members as sent. */
-export type UnknownContentBlock = { type: string } & { [key: string]: unknown };
+/** A MessageContent of a `type` the table does not name (a newer agent's): its members as sent. */
+export type UnknownMessageContent = { type: string } & { [key: string]: unknown };
 
-/** Any ContentBlock: `isKnownContentBlock(v)` narrows it to KnownContentBlock. */
-export type ContentBlock = KnownContentBlock | UnknownContentBlock;
+/** Any MessageContent: `isKnownMessageContent(v)` narrows it to KnownMessageContent. */
+export type MessageContent = KnownMessageContent | UnknownMessageContent;
 
-/** Whether `v` is a ContentBlock of a `type` the table names. */
-export declare function isKnownContentBlock(v: ContentBlock): v is KnownContentBlock;
+/** Whether `v` is a MessageContent of a `type` the table names. */
+export declare function isKnownMessageContent(v: MessageContent): v is KnownMessageContent;
 
-/** The `image` ContentBlock (omp, pi). */
+/** The `image` MessageContent (omp, pi). */
 export interface ImageContent {
   type: 'image';
   data: string;
@@ -1076,14 +1076,14 @@ export interface ImageContent {
   url?: string;
 }
 
-/** The `text` ContentBlock (omp, pi). */
+/** The `text` MessageContent (omp, pi). */
 export interface TextContent {
   type: 'text';
   text: string;
   textSignature?: string;
 }
 
-/** The `thinking` ContentBlock (omp, pi). */
+/** The `thinking` MessageContent (omp, pi). */
 export interface ThinkingContent {
   type: 'thinking';
   thinking: string;
@@ -1092,7 +1092,7 @@ export interface ThinkingContent {
   itemId?: string;
 }
 
-/** The `toolCall` ContentBlock (omp, pi). */
+/** The `toolCall` MessageContent (omp, pi). */
 export interface ToolCall {
   type: 'toolCall';
   id: string;
@@ -1147,7 +1147,7 @@ export interface BashExecutionMessage {
   fullOutputPath?: string;
   timestamp: number;
   excludeFromContext?: boolean;
-  images?: ContentBlock[];
+  images?: MessageContent[];
   meta?: unknown;
 }
 
@@ -1169,8 +1169,8 @@ export interface CompactionSummaryMessage {
   tokensAfter?: number;
   method?: string;
   providerPayload?: unknown;
-  blocks?: ContentBlock[];
-  images?: ContentBlock[];
+  blocks?: MessageContent[];
+  images?: MessageContent[];
   warning?: string;
 }
 
@@ -1178,7 +1178,7 @@ export interface CompactionSummaryMessage {
 export interface CustomMessage {
   role: 'custom';
   customType: string;
-  content: string | ContentBlock[];
+  content: string | MessageContent[];
   display: boolean;
   details?: unknown;
   timestamp: number;
@@ -1188,7 +1188,7 @@ export interface CustomMessage {
 /** The `developer` AgentMessage (omp). */
 export interface DeveloperMessage {
   role: 'developer';
-  content: string | ContentBlock[];
+  content: string | MessageContent[];
   attribution?: unknown;
   synthetic?: boolean;
   userInitiated?: boolean;
@@ -1217,7 +1217,7 @@ export interface FileMentionItem {
 export interface HookMessage {
   role: 'hookMessage';
   customType: string;
-  content: string | ContentBlock[];
+  content: string | MessageContent[];
   display: boolean;
   details?: unknown;
   attribution?: unknown;
@@ -1240,7 +1240,7 @@ export interface PythonExecutionMessage {
 /** The `system` AgentMessage (pi; since pi 0.86.1). */
 export interface SystemMessage {
   role: 'system';
-  content: string | ContentBlock[];
+  content: string | MessageContent[];
   sections?: Record<string, unknown>;
   toolsAdded?: Record<string, unknown>[];
   toolsRemoved?: Record<string, unknown>[];
@@ -1252,7 +1252,7 @@ export interface ToolResultMessage {
   role: 'toolResult';
   toolCallId: string;
   toolName: string;
-  content: ContentBlock[];
+  content: MessageContent[];
   details?: unknown;
   usage?: Usage;
   nestedCalls?: Record<string, unknown>;
@@ -1268,7 +1268,7 @@ export interface ToolResultMessage {
 /** The `user` AgentMessage (omp, pi). */
 export interface UserMessage {
   role: 'user';
-  content: string | ContentBlock[];
+  content: string | MessageContent[];
   timestamp: number;
   synthetic?: boolean;
   steering?: boolean;
@@ -1395,19 +1395,19 @@ export type RetryErrorUpdate = unknown;
 
 /** A AssistantMessageEvent of a `type` the table names: `switch (v.type)` narrows it. */
 export type KnownAssistantMessageEvent =
-  | AssistantDone
-  | AssistantError
-  | AssistantImageEnd
-  | AssistantStart
-  | AssistantTextDelta
-  | AssistantTextEnd
-  | AssistantTextStart
-  | AssistantThinkingDelta
-  | AssistantThinkingEnd
-  | AssistantThinkingStart
-  | AssistantToolCallDelta
-  | AssistantToolCallEnd
-  | AssistantToolCallStart;
+  | AssistantDoneEvent
+  | AssistantErrorEvent
+  | AssistantImageEndEvent
+  | AssistantMessageStartEvent
+  | AssistantTextDeltaEvent
+  | AssistantTextEndEvent
+  | AssistantTextStartEvent
+  | AssistantThinkingDeltaEvent
+  | AssistantThinkingEndEvent
+  | AssistantThinkingStartEvent
+  | AssistantToolCallDeltaEvent
+  | AssistantToolCallEndEvent
+  | AssistantToolCallStartEvent;
 
 /** A AssistantMessageEvent of a `type` the table does not name (a newer agent's): its members as sent. */
 export type UnknownAssistantMessageEvent = { type: string } & { [key: string]: unknown };
@@ -1422,21 +1422,21 @@ export declare function isKnownAssistantMessageEvent(v: AssistantMessageEvent): 
 export declare function assistantTextDelta(ev: AssistantMessageEvent): string | undefined;
 
 /** The `done` AssistantMessageEvent (omp, pi). */
-export interface AssistantDone {
+export interface AssistantDoneEvent {
   type: 'done';
   reason: string;
   message: AssistantMessage;
 }
 
 /** The `error` AssistantMessageEvent (omp, pi). */
-export interface AssistantError {
+export interface AssistantErrorEvent {
   type: 'error';
   reason: string;
   error: AssistantMessage;
 }
 
 /** The `image_end` AssistantMessageEvent (omp). */
-export interface AssistantImageEnd {
+export interface AssistantImageEndEvent {
   type: 'image_end';
   contentIndex: number;
   content: ImageContent;
@@ -1444,13 +1444,13 @@ export interface AssistantImageEnd {
 }
 
 /** The `start` AssistantMessageEvent (omp, pi). */
-export interface AssistantStart {
+export interface AssistantMessageStartEvent {
   type: 'start';
   partial: AssistantMessage;
 }
 
 /** The `text_delta` AssistantMessageEvent (omp, pi). */
-export interface AssistantTextDelta {
+export interface AssistantTextDeltaEvent {
   type: 'text_delta';
   contentIndex: number;
   delta: string;
@@ -1458,7 +1458,7 @@ export interface AssistantTextDelta {
 }
 
 /** The `text_end` AssistantMessageEvent (omp, pi). */
-export interface AssistantTextEnd {
+export interface AssistantTextEndEvent {
   type: 'text_end';
   contentIndex: number;
   content: string;
@@ -1466,14 +1466,14 @@ export interface AssistantTextEnd {
 }
 
 /** The `text_start` AssistantMessageEvent (omp, pi). */
-export interface AssistantTextStart {
+export interface AssistantTextStartEvent {
   type: 'text_start';
   contentIndex: number;
   partial: AssistantMessage;
 }
 
 /** The `thinking_delta` AssistantMessageEvent (omp, pi). */
-export interface AssistantThinkingDelta {
+export interface AssistantThinkingDeltaEvent {
   type: 'thinking_delta';
   contentIndex: number;
   delta: string;
@@ -1481,7 +1481,7 @@ export interface AssistantThinkingDelta {
 }
 
 /** The `thinking_end` AssistantMessageEvent (omp, pi). */
-export interface AssistantThinkingEnd {
+export interface AssistantThinkingEndEvent {
   type: 'thinking_end';
   contentIndex: number;
   content: string;
@@ -1489,14 +1489,14 @@ export interface AssistantThinkingEnd {
 }
 
 /** The `thinking_start` AssistantMessageEvent (omp, pi). */
-export interface AssistantThinkingStart {
+export interface AssistantThinkingStartEvent {
   type: 'thinking_start';
   contentIndex: number;
   partial: AssistantMessage;
 }
 
 /** The `toolcall_delta` AssistantMessageEvent (omp, pi). */
-export interface AssistantToolCallDelta {
+export interface AssistantToolCallDeltaEvent {
   type: 'toolcall_delta';
   contentIndex: number;
   delta: string;
@@ -1504,7 +1504,7 @@ export interface AssistantToolCallDelta {
 }
 
 /** The `toolcall_end` AssistantMessageEvent (omp, pi). */
-export interface AssistantToolCallEnd {
+export interface AssistantToolCallEndEvent {
   type: 'toolcall_end';
   contentIndex: number;
   toolCall: ToolCall;
@@ -1512,7 +1512,7 @@ export interface AssistantToolCallEnd {
 }
 
 /** The `toolcall_start` AssistantMessageEvent (omp, pi). */
-export interface AssistantToolCallStart {
+export interface AssistantToolCallStartEvent {
   type: 'toolcall_start';
   contentIndex: number;
   partial: AssistantMessage;
@@ -1520,7 +1520,7 @@ export interface AssistantToolCallStart {
 
 /** A type of the protocol table. */
 export interface AgentToolResult {
-  content: ContentBlock[];
+  content: MessageContent[];
   details?: unknown;
   structuredContent?: unknown;
   usage?: Usage;

@@ -322,7 +322,7 @@ fn generate_dts(t: &Table) -> String {
     let _ = writeln!(out, "/** A UI request of a method the table names: `switch (req.method)` narrows it. */\nexport type KnownUiRequest =\n  | {};\n", ui_names.join("\n  | "));
     out.push_str("/** A UI request of a method the table does not name (a newer agent's). */\nexport interface UnknownUiRequest {\n  type: 'extension_ui_request';\n  id: string;\n  method: string;\n  [key: string]: unknown;\n}\n\n");
     out.push_str("/** Any UI request: `isKnownUiRequest(req)` narrows it to KnownUiRequest. */\nexport type AnyUiRequest = KnownUiRequest | UnknownUiRequest;\n\n");
-    out.push_str("/** Whether `req` is a UI request of a method the table names. */\nexport declare function isKnownUiRequest(req: AgentEvent | AnyUiRequest): req is KnownUiRequest;\n/** The UI request methods of the table. */\nexport declare const UI_METHODS: readonly KnownUiRequest['method'][];\n\n");
+    out.push_str("/** Whether `req` is a UI request of a method the table names. */\nexport declare function isKnownUiRequest<R extends AgentEvent | AnyUiRequest>(req: R): req is R & KnownUiRequest;\n/** The UI request methods of the table. */\nexport declare const UI_METHODS: readonly KnownUiRequest['method'][];\n\n");
 
     // Events.
     out.push_str("// --- events -----------------------------------------------------------------------------\n\n");
@@ -346,7 +346,7 @@ fn generate_dts(t: &Table) -> String {
     out.push_str("/** The event types the table names. */\nexport type KnownEventType = keyof KnownEventMap;\n\n");
     out.push_str("/**\n * An event of a type the table does not name: a newer agent's, or omprpc's own\n * (`event_overflow`, `protocol_error`, …).\n */\nexport interface UnknownEvent {\n  type: string;\n  [key: string]: unknown;\n}\n\n");
     out.push_str("/**\n * Any event. `switch (ev.type)` alone cannot narrow it (an UnknownEvent's type may be any\n * string): `isKnownEvent(ev)` first narrows it to KnownEvent.\n */\nexport type AnyEvent = KnownEvent | UnknownEvent;\n\n");
-    out.push_str("/** Whether `ev` is an event of a type the table names. */\nexport declare function isKnownEvent(ev: AgentEvent | AnyEvent): ev is KnownEvent;\n/** The event types of the table. */\nexport declare const EVENT_TYPES: readonly KnownEventType[];\n\n");
+    out.push_str("/** Whether `ev` is an event of a type the table names. */\nexport declare function isKnownEvent<E extends AgentEvent | AnyEvent>(ev: E): ev is E & KnownEvent;\n/** The event types of the table. */\nexport declare const EVENT_TYPES: readonly KnownEventType[];\n\n");
 
     // Named types, in the order first reached.
     out.push_str("// --- types ------------------------------------------------------------------------------\n\n");

@@ -40,7 +40,7 @@ pub enum Ty {
     Array(Box<Ty>),
     Enum(Vec<String>),
     Named(String),
-    /// `A|B`: either (a message's content: `string|ContentBlock[]`).
+    /// `A|B`: either (a message's content: `string|MessageContent[]`).
     OneOf(Vec<Ty>),
 }
 

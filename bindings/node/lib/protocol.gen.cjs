@@ -340,11 +340,11 @@ function isKnownAssistantMessageEvent(v) {
   return v !== null && typeof v === 'object' && knownAssistantMessageEvent.has(v.type);
 }
 
-const knownContentBlock = new Set(['image', 'text', 'thinking', 'toolCall']);
+const knownMessageContent = new Set(['image', 'text', 'thinking', 'toolCall']);
 
-/** Whether `v` is a ContentBlock of a `type` the table names (narrows it to KnownContentBlock). */
-function isKnownContentBlock(v) {
-  return v !== null && typeof v === 'object' && knownContentBlock.has(v.type);
+/** Whether `v` is a MessageContent of a `type` the table names (narrows it to KnownMessageContent). */
+function isKnownMessageContent(v) {
+  return v !== null && typeof v === 'object' && knownMessageContent.has(v.type);
 }
 
 /** The text of a `text_delta` assistant message event; undefined for every other event. */
@@ -352,4 +352,4 @@ function assistantTextDelta(ev) {
   return ev !== null && typeof ev === 'object' && ev.type === 'text_delta' && typeof ev.delta === 'string' ? ev.delta : undefined;
 }
 
-module.exports = { ProtocolCommands, EVENT_TYPES, UI_METHODS, isKnownEvent, isKnownUiRequest, isKnownAgentMessage, isKnownAssistantMessageEvent, isKnownContentBlock, assistantTextDelta };
+module.exports = { ProtocolCommands, EVENT_TYPES, UI_METHODS, isKnownEvent, isKnownUiRequest, isKnownAgentMessage, isKnownAssistantMessageEvent, isKnownMessageContent, assistantTextDelta };
