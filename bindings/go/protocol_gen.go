@@ -2205,7 +2205,7 @@ type AssistantMessage struct {
 	RawStopReason                    string                `json:"rawStopReason,omitempty"`
 	EndTurn                          bool                  `json:"endTurn,omitempty"`
 	Timestamp                        int64                 `json:"timestamp"`
-	DurationMs                       int64                 `json:"durationMs,omitempty"`
+	DurationMs                       float64               `json:"durationMs,omitempty"`
 	ContextSnapshot                  json.RawMessage       `json:"contextSnapshot,omitempty"`
 	RetryRecovery                    json.RawMessage       `json:"retryRecovery,omitempty"`
 	UpstreamProvider                 string                `json:"upstreamProvider,omitempty"`
@@ -2219,8 +2219,8 @@ type AssistantMessage struct {
 	DisabledFeatures                 []string              `json:"disabledFeatures,omitempty"`
 	InputTransformations             json.RawMessage       `json:"inputTransformations,omitempty"`
 	ProviderPayload                  json.RawMessage       `json:"providerPayload,omitempty"`
-	Duration                         int64                 `json:"duration,omitempty"`
-	Ttft                             int64                 `json:"ttft,omitempty"`
+	Duration                         float64               `json:"duration,omitempty"`
+	Ttft                             float64               `json:"ttft,omitempty"`
 	CompletedAt                      int64                 `json:"completedAt,omitempty"`
 }
 
@@ -2422,7 +2422,7 @@ type MessageUsage struct {
 	Cost            MessageUsageCost `json:"cost"`
 	ContextTokens   int64            `json:"contextTokens,omitempty"`
 	Orchestration   json.RawMessage  `json:"orchestration,omitempty"`
-	PremiumRequests int64            `json:"premiumRequests,omitempty"`
+	PremiumRequests float64          `json:"premiumRequests,omitempty"`
 	ReasoningTokens int64            `json:"reasoningTokens,omitempty"`
 	Cttl            json.RawMessage  `json:"cttl,omitempty"`
 	Server          json.RawMessage  `json:"server,omitempty"`
@@ -2713,7 +2713,7 @@ type ToolResultMessage struct {
 	NestedCalls      json.RawMessage       `json:"nestedCalls,omitempty"`
 	IsError          bool                  `json:"isError"`
 	Timestamp        int64                 `json:"timestamp"`
-	DurationMs       int64                 `json:"durationMs,omitempty"`
+	DurationMs       float64               `json:"durationMs,omitempty"`
 	Attribution      json.RawMessage       `json:"attribution,omitempty"`
 	PrunedAt         int64                 `json:"prunedAt,omitempty"`
 	ProviderMetadata json.RawMessage       `json:"providerMetadata,omitempty"`

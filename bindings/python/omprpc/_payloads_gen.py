@@ -120,7 +120,7 @@ class AssistantMessage(TypedDict):
     rawStopReason: NotRequired[str]
     endTurn: NotRequired[bool]
     timestamp: int
-    durationMs: NotRequired[int]
+    durationMs: NotRequired[float]
     contextSnapshot: NotRequired[Any]
     retryRecovery: NotRequired[Any]
     upstreamProvider: NotRequired[str]
@@ -134,8 +134,8 @@ class AssistantMessage(TypedDict):
     disabledFeatures: NotRequired[list[str]]
     inputTransformations: NotRequired[Any]
     providerPayload: NotRequired[Any]
-    duration: NotRequired[int]
-    ttft: NotRequired[int]
+    duration: NotRequired[float]
+    ttft: NotRequired[float]
     completedAt: NotRequired[int]
 
 
@@ -533,7 +533,7 @@ class ToolResultMessage(TypedDict):
     nestedCalls: NotRequired[dict[str, Any]]
     isError: bool
     timestamp: int
-    durationMs: NotRequired[int]
+    durationMs: NotRequired[float]
     attribution: NotRequired[Any]
     prunedAt: NotRequired[int]
     providerMetadata: NotRequired[Any]
@@ -553,7 +553,7 @@ class Usage(TypedDict):
     cost: UsageCost
     contextTokens: NotRequired[int]
     orchestration: NotRequired[Any]
-    premiumRequests: NotRequired[int]
+    premiumRequests: NotRequired[float]
     reasoningTokens: NotRequired[int]
     cttl: NotRequired[Any]
     server: NotRequired[Any]
