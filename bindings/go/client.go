@@ -464,6 +464,15 @@ type Turn struct {
 	types []string
 }
 
+// Text is the turn's assistant text (AssistantText), "" when there was no assistant message:
+// no nil pointer to check before printing it.
+func (t *Turn) Text() string {
+	if t == nil || t.AssistantText == nil {
+		return ""
+	}
+	return *t.AssistantText
+}
+
 // TurnOutcome is how a prompt completed (omprpc_turn_outcome; String gives the turn JSON's
 // "outcome" name).
 type TurnOutcome int

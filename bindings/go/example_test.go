@@ -37,7 +37,7 @@ func Example() {
 		fmt.Println("prompt:", err)
 		return
 	}
-	fmt.Println(*turn.AssistantText, len(turn.Messages), "message(s)")
+	fmt.Println(turn.Text(), len(turn.Messages), "message(s)")
 
 	// Every command of the protocol table is a typed method; its data comes back decoded,
 	// with the agent's JSON kept in Raw.
@@ -125,7 +125,7 @@ func ExampleTurn() {
 		fmt.Println("prompt:", err)
 		return
 	}
-	fmt.Println(turn.Outcome, turn.Attempts, "attempts:", *turn.AssistantText)
+	fmt.Println(turn.Outcome, turn.Attempts, "attempts:", turn.Text())
 	for _, f := range turn.FailedAttempts {
 		fmt.Printf("attempt %d failed (%.3s…), then %s after %d ms\n", f.Attempt, f.Error, f.Then, f.DelayMs)
 	}
@@ -277,7 +277,7 @@ func ExampleClient_NextUIRequest() {
 		fmt.Println("prompt:", err)
 		return
 	}
-	fmt.Println(*turn.AssistantText)
+	fmt.Println(turn.Text())
 	// Output:
 	// input Need input
 	// ui acknowledged
