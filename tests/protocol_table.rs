@@ -479,7 +479,19 @@ fn check_payload_type(name: &str, ty: &Value, agent: &str, at: &str, d: &Declare
     }
     let Some(union) = ty.get("union") else {
         match declared.as_slice() {
-            [fields] => compare_fields(&format!("type {name}"), agent, &payload_fields(fields.clone()), &table_fields(ty, "fields", agent, at), &t["types"], problems),
+            [fields] => {
+                compare_fields(&format!("type {name}"), agent, &payload_fields(fields.clone()), &table_fields(ty, "fields", agent, at), &t["types"], problems);
+                // A member declared as an inline object (Usage's `cost: { … }`) against the
+                // table's named type for it.
+                for f in fields {
+                    let table_ty = table_fields(ty, "fields", agent, at).get(&f.name).map(|(ty, _)| ty.clone());
+                    if let (Some(inner), Some(table_ty)) = (ts_decls::object_fields(&f.ty), table_ty) {
+                        if let Some(named) = t["types"].get(&table_ty).filter(|n| n.get("fields").is_some()) {
+                            compare_fields(&format!("type {name}.{} ({table_ty})", f.name), agent, &payload_fields(inner), &table_fields(named, "fields", agent, at), &t["types"], problems);
+                        }
+                    }
+                }
+            }
             _ => problems.push(format!("{agent}: type {name}: its declaration is {} objects, not one", declared.len())),
         }
         return;
@@ -779,7 +791,7 @@ fn a_since_is_held_against_each_version() {
 fn drift_in_a_payload_union_is_reported() {
     let mut d = Declared::default();
     d.payloads = "export type Ev = { type: \"a\"; delta: string } | { type: \"b\"; n?: number } | { type: \"new\" };\n\
-                  export interface U { input: number; extra: string }"
+                  export interface U { input: number; extra: string; cost: { total: number; more: number } }"
         .into();
     let table = json!({
         "types": {
@@ -788,7 +800,8 @@ fn drift_in_a_payload_union_is_reported() {
                 "b": {"name": "EvB", "fields": [{"name": "n", "type": "integer"}]},
                 "gone": {"name": "EvGone", "fields": []}
             }}},
-            "U": {"declared": ["U"], "fields": [{"name": "input", "type": "integer"}]},
+            "U": {"declared": ["U"], "fields": [{"name": "input", "type": "integer"}, {"name": "cost", "type": "UCost"}]},
+            "UCost": {"fields": [{"name": "total", "type": "number"}]},
             "Missing": {"declared": ["Nowhere"], "fields": []}
         },
         "commands": [], "events": [], "host_frames": [], "ui_methods": []
@@ -800,6 +813,7 @@ fn drift_in_a_payload_union_is_reported() {
         "the agent declares Ev variant `new`, the table does not have it",
         "the table has Ev variant `gone` for pi, the agent does not declare it",
         "type U: the agent declares field `extra: string`, the table does not have it",
+        "type U.cost (UCost): the agent declares field `more: number`, the table does not have it",
         "type Missing is declared as `Nowhere`",
     ] {
         assert!(problems.contains(expected), "missing {expected:?} in:\n{problems}");
