@@ -187,9 +187,24 @@ PYTHON ?= python3
 # Then omp_rpc's own suite (tests/seed/test_omp_rpc_client.py, verbatim) with only its
 # imports changed from omp_rpc to omprpc: the drop-in promise, checked on every run.
 SEED_DIR := $(TARGET_DIR)/python-seed
-python-tests: build
+# Then mypy --strict (pinned, in its own venv made once, as dist-tools) over the typed-usage
+# file (bindings/python/tests/typing) and the README's examples that import omprpc (their
+# untyped helper functions allowed, their bodies checked): a payload type that regresses fails.
+TYPING_TOOLS := $(TARGET_DIR)/typing-tools
+.PHONY: typing-tools
+typing-tools: $(TYPING_TOOLS)/.installed
+$(TYPING_TOOLS)/.installed: tests/typing/tools.txt
+	rm -rf $(TYPING_TOOLS)
+	$(PYTHON) -m venv $(TYPING_TOOLS)
+	$(TYPING_TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check -r tests/typing/tools.txt
+	touch $@
+python-tests: build $(TYPING_TOOLS)/.installed
 	OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(REAL_AGENT_ENV) \
 	  $(PYTHON) -X dev -W error -m pytest -q -p no:cacheprovider bindings/python/tests
+	cd bindings/python && $(TYPING_TOOLS)/bin/mypy --strict --cache-dir $(TARGET_DIR)/mypy-cache tests/typing/payloads_usage.py
+	rm -rf $(TARGET_DIR)/python-readme && $(PYTHON) bindings/python/tests/typing/readme_examples.py $(TARGET_DIR)/python-readme
+	cd bindings/python && $(TYPING_TOOLS)/bin/mypy --strict --allow-untyped-defs --allow-untyped-calls \
+	  --cache-dir $(TARGET_DIR)/mypy-cache $(TARGET_DIR)/python-readme
 	@mkdir -p $(SEED_DIR)
 	sed 's/from omp_rpc import/from omprpc import/' tests/seed/test_omp_rpc_client.py > $(SEED_DIR)/test_omp_rpc_client.py
 	cd $(SEED_DIR) && PYTHONPATH=$(CURDIR)/bindings/python OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so \

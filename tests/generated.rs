@@ -6,7 +6,8 @@
 //! * `OMPRPC_UPDATE_GENERATED=1 cargo test --test generated` (`make generate`) rewrites them.
 //!
 //! Generated: `bindings/go/protocol_gen.go` (typed commands, events and UI requests);
-//! `bindings/python/omprpc/_protocol_gen.py` (TypedDicts, the generated commands);
+//! `bindings/python/omprpc/_protocol_gen.py` (TypedDicts, the generated commands) and
+//! `bindings/python/omprpc/_payloads_gen.py` (the named types: messages, events' payloads);
 //! `bindings/node/lib/protocol.gen.cjs` (the typed command methods, the event types and UI
 //! methods) and `bindings/node/protocol.gen.d.ts` (their TypeScript declarations).
 //! Go's output is formatted by `gofmt` (`OMPRPC_GOFMT` names it, else `gofmt` on PATH): its
@@ -71,6 +72,7 @@ mod gen_py;
 #[test]
 fn python_protocol_is_up_to_date() {
     check("bindings/python/omprpc/_protocol_gen.py", &gen_py::generate(&table()));
+    check("bindings/python/omprpc/_payloads_gen.py", &gen_py::generate_payloads(&table()));
 }
 
 // --- Node (bindings/node/lib/protocol.gen.cjs, bindings/node/protocol.gen.d.ts) --------------

@@ -49,6 +49,9 @@ struct Declared {
     ui: BTreeMap<String, Vec<Field>>,
     /// interface name → its fields: the named types of the RPC declarations
     interfaces: BTreeMap<String, Vec<Field>>,
+    /// The payload declarations (pi-ai's types, pi-agent-core's, the agent's session messages),
+    /// one text: what the table's `declared` types (messages, content blocks, usage, …) are read from.
+    payloads: String,
 }
 
 fn read(path: &Path) -> String {
@@ -166,6 +169,10 @@ fn add_event(events: &mut BTreeMap<String, Vec<Field>>, ty: String, fields: Vec<
 
 fn declared(agent: &str, cli: &Path) -> Declared {
     let (pkg, scope) = package_of(cli);
+    let payload_files = match agent {
+        "pi" => vec![sibling_package(pkg, &scope, "pi-ai").join("dist/types.d.ts"), sibling_package(pkg, &scope, "pi-agent-core").join("dist/types.d.ts"), pkg.join("dist/core/messages.d.ts")],
+        _ => vec![sibling_package(pkg, &scope, "pi-ai").join("src/types.ts"), sibling_package(pkg, &scope, "pi-catalog").join("src/types.ts"), sibling_package(pkg, &scope, "pi-agent-core").join("src/types.ts"), sibling_package(pkg, &scope, "pi-agent-core").join("src/compaction/messages.ts"), pkg.join("src/session/messages.ts")],
+    };
     let (rpc_types, session_events, session_alias, core_types, rpc_sources) = match agent {
         "pi" => (
             pkg.join("dist/modes/rpc/rpc-types.d.ts"),
@@ -184,7 +191,7 @@ fn declared(agent: &str, cli: &Path) -> Declared {
     };
     let rpc = read(&rpc_types);
     let none = |m: &str| -> Vec<(String, Vec<Field>)> { panic!("cannot read the union member {m}") };
-    let mut d = Declared::default();
+    let mut d = Declared { payloads: payload_files.iter().map(|p| ts_decls::strip_comments(&read(p))).collect::<Vec<_>>().join("\n"), ..Declared::default() };
     for (name, fields) in members(&rpc, "RpcCommand", "type", &none) {
         d.commands.insert(name, without(fields, &["id", "type"]));
     }
@@ -437,7 +444,83 @@ fn check(agent: &str, at: &str, d: &Declared, t: &Value) -> Vec<String> {
             problems.push(format!("{agent}: the agent declares interface `{decl}`, no table type is declared as it for {agent}"));
         }
     }
+    for (name, ty) in types {
+        if exists(ty, agent, at) {
+            check_payload_type(name, ty, agent, at, d, t, &mut problems);
+        }
+    }
     problems
+}
+
+/// A payload field the agent declares `T | undefined` may be missing from the JSON; a field typed `undefined` alone is never sent (omp's `start` says `contentIndex?: undefined`).
+fn payload_fields(fields: Vec<Field>) -> Vec<Field> {
+    fields
+        .into_iter()
+        .filter(|f| f.ty != "undefined")
+        .map(|f| match f.ty.strip_suffix(" | undefined") {
+            Some(ty) => Field { optional: true, ty: ty.to_string(), ..f },
+            None => f,
+        })
+        .collect()
+}
+
+/// A table type with `declared` (messages, content blocks, usage, tool results: pi-ai's,
+/// pi-agent-core's and the agent's session-message declarations) against those declarations:
+/// a `fields` type against the one object its names stand for; a `union` variant by variant,
+/// keyed by its tag's literal, each variant's fields against the member's.
+fn check_payload_type(name: &str, ty: &Value, agent: &str, at: &str, d: &Declared, t: &Value, problems: &mut Vec<String>) {
+    let Some(decls) = ty.get("declared").and_then(Value::as_array) else { return };
+    let mut declared = Vec::new();
+    for decl in decls.iter().filter_map(Value::as_str) {
+        match ts_decls::object_members(&d.payloads, decl) {
+            Some(members) => declared.extend(members),
+            None => problems.push(format!("{agent}: type {name} is declared as `{decl}`, which the agent's payload declarations do not declare readably")),
+        }
+    }
+    let Some(union) = ty.get("union") else {
+        match declared.as_slice() {
+            [fields] => {
+                compare_fields(&format!("type {name}"), agent, &payload_fields(fields.clone()), &table_fields(ty, "fields", agent, at), &t["types"], problems);
+                // A member declared as an inline object (Usage's `cost: { … }`) against the
+                // table's named type for it.
+                for f in fields {
+                    let table_ty = table_fields(ty, "fields", agent, at).get(&f.name).map(|(ty, _)| ty.clone());
+                    if let (Some(inner), Some(table_ty)) = (ts_decls::object_fields(&f.ty), table_ty) {
+                        if let Some(named) = t["types"].get(&table_ty).filter(|n| n.get("fields").is_some()) {
+                            compare_fields(&format!("type {name}.{} ({table_ty})", f.name), agent, &payload_fields(inner), &table_fields(named, "fields", agent, at), &t["types"], problems);
+                        }
+                    }
+                }
+            }
+            _ => problems.push(format!("{agent}: type {name}: its declaration is {} objects, not one", declared.len())),
+        }
+        return;
+    };
+    let tag = union["tag"].as_str().unwrap_or("type");
+    let variants = union["variants"].as_object().cloned().unwrap_or_default();
+    let mut seen = std::collections::BTreeSet::new();
+    for fields in declared {
+        let Some(lit) = ts_decls::literal(&fields, tag) else {
+            problems.push(format!("{agent}: type {name}: a declared member without a `{tag}` literal: {fields:?}"));
+            continue;
+        };
+        if !seen.insert(lit.clone()) {
+            continue; // one variant declared by several members (omp's `done` per reason)
+        }
+        if std::env::var("OMPRPC_TABLE_DUMP").is_ok() {
+            let fields: Vec<Value> = fields.iter().map(|f| json!({"name": f.name, "ty": f.ty, "optional": f.optional})).collect();
+            println!("{}", json!({"agent": agent, "type": name, "variant": lit, "fields": fields}));
+        }
+        match variants.get(&lit).filter(|v| exists(v, agent, at)) {
+            Some(v) => compare_fields(&format!("type {name}.{lit}"), agent, &payload_fields(without(fields, &[tag])), &table_fields(v, "fields", agent, at), &t["types"], problems),
+            None => problems.push(format!("{agent} {at}: the agent declares {name} variant `{lit}`, the table does not have it for {agent} at {at}")),
+        }
+    }
+    for (lit, v) in &variants {
+        if exists(v, agent, at) && !seen.contains(lit) {
+            problems.push(format!("{agent} {at}: the table has {name} variant `{lit}` for {agent}, the agent does not declare it"));
+        }
+    }
 }
 
 /// What `agent` version `at` (installed at `cli`) declares against the table: the problems.
@@ -459,9 +542,18 @@ fn the_table_is_well_formed() {
     let t = table();
     let types = t["types"].as_object().expect("types is an object");
     let mut problems = Vec::new();
+    // A union's variants are types of their own (`AssistantMessage`, `TextContent`).
+    let variant_types: std::collections::BTreeSet<String> = types
+        .values()
+        .filter_map(|ty| ty["union"]["variants"].as_object())
+        .flat_map(|v| v.values().filter_map(|v| v["name"].as_str().map(str::to_string)))
+        .collect();
+    let mut variant_names = std::collections::BTreeSet::new();
     let known = |ty: &str| -> bool {
-        let base = ty.trim_end_matches("[]");
-        matches!(base, "string" | "integer" | "number" | "boolean" | "any" | "object") || base.starts_with("enum(") || types.contains_key(base)
+        ty.split('|').all(|one| {
+            let base = one.trim_end_matches("[]");
+            matches!(base, "string" | "integer" | "number" | "boolean" | "any" | "object") || base.starts_with("enum(") || types.contains_key(base) || variant_types.contains(base)
+        })
     };
     fn each_field(v: &Value, at: &str, f: &mut dyn FnMut(&str, &Value)) {
         for key in ["params", "fields"] {
@@ -500,9 +592,30 @@ fn the_table_is_well_formed() {
     }
     for (name, ty) in types {
         each_versioned(ty, &format!("types.{name}"), &mut |at, v| check_since(at, v, &t, &mut problems));
-        let kinds = ["fields", "enum", "string", "json"].iter().filter(|k| ty.get(**k).is_some()).count();
+        let kinds = ["fields", "enum", "string", "json", "union"].iter().filter(|k| ty.get(**k).is_some()).count();
         if kinds != 1 {
-            problems.push(format!("types.{name}: exactly one of fields / enum / string / json"));
+            problems.push(format!("types.{name}: exactly one of fields / enum / string / json / union"));
+        }
+        if let Some(u) = ty.get("union") {
+            if u["tag"].as_str().is_none() || u["variants"].as_object().is_none_or(|v| v.is_empty()) {
+                problems.push(format!("types.{name}.union: a tag (the member naming the variant) and variants {{tag value: {{name, fields}}}}"));
+            }
+            for (tag, v) in u["variants"].as_object().into_iter().flatten() {
+                let at = format!("types.{name}.{tag}");
+                match v["name"].as_str() {
+                    Some(n) if types.contains_key(n) => problems.push(format!("{at}: its name {n} is a type's too")),
+                    Some(n) if !variant_names.insert(n.to_string()) => problems.push(format!("{at}: its name {n} is another variant's too")),
+                    Some(_) => {}
+                    None => problems.push(format!("{at}: a variant without a name")),
+                }
+                each_versioned(v, &at, &mut |at, v| check_since(at, v, &t, &mut problems));
+                each_field(v, &at, &mut |at, field| {
+                    let ty = field["type"].as_str().unwrap_or("");
+                    if !known(ty) {
+                        problems.push(format!("{at}: unknown type `{ty}`"));
+                    }
+                });
+            }
         }
         each_field(ty, &format!("types.{name}"), &mut |at, field| {
             let ty = field["type"].as_str().unwrap_or("");
@@ -670,4 +783,39 @@ fn a_since_is_held_against_each_version() {
     let problems = check("pi", "1.0.4", &mid, &table).join("\n");
     assert!(problems.contains("event settled: the agent declares field `other: string`"), "{problems}");
     assert!(!problems.contains("aborted"), "aborted is since 1.1.0: {problems}");
+}
+
+/// A union held against the agent's payload declarations: a variant, a variant's field or a
+/// fields type that drifted is reported.
+#[test]
+fn drift_in_a_payload_union_is_reported() {
+    let mut d = Declared::default();
+    d.payloads = "export type Ev = { type: \"a\"; delta: string } | { type: \"b\"; n?: number } | { type: \"new\" };\n\
+                  export interface U { input: number; extra: string; cost: { total: number; more: number } }"
+        .into();
+    let table = json!({
+        "types": {
+            "Ev": {"declared": ["Ev"], "union": {"tag": "type", "variants": {
+                "a": {"name": "EvA", "fields": [{"name": "delta", "type": "integer"}]},
+                "b": {"name": "EvB", "fields": [{"name": "n", "type": "integer"}]},
+                "gone": {"name": "EvGone", "fields": []}
+            }}},
+            "U": {"declared": ["U"], "fields": [{"name": "input", "type": "integer"}, {"name": "cost", "type": "UCost"}]},
+            "UCost": {"fields": [{"name": "total", "type": "number"}]},
+            "Missing": {"declared": ["Nowhere"], "fields": []}
+        },
+        "commands": [], "events": [], "host_frames": [], "ui_methods": []
+    });
+    let problems = check("pi", "1.0.0", &d, &table).join("\n");
+    for expected in [
+        "type Ev.a.delta: the agent says `string`, the table `integer`",
+        "type Ev.b.n: optional is true in the agent, false in the table",
+        "the agent declares Ev variant `new`, the table does not have it",
+        "the table has Ev variant `gone` for pi, the agent does not declare it",
+        "type U: the agent declares field `extra: string`, the table does not have it",
+        "type U.cost (UCost): the agent declares field `more: number`, the table does not have it",
+        "type Missing is declared as `Nowhere`",
+    ] {
+        assert!(problems.contains(expected), "missing {expected:?} in:\n{problems}");
+    }
 }

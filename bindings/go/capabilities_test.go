@@ -135,7 +135,7 @@ func TestPromptFromContent(t *testing.T) {
 	if !strings.HasPrefix(pc.Message, "Look:") || !strings.Contains(pc.Message, "line one") {
 		t.Fatalf("message: %q", pc.Message)
 	}
-	if len(pc.Images) != 1 || pc.Images[0].MimeType != "image/png" || pc.Images[0].Type != "image" ||
+	if len(pc.Images) != 1 || pc.Images[0].MimeType != "image/png" || pc.Images[0].Type() != "image" ||
 		pc.Images[0].Data != base64.StdEncoding.EncodeToString(png1x1) {
 		t.Fatalf("images: %+v", pc.Images)
 	}
@@ -207,8 +207,9 @@ func TestTurnTypedEventsAndMetadata(t *testing.T) {
 	if want, ok := jget(t, tr.AssistantMessage, "stopReason").(string); ok != (tr.StopReason != nil) || (ok && *tr.StopReason != want) {
 		t.Fatalf("stop reason %v, the message says %q", tr.StopReason, want)
 	}
-	if u := jget(t, tr.AssistantMessage, "usage"); (u != nil) != (tr.Usage != nil) || (u != nil && jget(t, tr.Usage, "input") != jget(t, tr.AssistantMessage, "usage.input")) {
-		t.Fatalf("usage %s, the message has %v", tr.Usage, u)
+	if u := jget(t, tr.AssistantMessage, "usage"); (u != nil) != (tr.Usage != nil) ||
+		(u != nil && (float64(tr.Usage.Input) != jget(t, tr.AssistantMessage, "usage.input") || float64(tr.Usage.TotalTokens) != jget(t, tr.AssistantMessage, "usage.totalTokens"))) {
+		t.Fatalf("usage %+v, the message has %v", tr.Usage, u)
 	}
 	local := turn(t, c, "local")
 	if local.Outcome != TurnNotInvoked || local.AgentInvoked || local.AssistantText != nil || len(local.Messages) != 0 {

@@ -243,9 +243,14 @@ func takeTurn(op string, turn *C.omprpc_turn) (*Turn, error) {
 		AssistantText:    text(info.assistant_text),
 		StopReason:       text(info.stop_reason),
 		ErrorMessage:     text(info.error_message),
-		Usage:            part(info.usage_json),
 		PromptResult:     part(info.prompt_result_json),
 		Summary:          part(info.summary_json),
+	}
+	if u := part(info.usage_json); len(u) > 0 {
+		var usage MessageUsage
+		if json.Unmarshal(u, &usage) == nil {
+			t.Usage = &usage
+		}
 	}
 	// The record of attempts is the library's: read from its structure, decoded as it is.
 	if err := turnList(op, info.failed_attempts_json, &t.FailedAttempts); err != nil {
@@ -270,9 +275,9 @@ func takeTurn(op string, turn *C.omprpc_turn) (*Turn, error) {
 		return nil, errorFromJSON(op, Status(st), takeBytes(cerr))
 	}
 	if mn > 0 {
-		t.Messages = make([]json.RawMessage, int(mn))
+		t.Messages = make([]AgentMessageValue, int(mn))
 		for i, m := range unsafe.Slice(mp, int(mn)) {
-			t.Messages[i] = part(m)
+			t.Messages[i] = agentMessage(part(m))
 		}
 	}
 	if len(whole) >= freeInBackground {

@@ -488,9 +488,7 @@ func (c *Client) promptLike(ctx context.Context, op, message string, opts *Promp
 	defer runtime.KeepAlive(c)
 	var optv any
 	if opts != nil {
-		o := *opts
-		o.Images = fillImages(o.Images)
-		optv = o
+		optv = *opts
 	}
 	var cm *C.char
 	if strings.IndexByte(message, 0) >= 0 {
@@ -550,8 +548,11 @@ type Turn struct {
 	RequestID    string `json:"requestId"`
 	AgentInvoked bool   `json:"agentInvoked"`
 	// Messages are every run's messages in order (a failed attempt's error message too; a
-	// compacted agent_end rebuilt); pi 1.x lists a system message first in a run.
-	Messages []json.RawMessage `json:"messages"`
+	// compacted agent_end rebuilt); pi 1.x lists a system message first in a run. Each holds its
+	// variant (`switch m := msg.Value.(type) { case *AssistantMessage: …`); a role the table
+	// does not name, or a message that does not fit its role's type, is an *UnknownAgentMessage
+	// with the message as sent.
+	Messages []AgentMessageValue `json:"messages"`
 	// AssistantMessage is the last assistant message (after a retry: the answer); nil when
 	// there was none.
 	AssistantMessage json.RawMessage `json:"assistantMessage"`
@@ -580,10 +581,20 @@ type Turn struct {
 	// "error", "aborted" …) and errorMessage; nil when it has none.
 	StopReason   *string `json:"-"`
 	ErrorMessage *string `json:"-"`
-	// Usage is the assistant message's usage object; nil when it has none.
-	Usage json.RawMessage `json:"-"`
+	// Usage is the assistant message's usage (tokens, cost); nil when it has none (or one
+	// that does not fit the type: MessageUsage.Raw keeps what the agent sent).
+	Usage *MessageUsage `json:"-"`
 	// types are the events' types, as the library read them.
 	types []string
+}
+
+// Text is the turn's assistant text (AssistantText), "" when there was no assistant message:
+// no nil pointer to check before printing it.
+func (t *Turn) Text() string {
+	if t == nil || t.AssistantText == nil {
+		return ""
+	}
+	return *t.AssistantText
 }
 
 // TurnOutcome is how a prompt completed (omprpc_turn_outcome; String gives the turn JSON's
@@ -702,7 +713,7 @@ func (c *Client) messageCommand(ctx context.Context, op, message string, images 
 	params := struct {
 		Message string         `json:"message"`
 		Images  []ImageContent `json:"images,omitempty"`
-	}{message, fillImages(images)}
+	}{message, images}
 	if strings.IndexByte(message, 0) >= 0 {
 		// A C string cannot hold a NUL: send the same command through request, whose
 		// params are JSON.

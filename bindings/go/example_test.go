@@ -77,7 +77,7 @@ func Example() {
 		fmt.Println("prompt:", err)
 		return
 	}
-	fmt.Println(*turn.AssistantText, len(turn.Messages), "message(s)")
+	fmt.Println(turn.Text(), len(turn.Messages), "message(s)")
 
 	// Every command of the protocol table is a typed method; its data comes back decoded,
 	// with the agent's JSON kept in Raw.
@@ -117,13 +117,11 @@ func ExampleClient_All() {
 		}
 		switch ev.Type {
 		case "message_update":
-			var u struct {
-				AssistantMessageEvent struct {
-					Delta string `json:"delta"`
-				} `json:"assistantMessageEvent"`
-			}
+			var u omprpc.MessageUpdateEvent
 			_ = ev.Decode(&u)
-			fmt.Println("delta:", u.AssistantMessageEvent.Delta)
+			if delta, ok := u.AssistantMessageEvent.TextDelta(); ok {
+				fmt.Println("delta:", delta)
+			}
 		case "prompt_complete":
 			var done struct {
 				RequestID string `json:"requestId"`
@@ -167,7 +165,7 @@ func ExampleTurn() {
 		fmt.Println("prompt:", err)
 		return
 	}
-	fmt.Println(turn.Outcome, turn.Attempts, "attempts:", *turn.AssistantText)
+	fmt.Println(turn.Outcome, turn.Attempts, "attempts:", turn.Text())
 	for _, f := range turn.FailedAttempts {
 		fmt.Printf("attempt %d failed (%.3s…), then %s after %d ms\n", f.Attempt, f.Error, f.Then, f.DelayMs)
 	}
@@ -207,18 +205,31 @@ func ExampleHostTool() {
 		fmt.Println("prompt:", err)
 		return
 	}
-	for _, raw := range turn.Events {
-		var ev struct {
-			Type          string            `json:"type"`
-			PartialResult omprpc.ToolResult `json:"partialResult"`
-			Result        omprpc.ToolResult `json:"result"`
+	// The text of a tool result's content blocks (ImageContent and the rest left out).
+	text := func(r omprpc.AgentToolResult) string {
+		var out string
+		for _, block := range r.Content {
+			if t, ok := block.Value.(*omprpc.TextContent); ok {
+				out += t.Text
+			}
 		}
-		_ = json.Unmarshal(raw, &ev)
-		switch ev.Type {
-		case "tool_execution_update":
-			fmt.Println("update:", ev.PartialResult.Content[0].(map[string]any)["text"])
-		case "tool_execution_end":
-			fmt.Println("result:", ev.Result.Content[0].(map[string]any)["text"])
+		return out
+	}
+	for _, raw := range turn.Events {
+		var head struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(raw, &head)
+		typed, err := omprpc.Event{Type: head.Type, Raw: raw}.Typed()
+		if err != nil {
+			fmt.Println("event:", err)
+			return
+		}
+		switch ev := typed.(type) {
+		case *omprpc.ToolExecutionUpdateEvent:
+			fmt.Println("update:", text(ev.PartialResult))
+		case *omprpc.ToolExecutionEndEvent:
+			fmt.Println("result:", text(ev.Result))
 		}
 	}
 	// Output:
@@ -306,7 +317,7 @@ func ExampleClient_NextUIRequest() {
 		fmt.Println("prompt:", err)
 		return
 	}
-	fmt.Println(*turn.AssistantText)
+	fmt.Println(turn.Text())
 	// Output:
 	// input Need input
 	// ui acknowledged

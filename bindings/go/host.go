@@ -47,28 +47,23 @@ type HostToolCall struct {
 	Raw        json.RawMessage `json:"-"`
 }
 
-// ToolResult is a host tool's (partial or final) result: content blocks and optional details.
+// ToolResult is a host tool's (partial or final) result: content blocks (TextContent,
+// ImageContent, …: each writes its own "type") and optional details.
 type ToolResult struct {
-	Content []any `json:"content"`
-	Details any   `json:"details,omitempty"`
-}
-
-// TextContent is a text content block.
-type TextContent struct {
-	Type string `json:"type"` // "text"
-	Text string `json:"text"`
+	Content []MessageContent `json:"content"`
+	Details any              `json:"details,omitempty"`
 }
 
 // TextResult is a result of one text block.
 func TextResult(text string) ToolResult {
-	return ToolResult{Content: []any{TextContent{Type: "text", Text: text}}}
+	return ToolResult{Content: []MessageContent{TextContent{Text: text}}}
 }
 
 // MarshalJSON writes a nil Content as [] (the library needs an array).
 func (r ToolResult) MarshalJSON() ([]byte, error) {
 	type wire ToolResult
 	if r.Content == nil {
-		r.Content = []any{}
+		r.Content = []MessageContent{}
 	}
 	return json.Marshal(wire(r))
 }

@@ -80,7 +80,7 @@ func TestHostToolRoundTrip(t *testing.T) {
 func TestHostToolErrorsAndObjectResults(t *testing.T) {
 	mode := "error"
 	c := startWithTools(t, echoTool(func(ctx context.Context, call HostToolCall, update func(any) error) (ToolResult, error) {
-		if err := update(ToolResult{Content: []any{TextContent{"text", "half"}}, Details: map[string]int{"step": 1}}); err != nil {
+		if err := update(ToolResult{Content: []MessageContent{TextContent{Text: "half"}}, Details: map[string]int{"step": 1}}); err != nil {
 			return ToolResult{}, err
 		}
 		switch mode {
@@ -89,7 +89,7 @@ func TestHostToolErrorsAndObjectResults(t *testing.T) {
 		case "panic":
 			panic("boom")
 		case "invalid":
-			return ToolResult{Content: []any{TextContent{"text", "x"}}, Details: func() {}}, nil
+			return ToolResult{Content: []MessageContent{TextContent{Text: "x"}}, Details: func() {}}, nil
 		default:
 			return ToolResult{Details: map[string]int{"k": 1}}, nil // nil Content is sent as []
 		}

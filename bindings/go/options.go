@@ -289,24 +289,6 @@ type PromptOptions struct {
 	StreamingBehavior StreamingBehavior `json:"streamingBehavior,omitempty"`
 }
 
-// ImageContent is an image attached to a prompt: base64 data and its MIME type.
-type ImageContent struct {
-	Type     string `json:"type"` // "image" (filled in when empty)
-	Data     string `json:"data"`
-	MimeType string `json:"mimeType"`
-}
-
-func fillImages(images []ImageContent) []ImageContent {
-	out := make([]ImageContent, len(images))
-	for i, im := range images {
-		if im.Type == "" {
-			im.Type = "image"
-		}
-		out[i] = im
-	}
-	return out
-}
-
 // UIPolicy is the headless UI policy: the library answers interactive UI requests itself.
 // A nil field cancels requests of that kind (nil Confirm cancels confirms).
 type UIPolicy struct {

@@ -14,7 +14,7 @@ func TestPromptAndWaitReturnsAssistantText(t *testing.T) {
 	tr := turn(t, c, "say hello")
 	if text(tr.AssistantText) != "pong" || len(tr.Events) < 3 || tr.RequestID == "" || !tr.AgentInvoked ||
 		jstr(t, tr.AssistantMessage, "role") != "assistant" || len(tr.Messages) != 1 ||
-		jstr(t, tr.Messages[0], "content.0.text") != "pong" {
+		messageText(tr.Messages[0]) != "pong" {
 		t.Fatalf("turn: %+v", tr)
 	}
 	if countType(t, tr.Events, "agent_end") != 1 || countType(t, tr.Events, "message_update") != 1 ||
@@ -75,8 +75,8 @@ func TestTurnShapes(t *testing.T) {
 	}
 	// a compacted agent_end is rebuilt from the streamed message_end messages
 	tr := turn(t, c, "compacted")
-	if len(tr.Messages) != 2 || jstr(t, tr.Messages[0], "role") != "assistant" ||
-		jstr(t, tr.Messages[0], "content.0.text") != "pong" || jstr(t, tr.Messages[1], "customType") != "terminal" ||
+	if len(tr.Messages) != 2 || tr.Messages[0].Value.Role() != "assistant" ||
+		messageText(tr.Messages[0]) != "pong" || customType(tr.Messages[1]) != "terminal" ||
 		text(tr.AssistantText) != "pong" {
 		t.Fatalf("compacted: %+v", tr)
 	}

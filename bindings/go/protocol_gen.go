@@ -634,7 +634,7 @@ func (v *GetLastAssistantTextResult) UnmarshalJSON(b []byte) error {
 
 // GetMessagesResult is the data of get_messages's response (omp, pi).
 type GetMessagesResult struct {
-	Messages []json.RawMessage `json:"messages"`
+	Messages []AgentMessageValue `json:"messages"`
 	// Raw is the object as the agent sent it, members the table does not name included.
 	Raw json.RawMessage `json:"-"`
 }
@@ -863,11 +863,11 @@ func (e *UnknownEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // AgentEndEvent is the agent_end event (omp, pi).
 type AgentEndEvent struct {
-	Messages   []json.RawMessage `json:"messages"`
-	WillRetry  bool              `json:"willRetry,omitempty"`
-	Telemetry  json.RawMessage   `json:"telemetry,omitempty"`
-	Coverage   json.RawMessage   `json:"coverage,omitempty"`
-	IsTerminal bool              `json:"isTerminal,omitempty"`
+	Messages   []AgentMessageValue `json:"messages"`
+	WillRetry  bool                `json:"willRetry,omitempty"`
+	Telemetry  json.RawMessage     `json:"telemetry,omitempty"`
+	Coverage   json.RawMessage     `json:"coverage,omitempty"`
+	IsTerminal bool                `json:"isTerminal,omitempty"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -1019,7 +1019,7 @@ func (e *ExtensionUIRequestEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // MessageEndEvent is the message_end event (omp, pi).
 type MessageEndEvent struct {
-	Message json.RawMessage `json:"message"`
+	Message AgentMessageValue `json:"message"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -1032,7 +1032,7 @@ func (e *MessageEndEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // MessageStartEvent is the message_start event (omp, pi).
 type MessageStartEvent struct {
-	Message json.RawMessage `json:"message"`
+	Message AgentMessageValue `json:"message"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -1045,8 +1045,8 @@ func (e *MessageStartEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // MessageUpdateEvent is the message_update event (omp, pi).
 type MessageUpdateEvent struct {
-	Message               json.RawMessage `json:"message"`
-	AssistantMessageEvent json.RawMessage `json:"assistantMessageEvent"`
+	Message               AgentMessageValue          `json:"message"`
+	AssistantMessageEvent AssistantMessageEventValue `json:"assistantMessageEvent"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -1148,7 +1148,7 @@ func (e *ThinkingLevelChangedEvent) RawJSON() json.RawMessage { return e.Raw }
 type ToolExecutionEndEvent struct {
 	ToolCallID       string          `json:"toolCallId"`
 	ToolName         string          `json:"toolName"`
-	Result           json.RawMessage `json:"result"`
+	Result           AgentToolResult `json:"result"`
 	IsError          bool            `json:"isError,omitempty"`
 	DurationMs       float64         `json:"durationMs,omitempty"`
 	ParentToolCallID string          `json:"parentToolCallId,omitempty"`
@@ -1184,7 +1184,7 @@ type ToolExecutionUpdateEvent struct {
 	ToolCallID       string          `json:"toolCallId"`
 	ToolName         string          `json:"toolName"`
 	Args             json.RawMessage `json:"args"`
-	PartialResult    json.RawMessage `json:"partialResult"`
+	PartialResult    AgentToolResult `json:"partialResult"`
 	ParentToolCallID string          `json:"parentToolCallId,omitempty"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
@@ -1198,8 +1198,8 @@ func (e *ToolExecutionUpdateEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // TurnEndEvent is the turn_end event (omp, pi).
 type TurnEndEvent struct {
-	Message     json.RawMessage   `json:"message"`
-	ToolResults []json.RawMessage `json:"toolResults"`
+	Message     AgentMessageValue   `json:"message"`
+	ToolResults []ToolResultMessage `json:"toolResults"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -1403,7 +1403,7 @@ func (e *HostURIRequestEvent) RawJSON() json.RawMessage { return e.Raw }
 
 // IrcMessageEvent is the irc_message event (omp).
 type IrcMessageEvent struct {
-	Message json.RawMessage `json:"message"`
+	Message CustomMessage `json:"message"`
 	// Raw is the frame verbatim.
 	Raw json.RawMessage `json:"-"`
 }
@@ -2060,6 +2060,705 @@ func (v *ForkMessage) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// AgentMessage is one of *AssistantMessage, *BashExecutionMessage, *BranchSummaryMessage, *CompactionSummaryMessage, *CustomMessage, *DeveloperMessage, *FileMentionMessage, *HookMessage, *PythonExecutionMessage, *SystemMessage, *ToolResultMessage, *UserMessage, or *UnknownAgentMessage for a "role" the table does not name.
+type AgentMessage interface {
+	// Role is its "role" member.
+	Role() string
+	isAgentMessage()
+}
+
+// UnknownAgentMessage is a AgentMessage of a "role" the table does not name (a newer agent's).
+type UnknownAgentMessage struct {
+	RoleValue string
+	// Raw is the object as the agent sent it.
+	Raw json.RawMessage
+}
+
+func (*UnknownAgentMessage) isAgentMessage() {}
+
+// Role is its "role" member.
+func (v *UnknownAgentMessage) Role() string { return v.RoleValue }
+
+// MarshalJSON writes the object as it was sent.
+func (v *UnknownAgentMessage) MarshalJSON() ([]byte, error) { return v.Raw, nil }
+
+// AgentMessageValue holds a AgentMessage: a field or element of that type decodes into it by its "role"
+// (`switch v := x.Value.(type)`); Value is nil for JSON null.
+type AgentMessageValue struct {
+	Value AgentMessage
+}
+
+// UnmarshalJSON decodes the variant its "role" names; another "role" is an *UnknownAgentMessage.
+func (h *AgentMessageValue) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		h.Value = nil
+		return nil
+	}
+	var head struct {
+		Tag string `json:"role"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return err
+	}
+	switch head.Tag {
+	case "assistant":
+		v := &AssistantMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "bashExecution":
+		v := &BashExecutionMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "branchSummary":
+		v := &BranchSummaryMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "compactionSummary":
+		v := &CompactionSummaryMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "custom":
+		v := &CustomMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "developer":
+		v := &DeveloperMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "fileMention":
+		v := &FileMentionMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "hookMessage":
+		v := &HookMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "pythonExecution":
+		v := &PythonExecutionMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "system":
+		v := &SystemMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "toolResult":
+		v := &ToolResultMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "user":
+		v := &UserMessage{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	default:
+		h.Value = &UnknownAgentMessage{RoleValue: head.Tag, Raw: append(json.RawMessage(nil), b...)}
+	}
+	return nil
+}
+
+// MarshalJSON writes the held variant (null when none).
+func (h AgentMessageValue) MarshalJSON() ([]byte, error) {
+	if h.Value == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(h.Value)
+}
+
+// AssistantMessage is the "assistant" AgentMessage (its "role" member).
+type AssistantMessage struct {
+	Content                          []MessageContentValue `json:"content"`
+	Api                              string                `json:"api"`
+	Provider                         string                `json:"provider"`
+	Model                            string                `json:"model"`
+	ResponseModel                    string                `json:"responseModel,omitempty"`
+	ResponseID                       string                `json:"responseId,omitempty"`
+	ProviderThinkingLevel            string                `json:"providerThinkingLevel,omitempty"`
+	ThinkingLevel                    string                `json:"thinkingLevel,omitempty"`
+	Diagnostics                      []json.RawMessage     `json:"diagnostics,omitempty"`
+	Usage                            MessageUsage          `json:"usage"`
+	StopReason                       string                `json:"stopReason"`
+	Deferred                         json.RawMessage       `json:"deferred,omitempty"`
+	ErrorMessage                     string                `json:"errorMessage,omitempty"`
+	RawStopReason                    string                `json:"rawStopReason,omitempty"`
+	EndTurn                          bool                  `json:"endTurn,omitempty"`
+	Timestamp                        int64                 `json:"timestamp"`
+	DurationMs                       float64               `json:"durationMs,omitempty"`
+	ContextSnapshot                  json.RawMessage       `json:"contextSnapshot,omitempty"`
+	RetryRecovery                    json.RawMessage       `json:"retryRecovery,omitempty"`
+	UpstreamProvider                 string                `json:"upstreamProvider,omitempty"`
+	UpstreamModel                    string                `json:"upstreamModel,omitempty"`
+	StopDetails                      json.RawMessage       `json:"stopDetails,omitempty"`
+	ErrorClassificationMessage       string                `json:"errorClassificationMessage,omitempty"`
+	RequestBodyReadTimeoutFullReplay bool                  `json:"requestBodyReadTimeoutFullReplay,omitempty"`
+	ToolCallAbortMessages            json.RawMessage       `json:"toolCallAbortMessages,omitempty"`
+	ErrorStatus                      int64                 `json:"errorStatus,omitempty"`
+	ErrorID                          int64                 `json:"errorId,omitempty"`
+	DisabledFeatures                 []string              `json:"disabledFeatures,omitempty"`
+	InputTransformations             json.RawMessage       `json:"inputTransformations,omitempty"`
+	ProviderPayload                  json.RawMessage       `json:"providerPayload,omitempty"`
+	Duration                         float64               `json:"duration,omitempty"`
+	Ttft                             float64               `json:"ttft,omitempty"`
+	CompletedAt                      int64                 `json:"completedAt,omitempty"`
+}
+
+func (AssistantMessage) isAgentMessage() {}
+
+// Role is "assistant".
+func (AssistantMessage) Role() string { return "assistant" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v AssistantMessage) MarshalJSON() ([]byte, error) {
+	type plain AssistantMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"assistant", plain(v)})
+}
+
+// MessageContent is one of *ImageContent, *TextContent, *ThinkingContent, *ToolCall, or *UnknownMessageContent for a "type" the table does not name.
+type MessageContent interface {
+	// Type is its "type" member.
+	Type() string
+	isMessageContent()
+}
+
+// UnknownMessageContent is a MessageContent of a "type" the table does not name (a newer agent's).
+type UnknownMessageContent struct {
+	TypeValue string
+	// Raw is the object as the agent sent it.
+	Raw json.RawMessage
+}
+
+func (*UnknownMessageContent) isMessageContent() {}
+
+// Type is its "type" member.
+func (v *UnknownMessageContent) Type() string { return v.TypeValue }
+
+// MarshalJSON writes the object as it was sent.
+func (v *UnknownMessageContent) MarshalJSON() ([]byte, error) { return v.Raw, nil }
+
+// MessageContentValue holds a MessageContent: a field or element of that type decodes into it by its "type"
+// (`switch v := x.Value.(type)`); Value is nil for JSON null.
+type MessageContentValue struct {
+	Value MessageContent
+}
+
+// UnmarshalJSON decodes the variant its "type" names; another "type" is an *UnknownMessageContent.
+func (h *MessageContentValue) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		h.Value = nil
+		return nil
+	}
+	var head struct {
+		Tag string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return err
+	}
+	switch head.Tag {
+	case "image":
+		v := &ImageContent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "text":
+		v := &TextContent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "thinking":
+		v := &ThinkingContent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "toolCall":
+		v := &ToolCall{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	default:
+		h.Value = &UnknownMessageContent{TypeValue: head.Tag, Raw: append(json.RawMessage(nil), b...)}
+	}
+	return nil
+}
+
+// MarshalJSON writes the held variant (null when none).
+func (h MessageContentValue) MarshalJSON() ([]byte, error) {
+	if h.Value == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(h.Value)
+}
+
+// ImageContent is the "image" MessageContent (its "type" member).
+type ImageContent struct {
+	Data         string          `json:"data"`
+	MimeType     string          `json:"mimeType"`
+	Detail       string          `json:"detail,omitempty"`
+	ProviderFile json.RawMessage `json:"providerFile,omitempty"`
+	URL          string          `json:"url,omitempty"`
+}
+
+func (ImageContent) isMessageContent() {}
+
+// Type is "image".
+func (ImageContent) Type() string { return "image" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v ImageContent) MarshalJSON() ([]byte, error) {
+	type plain ImageContent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"image", plain(v)})
+}
+
+// TextContent is the "text" MessageContent (its "type" member).
+type TextContent struct {
+	Text          string `json:"text"`
+	TextSignature string `json:"textSignature,omitempty"`
+}
+
+func (TextContent) isMessageContent() {}
+
+// Type is "text".
+func (TextContent) Type() string { return "text" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v TextContent) MarshalJSON() ([]byte, error) {
+	type plain TextContent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"text", plain(v)})
+}
+
+// ThinkingContent is the "thinking" MessageContent (its "type" member).
+type ThinkingContent struct {
+	Thinking          string `json:"thinking"`
+	ThinkingSignature string `json:"thinkingSignature,omitempty"`
+	Redacted          bool   `json:"redacted,omitempty"`
+	ItemID            string `json:"itemId,omitempty"`
+}
+
+func (ThinkingContent) isMessageContent() {}
+
+// Type is "thinking".
+func (ThinkingContent) Type() string { return "thinking" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v ThinkingContent) MarshalJSON() ([]byte, error) {
+	type plain ThinkingContent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"thinking", plain(v)})
+}
+
+// ToolCall is the "toolCall" MessageContent (its "type" member).
+type ToolCall struct {
+	ID               string          `json:"id"`
+	Name             string          `json:"name"`
+	Arguments        json.RawMessage `json:"arguments"`
+	ThoughtSignature string          `json:"thoughtSignature,omitempty"`
+	Namespace        string          `json:"namespace,omitempty"`
+	ArgumentsError   string          `json:"argumentsError,omitempty"`
+	Intent           string          `json:"intent,omitempty"`
+	RawBlock         string          `json:"rawBlock,omitempty"`
+	CustomWireName   string          `json:"customWireName,omitempty"`
+	ProviderMetadata json.RawMessage `json:"providerMetadata,omitempty"`
+}
+
+func (ToolCall) isMessageContent() {}
+
+// Type is "toolCall".
+func (ToolCall) Type() string { return "toolCall" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v ToolCall) MarshalJSON() ([]byte, error) {
+	type plain ToolCall
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"toolCall", plain(v)})
+}
+
+// MessageUsage is a type of the protocol table.
+type MessageUsage struct {
+	Input           int64            `json:"input"`
+	Output          int64            `json:"output"`
+	CacheRead       int64            `json:"cacheRead"`
+	CacheWrite      int64            `json:"cacheWrite"`
+	CacheWrite1h    int64            `json:"cacheWrite1h,omitempty"`
+	Reasoning       int64            `json:"reasoning,omitempty"`
+	TotalTokens     int64            `json:"totalTokens"`
+	Cost            MessageUsageCost `json:"cost"`
+	ContextTokens   int64            `json:"contextTokens,omitempty"`
+	Orchestration   json.RawMessage  `json:"orchestration,omitempty"`
+	PremiumRequests float64          `json:"premiumRequests,omitempty"`
+	ReasoningTokens int64            `json:"reasoningTokens,omitempty"`
+	Cttl            json.RawMessage  `json:"cttl,omitempty"`
+	Server          json.RawMessage  `json:"server,omitempty"`
+	Credits         json.RawMessage  `json:"credits,omitempty"`
+	// Raw is the object as the agent sent it, members the table does not name included.
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the named members and keeps the object in Raw.
+func (v *MessageUsage) UnmarshalJSON(b []byte) error {
+	type plain MessageUsage
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	v.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// MessageUsageCost is a type of the protocol table.
+type MessageUsageCost struct {
+	Input             float64 `json:"input"`
+	Output            float64 `json:"output"`
+	CacheRead         float64 `json:"cacheRead"`
+	CacheWrite        float64 `json:"cacheWrite"`
+	Total             float64 `json:"total"`
+	TotalFromProvider bool    `json:"totalFromProvider,omitempty"`
+	// Raw is the object as the agent sent it, members the table does not name included.
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the named members and keeps the object in Raw.
+func (v *MessageUsageCost) UnmarshalJSON(b []byte) error {
+	type plain MessageUsageCost
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	v.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// BashExecutionMessage is the "bashExecution" AgentMessage (its "role" member).
+type BashExecutionMessage struct {
+	Command            string                `json:"command"`
+	Output             string                `json:"output"`
+	ExitCode           int64                 `json:"exitCode,omitempty"`
+	Cancelled          bool                  `json:"cancelled"`
+	Truncated          bool                  `json:"truncated"`
+	FullOutputPath     string                `json:"fullOutputPath,omitempty"`
+	Timestamp          int64                 `json:"timestamp"`
+	ExcludeFromContext bool                  `json:"excludeFromContext,omitempty"`
+	Images             []MessageContentValue `json:"images,omitempty"`
+	Meta               json.RawMessage       `json:"meta,omitempty"`
+}
+
+func (BashExecutionMessage) isAgentMessage() {}
+
+// Role is "bashExecution".
+func (BashExecutionMessage) Role() string { return "bashExecution" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v BashExecutionMessage) MarshalJSON() ([]byte, error) {
+	type plain BashExecutionMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"bashExecution", plain(v)})
+}
+
+// BranchSummaryMessage is the "branchSummary" AgentMessage (its "role" member).
+type BranchSummaryMessage struct {
+	Summary   string  `json:"summary"`
+	FromID    *string `json:"fromId"`
+	Timestamp int64   `json:"timestamp"`
+}
+
+func (BranchSummaryMessage) isAgentMessage() {}
+
+// Role is "branchSummary".
+func (BranchSummaryMessage) Role() string { return "branchSummary" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v BranchSummaryMessage) MarshalJSON() ([]byte, error) {
+	type plain BranchSummaryMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"branchSummary", plain(v)})
+}
+
+// CompactionSummaryMessage is the "compactionSummary" AgentMessage (its "role" member).
+type CompactionSummaryMessage struct {
+	Summary         string                `json:"summary"`
+	TokensBefore    int64                 `json:"tokensBefore"`
+	Timestamp       int64                 `json:"timestamp"`
+	ShortSummary    string                `json:"shortSummary,omitempty"`
+	TokensAfter     int64                 `json:"tokensAfter,omitempty"`
+	Method          string                `json:"method,omitempty"`
+	ProviderPayload json.RawMessage       `json:"providerPayload,omitempty"`
+	Blocks          []MessageContentValue `json:"blocks,omitempty"`
+	Images          []MessageContentValue `json:"images,omitempty"`
+	Warning         string                `json:"warning,omitempty"`
+}
+
+func (CompactionSummaryMessage) isAgentMessage() {}
+
+// Role is "compactionSummary".
+func (CompactionSummaryMessage) Role() string { return "compactionSummary" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v CompactionSummaryMessage) MarshalJSON() ([]byte, error) {
+	type plain CompactionSummaryMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"compactionSummary", plain(v)})
+}
+
+// CustomMessage is the "custom" AgentMessage (its "role" member).
+type CustomMessage struct {
+	CustomType  string          `json:"customType"`
+	Content     json.RawMessage `json:"content"`
+	Display     bool            `json:"display"`
+	Details     json.RawMessage `json:"details,omitempty"`
+	Timestamp   int64           `json:"timestamp"`
+	Attribution json.RawMessage `json:"attribution,omitempty"`
+}
+
+func (CustomMessage) isAgentMessage() {}
+
+// Role is "custom".
+func (CustomMessage) Role() string { return "custom" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v CustomMessage) MarshalJSON() ([]byte, error) {
+	type plain CustomMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"custom", plain(v)})
+}
+
+// DeveloperMessage is the "developer" AgentMessage (its "role" member).
+type DeveloperMessage struct {
+	Content         json.RawMessage `json:"content"`
+	Attribution     json.RawMessage `json:"attribution,omitempty"`
+	Synthetic       bool            `json:"synthetic,omitempty"`
+	UserInitiated   bool            `json:"userInitiated,omitempty"`
+	ProviderPayload json.RawMessage `json:"providerPayload,omitempty"`
+	Timestamp       int64           `json:"timestamp"`
+}
+
+func (DeveloperMessage) isAgentMessage() {}
+
+// Role is "developer".
+func (DeveloperMessage) Role() string { return "developer" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v DeveloperMessage) MarshalJSON() ([]byte, error) {
+	type plain DeveloperMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"developer", plain(v)})
+}
+
+// FileMentionMessage is the "fileMention" AgentMessage (its "role" member).
+type FileMentionMessage struct {
+	Files     []FileMentionItem `json:"files"`
+	Timestamp int64             `json:"timestamp"`
+}
+
+func (FileMentionMessage) isAgentMessage() {}
+
+// Role is "fileMention".
+func (FileMentionMessage) Role() string { return "fileMention" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v FileMentionMessage) MarshalJSON() ([]byte, error) {
+	type plain FileMentionMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"fileMention", plain(v)})
+}
+
+// FileMentionItem is a type of the protocol table.
+type FileMentionItem struct {
+	Path          string        `json:"path"`
+	Content       string        `json:"content"`
+	LineCount     int64         `json:"lineCount,omitempty"`
+	ByteSize      int64         `json:"byteSize,omitempty"`
+	SkippedReason string        `json:"skippedReason,omitempty"`
+	Image         *ImageContent `json:"image,omitempty"`
+	// Raw is the object as the agent sent it, members the table does not name included.
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the named members and keeps the object in Raw.
+func (v *FileMentionItem) UnmarshalJSON(b []byte) error {
+	type plain FileMentionItem
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	v.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// HookMessage is the "hookMessage" AgentMessage (its "role" member).
+type HookMessage struct {
+	CustomType  string          `json:"customType"`
+	Content     json.RawMessage `json:"content"`
+	Display     bool            `json:"display"`
+	Details     json.RawMessage `json:"details,omitempty"`
+	Attribution json.RawMessage `json:"attribution,omitempty"`
+	Timestamp   int64           `json:"timestamp"`
+}
+
+func (HookMessage) isAgentMessage() {}
+
+// Role is "hookMessage".
+func (HookMessage) Role() string { return "hookMessage" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v HookMessage) MarshalJSON() ([]byte, error) {
+	type plain HookMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"hookMessage", plain(v)})
+}
+
+// PythonExecutionMessage is the "pythonExecution" AgentMessage (its "role" member).
+type PythonExecutionMessage struct {
+	Code               string          `json:"code"`
+	Output             string          `json:"output"`
+	ExitCode           int64           `json:"exitCode,omitempty"`
+	Cancelled          bool            `json:"cancelled"`
+	Truncated          bool            `json:"truncated"`
+	Meta               json.RawMessage `json:"meta,omitempty"`
+	Timestamp          int64           `json:"timestamp"`
+	ExcludeFromContext bool            `json:"excludeFromContext,omitempty"`
+}
+
+func (PythonExecutionMessage) isAgentMessage() {}
+
+// Role is "pythonExecution".
+func (PythonExecutionMessage) Role() string { return "pythonExecution" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v PythonExecutionMessage) MarshalJSON() ([]byte, error) {
+	type plain PythonExecutionMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"pythonExecution", plain(v)})
+}
+
+// SystemMessage is the "system" AgentMessage (its "role" member).
+type SystemMessage struct {
+	Content      json.RawMessage   `json:"content"`
+	Sections     json.RawMessage   `json:"sections,omitempty"`
+	ToolsAdded   []json.RawMessage `json:"toolsAdded,omitempty"`
+	ToolsRemoved []json.RawMessage `json:"toolsRemoved,omitempty"`
+	Timestamp    int64             `json:"timestamp"`
+}
+
+func (SystemMessage) isAgentMessage() {}
+
+// Role is "system".
+func (SystemMessage) Role() string { return "system" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v SystemMessage) MarshalJSON() ([]byte, error) {
+	type plain SystemMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"system", plain(v)})
+}
+
+// ToolResultMessage is the "toolResult" AgentMessage (its "role" member).
+type ToolResultMessage struct {
+	ToolCallID       string                `json:"toolCallId"`
+	ToolName         string                `json:"toolName"`
+	Content          []MessageContentValue `json:"content"`
+	Details          json.RawMessage       `json:"details,omitempty"`
+	Usage            *MessageUsage         `json:"usage,omitempty"`
+	NestedCalls      json.RawMessage       `json:"nestedCalls,omitempty"`
+	IsError          bool                  `json:"isError"`
+	Timestamp        int64                 `json:"timestamp"`
+	DurationMs       float64               `json:"durationMs,omitempty"`
+	Attribution      json.RawMessage       `json:"attribution,omitempty"`
+	PrunedAt         int64                 `json:"prunedAt,omitempty"`
+	ProviderMetadata json.RawMessage       `json:"providerMetadata,omitempty"`
+	Useless          bool                  `json:"useless,omitempty"`
+}
+
+func (ToolResultMessage) isAgentMessage() {}
+
+// Role is "toolResult".
+func (ToolResultMessage) Role() string { return "toolResult" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v ToolResultMessage) MarshalJSON() ([]byte, error) {
+	type plain ToolResultMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"toolResult", plain(v)})
+}
+
+// UserMessage is the "user" AgentMessage (its "role" member).
+type UserMessage struct {
+	Content          json.RawMessage `json:"content"`
+	Timestamp        int64           `json:"timestamp"`
+	Synthetic        bool            `json:"synthetic,omitempty"`
+	Steering         bool            `json:"steering,omitempty"`
+	HistoryRewriteAt int64           `json:"historyRewriteAt,omitempty"`
+	Attribution      json.RawMessage `json:"attribution,omitempty"`
+	ProviderPayload  json.RawMessage `json:"providerPayload,omitempty"`
+}
+
+func (UserMessage) isAgentMessage() {}
+
+// Role is "user".
+func (UserMessage) Role() string { return "user" }
+
+// MarshalJSON writes the object with its "role" member.
+func (v UserMessage) MarshalJSON() ([]byte, error) {
+	type plain UserMessage
+	return json.Marshal(struct {
+		Role string `json:"role"`
+		plain
+	}{"user", plain(v)})
+}
+
 // SessionState is a type of the protocol table.
 type SessionState struct {
 	Model                 json.RawMessage   `json:"model,omitempty"`
@@ -2144,9 +2843,9 @@ func (v *LoginProvider) UnmarshalJSON(b []byte) error {
 
 // MessagesPage is a type of the protocol table.
 type MessagesPage struct {
-	Messages      []json.RawMessage `json:"messages"`
-	NextCursor    string            `json:"nextCursor,omitempty"`
-	TotalMessages int64             `json:"totalMessages"`
+	Messages      []AgentMessageValue `json:"messages"`
+	NextCursor    string              `json:"nextCursor,omitempty"`
+	TotalMessages int64               `json:"totalMessages"`
 	// Raw is the object as the agent sent it, members the table does not name included.
 	Raw json.RawMessage `json:"-"`
 }
@@ -2163,12 +2862,12 @@ func (v *MessagesPage) UnmarshalJSON(b []byte) error {
 
 // SubagentMessagesResult is a type of the protocol table.
 type SubagentMessagesResult struct {
-	SessionFile string            `json:"sessionFile"`
-	FromByte    int64             `json:"fromByte"`
-	NextByte    int64             `json:"nextByte"`
-	Reset       bool              `json:"reset"`
-	Entries     []json.RawMessage `json:"entries"`
-	Messages    []json.RawMessage `json:"messages"`
+	SessionFile string              `json:"sessionFile"`
+	FromByte    int64               `json:"fromByte"`
+	NextByte    int64               `json:"nextByte"`
+	Reset       bool                `json:"reset"`
+	Entries     []json.RawMessage   `json:"entries"`
+	Messages    []AgentMessageValue `json:"messages"`
 	// Raw is the object as the agent sent it, members the table does not name included.
 	Raw json.RawMessage `json:"-"`
 }
@@ -2237,6 +2936,429 @@ const (
 	SubagentSubscriptionLevelProgress SubagentSubscriptionLevel = "progress"
 	SubagentSubscriptionLevelEvents   SubagentSubscriptionLevel = "events"
 )
+
+// AssistantMessageEvent is one of *AssistantDoneEvent, *AssistantErrorEvent, *AssistantImageEndEvent, *AssistantMessageStartEvent, *AssistantTextDeltaEvent, *AssistantTextEndEvent, *AssistantTextStartEvent, *AssistantThinkingDeltaEvent, *AssistantThinkingEndEvent, *AssistantThinkingStartEvent, *AssistantToolCallDeltaEvent, *AssistantToolCallEndEvent, *AssistantToolCallStartEvent, or *UnknownAssistantMessageEvent for a "type" the table does not name.
+type AssistantMessageEvent interface {
+	// Type is its "type" member.
+	Type() string
+	isAssistantMessageEvent()
+}
+
+// UnknownAssistantMessageEvent is a AssistantMessageEvent of a "type" the table does not name (a newer agent's).
+type UnknownAssistantMessageEvent struct {
+	TypeValue string
+	// Raw is the object as the agent sent it.
+	Raw json.RawMessage
+}
+
+func (*UnknownAssistantMessageEvent) isAssistantMessageEvent() {}
+
+// Type is its "type" member.
+func (v *UnknownAssistantMessageEvent) Type() string { return v.TypeValue }
+
+// MarshalJSON writes the object as it was sent.
+func (v *UnknownAssistantMessageEvent) MarshalJSON() ([]byte, error) { return v.Raw, nil }
+
+// AssistantMessageEventValue holds a AssistantMessageEvent: a field or element of that type decodes into it by its "type"
+// (`switch v := x.Value.(type)`); Value is nil for JSON null.
+type AssistantMessageEventValue struct {
+	Value AssistantMessageEvent
+}
+
+// UnmarshalJSON decodes the variant its "type" names; another "type" is an *UnknownAssistantMessageEvent.
+func (h *AssistantMessageEventValue) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		h.Value = nil
+		return nil
+	}
+	var head struct {
+		Tag string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return err
+	}
+	switch head.Tag {
+	case "done":
+		v := &AssistantDoneEvent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "error":
+		v := &AssistantErrorEvent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "image_end":
+		v := &AssistantImageEndEvent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "start":
+		v := &AssistantMessageStartEvent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "text_delta":
+		v := &AssistantTextDeltaEvent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "text_end":
+		v := &AssistantTextEndEvent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "text_start":
+		v := &AssistantTextStartEvent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "thinking_delta":
+		v := &AssistantThinkingDeltaEvent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "thinking_end":
+		v := &AssistantThinkingEndEvent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "thinking_start":
+		v := &AssistantThinkingStartEvent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "toolcall_delta":
+		v := &AssistantToolCallDeltaEvent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "toolcall_end":
+		v := &AssistantToolCallEndEvent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	case "toolcall_start":
+		v := &AssistantToolCallStartEvent{}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
+		}
+		h.Value = v
+	default:
+		h.Value = &UnknownAssistantMessageEvent{TypeValue: head.Tag, Raw: append(json.RawMessage(nil), b...)}
+	}
+	return nil
+}
+
+// MarshalJSON writes the held variant (null when none).
+func (h AssistantMessageEventValue) MarshalJSON() ([]byte, error) {
+	if h.Value == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(h.Value)
+}
+
+// AssistantDoneEvent is the "done" AssistantMessageEvent (its "type" member).
+type AssistantDoneEvent struct {
+	Reason  string           `json:"reason"`
+	Message AssistantMessage `json:"message"`
+}
+
+func (AssistantDoneEvent) isAssistantMessageEvent() {}
+
+// Type is "done".
+func (AssistantDoneEvent) Type() string { return "done" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantDoneEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantDoneEvent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"done", plain(v)})
+}
+
+// AssistantErrorEvent is the "error" AssistantMessageEvent (its "type" member).
+type AssistantErrorEvent struct {
+	Reason string           `json:"reason"`
+	Error  AssistantMessage `json:"error"`
+}
+
+func (AssistantErrorEvent) isAssistantMessageEvent() {}
+
+// Type is "error".
+func (AssistantErrorEvent) Type() string { return "error" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantErrorEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantErrorEvent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"error", plain(v)})
+}
+
+// AssistantImageEndEvent is the "image_end" AssistantMessageEvent (its "type" member).
+type AssistantImageEndEvent struct {
+	ContentIndex int64           `json:"contentIndex"`
+	Content      ImageContent    `json:"content"`
+	Partial      json.RawMessage `json:"partial"`
+}
+
+func (AssistantImageEndEvent) isAssistantMessageEvent() {}
+
+// Type is "image_end".
+func (AssistantImageEndEvent) Type() string { return "image_end" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantImageEndEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantImageEndEvent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"image_end", plain(v)})
+}
+
+// AssistantMessageStartEvent is the "start" AssistantMessageEvent (its "type" member).
+type AssistantMessageStartEvent struct {
+	Partial AssistantMessage `json:"partial"`
+}
+
+func (AssistantMessageStartEvent) isAssistantMessageEvent() {}
+
+// Type is "start".
+func (AssistantMessageStartEvent) Type() string { return "start" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantMessageStartEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantMessageStartEvent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"start", plain(v)})
+}
+
+// AssistantTextDeltaEvent is the "text_delta" AssistantMessageEvent (its "type" member).
+type AssistantTextDeltaEvent struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Delta        string           `json:"delta"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantTextDeltaEvent) isAssistantMessageEvent() {}
+
+// Type is "text_delta".
+func (AssistantTextDeltaEvent) Type() string { return "text_delta" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantTextDeltaEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantTextDeltaEvent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"text_delta", plain(v)})
+}
+
+// AssistantTextEndEvent is the "text_end" AssistantMessageEvent (its "type" member).
+type AssistantTextEndEvent struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Content      string           `json:"content"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantTextEndEvent) isAssistantMessageEvent() {}
+
+// Type is "text_end".
+func (AssistantTextEndEvent) Type() string { return "text_end" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantTextEndEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantTextEndEvent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"text_end", plain(v)})
+}
+
+// AssistantTextStartEvent is the "text_start" AssistantMessageEvent (its "type" member).
+type AssistantTextStartEvent struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantTextStartEvent) isAssistantMessageEvent() {}
+
+// Type is "text_start".
+func (AssistantTextStartEvent) Type() string { return "text_start" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantTextStartEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantTextStartEvent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"text_start", plain(v)})
+}
+
+// AssistantThinkingDeltaEvent is the "thinking_delta" AssistantMessageEvent (its "type" member).
+type AssistantThinkingDeltaEvent struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Delta        string           `json:"delta"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantThinkingDeltaEvent) isAssistantMessageEvent() {}
+
+// Type is "thinking_delta".
+func (AssistantThinkingDeltaEvent) Type() string { return "thinking_delta" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantThinkingDeltaEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantThinkingDeltaEvent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"thinking_delta", plain(v)})
+}
+
+// AssistantThinkingEndEvent is the "thinking_end" AssistantMessageEvent (its "type" member).
+type AssistantThinkingEndEvent struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Content      string           `json:"content"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantThinkingEndEvent) isAssistantMessageEvent() {}
+
+// Type is "thinking_end".
+func (AssistantThinkingEndEvent) Type() string { return "thinking_end" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantThinkingEndEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantThinkingEndEvent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"thinking_end", plain(v)})
+}
+
+// AssistantThinkingStartEvent is the "thinking_start" AssistantMessageEvent (its "type" member).
+type AssistantThinkingStartEvent struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantThinkingStartEvent) isAssistantMessageEvent() {}
+
+// Type is "thinking_start".
+func (AssistantThinkingStartEvent) Type() string { return "thinking_start" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantThinkingStartEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantThinkingStartEvent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"thinking_start", plain(v)})
+}
+
+// AssistantToolCallDeltaEvent is the "toolcall_delta" AssistantMessageEvent (its "type" member).
+type AssistantToolCallDeltaEvent struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Delta        string           `json:"delta"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantToolCallDeltaEvent) isAssistantMessageEvent() {}
+
+// Type is "toolcall_delta".
+func (AssistantToolCallDeltaEvent) Type() string { return "toolcall_delta" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantToolCallDeltaEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantToolCallDeltaEvent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"toolcall_delta", plain(v)})
+}
+
+// AssistantToolCallEndEvent is the "toolcall_end" AssistantMessageEvent (its "type" member).
+type AssistantToolCallEndEvent struct {
+	ContentIndex int64            `json:"contentIndex"`
+	ToolCall     ToolCall         `json:"toolCall"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantToolCallEndEvent) isAssistantMessageEvent() {}
+
+// Type is "toolcall_end".
+func (AssistantToolCallEndEvent) Type() string { return "toolcall_end" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantToolCallEndEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantToolCallEndEvent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"toolcall_end", plain(v)})
+}
+
+// AssistantToolCallStartEvent is the "toolcall_start" AssistantMessageEvent (its "type" member).
+type AssistantToolCallStartEvent struct {
+	ContentIndex int64            `json:"contentIndex"`
+	Partial      AssistantMessage `json:"partial"`
+}
+
+func (AssistantToolCallStartEvent) isAssistantMessageEvent() {}
+
+// Type is "toolcall_start".
+func (AssistantToolCallStartEvent) Type() string { return "toolcall_start" }
+
+// MarshalJSON writes the object with its "type" member.
+func (v AssistantToolCallStartEvent) MarshalJSON() ([]byte, error) {
+	type plain AssistantToolCallStartEvent
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		plain
+	}{"toolcall_start", plain(v)})
+}
+
+// AgentToolResult is a type of the protocol table.
+type AgentToolResult struct {
+	Content           []MessageContentValue `json:"content"`
+	Details           json.RawMessage       `json:"details,omitempty"`
+	StructuredContent json.RawMessage       `json:"structuredContent,omitempty"`
+	Usage             *MessageUsage         `json:"usage,omitempty"`
+	IsError           bool                  `json:"isError,omitempty"`
+	Terminate         bool                  `json:"terminate,omitempty"`
+	ProviderMetadata  json.RawMessage       `json:"providerMetadata,omitempty"`
+	Useless           bool                  `json:"useless,omitempty"`
+	// Raw is the object as the agent sent it, members the table does not name included.
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the named members and keeps the object in Raw.
+func (v *AgentToolResult) UnmarshalJSON(b []byte) error {
+	type plain AgentToolResult
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	v.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
 
 // HostUriOperation is one of the constants below (a newer agent may send another).
 type HostUriOperation string

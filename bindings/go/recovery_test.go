@@ -6,7 +6,6 @@ package omprpc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -387,11 +386,12 @@ func TestFakeRecovery(t *testing.T) {
 }
 
 // stopReasons are the stopReasons of the messages that have one, joined with commas.
-func stopReasons(t testing.TB, messages []json.RawMessage) string {
+func stopReasons(t testing.TB, messages []AgentMessageValue) string {
+	t.Helper()
 	var out []string
 	for _, m := range messages {
-		if s := jstr(t, m, "stopReason"); s != "" {
-			out = append(out, s)
+		if a, ok := m.Value.(*AssistantMessage); ok {
+			out = append(out, a.StopReason)
 		}
 	}
 	return strings.Join(out, ",")

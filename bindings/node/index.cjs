@@ -44,7 +44,16 @@ const { toCoreOptions } = require('./lib/args.cjs');
 const { EventIterator } = require('./lib/iterator.cjs');
 const { heldTurns } = require('./lib/turn.cjs');
 const { Client } = require('./lib/client.cjs');
-const { EVENT_TYPES, UI_METHODS, isKnownEvent, isKnownUiRequest } = require('./lib/protocol.gen.cjs');
+const {
+  EVENT_TYPES,
+  UI_METHODS,
+  isKnownEvent,
+  isKnownUiRequest,
+  isKnownAgentMessage,
+  isKnownAssistantMessageEvent,
+  isKnownMessageContent,
+  assistantTextDelta,
+} = require('./lib/protocol.gen.cjs');
 const {
   version,
   abiVersion,
@@ -104,6 +113,10 @@ module.exports = {
   UI_METHODS,
   isKnownEvent,
   isKnownUiRequest,
+  isKnownAgentMessage,
+  isKnownAssistantMessageEvent,
+  isKnownMessageContent,
+  assistantTextDelta,
   /** Internals exposed for the tests only; not part of the API. */
   _internal: { turnsHeld: heldTurns },
 };

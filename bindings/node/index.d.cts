@@ -2,7 +2,17 @@
 /// <reference types="node" />
 
 import { EventEmitter } from 'node:events';
-import type { HostToolCallEvent, HostUriRequestEvent, KnownEventMap, KnownEventType, ProtocolCommands } from './protocol.gen.js';
+import type {
+  AgentMessage,
+  AnyEvent,
+  AssistantMessage,
+  HostToolCallEvent,
+  HostUriRequestEvent,
+  KnownEventMap,
+  KnownEventType,
+  ProtocolCommands,
+  Usage,
+} from './protocol.gen.js';
 
 /**
  * The typed protocol, generated from src/protocol/table.json (`make generate`): the commands'
@@ -135,8 +145,9 @@ export interface HostToolContext {
   client: Client;
 }
 
-export interface HostTool<Args = any> extends HostToolSpec {
-  handler?: (args: Args, ctx: HostToolContext) => HostToolResult | Promise<HostToolResult>;
+export interface HostTool<Args = JsonObject> extends HostToolSpec {
+  /** A method, so a handler may declare its arguments' shape (`(args: { message: string }) => …`). */
+  handler?(args: Args, ctx: HostToolContext): HostToolResult | Promise<HostToolResult>;
 }
 
 export interface HostUriSchemeSpec {
@@ -298,7 +309,7 @@ export interface PolicyEvalEvent extends AgentEvent {
   id: string;
   toolName: string;
   toolCallId: string;
-  arguments: any;
+  arguments: unknown;
   /** The call that made this one (pi 0.99+: a codemode script's call); absent for the model's. */
   parentToolCallId?: string;
 }
@@ -435,13 +446,13 @@ export interface MessageOptions extends CallOptions {
 }
 
 /**
- * Any event: agent frames verbatim, plus omprpc's synthetic ones (`omprpc: true`). Loosely
- * typed; `isKnownEvent(ev)` narrows it to the generated `KnownEvent` union, on which
+ * Any event: agent frames verbatim, plus omprpc's synthetic ones (`omprpc: true`). Its members
+ * are `unknown` until narrowed: `isKnownEvent(ev)` narrows it to the generated `KnownEvent` union, on which
  * `switch (ev.type)` narrows to one event's interface.
  */
 export interface AgentEvent {
   type: string;
-  [key: string]: any;
+  [key: string]: unknown;
 }
 
 /**
@@ -494,11 +505,11 @@ export interface Turn {
    * Every run's messages, oldest run first (a failed attempt's error message too; a compacted
    * agent_end rebuilt; pi 1.x lists a `system` message first in a run).
    */
-  messages: any[];
+  messages: AgentMessage[];
   /** The last assistant message (after a retry: the answer's). */
-  assistantMessage: any | null;
+  assistantMessage: AssistantMessage | null;
   assistantText: string | null;
-  promptResult: any | null;
+  promptResult: { [key: string]: unknown } | null;
   /**
    * Every event of the turn, in order (per `turn_events`). Each event is parsed on its first
    * use: `ev.type` is the library's (read without parsing the event); any other use (a field, `in`, keys, spread,
@@ -517,7 +528,7 @@ export interface Turn {
   /** The last assistant message's `errorMessage` (a failed LLM call); null without one. */
   errorMessage: string | null;
   /** The last assistant message's `usage` object, as the agent sent it; null without one. */
-  usage: any | null;
+  usage: Usage | null;
 }
 
 /**
@@ -577,9 +588,9 @@ export interface TurnSummary {
   toolCalls: {
     toolCallId: string;
     toolName: string;
-    args: any;
+    args: unknown;
     outcome: 'success' | 'error' | 'blocked' | 'pending' | string;
-    result?: any;
+    result?: unknown;
     reason?: string;
     parentToolCallId: string | null;
     children: string[];
@@ -598,7 +609,7 @@ export interface TurnSummary {
     calls: number;
     [key: string]: unknown;
   } | null;
-  messageUsage: any[];
+  messageUsage: { [key: string]: unknown }[];
   /** The attempts at the prompt (as `Turn.attempts`), its failed attempts and compactions. */
   attempts: number;
   failedAttempts: FailedAttempt[];
@@ -641,13 +652,24 @@ export interface EventsOptions {
   highWaterMark?: number;
 }
 
-export declare class EventIterator implements AsyncIterableIterator<AgentEvent> {
-  next(): Promise<IteratorResult<AgentEvent, undefined>>;
-  return(): Promise<IteratorResult<AgentEvent, undefined>>;
+/**
+ * What an `events()` iterator yields where it dropped events (past its `highWaterMark`, or the
+ * library's queue past its bound): how many, at the place they went missing.
+ */
+export interface EventOverflow {
+  type: 'event_overflow';
+  dropped: number;
+  omprpc: true;
+}
+
+/** Iterates events of type E (`events({types})` narrows E to those types' interfaces). */
+export declare class EventIterator<E extends AgentEvent | AnyEvent | EventOverflow = AnyEvent> implements AsyncIterableIterator<E> {
+  next(): Promise<IteratorResult<E, undefined>>;
+  return(): Promise<IteratorResult<E, undefined>>;
   /** Detaches it now (as `break` does). */
   close(): void;
   [Symbol.dispose](): void;
-  [Symbol.asyncIterator](): EventIterator;
+  [Symbol.asyncIterator](): EventIterator<E>;
 }
 
 export interface ClientEvents {
@@ -667,7 +689,7 @@ export declare class Client extends EventEmitter {
   /** True once close() was called. */
   readonly closed: boolean;
 
-  request<T = any>(type: string, params?: JsonObject | null, opts?: CallOptions): Promise<T>;
+  request<T = unknown>(type: string, params?: JsonObject | null, opts?: CallOptions): Promise<T>;
   sendFrame(frame: JsonObject | string): void;
   prompt(message: string, opts?: PromptOptions): Promise<string>;
   abortAndPrompt(message: string, opts?: PromptOptions): Promise<string>;
@@ -696,7 +718,7 @@ export declare class Client extends EventEmitter {
   setUiPolicy(policy: UiPolicy | null): void;
 
   setHostTools(tools: HostTool[], opts?: CallOptions): Promise<{ toolNames: string[] }>;
-  registerHostTool<Args = any>(tool: HostTool<Args>, opts?: CallOptions): Promise<{ toolNames: string[] }>;
+  registerHostTool<Args = JsonObject>(tool: HostTool<Args>, opts?: CallOptions): Promise<{ toolNames: string[] }>;
   unregisterHostTool(name: string, opts?: CallOptions): Promise<{ toolNames: string[] }>;
   setHostUriSchemes(schemes: (HostUriScheme | string)[], opts?: CallOptions): Promise<{ schemes: string[] }>;
   registerHostUriScheme(scheme: HostUriScheme, opts?: CallOptions): Promise<{ schemes: string[] }>;
@@ -716,7 +738,7 @@ export declare class Client extends EventEmitter {
   hostUriResult(requestId: string, result: HostUriResult): void;
 
   stderr(): string;
-  protocolErrors(): any[];
+  protocolErrors(): { [key: string]: unknown }[];
   info(): ClientInfo;
   /** The library's per-client counters (after close: the last values). */
   counters(): Counters;
@@ -724,7 +746,13 @@ export declare class Client extends EventEmitter {
   nextLogs(opts?: { max?: number; timeoutMs?: number | null; signal?: AbortSignal }): Promise<LogRecord[]>;
   eventFd(): number;
 
-  events(opts?: EventsOptions): EventIterator;
+  /**
+   * Events of the table's types named in `types` only, each typed as its interface, and an
+   * EventOverflow where events were dropped.
+   */
+  events<K extends KnownEventType>(opts: Omit<EventsOptions, 'types'> & { types: readonly K[] }): EventIterator<KnownEventMap[K] | EventOverflow>;
+  /** Every event (or those of `types`, some of them not the table's): `isKnownEvent(ev)` narrows one. */
+  events(opts?: EventsOptions): EventIterator<AnyEvent>;
   ref(): this;
   unref(): this;
   close(): Promise<void>;
@@ -768,7 +796,7 @@ export declare class Summarizer {
    * the agent's recovery: `"retry"`, `"retry_end"`, `"compaction"`, `"settled"`). The tool items'
    * `parentToolCallId` names the call that made theirs (null for a call of the model).
    */
-  feed(event: AgentEvent | string): { kind: string; [key: string]: any }[];
+  feed(event: AgentEvent | string): { kind: string; [key: string]: unknown }[];
   summary(): TurnSummary;
   /** Frees the native summarizer (also done by the garbage collector). Idempotent. */
   close(): void;

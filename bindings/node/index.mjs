@@ -46,6 +46,10 @@ export const {
   UI_METHODS,
   isKnownEvent,
   isKnownUiRequest,
+  isKnownAgentMessage,
+  isKnownAssistantMessageEvent,
+  isKnownMessageContent,
+  assistantTextDelta,
 } = omprpc;
 
 export default omprpc;

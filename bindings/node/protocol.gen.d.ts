@@ -418,7 +418,7 @@ export interface UnknownUiRequest {
 export type AnyUiRequest = KnownUiRequest | UnknownUiRequest;
 
 /** Whether `req` is a UI request of a method the table names. */
-export declare function isKnownUiRequest(req: AgentEvent | AnyUiRequest): req is KnownUiRequest;
+export declare function isKnownUiRequest<R extends AgentEvent | AnyUiRequest>(req: R): req is R & KnownUiRequest;
 /** The UI request methods of the table. */
 export declare const UI_METHODS: readonly KnownUiRequest['method'][];
 
@@ -574,7 +574,7 @@ export interface ToolExecutionEndEvent {
   type: 'tool_execution_end';
   toolCallId: string;
   toolName: string;
-  result: any;
+  result: AgentToolResult;
   isError?: boolean;
   durationMs?: number;
   parentToolCallId?: string;
@@ -585,7 +585,7 @@ export interface ToolExecutionStartEvent {
   type: 'tool_execution_start';
   toolCallId: string;
   toolName: string;
-  args: any;
+  args: unknown;
   intent?: string;
   parentToolCallId?: string;
 }
@@ -595,8 +595,8 @@ export interface ToolExecutionUpdateEvent {
   type: 'tool_execution_update';
   toolCallId: string;
   toolName: string;
-  args: any;
-  partialResult: any;
+  args: unknown;
+  partialResult: AgentToolResult;
   parentToolCallId?: string;
 }
 
@@ -686,7 +686,7 @@ export interface HostToolCallEvent {
   id: string;
   toolCallId: string;
   toolName: string;
-  arguments: Record<string, any>;
+  arguments: Record<string, unknown>;
 }
 
 /** The `host_tool_cancel` event (omp). */
@@ -809,7 +809,7 @@ export interface ToolStreamUpdateEvent {
   type: 'tool_stream_update';
   toolCallId: string;
   toolName: string;
-  update: any;
+  update: unknown;
 }
 
 /** The `ttsr_triggered` event (omp). */
@@ -950,26 +950,26 @@ export interface UnknownEvent {
 export type AnyEvent = KnownEvent | UnknownEvent;
 
 /** Whether `ev` is an event of a type the table names. */
-export declare function isKnownEvent(ev: AgentEvent | AnyEvent): ev is KnownEvent;
+export declare function isKnownEvent<E extends AgentEvent | AnyEvent>(ev: E): ev is E & KnownEvent;
 /** The event types of the table. */
 export declare const EVENT_TYPES: readonly KnownEventType[];
 
 // --- types ------------------------------------------------------------------------------
 
 /** Carried as JSON: the table does not type its members. */
-export type CompactionResult = any;
+export type CompactionResult = unknown;
 
 /** Carried as JSON: the table does not type its members. */
-export type Model = any;
+export type Model = unknown;
 
 /** A string of the protocol with open-ended values. */
 export type ThinkingLevel = string;
 
 /** Carried as JSON: the table does not type its members. */
-export type SessionEntry = any;
+export type SessionEntry = unknown;
 
 /** Carried as JSON: the table does not type its members. */
-export type SessionTreeNode = any;
+export type SessionTreeNode = unknown;
 
 /** A type of the protocol table. */
 export interface SlashCommand {
@@ -980,7 +980,7 @@ export interface SlashCommand {
 }
 
 /** Carried as JSON: the table does not type its members. */
-export type SourceInfo = any;
+export type SourceInfo = unknown;
 
 /** A type of the protocol table. */
 export interface ForkMessage {
@@ -988,11 +988,297 @@ export interface ForkMessage {
   text: string;
 }
 
-/** Carried as JSON: the table does not type its members. */
-export type AgentMessage = any;
+/** A AgentMessage of a `role` the table names: `switch (v.role)` narrows it. */
+export type KnownAgentMessage =
+  | AssistantMessage
+  | BashExecutionMessage
+  | BranchSummaryMessage
+  | CompactionSummaryMessage
+  | CustomMessage
+  | DeveloperMessage
+  | FileMentionMessage
+  | HookMessage
+  | PythonExecutionMessage
+  | SystemMessage
+  | ToolResultMessage
+  | UserMessage;
+
+/** A AgentMessage of a `role` the table does not name (a newer agent's): its members as sent. */
+export type UnknownAgentMessage = { role: string } & { [key: string]: unknown };
+
+/** Any AgentMessage: `isKnownAgentMessage(v)` narrows it to KnownAgentMessage. */
+export type AgentMessage = KnownAgentMessage | UnknownAgentMessage;
+
+/** Whether `v` is a AgentMessage of a `role` the table names. */
+export declare function isKnownAgentMessage(v: AgentMessage): v is KnownAgentMessage;
+
+/** The `assistant` AgentMessage (omp, pi). */
+export interface AssistantMessage {
+  role: 'assistant';
+  content: MessageContent[];
+  api: string;
+  provider: string;
+  model: string;
+  responseModel?: string;
+  responseId?: string;
+  providerThinkingLevel?: string;
+  thinkingLevel?: string;
+  diagnostics?: Record<string, unknown>[];
+  usage: Usage;
+  stopReason: string;
+  deferred?: Record<string, unknown>;
+  errorMessage?: string;
+  rawStopReason?: string;
+  endTurn?: boolean;
+  timestamp: number;
+  durationMs?: number;
+  contextSnapshot?: unknown;
+  retryRecovery?: unknown;
+  upstreamProvider?: string;
+  upstreamModel?: string;
+  stopDetails?: unknown | null;
+  errorClassificationMessage?: string;
+  requestBodyReadTimeoutFullReplay?: boolean;
+  toolCallAbortMessages?: unknown;
+  errorStatus?: number;
+  errorId?: number;
+  disabledFeatures?: string[];
+  inputTransformations?: unknown;
+  providerPayload?: unknown;
+  duration?: number;
+  ttft?: number;
+  completedAt?: number;
+}
+
+/** A MessageContent of a `type` the table names: `switch (v.type)` narrows it. */
+export type KnownMessageContent =
+  | ImageContent
+  | TextContent
+  | ThinkingContent
+  | ToolCall;
+
+/** A MessageContent of a `type` the table does not name (a newer agent's): its members as sent. */
+export type UnknownMessageContent = { type: string } & { [key: string]: unknown };
+
+/** Any MessageContent: `isKnownMessageContent(v)` narrows it to KnownMessageContent. */
+export type MessageContent = KnownMessageContent | UnknownMessageContent;
+
+/** Whether `v` is a MessageContent of a `type` the table names. */
+export declare function isKnownMessageContent(v: MessageContent): v is KnownMessageContent;
+
+/** The `image` MessageContent (omp, pi). */
+export interface ImageContent {
+  type: 'image';
+  data: string;
+  mimeType: string;
+  detail?: string;
+  providerFile?: unknown;
+  url?: string;
+}
+
+/** The `text` MessageContent (omp, pi). */
+export interface TextContent {
+  type: 'text';
+  text: string;
+  textSignature?: string;
+}
+
+/** The `thinking` MessageContent (omp, pi). */
+export interface ThinkingContent {
+  type: 'thinking';
+  thinking: string;
+  thinkingSignature?: string;
+  redacted?: boolean;
+  itemId?: string;
+}
+
+/** The `toolCall` MessageContent (omp, pi). */
+export interface ToolCall {
+  type: 'toolCall';
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+  thoughtSignature?: string;
+  namespace?: string;
+  argumentsError?: string;
+  intent?: string;
+  rawBlock?: string;
+  customWireName?: string;
+  providerMetadata?: unknown;
+}
+
+/** A type of the protocol table. */
+export interface Usage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  cacheWrite1h?: number;
+  reasoning?: number;
+  totalTokens: number;
+  cost: UsageCost;
+  contextTokens?: number;
+  orchestration?: unknown;
+  premiumRequests?: number;
+  reasoningTokens?: number;
+  cttl?: unknown;
+  server?: unknown;
+  credits?: unknown;
+}
+
+/** A type of the protocol table. */
+export interface UsageCost {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  total: number;
+  totalFromProvider?: boolean;
+}
+
+/** The `bashExecution` AgentMessage (omp, pi). */
+export interface BashExecutionMessage {
+  role: 'bashExecution';
+  command: string;
+  output: string;
+  exitCode?: number;
+  cancelled: boolean;
+  truncated: boolean;
+  fullOutputPath?: string;
+  timestamp: number;
+  excludeFromContext?: boolean;
+  images?: MessageContent[];
+  meta?: unknown;
+}
+
+/** The `branchSummary` AgentMessage (omp, pi). */
+export interface BranchSummaryMessage {
+  role: 'branchSummary';
+  summary: string;
+  fromId: string | null;
+  timestamp: number;
+}
+
+/** The `compactionSummary` AgentMessage (omp, pi). */
+export interface CompactionSummaryMessage {
+  role: 'compactionSummary';
+  summary: string;
+  tokensBefore: number;
+  timestamp: number;
+  shortSummary?: string;
+  tokensAfter?: number;
+  method?: string;
+  providerPayload?: unknown;
+  blocks?: MessageContent[];
+  images?: MessageContent[];
+  warning?: string;
+}
+
+/** The `custom` AgentMessage (omp, pi). */
+export interface CustomMessage {
+  role: 'custom';
+  customType: string;
+  content: string | MessageContent[];
+  display: boolean;
+  details?: unknown;
+  timestamp: number;
+  attribution?: unknown;
+}
+
+/** The `developer` AgentMessage (omp). */
+export interface DeveloperMessage {
+  role: 'developer';
+  content: string | MessageContent[];
+  attribution?: unknown;
+  synthetic?: boolean;
+  userInitiated?: boolean;
+  providerPayload?: unknown;
+  timestamp: number;
+}
+
+/** The `fileMention` AgentMessage (omp). */
+export interface FileMentionMessage {
+  role: 'fileMention';
+  files: FileMentionItem[];
+  timestamp: number;
+}
+
+/** A type of the protocol table. */
+export interface FileMentionItem {
+  path: string;
+  content: string;
+  lineCount?: number;
+  byteSize?: number;
+  skippedReason?: string;
+  image?: ImageContent;
+}
+
+/** The `hookMessage` AgentMessage (omp). */
+export interface HookMessage {
+  role: 'hookMessage';
+  customType: string;
+  content: string | MessageContent[];
+  display: boolean;
+  details?: unknown;
+  attribution?: unknown;
+  timestamp: number;
+}
+
+/** The `pythonExecution` AgentMessage (omp). */
+export interface PythonExecutionMessage {
+  role: 'pythonExecution';
+  code: string;
+  output: string;
+  exitCode?: number;
+  cancelled: boolean;
+  truncated: boolean;
+  meta?: unknown;
+  timestamp: number;
+  excludeFromContext?: boolean;
+}
+
+/** The `system` AgentMessage (pi; since pi 0.86.1). */
+export interface SystemMessage {
+  role: 'system';
+  content: string | MessageContent[];
+  sections?: Record<string, unknown>;
+  toolsAdded?: Record<string, unknown>[];
+  toolsRemoved?: Record<string, unknown>[];
+  timestamp: number;
+}
+
+/** The `toolResult` AgentMessage (omp, pi). */
+export interface ToolResultMessage {
+  role: 'toolResult';
+  toolCallId: string;
+  toolName: string;
+  content: MessageContent[];
+  details?: unknown;
+  usage?: Usage;
+  nestedCalls?: Record<string, unknown>;
+  isError: boolean;
+  timestamp: number;
+  durationMs?: number;
+  attribution?: unknown;
+  prunedAt?: number;
+  providerMetadata?: unknown;
+  useless?: boolean;
+}
+
+/** The `user` AgentMessage (omp, pi). */
+export interface UserMessage {
+  role: 'user';
+  content: string | MessageContent[];
+  timestamp: number;
+  synthetic?: boolean;
+  steering?: boolean;
+  historyRewriteAt?: number;
+  attribution?: unknown;
+  providerPayload?: unknown;
+}
 
 /** Carried as JSON: the table does not type its members. */
-export type SessionStats = any;
+export type SessionStats = unknown;
 
 /** A type of the protocol table. */
 export interface SessionState {
@@ -1014,24 +1300,24 @@ export interface SessionState {
   queuedMessageCount?: number;
   todoPhases?: TodoPhase[];
   systemPrompt?: string[];
-  dumpTools?: Record<string, any>[];
+  dumpTools?: Record<string, unknown>[];
   contextUsage?: ContextUsage;
   pendingMessageCount?: number;
 }
 
 /** Carried as JSON: the table does not type its members. */
-export type TodoPhase = any;
+export type TodoPhase = unknown;
 
 /** Carried as JSON: the table does not type its members. */
-export type ContextUsage = any;
+export type ContextUsage = unknown;
 
 /** A type of the protocol table. */
 export interface AvailableSlashCommand {
   name: string;
   aliases?: string[];
   description?: string;
-  input?: Record<string, any>;
-  subcommands?: Record<string, any>[];
+  input?: Record<string, unknown>;
+  subcommands?: Record<string, unknown>[];
   source: AvailableSlashCommandSource;
 }
 
@@ -1064,7 +1350,7 @@ export interface SubagentMessagesResult {
 }
 
 /** Carried as JSON: the table does not type its members. */
-export type FileEntry = any;
+export type FileEntry = unknown;
 
 /** A type of the protocol table. */
 export interface SubagentSnapshot {
@@ -1083,7 +1369,7 @@ export interface SubagentSnapshot {
 }
 
 /** Carried as JSON: the table does not type its members. */
-export type AgentProgress = any;
+export type AgentProgress = unknown;
 
 /** A type of the protocol table. */
 export interface HandoffResult {
@@ -1099,43 +1385,171 @@ export interface ExtensionUISelectOptionDetail {
 }
 
 /** Carried as JSON: the table does not type its members. */
-export type AgentRunSummary = any;
+export type AgentRunSummary = unknown;
 
 /** Carried as JSON: the table does not type its members. */
-export type AgentRunCoverage = any;
+export type AgentRunCoverage = unknown;
 
 /** Carried as JSON: the table does not type its members. */
-export type RetryErrorUpdate = any;
+export type RetryErrorUpdate = unknown;
+
+/** A AssistantMessageEvent of a `type` the table names: `switch (v.type)` narrows it. */
+export type KnownAssistantMessageEvent =
+  | AssistantDoneEvent
+  | AssistantErrorEvent
+  | AssistantImageEndEvent
+  | AssistantMessageStartEvent
+  | AssistantTextDeltaEvent
+  | AssistantTextEndEvent
+  | AssistantTextStartEvent
+  | AssistantThinkingDeltaEvent
+  | AssistantThinkingEndEvent
+  | AssistantThinkingStartEvent
+  | AssistantToolCallDeltaEvent
+  | AssistantToolCallEndEvent
+  | AssistantToolCallStartEvent;
+
+/** A AssistantMessageEvent of a `type` the table does not name (a newer agent's): its members as sent. */
+export type UnknownAssistantMessageEvent = { type: string } & { [key: string]: unknown };
+
+/** Any AssistantMessageEvent: `isKnownAssistantMessageEvent(v)` narrows it to KnownAssistantMessageEvent. */
+export type AssistantMessageEvent = KnownAssistantMessageEvent | UnknownAssistantMessageEvent;
+
+/** Whether `v` is a AssistantMessageEvent of a `type` the table names. */
+export declare function isKnownAssistantMessageEvent(v: AssistantMessageEvent): v is KnownAssistantMessageEvent;
+
+/** The text of a `text_delta` event; undefined for every other event (reasoning and tool-call JSON are not answer text). */
+export declare function assistantTextDelta(ev: AssistantMessageEvent): string | undefined;
+
+/** The `done` AssistantMessageEvent (omp, pi). */
+export interface AssistantDoneEvent {
+  type: 'done';
+  reason: string;
+  message: AssistantMessage;
+}
+
+/** The `error` AssistantMessageEvent (omp, pi). */
+export interface AssistantErrorEvent {
+  type: 'error';
+  reason: string;
+  error: AssistantMessage;
+}
+
+/** The `image_end` AssistantMessageEvent (omp). */
+export interface AssistantImageEndEvent {
+  type: 'image_end';
+  contentIndex: number;
+  content: ImageContent;
+  partial: unknown;
+}
+
+/** The `start` AssistantMessageEvent (omp, pi). */
+export interface AssistantMessageStartEvent {
+  type: 'start';
+  partial: AssistantMessage;
+}
+
+/** The `text_delta` AssistantMessageEvent (omp, pi). */
+export interface AssistantTextDeltaEvent {
+  type: 'text_delta';
+  contentIndex: number;
+  delta: string;
+  partial: AssistantMessage;
+}
+
+/** The `text_end` AssistantMessageEvent (omp, pi). */
+export interface AssistantTextEndEvent {
+  type: 'text_end';
+  contentIndex: number;
+  content: string;
+  partial: AssistantMessage;
+}
+
+/** The `text_start` AssistantMessageEvent (omp, pi). */
+export interface AssistantTextStartEvent {
+  type: 'text_start';
+  contentIndex: number;
+  partial: AssistantMessage;
+}
+
+/** The `thinking_delta` AssistantMessageEvent (omp, pi). */
+export interface AssistantThinkingDeltaEvent {
+  type: 'thinking_delta';
+  contentIndex: number;
+  delta: string;
+  partial: AssistantMessage;
+}
+
+/** The `thinking_end` AssistantMessageEvent (omp, pi). */
+export interface AssistantThinkingEndEvent {
+  type: 'thinking_end';
+  contentIndex: number;
+  content: string;
+  partial: AssistantMessage;
+}
+
+/** The `thinking_start` AssistantMessageEvent (omp, pi). */
+export interface AssistantThinkingStartEvent {
+  type: 'thinking_start';
+  contentIndex: number;
+  partial: AssistantMessage;
+}
+
+/** The `toolcall_delta` AssistantMessageEvent (omp, pi). */
+export interface AssistantToolCallDeltaEvent {
+  type: 'toolcall_delta';
+  contentIndex: number;
+  delta: string;
+  partial: AssistantMessage;
+}
+
+/** The `toolcall_end` AssistantMessageEvent (omp, pi). */
+export interface AssistantToolCallEndEvent {
+  type: 'toolcall_end';
+  contentIndex: number;
+  toolCall: ToolCall;
+  partial: AssistantMessage;
+}
+
+/** The `toolcall_start` AssistantMessageEvent (omp, pi). */
+export interface AssistantToolCallStartEvent {
+  type: 'toolcall_start';
+  contentIndex: number;
+  partial: AssistantMessage;
+}
+
+/** A type of the protocol table. */
+export interface AgentToolResult {
+  content: MessageContent[];
+  details?: unknown;
+  structuredContent?: unknown;
+  usage?: Usage;
+  isError?: boolean;
+  terminate?: boolean;
+  providerMetadata?: unknown;
+  useless?: boolean;
+}
 
 /** Carried as JSON: the table does not type its members. */
-export type AssistantMessageEvent = any;
+export type Goal = unknown;
 
 /** Carried as JSON: the table does not type its members. */
-export type ToolResultMessage = any;
-
-/** Carried as JSON: the table does not type its members. */
-export type Goal = any;
-
-/** Carried as JSON: the table does not type its members. */
-export type GoalModeState = any;
+export type GoalModeState = unknown;
 
 /** One of these values (a newer agent may send another). */
 export type HostUriOperation = 'read' | 'write';
 
 /** Carried as JSON: the table does not type its members. */
-export type CustomMessage = any;
+export type SubagentEventPayload = unknown;
 
 /** Carried as JSON: the table does not type its members. */
-export type SubagentEventPayload = any;
+export type SubagentLifecyclePayload = unknown;
 
 /** Carried as JSON: the table does not type its members. */
-export type SubagentLifecyclePayload = any;
+export type SubagentProgressPayload = unknown;
 
 /** Carried as JSON: the table does not type its members. */
-export type SubagentProgressPayload = any;
+export type TodoItem = unknown;
 
 /** Carried as JSON: the table does not type its members. */
-export type TodoItem = any;
-
-/** Carried as JSON: the table does not type its members. */
-export type Rule = any;
+export type Rule = unknown;

@@ -26,8 +26,17 @@ fn go_name(json_name: &str) -> String {
     p
 }
 
+/// Go names of table types that a hand-written Go type already has (helpers.go's Usage is
+/// the summary's usage).
+const GO_RENAMES: &[(&str, &str)] = &[("Usage", "MessageUsage"), ("UsageCost", "MessageUsageCost")];
+
+fn go_type_name(name: &str) -> String {
+    GO_RENAMES.iter().find(|(from, _)| *from == name).map_or_else(|| name.to_string(), |(_, to)| to.to_string())
+}
+
 fn go_type(ty: &Ty, types: &BTreeMap<String, TypeDef>) -> String {
     match ty {
+        Ty::OneOf(_) => "json.RawMessage".into(),
         Ty::String | Ty::Enum(_) => "string".into(),
         Ty::Integer => "int64".into(),
         Ty::Number => "float64".into(),
@@ -36,7 +45,9 @@ fn go_type(ty: &Ty, types: &BTreeMap<String, TypeDef>) -> String {
         Ty::Array(inner) => format!("[]{}", go_type(inner, types)),
         Ty::Named(n) => match types.get(n) {
             Some(TypeDef::Json) => "json.RawMessage".into(),
-            _ => n.clone(),
+            // A union is held by its …Value (the interface alone cannot be decoded into).
+            Some(TypeDef::Union { .. }) => format!("{}Value", go_type_name(n)),
+            _ => go_type_name(n),
         },
     }
 }
@@ -44,7 +55,7 @@ fn go_type(ty: &Ty, types: &BTreeMap<String, TypeDef>) -> String {
 /// A struct field: pointers for nullable values and for optional structs (nil: absent).
 fn field_type(f: &Field, types: &BTreeMap<String, TypeDef>) -> String {
     let base = go_type(&f.ty, types);
-    let is_struct = matches!(&f.ty, Ty::Named(n) if matches!(types.get(n), Some(TypeDef::Fields(_))));
+    let is_struct = matches!(&f.ty, Ty::Named(n) if matches!(types.get(n), Some(TypeDef::Fields(_)) | Some(TypeDef::Variant { .. })));
     let is_raw = base == "json.RawMessage" || base.starts_with("[]");
     if !is_raw && (f.nullable || (f.optional && is_struct)) {
         format!("*{base}")
@@ -247,7 +258,7 @@ pub fn generate(t: &Table) -> String {
     out.push_str("// --- types ------------------------------------------------------------------------------\n\n");
     for name in &reached {
         match types.get(name) {
-            Some(TypeDef::Fields(fields)) => raw_keeping_struct(&mut out, name, "is a type of the protocol table.", fields, types),
+            Some(TypeDef::Fields(fields)) => raw_keeping_struct(&mut out, &go_type_name(name), "is a type of the protocol table.", fields, types),
             Some(TypeDef::Enum(values)) => {
                 let _ = writeln!(out, "// {name} is one of the constants below (a newer agent may send another).\ntype {name} string\n\n// The {name} values.\nconst (");
                 for v in values {
@@ -258,8 +269,46 @@ pub fn generate(t: &Table) -> String {
             Some(TypeDef::Str) => {
                 let _ = writeln!(out, "// {name} is a string of the protocol with open-ended values.\ntype {name} string\n");
             }
+            Some(TypeDef::Union { tag, variants }) => union_types(&mut out, name, tag, variants, types),
+            Some(TypeDef::Variant { union, tag, value, fields }) => {
+                let go = go_type_name(name);
+                let _ = writeln!(out, "// {go} is the {value:?} {union} (its {tag:?} member).\ntype {go} struct {{");
+                struct_fields(&mut out, fields, types);
+                let iface = go_type_name(union);
+                let method = pascal(tag);
+                let _ = writeln!(
+                    out,
+                    "}}\n\nfunc ({go}) is{iface}() {{}}\n\n// {method} is {value:?}.\nfunc ({go}) {method}() string {{ return {value:?} }}\n\n// MarshalJSON writes the object with its {tag:?} member.\nfunc (v {go}) MarshalJSON() ([]byte, error) {{\n\ttype plain {go}\n\treturn json.Marshal(struct {{\n\t\t{method} string `json:\"{tag}\"`\n\t\tplain\n\t}}{{{value:?}, plain(v)}})\n}}\n"
+                );
+            }
             Some(TypeDef::Json) | None => {}
         }
     }
     out
+}
+
+/// A union: the sealed interface, the Unknown… variant and the …Value holder that decodes
+/// one by its tag (a tag the table does not name: Unknown…, never an error).
+fn union_types(out: &mut String, name: &str, tag: &str, variants: &[crate::table::Variant], types: &BTreeMap<String, TypeDef>) {
+    let _ = types;
+    let go = go_type_name(name);
+    let method = pascal(tag);
+    let names: Vec<String> = variants.iter().map(|v| format!("*{}", go_type_name(&v.name))).collect();
+    let _ = writeln!(
+        out,
+        "// {go} is one of {}, or *Unknown{go} for a {tag:?} the table does not name.\ntype {go} interface {{\n\t// {method} is its {tag:?} member.\n\t{method}() string\n\tis{go}()\n}}\n",
+        names.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "// Unknown{go} is a {go} of a {tag:?} the table does not name (a newer agent's).\ntype Unknown{go} struct {{\n\t{method}Value string\n\t// Raw is the object as the agent sent it.\n\tRaw json.RawMessage\n}}\n\nfunc (*Unknown{go}) is{go}() {{}}\n\n// {method} is its {tag:?} member.\nfunc (v *Unknown{go}) {method}() string {{ return v.{method}Value }}\n\n// MarshalJSON writes the object as it was sent.\nfunc (v *Unknown{go}) MarshalJSON() ([]byte, error) {{ return v.Raw, nil }}\n"
+    );
+    let mut cases = String::new();
+    for v in variants {
+        let _ = writeln!(cases, "\tcase {:?}:\n\t\tv := &{}{{}}\n\t\tif err := json.Unmarshal(b, v); err != nil {{\n\t\t\treturn err\n\t\t}}\n\t\th.Value = v", v.value, go_type_name(&v.name));
+    }
+    let _ = writeln!(
+        out,
+        "// {go}Value holds a {go}: a field or element of that type decodes into it by its {tag:?}\n// (`switch v := x.Value.(type)`); Value is nil for JSON null.\ntype {go}Value struct {{\n\tValue {go}\n}}\n\n// UnmarshalJSON decodes the variant its {tag:?} names; another {tag:?} is an *Unknown{go}.\nfunc (h *{go}Value) UnmarshalJSON(b []byte) error {{\n\tif string(b) == \"null\" {{\n\t\th.Value = nil\n\t\treturn nil\n\t}}\n\tvar head struct {{\n\t\tTag string `json:\"{tag}\"`\n\t}}\n\tif err := json.Unmarshal(b, &head); err != nil {{\n\t\treturn err\n\t}}\n\tswitch head.Tag {{\n{cases}\tdefault:\n\t\th.Value = &Unknown{go}{{{method}Value: head.Tag, Raw: append(json.RawMessage(nil), b...)}}\n\t}}\n\treturn nil\n}}\n\n// MarshalJSON writes the held variant (null when none).\nfunc (h {go}Value) MarshalJSON() ([]byte, error) {{\n\tif h.Value == nil {{\n\t\treturn []byte(\"null\"), nil\n\t}}\n\treturn json.Marshal(h.Value)\n}}\n"
+    );
 }

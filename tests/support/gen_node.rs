@@ -14,7 +14,10 @@
 //! * UI requests: an interface per method with a literal `method`, `KnownUiRequest`,
 //!   `UnknownUiRequest`, `AnyUiRequest` and `isKnownUiRequest()`.
 //! * Named types: an interface per `fields` type, a literal union per `enum`, `string` for an
-//!   open string, `any` for a type the table carries as raw JSON.
+//!   open string, `unknown` for a type the table carries as raw JSON (no `any` anywhere). A
+//!   `union` is `Known… = V1 | V2 | …` (an interface per variant, its tag a literal), the open
+//!   `Unknown…` (`{tag: string} & {[key: string]: unknown}`) and `U = Known… | Unknown…`, with
+//!   the guard `isKnown…()` (generated from the same rows) that narrows it, as for events.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -63,8 +66,9 @@ fn ts_type(ty: &Ty) -> String {
         Ty::String => "string".into(),
         Ty::Integer | Ty::Number => "number".into(),
         Ty::Boolean => "boolean".into(),
-        Ty::Any => "any".into(),
-        Ty::Object => "Record<string, any>".into(),
+        Ty::Any => "unknown".into(),
+        Ty::Object => "Record<string, unknown>".into(),
+        Ty::OneOf(all) => all.iter().map(ts_type).collect::<Vec<_>>().join(" | "),
         Ty::Array(inner) => {
             let i = ts_type(inner);
             if i.contains('|') {
@@ -102,10 +106,10 @@ fn check_kind(ty: &Ty, types: &BTreeMap<String, TypeDef>) -> Option<&'static str
         Ty::Boolean => Some("boolean"),
         Ty::Array(_) => Some("array"),
         Ty::Object => Some("object"),
-        Ty::Any => None,
+        Ty::Any | Ty::OneOf(_) => None,
         Ty::Named(n) => match types.get(n) {
             Some(TypeDef::Enum(_)) | Some(TypeDef::Str) => Some("string"),
-            Some(TypeDef::Fields(_)) => Some("object"),
+            Some(TypeDef::Fields(_)) | Some(TypeDef::Union { .. }) | Some(TypeDef::Variant { .. }) => Some("object"),
             Some(TypeDef::Json) | None => None,
         },
     }
@@ -194,7 +198,30 @@ fn generate_js(t: &Table) -> String {
          function isKnownUiRequest(req) {\n  return req !== null && typeof req === 'object' && req.type === 'extension_ui_request' && knownUiMethods.has(req.method);\n}\n\n\
          module.exports = { ProtocolCommands, EVENT_TYPES, UI_METHODS, isKnownEvent, isKnownUiRequest };\n",
     );
-    out
+    let (guards, names) = payload_guards_js(t);
+    out.replace("module.exports = {", &format!("{guards}module.exports = {{")).replace("isKnownUiRequest };", &format!("isKnownUiRequest, {} }};", names.join(", ")))
+}
+
+/// The payload unions' guards, `isKnownAssistantMessageEvent(v)` and the like (from each
+/// union's variants), and `assistantTextDelta(ev)`, the text of a `text_delta` (undefined for
+/// every other event: reasoning and tool-call JSON are not answer text): their code and names.
+fn payload_guards_js(t: &Table) -> (String, Vec<String>) {
+    let mut out = String::new();
+    let mut names = Vec::new();
+    for (name, def) in &t.types {
+        if let TypeDef::Union { tag, variants } = def {
+            let values: Vec<String> = variants.iter().map(|v| format!("'{}'", v.value)).collect();
+            let _ = writeln!(
+                out,
+                "const known{name} = new Set([{}]);\n\n/** Whether `v` is a {name} of a `{tag}` the table names (narrows it to Known{name}). */\nfunction isKnown{name}(v) {{\n  return v !== null && typeof v === 'object' && known{name}.has(v.{tag});\n}}\n",
+                values.join(", ")
+            );
+            names.push(format!("isKnown{name}"));
+        }
+    }
+    out.push_str("/** The text of a `text_delta` assistant message event; undefined for every other event. */\nfunction assistantTextDelta(ev) {\n  return ev !== null && typeof ev === 'object' && ev.type === 'text_delta' && typeof ev.delta === 'string' ? ev.delta : undefined;\n}\n\n");
+    names.push("assistantTextDelta".into());
+    (out, names)
 }
 
 /// The declared result of a command: its TypeScript type and, for inline fields, the result
@@ -295,7 +322,7 @@ fn generate_dts(t: &Table) -> String {
     let _ = writeln!(out, "/** A UI request of a method the table names: `switch (req.method)` narrows it. */\nexport type KnownUiRequest =\n  | {};\n", ui_names.join("\n  | "));
     out.push_str("/** A UI request of a method the table does not name (a newer agent's). */\nexport interface UnknownUiRequest {\n  type: 'extension_ui_request';\n  id: string;\n  method: string;\n  [key: string]: unknown;\n}\n\n");
     out.push_str("/** Any UI request: `isKnownUiRequest(req)` narrows it to KnownUiRequest. */\nexport type AnyUiRequest = KnownUiRequest | UnknownUiRequest;\n\n");
-    out.push_str("/** Whether `req` is a UI request of a method the table names. */\nexport declare function isKnownUiRequest(req: AgentEvent | AnyUiRequest): req is KnownUiRequest;\n/** The UI request methods of the table. */\nexport declare const UI_METHODS: readonly KnownUiRequest['method'][];\n\n");
+    out.push_str("/** Whether `req` is a UI request of a method the table names. */\nexport declare function isKnownUiRequest<R extends AgentEvent | AnyUiRequest>(req: R): req is R & KnownUiRequest;\n/** The UI request methods of the table. */\nexport declare const UI_METHODS: readonly KnownUiRequest['method'][];\n\n");
 
     // Events.
     out.push_str("// --- events -----------------------------------------------------------------------------\n\n");
@@ -319,7 +346,7 @@ fn generate_dts(t: &Table) -> String {
     out.push_str("/** The event types the table names. */\nexport type KnownEventType = keyof KnownEventMap;\n\n");
     out.push_str("/**\n * An event of a type the table does not name: a newer agent's, or omprpc's own\n * (`event_overflow`, `protocol_error`, …).\n */\nexport interface UnknownEvent {\n  type: string;\n  [key: string]: unknown;\n}\n\n");
     out.push_str("/**\n * Any event. `switch (ev.type)` alone cannot narrow it (an UnknownEvent's type may be any\n * string): `isKnownEvent(ev)` first narrows it to KnownEvent.\n */\nexport type AnyEvent = KnownEvent | UnknownEvent;\n\n");
-    out.push_str("/** Whether `ev` is an event of a type the table names. */\nexport declare function isKnownEvent(ev: AgentEvent | AnyEvent): ev is KnownEvent;\n/** The event types of the table. */\nexport declare const EVENT_TYPES: readonly KnownEventType[];\n\n");
+    out.push_str("/** Whether `ev` is an event of a type the table names. */\nexport declare function isKnownEvent<E extends AgentEvent | AnyEvent>(ev: E): ev is E & KnownEvent;\n/** The event types of the table. */\nexport declare const EVENT_TYPES: readonly KnownEventType[];\n\n");
 
     // Named types, in the order first reached.
     out.push_str("// --- types ------------------------------------------------------------------------------\n\n");
@@ -344,7 +371,28 @@ fn generate_dts(t: &Table) -> String {
             }
             Some(TypeDef::Json) => {
                 declare(name);
-                let _ = writeln!(out, "/** Carried as JSON: the table does not type its members. */\nexport type {name} = any;\n");
+                let _ = writeln!(out, "/** Carried as JSON: the table does not type its members. */\nexport type {name} = unknown;\n");
+            }
+            Some(TypeDef::Union { tag, variants }) => {
+                declare(name);
+                let known: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+                let _ = writeln!(out, "/** A {name} of a `{tag}` the table names: `switch (v.{tag})` narrows it. */\nexport type Known{name} =\n  | {};\n", known.join("\n  | "));
+                let _ = writeln!(out, "/** A {name} of a `{tag}` the table does not name (a newer agent's): its members as sent. */\nexport type Unknown{name} = {{ {tag}: string }} & {{ [key: string]: unknown }};\n");
+                let _ = writeln!(out, "/** Any {name}: `isKnown{name}(v)` narrows it to Known{name}. */\nexport type {name} = Known{name} | Unknown{name};\n");
+                let _ = writeln!(out, "/** Whether `v` is a {name} of a `{tag}` the table names. */\nexport declare function isKnown{name}(v: {name}): v is Known{name};\n");
+                if name == "AssistantMessageEvent" {
+                    out.push_str("/** The text of a `text_delta` event; undefined for every other event (reasoning and tool-call JSON are not answer text). */\nexport declare function assistantTextDelta(ev: AssistantMessageEvent): string | undefined;\n\n");
+                }
+            }
+            Some(TypeDef::Variant { union, tag, value, fields }) => {
+                declare(name);
+                let variant = match types.get(union) {
+                    Some(TypeDef::Union { variants, .. }) => variants.iter().find(|v| &v.value == value).unwrap(),
+                    _ => unreachable!(),
+                };
+                let _ = writeln!(out, "/** The `{value}` {union} ({}). */\nexport interface {name} {{\n  {tag}: '{value}';", who(&variant.agents, &variant.since));
+                ts_fields(&mut out, fields);
+                out.push_str("}\n\n");
             }
             None => panic!("the table has no type {name}"),
         }

@@ -40,10 +40,15 @@ pub enum Ty {
     Array(Box<Ty>),
     Enum(Vec<String>),
     Named(String),
+    /// `A|B`: either (a message's content: `string|MessageContent[]`).
+    OneOf(Vec<Ty>),
 }
 
 impl Ty {
     pub fn parse(s: &str) -> Ty {
+        if s.contains('|') && !s.starts_with("enum(") {
+            return Ty::OneOf(s.split('|').map(Ty::parse).collect());
+        }
         if let Some(inner) = s.strip_suffix("[]") {
             return Ty::Array(Box::new(Ty::parse(inner)));
         }
@@ -70,6 +75,21 @@ pub enum TypeDef {
     Str,
     /// Carried as raw JSON.
     Json,
+    /// Objects told apart by their `tag` member; a tag no variant names is the binding's
+    /// Unknown… variant.
+    Union { tag: String, variants: Vec<Variant> },
+    /// A union's variant, a type of its own (its `name`): `AssistantMessage`, `TextContent`.
+    Variant { union: String, tag: String, value: String, fields: Vec<Field> },
+}
+
+/// One variant of a union: its tag's value, its type name, its fields (the tag left out).
+#[derive(Clone, Debug)]
+pub struct Variant {
+    pub value: String,
+    pub name: String,
+    pub fields: Vec<Field>,
+    pub agents: Vec<String>,
+    pub since: Since,
 }
 
 #[derive(Clone, Debug)]
@@ -205,12 +225,21 @@ pub fn load(root: &Path) -> Table {
             })
             .collect()
     };
-    let types = t["types"]
+    let mut types: BTreeMap<String, TypeDef> = t["types"]
         .as_object()
         .unwrap()
         .iter()
         .map(|(name, d)| {
-            let def = if let Some(f) = d.get("fields") {
+            let def = if let Some(u) = d.get("union") {
+                let all = agents(d);
+                let variants = u["variants"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(value, v)| Variant { value: value.clone(), name: v["name"].as_str().unwrap().to_string(), fields: fields(&v["fields"], &all), agents: agents(v), since: since(v) })
+                    .collect();
+                TypeDef::Union { tag: u["tag"].as_str().unwrap().to_string(), variants }
+            } else if let Some(f) = d.get("fields") {
                 TypeDef::Fields(fields(f, &agents(d)))
             } else if let Some(e) = d.get("enum") {
                 TypeDef::Enum(e.as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect())
@@ -222,6 +251,15 @@ pub fn load(root: &Path) -> Table {
             (name.clone(), def)
         })
         .collect();
+    let variants: Vec<(String, TypeDef)> = types
+        .iter()
+        .filter_map(|(union, d)| match d {
+            TypeDef::Union { tag, variants } => Some(variants.iter().map(|v| (v.name.clone(), TypeDef::Variant { union: union.clone(), tag: tag.clone(), value: v.value.clone(), fields: v.fields.clone() })).collect::<Vec<_>>()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    types.extend(variants);
     let agents = t["agents"]
         .as_object()
         .unwrap()
@@ -256,16 +294,22 @@ pub fn camel(name: &str) -> String {
     c.next().map(|f| f.to_lowercase().chain(c).collect()).unwrap_or_default()
 }
 
-/// The named types `ty` reaches (itself and through fields), in the order first met.
+/// The named types `ty` reaches (itself and through fields), in the order first met: a union
+/// reaches its variants, a variant its union.
 pub fn reach(ty: &Ty, types: &BTreeMap<String, TypeDef>, out: &mut Vec<String>) {
     match ty {
         Ty::Array(inner) => reach(inner, types, out),
+        Ty::OneOf(all) => all.iter().for_each(|t| reach(t, types, out)),
         Ty::Named(n) if !out.contains(n) => {
             out.push(n.clone());
-            if let Some(TypeDef::Fields(fs)) = types.get(n) {
-                for f in fs {
-                    reach(&f.ty, types, out);
+            match types.get(n) {
+                Some(TypeDef::Fields(fs)) => fs.iter().for_each(|f| reach(&f.ty, types, out)),
+                Some(TypeDef::Union { variants, .. }) => variants.iter().for_each(|v| reach(&Ty::Named(v.name.clone()), types, out)),
+                Some(TypeDef::Variant { union, fields, .. }) => {
+                    reach(&Ty::Named(union.clone()), types, out);
+                    fields.iter().for_each(|f| reach(&f.ty, types, out));
                 }
+                _ => {}
             }
         }
         _ => {}

@@ -266,6 +266,108 @@ pub fn emitted_literals(src: &str, call: &str) -> Vec<String> {
     out
 }
 
+/// The declaration of `name` in `src`: the body of `type NAME<…> = …;` (`Alias`) or of
+/// `interface NAME<…> … { … }` (`Interface`, with its braces). Generic parameters are skipped.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Declaration {
+    Alias(String),
+    Interface(String),
+}
+
+/// Finds `type NAME` / `interface NAME` followed by `=`, `<`, `{`, ` ` (not a longer name).
+pub fn declaration(src: &str, name: &str) -> Option<Declaration> {
+    let src = strip_comments(src);
+    for keyword in ["type ", "interface "] {
+        let needle = format!("{keyword}{name}");
+        let mut from = 0;
+        while let Some(at) = src[from..].find(&needle) {
+            let start = from + at;
+            from = start + needle.len();
+            let before_ok = start == 0 || !src[..start].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.');
+            let mut rest = &src[from..];
+            if !before_ok || rest.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            rest = rest.trim_start();
+            if rest.starts_with('<') {
+                let close = matching_angle(rest)?;
+                rest = rest[close + 1..].trim_start();
+            }
+            if keyword == "type " {
+                let Some(after) = rest.strip_prefix('=') else { continue };
+                return Some(Declaration::Alias(split_top(after, b";").into_iter().next()?));
+            }
+            let open = rest.find('{')?;
+            return Some(Declaration::Interface(braced(&rest[open..])?));
+        }
+    }
+    None
+}
+
+/// The index of the `>` closing the `<` at the start of `text` (`=>` does not close).
+fn matching_angle(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut depth = 0;
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'<' => depth += 1,
+            b'>' if i > 0 && b[i - 1] == b'=' => {}
+            b'>' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The object members a type expression stands for, each with its fields: an object type, a
+/// union (each member), a name (its alias or interface, generic arguments dropped), a
+/// conditional `C extends X ? { … } : never` (the object), `M[keyof M]` (the types of the
+/// members of interface `M`). `None` when something cannot be read.
+pub fn object_members(src: &str, text: &str) -> Option<Vec<Vec<Field>>> {
+    let t = text.trim().trim_start_matches('(').trim_end_matches(')').trim();
+    let members = union_members(t);
+    if members.len() > 1 {
+        let mut out = Vec::new();
+        for m in members {
+            out.extend(object_members(src, &m)?);
+        }
+        return Some(out);
+    }
+    if t.starts_with('{') {
+        return Some(vec![object_fields(t)?]);
+    }
+    if let Some(at) = t.find(" ? {") {
+        if t[..at].contains(" extends ") {
+            return Some(vec![object_fields(&braced(&t[at + 3..])?)?]);
+        }
+    }
+    if let Some((map, key)) = t.strip_suffix(']').and_then(|r| r.split_once('[')) {
+        if key.trim() == format!("keyof {}", map.trim()) {
+            // Every declaration of the interface: declaration merging (`declare module`) adds members.
+            let mut out = Vec::new();
+            for (_, body) in interfaces(src).into_iter().filter(|(n, _)| n == map.trim()) {
+                for f in object_fields(&body)? {
+                    out.extend(object_members(src, &f.ty)?);
+                }
+            }
+            return Some(out);
+        }
+    }
+    let name: String = t.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+    if name.is_empty() || !(t.len() == name.len() || t[name.len()..].starts_with('<')) {
+        return None;
+    }
+    match declaration(src, &name)? {
+        Declaration::Alias(body) => object_members(src, &body),
+        Declaration::Interface(body) => Some(vec![object_fields(&body)?]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,5 +411,19 @@ mod tests {
         assert_eq!(all.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["A", "B"]);
         assert_eq!(object_fields(&all[1].1).unwrap()[0].name, "m");
         assert_eq!(emitted_literals(src, "output"), ["notice", "ready"]);
+    }
+
+    #[test]
+    fn unions_of_named_generic_and_conditional_members_are_read() {
+        let src = "export interface A { type: \"a\"; n: number }\n\
+                   export type B<T = X> = IsOk<T> extends true ? { type: \"b\"; d?: T } : never;\n\
+                   interface Extra {}\ninterface Extra { c: C; }\ninterface C { type: \"c\" }\n\
+                   export type U = A | B<number> | Extra[keyof Extra] | { type: \"d\" };\ntype UU = 1;";
+        let all = object_members(src, "U").unwrap();
+        let tags: Vec<String> = all.iter().map(|f| literal(f, "type").unwrap()).collect();
+        assert_eq!(tags, ["a", "b", "c", "d"]);
+        assert_eq!(all[1][1], Field { name: "d".into(), optional: true, ty: "T".into() });
+        assert_eq!(declaration(src, "UU"), Some(Declaration::Alias("1".into())));
+        assert!(object_members(src, "Missing").is_none());
     }
 }

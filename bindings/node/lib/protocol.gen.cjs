@@ -326,4 +326,30 @@ function isKnownUiRequest(req) {
   return req !== null && typeof req === 'object' && req.type === 'extension_ui_request' && knownUiMethods.has(req.method);
 }
 
-module.exports = { ProtocolCommands, EVENT_TYPES, UI_METHODS, isKnownEvent, isKnownUiRequest };
+const knownAgentMessage = new Set(['assistant', 'bashExecution', 'branchSummary', 'compactionSummary', 'custom', 'developer', 'fileMention', 'hookMessage', 'pythonExecution', 'system', 'toolResult', 'user']);
+
+/** Whether `v` is a AgentMessage of a `role` the table names (narrows it to KnownAgentMessage). */
+function isKnownAgentMessage(v) {
+  return v !== null && typeof v === 'object' && knownAgentMessage.has(v.role);
+}
+
+const knownAssistantMessageEvent = new Set(['done', 'error', 'image_end', 'start', 'text_delta', 'text_end', 'text_start', 'thinking_delta', 'thinking_end', 'thinking_start', 'toolcall_delta', 'toolcall_end', 'toolcall_start']);
+
+/** Whether `v` is a AssistantMessageEvent of a `type` the table names (narrows it to KnownAssistantMessageEvent). */
+function isKnownAssistantMessageEvent(v) {
+  return v !== null && typeof v === 'object' && knownAssistantMessageEvent.has(v.type);
+}
+
+const knownMessageContent = new Set(['image', 'text', 'thinking', 'toolCall']);
+
+/** Whether `v` is a MessageContent of a `type` the table names (narrows it to KnownMessageContent). */
+function isKnownMessageContent(v) {
+  return v !== null && typeof v === 'object' && knownMessageContent.has(v.type);
+}
+
+/** The text of a `text_delta` assistant message event; undefined for every other event. */
+function assistantTextDelta(ev) {
+  return ev !== null && typeof ev === 'object' && ev.type === 'text_delta' && typeof ev.delta === 'string' ? ev.delta : undefined;
+}
+
+module.exports = { ProtocolCommands, EVENT_TYPES, UI_METHODS, isKnownEvent, isKnownUiRequest, isKnownAgentMessage, isKnownAssistantMessageEvent, isKnownMessageContent, assistantTextDelta };

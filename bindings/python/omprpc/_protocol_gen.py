@@ -78,202 +78,9 @@ GENERATED: Final[tuple[str, ...]] = (
     "set_subagent_subscription",
 )
 
-# --- named types -------------------------------------------------------------------------
+# --- named types (_payloads_gen) ----------------------------------------------------------
 
-#: JSON the table does not describe.
-AgentMessage: TypeAlias = Any
-#: JSON the table does not describe.
-AgentProgress: TypeAlias = Any
-#: JSON the table does not describe.
-AgentRunCoverage: TypeAlias = Any
-#: JSON the table does not describe.
-AgentRunSummary: TypeAlias = Any
-#: JSON the table does not describe.
-AgentToolResult: TypeAlias = Any
-#: JSON the table does not describe.
-AssistantMessageEvent: TypeAlias = Any
-#: A string with open-ended values.
-AvailableSlashCommandSource: TypeAlias = str
-#: JSON the table does not describe.
-BashResult: TypeAlias = Any
-#: JSON the table does not describe.
-CompactionResult: TypeAlias = Any
-#: JSON the table does not describe.
-ContextUsage: TypeAlias = Any
-#: JSON the table does not describe.
-CustomMessage: TypeAlias = Any
-#: JSON the table does not describe.
-FileEntry: TypeAlias = Any
-#: JSON the table does not describe.
-Goal: TypeAlias = Any
-#: JSON the table does not describe.
-GoalModeState: TypeAlias = Any
-#: One of these (a newer agent may send another).
-HostUriOperation: TypeAlias = Literal["read", "write"]
-#: JSON the table does not describe.
-ImageContent: TypeAlias = Any
-#: JSON the table does not describe.
-Model: TypeAlias = Any
-#: JSON the table does not describe.
-RetryErrorUpdate: TypeAlias = Any
-#: JSON the table does not describe.
-Rule: TypeAlias = Any
-#: JSON the table does not describe.
-SessionEntry: TypeAlias = Any
-#: JSON the table does not describe.
-SessionStats: TypeAlias = Any
-#: JSON the table does not describe.
-SessionTreeNode: TypeAlias = Any
-#: JSON the table does not describe.
-SourceInfo: TypeAlias = Any
-#: JSON the table does not describe.
-SubagentEventPayload: TypeAlias = Any
-#: JSON the table does not describe.
-SubagentLifecyclePayload: TypeAlias = Any
-#: JSON the table does not describe.
-SubagentProgressPayload: TypeAlias = Any
-#: One of these (a newer agent may send another).
-SubagentSubscriptionLevel: TypeAlias = Literal["off", "progress", "events"]
-#: A string with open-ended values.
-ThinkingLevel: TypeAlias = str
-#: JSON the table does not describe.
-TodoItem: TypeAlias = Any
-#: JSON the table does not describe.
-TodoPhase: TypeAlias = Any
-#: A string with open-ended values.
-ToolLoadMode: TypeAlias = str
-#: JSON the table does not describe.
-ToolResultMessage: TypeAlias = Any
-
-class AvailableSlashCommand(TypedDict):
-    """A type of the protocol table."""
-
-    name: str
-    aliases: NotRequired[list[str]]
-    description: NotRequired[str]
-    input: NotRequired[dict[str, Any]]
-    subcommands: NotRequired[list[dict[str, Any]]]
-    source: AvailableSlashCommandSource
-
-
-class ExtensionUISelectOptionDetail(TypedDict):
-    """A type of the protocol table."""
-
-    description: NotRequired[str]
-
-
-class ForkMessage(TypedDict):
-    """A type of the protocol table."""
-
-    entryId: str
-    text: str
-
-
-class HandoffResult(TypedDict):
-    """A type of the protocol table."""
-
-    savedPath: NotRequired[str]
-
-
-class HostToolDefinition(TypedDict):
-    """A type of the protocol table."""
-
-    name: str
-    label: NotRequired[str]
-    description: str
-    parameters: dict[str, Any]
-    hidden: NotRequired[bool]
-    loadMode: NotRequired[ToolLoadMode]
-    readsSkillUris: NotRequired[bool]
-
-
-class HostUriSchemeDefinition(TypedDict):
-    """A type of the protocol table."""
-
-    scheme: str
-    description: NotRequired[str]
-    writable: NotRequired[bool]
-    immutable: NotRequired[bool]
-
-
-class LoginProvider(TypedDict):
-    """A type of the protocol table."""
-
-    id: str
-    name: str
-    available: bool
-    authenticated: bool
-
-
-class MessagesPage(TypedDict):
-    """A type of the protocol table."""
-
-    messages: list[AgentMessage]
-    nextCursor: NotRequired[str]
-    totalMessages: int
-
-
-class SessionState(TypedDict):
-    """A type of the protocol table."""
-
-    model: NotRequired[Model]
-    thinkingLevel: ThinkingLevel | None
-    isStreaming: bool
-    isCompacting: bool
-    steeringMode: Literal["all", "one-at-a-time"]
-    followUpMode: Literal["all", "one-at-a-time"]
-    interruptMode: NotRequired[Literal["immediate", "wait"]]
-    sessionFile: NotRequired[str]
-    sessionId: str
-    sessionName: NotRequired[str]
-    autoCompactionEnabled: bool
-    fastModeEnabled: NotRequired[bool]
-    fastModeActive: NotRequired[bool]
-    tokensPerSecond: NotRequired[float | None]
-    messageCount: int
-    queuedMessageCount: NotRequired[int]
-    todoPhases: NotRequired[list[TodoPhase]]
-    systemPrompt: NotRequired[list[str]]
-    dumpTools: NotRequired[list[dict[str, Any]]]
-    contextUsage: NotRequired[ContextUsage]
-    pendingMessageCount: NotRequired[int]
-
-
-class SlashCommand(TypedDict):
-    """A type of the protocol table."""
-
-    name: str
-    description: NotRequired[str]
-    source: Literal["extension", "prompt", "skill"]
-    sourceInfo: SourceInfo
-
-
-class SubagentMessagesResult(TypedDict):
-    """A type of the protocol table."""
-
-    sessionFile: str
-    fromByte: int
-    nextByte: int
-    reset: bool
-    entries: list[FileEntry]
-    messages: list[AgentMessage]
-
-
-class SubagentSnapshot(TypedDict):
-    """A type of the protocol table."""
-
-    id: str
-    index: int
-    agent: str
-    agentSource: str
-    description: NotRequired[str]
-    status: str
-    task: NotRequired[str]
-    assignment: NotRequired[str]
-    sessionFile: NotRequired[str]
-    lastUpdate: int
-    progress: NotRequired[AgentProgress]
-    parentToolCallId: NotRequired[str]
+from ._payloads_gen import *  # noqa: E402,F403
 
 
 # --- command data --------------------------------------------------------------------------
@@ -642,7 +449,7 @@ class ToolExecutionEndEvent(TypedDict):
     type: Literal["tool_execution_end"]
     toolCallId: str
     toolName: str
-    result: Any
+    result: AgentToolResult
     isError: NotRequired[bool]
     durationMs: NotRequired[float]
     parentToolCallId: NotRequired[str]
@@ -666,7 +473,7 @@ class ToolExecutionUpdateEvent(TypedDict):
     toolCallId: str
     toolName: str
     args: Any
-    partialResult: Any
+    partialResult: AgentToolResult
     parentToolCallId: NotRequired[str]
 
 

@@ -72,193 +72,65 @@ _COMPACTION_ACTIONS: Final = frozenset(
 # --- message shapes (plain dicts) ---------------------------------------------------------
 
 
-class TextContent(TypedDict, total=False):
-    type: Literal["text"]
-    text: str
-    textSignature: NotRequired[str]
-
-
-class ThinkingContent(TypedDict, total=False):
-    type: Literal["thinking"]
-    thinking: str
-    thinkingSignature: NotRequired[str]
+# The message shapes are the protocol table's (src/protocol/table.json, generated into
+# _payloads_gen): one TypedDict per variant, unions told apart by ``role`` / ``type``
+# (``if ev["type"] == "text_delta":`` narrows). Nothing validates them: a role or event type
+# a newer agent adds arrives as the dict it sent, never an error.
+from ._payloads_gen import (  # noqa: E402 (after NotRequired, which _payloads_gen imports)
+    AgentMessage as AgentMessage,
+    AgentToolResult as AgentToolResult,
+    AssistantDoneEvent as AssistantDoneEvent,
+    AssistantErrorEvent as AssistantErrorEvent,
+    AssistantImageEndEvent as AssistantImageEndEvent,
+    AssistantMessage as AssistantMessage,
+    AssistantMessageEvent as AssistantMessageEvent,
+    AssistantMessageStartEvent as AssistantMessageStartEvent,
+    AssistantTextDeltaEvent as AssistantTextDeltaEvent,
+    AssistantTextEndEvent as AssistantTextEndEvent,
+    AssistantTextStartEvent as AssistantTextStartEvent,
+    AssistantThinkingDeltaEvent as AssistantThinkingDeltaEvent,
+    AssistantThinkingEndEvent as AssistantThinkingEndEvent,
+    AssistantThinkingStartEvent as AssistantThinkingStartEvent,
+    AssistantToolCallDeltaEvent as AssistantToolCallDeltaEvent,
+    AssistantToolCallEndEvent as AssistantToolCallEndEvent,
+    AssistantToolCallStartEvent as AssistantToolCallStartEvent,
+    BashExecutionMessage as BashExecutionMessage,
+    BranchSummaryMessage as BranchSummaryMessage,
+    CompactionSummaryMessage as CompactionSummaryMessage,
+    MessageContent as MessageContent,
+    CustomMessage as CustomMessage,
+    DeveloperMessage as DeveloperMessage,
+    FileMentionItem as FileMentionItem,
+    FileMentionMessage as FileMentionMessage,
+    HookMessage as HookMessage,
+    ImageContent as ImageContent,
+    PythonExecutionMessage as PythonExecutionMessage,
+    SystemMessage as SystemMessage,
+    TextContent as TextContent,
+    ThinkingContent as ThinkingContent,
+    ToolCall as ToolCall,
+    ToolResultMessage as ToolResultMessage,
+    Usage as Usage,
+    UsageCost as UsageCost,
+    UserMessage as UserMessage,
+)
 
 
 class RedactedThinkingContent(TypedDict, total=False):
+    """omp_rpc's name for a redacted thinking block (no agent of the table declares it)."""
+
     type: Literal["redactedThinking"]
     data: str
 
 
-class ImageContent(TypedDict, total=False):
-    type: Literal["image"]
-    data: str
-    mimeType: str
-
-
-class ToolCall(TypedDict, total=False):
-    type: Literal["toolCall"]
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    thoughtSignature: NotRequired[str]
-    intent: NotRequired[str]
-
-
-class UsageCost(TypedDict, total=False):
-    input: float
-    output: float
-    cacheRead: float
-    cacheWrite: float
-    total: float
-
-
-class Usage(TypedDict, total=False):
-    input: int
-    output: int
-    cacheRead: int
-    cacheWrite: int
-    totalTokens: int
-    premiumRequests: NotRequired[int]
-    cost: UsageCost
-
-
-class UserMessage(TypedDict, total=False):
-    role: Literal["user"]
-    content: str | list[TextContent | ImageContent]
-    synthetic: NotRequired[bool]
-    attribution: NotRequired[Attribution]
-    providerPayload: NotRequired[JsonObject]
-    timestamp: int
-
-
-class DeveloperMessage(TypedDict, total=False):
-    role: Literal["developer"]
-    content: str | list[TextContent | ImageContent]
-    attribution: NotRequired[Attribution]
-    providerPayload: NotRequired[JsonObject]
-    timestamp: int
-
-
-class AssistantMessage(TypedDict, total=False):
-    role: Literal["assistant"]
-    content: list[TextContent | ThinkingContent | RedactedThinkingContent | ToolCall]
-    api: str
-    provider: str
-    model: str
-    responseId: NotRequired[str]
-    usage: Usage
-    stopReason: StopReason
-    errorMessage: NotRequired[str]
-    providerPayload: NotRequired[JsonObject]
-    timestamp: int
-    duration: NotRequired[int]
-    ttft: NotRequired[int]
-
-
-class ToolResultMessage(TypedDict, total=False):
-    role: Literal["toolResult"]
-    toolCallId: str
-    toolName: str
-    content: list[TextContent | ImageContent]
-    details: NotRequired[JsonValue]
-    isError: bool
-    attribution: NotRequired[Attribution]
-    prunedAt: NotRequired[int]
-    timestamp: int
-
-
-class BashExecutionMessage(TypedDict, total=False):
-    role: Literal["bashExecution"]
-    command: str
-    output: str
-    exitCode: int | None
-    cancelled: bool
-    truncated: bool
-    meta: NotRequired[JsonObject]
-    timestamp: int
-    excludeFromContext: NotRequired[bool]
-
-
-class PythonExecutionMessage(TypedDict, total=False):
-    role: Literal["pythonExecution"]
-    code: str
-    output: str
-    exitCode: int | None
-    cancelled: bool
-    truncated: bool
-    meta: NotRequired[JsonObject]
-    timestamp: int
-    excludeFromContext: NotRequired[bool]
-
-
-class CustomMessage(TypedDict, total=False):
-    role: Literal["custom"]
-    customType: str
-    content: str | list[TextContent | ImageContent]
-    display: bool
-    details: NotRequired[JsonValue]
-    attribution: NotRequired[Attribution]
-    timestamp: int
-
-
-class HookMessage(TypedDict, total=False):
-    role: Literal["hookMessage"]
-    customType: str
-    content: str | list[TextContent | ImageContent]
-    display: bool
-    details: NotRequired[JsonValue]
-    attribution: NotRequired[Attribution]
-    timestamp: int
-
-
-class BranchSummaryMessage(TypedDict, total=False):
-    role: Literal["branchSummary"]
-    summary: str
-    fromId: str
-    timestamp: int
-
-
-class CompactionSummaryMessage(TypedDict, total=False):
-    role: Literal["compactionSummary"]
-    summary: str
-    shortSummary: NotRequired[str]
-    tokensBefore: int
-    providerPayload: NotRequired[JsonObject]
-    timestamp: int
-
-
-class FileMentionItem(TypedDict, total=False):
-    path: str
-    content: str
-    lineCount: NotRequired[int]
-    byteSize: NotRequired[int]
-    skippedReason: NotRequired[Literal["tooLarge"]]
-    image: NotRequired[ImageContent]
-
-
-class FileMentionMessage(TypedDict, total=False):
-    role: Literal["fileMention"]
-    files: list[FileMentionItem]
-    timestamp: int
-
-
-AgentMessage: TypeAlias = Union[
-    UserMessage,
-    DeveloperMessage,
-    AssistantMessage,
-    ToolResultMessage,
-    BashExecutionMessage,
-    PythonExecutionMessage,
-    CustomMessage,
-    HookMessage,
-    BranchSummaryMessage,
-    CompactionSummaryMessage,
-    FileMentionMessage,
-    JsonObject,  # roles this binding does not know pass through unchanged
-]
-
-#: ``assistantMessageEvent`` of ``message_update`` (start, text_delta, …, done, error): a dict.
-AssistantMessageEvent: TypeAlias = JsonObject
+def assistant_text_delta(event: AssistantMessageEvent) -> str | None:
+    """The text an assistant message event adds to the answer: a ``text_delta``'s ``delta``;
+    None for every other event (a ``thinking_delta``'s reasoning and a ``toolcall_delta``'s
+    argument JSON are not answer text)."""
+    if event.get("type") == "text_delta":
+        delta = event.get("delta")
+        return delta if isinstance(delta, str) else None
+    return None
 
 
 # --- result objects -------------------------------------------------------------------------
@@ -1177,7 +1049,8 @@ def _message(payload: Mapping[str, Any], key: str, what: str) -> AgentMessage:
     message = _obj(payload.get(key), f"{what}.{key}")
     if not isinstance(message.get("role"), str):
         raise ValueError(f"{what}.{key}.role must be a string")
-    return message
+    # Typed by its role; a role the table does not name passes through as the dict it is.
+    return cast(AgentMessage, message)
 
 
 def _todo_item_strict(item: object, what: str) -> TodoItem:
@@ -1260,7 +1133,9 @@ def _parse_notification(payload: Mapping[str, Any]) -> RpcNotification:
         if not isinstance(ame.get("type"), str):
             raise ValueError("message_update.assistantMessageEvent.type must be a string")
         return MessageUpdateEvent(
-            message=_message(payload, "message", "message_update"), assistant_message_event=ame
+            message=_message(payload, "message", "message_update"),
+            # Typed by its type; a type the table does not name passes through as the dict it is.
+            assistant_message_event=cast(AssistantMessageEvent, ame),
         )
     if kind == "message_end":
         return MessageEndEvent(message=_message(payload, "message", "message_end"))
