@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Final, Iterator, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Final, Generator, Mapping, Sequence, Union
 
 from . import _ffi
 from ._session import _HOST_TYPES
@@ -254,7 +254,7 @@ class TurnStream:
 
     # -- the consumer side --
 
-    def _generate(self) -> Iterator[StreamItem]:
+    def _generate(self) -> Generator[StreamItem, None, None]:
         while True:
             kind, value = self._queue.get()
             if kind == "event":
