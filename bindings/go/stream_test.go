@@ -3,6 +3,7 @@ package omprpc
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -233,22 +234,33 @@ func TestStreamErrors(t *testing.T) {
 	}
 }
 
-// A stream's turn has PromptAndWait's bounds; TurnEvents: TurnEventsNoUpdates keeps a long
-// turn within them without changing what the stream yields.
-func TestStreamEventHistoryBound(t *testing.T) {
-	o := fakeOptions()
-	o.MaxEventHistory = Ptr(10)
-	c := start(t, o)
-	if _, err := streamAll(t, c, ctxFor(t), "burst 20"); !errors.Is(err, ErrLimitExceeded) {
-		t.Fatalf("a turn past max_event_history: %v", err)
+// A stream keeps no history, so PromptAndWait's bound on a turn's events (max_event_history,
+// 10000 by default) does not apply: a longer turn streams completely, every text chunk in
+// order, then TurnComplete.
+func TestStreamHasNoEventHistoryBound(t *testing.T) {
+	const chunks = 10050 // message_update text_delta "xxxxxxxx" each, between 6 other events
+	c := startFake(t)
+	message := "burst " + strconv.Itoa(chunks)
+	if _, err := c.PromptAndWait(ctxFor(t), message, nil); !errors.Is(err, ErrLimitExceeded) {
+		t.Fatalf("PromptAndWait of a turn past max_event_history: %v", err)
 	}
-	o.TurnEvents = TurnEventsNoUpdates
-	c = start(t, o)
-	items, err := streamAll(t, c, ctxFor(t), "burst 20")
+	items, err := streamAll(t, c, ctxFor(t), message)
 	if err != nil {
-		t.Fatalf("the same turn without its updates retained: %v", err)
+		t.Fatalf("the same turn streamed: %v", err)
 	}
-	if done := items[len(items)-1].(*TurnComplete); done.Text == nil || *done.Text != "pong" {
-		t.Fatalf("TurnComplete: %+v", done)
+	if len(items) != chunks+1 {
+		t.Fatalf("%d items, want %d text chunks and TurnComplete", len(items), chunks)
+	}
+	for i, item := range items[:chunks] {
+		if x, ok := item.(*TextChunk); !ok || x.Text != "xxxxxxxx" {
+			t.Fatalf("item %d: %#v", i, item)
+		}
+	}
+	done, ok := items[chunks].(*TurnComplete)
+	if !ok || done.Text == nil || *done.Text != "pong" || done.Outcome != TurnAgentEnd {
+		t.Fatalf("last item: %#v", items[chunks])
+	}
+	if n := len(done.Summary.Text); n != 8*chunks {
+		t.Fatalf("the summary's text: %d bytes, want %d", n, 8*chunks)
 	}
 }
