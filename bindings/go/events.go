@@ -45,14 +45,14 @@ const defaultBacklog = 65536
 // dropped, counted (Counters.BindingEventsDropped) and reported to that subscriber by an
 // event_overflow event in their place — never silently.
 type pump struct {
-	mu sync.Mutex
+	mu   sync.Mutex
+	cond sync.Cond // on mu: broadcast on progress while syncWaiters > 0
+	subs []*subscription
 	// completions: subscribers get the library's prompt_complete events (the client was
 	// started with Options.PromptCompleteEvents). Every client is started with the library
 	// option on, for Stream; without that option they are kept from All, Events and
 	// Subscribe, which show what the agent sent.
 	completions bool
-	cond        sync.Cond // on mu: broadcast on progress while syncWaiters > 0
-	subs        []*subscription
 	// hostDemand: host tools / URI schemes / a policy handler are registered.
 	hostDemand  bool
 	carry       []Event // read while nobody subscribed: the next subscriber gets them first

@@ -264,3 +264,41 @@ func TestStreamHasNoEventHistoryBound(t *testing.T) {
 		t.Fatalf("the summary's text: %d bytes, want %d", n, 8*chunks)
 	}
 }
+
+// A stream is one of the client's prompt-lifecycle calls: PromptAndWait, CollectEvents and
+// WaitForIdle are refused while it runs, and a stream while PromptAndWait runs.
+func TestStreamIsOneLifecycleCallAtATime(t *testing.T) {
+	c := startFake(t)
+	ctx := ctxFor(t)
+	for item, err := range c.Stream(ctx, "stream until abort") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := item.(*TextChunk); !ok {
+			t.Fatalf("first item: %#v", item)
+		}
+		_, err = c.PromptAndWait(ctx, "say hello", nil)
+		wantErr(t, err, ErrConcurrency, "PromptAndWait during a stream")
+		_, err = c.CollectEvents(ctx)
+		wantErr(t, err, ErrConcurrency, "CollectEvents during a stream")
+		wantErr(t, c.WaitForIdle(ctx), ErrConcurrency, "WaitForIdle during a stream")
+		break
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.PromptAndWait(ctx, "stream until abort", nil)
+		done <- err
+	}()
+	waitActive(t, c, "PromptAndWait")
+	_, err := streamAll(t, c, ctx, "say hello")
+	wantErr(t, err, ErrConcurrency, "a stream during PromptAndWait")
+	if err := c.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the aborted PromptAndWait: %v", err)
+	}
+	if items, err := streamAll(t, c, ctx, "say hello"); err != nil || *items[len(items)-1].(*TurnComplete).Text != "pong" {
+		t.Fatalf("the next stream: %v", err)
+	}
+}
