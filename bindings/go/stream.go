@@ -163,8 +163,9 @@ func streamItemOf(d DerivedItem) (StreamItem, error) {
 // library says the agent will not go on (after its retries and recovery: its prompt_complete
 // event). The items are the library's streaming summarizer's, fed with the turn's events in
 // order as they arrive; nothing else of the turn is kept, so a turn of any length streams
-// (Options.MaxEventHistory bounds PromptAndWait's turns, not a stream). opts: at most one
-// *PromptOptions.
+// (Options.MaxEventHistory bounds PromptAndWait's turns, not a stream). Nor do TurnTimeout
+// and TurnIdleTimeout, which bound the library's own waits: ctx's deadline bounds a stream.
+// opts: at most one *PromptOptions.
 //
 // A failure is yielded once, with a nil item, and ends the stream: a refused or late-failed
 // prompt (*CommandError), the agent's exit (ErrProcessExited), Close (ErrClosed), a ctx

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // streamAll runs a Stream to its end: its items (TurnComplete last) and the error, if any.
@@ -300,5 +301,28 @@ func TestStreamIsOneLifecycleCallAtATime(t *testing.T) {
 	}
 	if items, err := streamAll(t, c, ctx, "say hello"); err != nil || *items[len(items)-1].(*TurnComplete).Text != "pong" {
 		t.Fatalf("the next stream: %v", err)
+	}
+}
+
+// A ctx deadline ends the stream with ErrTimeout (also context.DeadlineExceeded) and, as with
+// PromptAndWait, leaves the agent's work going: the run is still live afterwards.
+func TestStreamDeadline(t *testing.T) {
+	o := fakeOptions("--flavor", "pi")
+	o.Flavor = FlavorPi
+	c := start(t, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	items, err := streamAll(t, c, ctx, "stream until abort")
+	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || len(items) == 0 {
+		t.Fatalf("a stream past its deadline: %v after %d items", err, len(items))
+	}
+	// pi refuses a prompt while its run is live
+	_, err = c.Prompt(ctxFor(t), "say hello", nil)
+	var ce *CommandError
+	if !errors.As(err, &ce) {
+		t.Fatalf("a prompt during the run the deadline left: %v", err)
+	}
+	if err := c.Abort(ctxFor(t)); err != nil {
+		t.Fatal(err)
 	}
 }
