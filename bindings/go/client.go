@@ -48,9 +48,10 @@ type core struct {
 	host   hostTools
 	policy PolicyHandler // ToolPolicy.Handler, fixed at start
 
-	model     string      // Options.Model: named in usage whose message names none (Stream)
-	streaming atomic.Bool // a Stream runs (one at a time)
-	turns     turnCalls   // the turn calls running, for Shutdown
+	model      string       // Options.Model: named in usage whose message names none (Stream)
+	streaming  atomic.Bool  // a Stream runs (one at a time)
+	collecting atomic.Int32 // PromptAndWait, CollectEvents and WaitForIdle calls running
+	turns      turnCalls    // the turn calls running, for Shutdown
 }
 
 type snapshot struct {
@@ -80,7 +81,7 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	if err := ctxError("start", ctx); err != nil {
 		return nil, err
 	}
-	js, err := opts.startJSON(ctx)
+	js, err := opts.clientJSON(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +94,7 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	if opts.EventQueueCapacity != nil {
 		h.ev.capacity = *opts.EventQueueCapacity // < 0 (Unlimited): no bound
 	}
+	h.ev.completions = opts.showsCompletions()
 	h.ev.init()
 	h.host.init(opts.HostToolConcurrency)
 	c := &Client{h: h}
@@ -693,8 +695,13 @@ func (t *Turn) TypedEvents() []Event {
 // runs at a time (ErrConcurrency). A rejected or late-failed prompt is a *CommandError;
 // ErrLimitExceeded past max_event_history.
 func (c *Client) PromptAndWait(ctx context.Context, message string, opts *PromptOptions) (*Turn, error) {
+	release, err := c.h.enterCollector("prompt_and_wait")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	var turn *C.omprpc_turn
-	err := c.promptLike(ctx, "prompt_and_wait", message, opts, true, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status {
+	err = c.promptLike(ctx, "prompt_and_wait", message, opts, true, func(p *C.omprpc_client, m, o *C.char, t C.int64_t, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_prompt_and_wait_turn(p, m, o, t, &turn, perr)
 	}, func(err error) {
 		if err == nil {
@@ -779,8 +786,13 @@ func decodeEvent(e Event, v any) error {
 // cancelled ctx aborts the agent's work as PromptAndWait's does.
 func (c *Client) CollectEvents(ctx context.Context) ([]Event, error) {
 	defer runtime.KeepAlive(c)
+	release, err := c.h.enterCollector("collect_events")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	var batch *C.omprpc_event_batch
-	err := c.h.request(ctx, "collect_events", nil, true, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
+	err = c.h.request(ctx, "collect_events", nil, true, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 		return C.omprpc_client_collect_event_batch(p, t, &batch, perr)
 	}, func(err error) {
 		if err == nil {
@@ -799,6 +811,11 @@ func (c *Client) CollectEvents(ctx context.Context) ([]Event, error) {
 // The turn_timeout_ms option bounds it only when ctx can never end (context.Background()).
 func (c *Client) WaitForIdle(ctx context.Context) error {
 	defer runtime.KeepAlive(c)
+	release, err := c.h.enterCollector("wait_for_idle")
+	if err != nil {
+		return err
+	}
+	defer release()
 	if ctx == nil || ctx.Done() == nil {
 		return c.h.request(ctx, "wait_for_idle", nil, false, func(p *C.omprpc_client, t C.int64_t, perr **C.char) C.omprpc_status {
 			return C.omprpc_client_wait_for_idle(p, t, perr)

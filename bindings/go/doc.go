@@ -23,17 +23,20 @@
 //
 // Client.Stream prompts and yields the turn as typed items (TextChunk, ReasoningChunk,
 // ToolCallRequest, ToolCallComplete, RetryScheduled, CompactionComplete, and last
-// TurnComplete), from the library's streaming summarizer; leaving the loop aborts the turn.
+// TurnComplete), from the library's streaming summarizer, up to the library's prompt_complete
+// event for the prompt; it keeps no history, so a turn of any length streams. Leaving the
+// loop aborts the turn.
 //
 // # Turns
 //
 // A prompt ends where the agent will not go on, and the library decides where that is: at pi's
 // agent_settled (pi 0.80.4 on), else at the last run's terminal agent_end after any retry of a
 // failed LLM call or any overflow compaction the agent recovers with. An agent_end alone ends
-// one run, not the prompt. PromptAndWait, WaitForIdle, CollectEvents and the prompt_complete
-// event (Options.PromptCompleteEvents) all end there; this package adds no end of its own. The
-// Turn holds every run in between and says what happened: Outcome (TurnAgentEnd,
-// TurnAgentSettled, TurnAborted, TurnPromptResult, TurnNotInvoked), Attempts, Settled,
+// one run, not the prompt. PromptAndWait, WaitForIdle, CollectEvents, Stream and the
+// prompt_complete event (queued for every client; Options.PromptCompleteEvents shows it to
+// subscribers) all end there; this package adds no end of its own. The Turn holds every run
+// in between and says what happened: Outcome (TurnAgentEnd, TurnAgentSettled, TurnAborted,
+// TurnPromptResult, TurnNotInvoked), Attempts, Settled,
 // FailedAttempts (each failure's error and what followed: a retry, a compaction, giving up, a
 // cancelled retry) and Compactions. Abort while the agent waits to retry ends the turn at once
 // as TurnAborted, and no retry follows. A program streaming a prompt's events stops at the

@@ -35,9 +35,12 @@ func readable(t *testing.T, fd, ms int) bool {
 
 // The descriptor wakes a poll loop while events wait in the library, stays readable until
 // they are taken (level-triggered), goes quiet once the pump took them, and is gone with
-// Close.
+// Close. The client shows the library's prompt_complete events: the last event queued for a
+// prompt is its prompt_complete (which the library also queues for a client that hides it).
 func TestEventFD(t *testing.T) {
-	c := startFake(t)
+	o := fakeOptions()
+	o.PromptCompleteEvents = true
+	c := start(t, o)
 	fd, err := c.EventFD()
 	if err != nil || fd < 0 {
 		t.Fatalf("EventFD: %d %v", fd, err)
@@ -64,11 +67,11 @@ func TestEventFD(t *testing.T) {
 			t.Fatal(err)
 		}
 		types = append(types, ev.Type)
-		if ev.Type == "agent_end" {
+		if ev.Type == "prompt_complete" {
 			break
 		}
 	}
-	if len(types) < 3 || types[0] != "ready" || types[1] != "agent_start" {
+	if len(types) < 4 || types[0] != "ready" || types[1] != "agent_start" || types[len(types)-2] != "agent_end" {
 		t.Fatalf("the waiting events: %v", types)
 	}
 	if readable(t, fd, 0) {

@@ -48,6 +48,11 @@ type pump struct {
 	mu   sync.Mutex
 	cond sync.Cond // on mu: broadcast on progress while syncWaiters > 0
 	subs []*subscription
+	// completions: subscribers get the library's prompt_complete events (the client was
+	// started with Options.PromptCompleteEvents). Every client is started with the library
+	// option on, for Stream; without that option they are kept from All, Events and
+	// Subscribe, which show what the agent sent.
+	completions bool
 	// hostDemand: host tools / URI schemes / a policy handler are registered.
 	hostDemand  bool
 	carry       []Event // read while nobody subscribed: the next subscriber gets them first
@@ -79,10 +84,12 @@ type subscription struct {
 	gone   bool
 	// from is the library's index of the first event this subscription wants (Stream: the
 	// first event queued after it subscribed); earlier ones are skipped. 0: every event.
-	from   uint64
-	signal chan struct{} // capacity 1: something was appended, or the events ended
-	stop   chan struct{}
-	once   sync.Once
+	from uint64
+	// completions: it gets the library's prompt_complete events (Stream's always does).
+	completions bool
+	signal      chan struct{} // capacity 1: something was appended, or the events ended
+	stop        chan struct{}
+	once        sync.Once
 }
 
 func (p *pump) init() {
@@ -135,8 +142,9 @@ func (p *pump) progressLocked() {
 }
 
 // appendBounded appends batch to q, dropping the oldest past p.capacity; returns q and how
-// many were dropped (counted in p.dropped).
-func (p *pump) appendBounded(q, batch []Event) ([]Event, uint64) {
+// many were dropped (counted in p.dropped). A prompt_complete event is never dropped when
+// completions: a stream waits for its own, and each is one small event per prompt.
+func (p *pump) appendBounded(q, batch []Event, completions bool) ([]Event, uint64) {
 	if len(q) == 0 {
 		q = batch[:len(batch):len(batch)] // shared with the other subscribers: append copies
 	} else {
@@ -148,15 +156,50 @@ func (p *pump) appendBounded(q, batch []Event) ([]Event, uint64) {
 	}
 	// A dropped event_overflow of the library's carries its count into ours.
 	var mine, lost uint64
+	var kept []Event
 	for _, ev := range q[:over] {
 		if n, ok := libraryOverflow(ev); ok {
 			lost += n
+		} else if completions && isCompletion(ev) {
+			kept = append(kept, ev)
 		} else {
 			mine++
 		}
 	}
 	p.dropped.Add(mine)
+	if len(kept) > 0 {
+		return append(kept, q[over:]...), lost + mine
+	}
 	return q[over:], lost + mine
+}
+
+// isCompletion reports whether ev is the library's prompt_complete event.
+func isCompletion(ev Event) bool {
+	if ev.Type != "prompt_complete" {
+		return false
+	}
+	var c struct {
+		Omprpc bool `json:"omprpc"`
+	}
+	return ev.Decode(&c) == nil && c.Omprpc
+}
+
+// withoutCompletions is batch without the library's prompt_complete events (batch itself
+// when it has none).
+func withoutCompletions(batch []Event) []Event {
+	for i, ev := range batch {
+		if !isCompletion(ev) {
+			continue
+		}
+		out := append(make([]Event, 0, len(batch)-1), batch[:i]...)
+		for _, ev := range batch[i+1:] {
+			if !isCompletion(ev) {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	return batch
 }
 
 // libraryOverflow reports the count of an event_overflow event of the library's.
@@ -176,7 +219,7 @@ func libraryOverflow(ev Event) (uint64, bool) {
 
 func (h *core) subscribe() *subscription {
 	p := &h.ev
-	s := &subscription{signal: make(chan struct{}, 1), stop: make(chan struct{}), p: p}
+	s := &subscription{signal: make(chan struct{}, 1), stop: make(chan struct{}), p: p, completions: p.completions}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.carry) > 0 || p.carryLost > 0 {
@@ -327,22 +370,44 @@ func (h *core) deliver(batch []Event) {
 	p := &h.ev
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// The batch without prompt_complete events, made once, for the subscribers that do not
+	// get them.
+	var plain []Event
+	plainMade := false
+	withoutAll := func() []Event {
+		if !plainMade {
+			plain, plainMade = withoutCompletions(batch), true
+		}
+		return plain
+	}
 	if len(p.subs) == 0 {
+		kept := batch
+		if !p.completions {
+			kept = withoutAll() // the carry goes to All, Events and Subscribe only
+		}
 		var lost uint64
-		p.carry, lost = p.appendBounded(p.carry, batch)
+		p.carry, lost = p.appendBounded(p.carry, kept, p.completions)
 		p.carryLost += lost
 	}
 	for _, s := range p.subs {
-		batch := batch
+		mine := batch
+		if !s.completions {
+			mine = withoutAll()
+		}
 		if s.from > p.accounted {
-			if batch = skipBefore(batch, s.from-p.accounted); len(batch) == 0 {
-				continue
+			// s.from counts the library's events: cut the whole batch, then filter the rest.
+			mine = skipBefore(batch, s.from-p.accounted)
+			if !s.completions {
+				mine = withoutCompletions(mine)
 			}
 		}
+		if len(mine) == 0 {
+			continue
+		}
 		var lost uint64
-		s.q, lost = p.appendBounded(s.q, batch)
+		s.q, lost = p.appendBounded(s.q, mine, s.completions)
 		s.lost += lost
-		s.pushed += uint64(len(batch))
+		s.pushed += uint64(len(mine))
 		select {
 		case s.signal <- struct{}{}:
 		default:
@@ -371,9 +436,13 @@ func skipBefore(batch []Event, k uint64) []Event {
 // subscribeFresh subscribes to the events the library queues from now on: not the kept
 // ones (carry), nor those still in the library's queue from before (a turn of its own
 // starts clean).
+//
+// It gets the library's prompt_complete events (Stream waits for its prompt's), and starts
+// parked: until the stream takes its first events (after the prompt's acknowledgement, whose
+// own call waits for the subscribers), it takes them without waiting for the agent.
 func (h *core) subscribeFresh() (*subscription, error) {
 	p := &h.ev
-	s := &subscription{signal: make(chan struct{}, 1), stop: make(chan struct{}), p: p}
+	s := &subscription{signal: make(chan struct{}, 1), stop: make(chan struct{}), p: p, completions: true, parked: true}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	// Under p.mu nothing is delivered, so every event from the count on reaches s.
@@ -392,8 +461,9 @@ func (h *core) subscribeFresh() (*subscription, error) {
 }
 
 // poll takes the backlog without waiting (marking the consumer busy with it, as All does),
-// led by an event_overflow when some were dropped; ended when no more events will come.
-func (s *subscription) poll() (evs []Event, ended bool) {
+// led by an event_overflow when some were dropped; ended when no more events will come, err
+// then says why.
+func (s *subscription) poll() (evs []Event, ended bool, err error) {
 	p := s.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -406,7 +476,10 @@ func (s *subscription) poll() (evs []Event, ended bool) {
 	}
 	s.handed, s.parked = s.pushed, true
 	p.progressLocked()
-	return evs, s.ended && len(evs) == 0
+	if s.ended && len(evs) == 0 {
+		return nil, true, s.err
+	}
+	return evs, false, nil
 }
 
 func (h *core) endEvents(err error) {
@@ -585,6 +658,11 @@ func (c *Client) Subscribe(ctx context.Context) *Subscription {
 // those is active; a pump that was active may still take one more batch after the last
 // subscription ended, and keeps it for the next subscriber. Take the waiting events with All
 // or Events: a new subscriber gets them first.
+//
+// The library queues a prompt_complete event for every prompt (Stream ends its turn there),
+// and it makes the descriptor readable too, while All and Events show it only to a client
+// started with Options.PromptCompleteEvents: without that option, a loop the descriptor wakes
+// for one finds no event to handle (the pump takes it, and the descriptor goes quiet).
 func (c *Client) EventFD() (int, error) {
 	defer runtime.KeepAlive(c)
 	var fd C.int

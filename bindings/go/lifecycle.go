@@ -44,6 +44,36 @@ func (t *turnCalls) idle() <-chan struct{} {
 	return t.none
 }
 
+// The library runs one prompt-lifecycle call at a time (PromptAndWait, CollectEvents,
+// WaitForIdle; ErrConcurrency for another). A Stream is none of them — it follows the
+// prompt_complete event — so this package keeps the same rule between a Stream and them. The
+// atomics are sequentially consistent: of a Stream and a call starting at once, at least one
+// sees the other.
+
+// enterCollector marks a PromptAndWait, CollectEvents or WaitForIdle call running; release
+// ends it. ErrConcurrency while a Stream runs.
+func (h *core) enterCollector(op string) (release func(), err error) {
+	h.collecting.Add(1)
+	if h.streaming.Load() {
+		h.collecting.Add(-1)
+		return nil, newError(op, StatusConcurrency, "a Stream runs on this client: finish it, or leave its loop, first")
+	}
+	return func() { h.collecting.Add(-1) }, nil
+}
+
+// enterStream marks a Stream running; release ends it. ErrConcurrency while another Stream
+// or a PromptAndWait, CollectEvents or WaitForIdle call runs.
+func (h *core) enterStream() (release func(), err error) {
+	if !h.streaming.CompareAndSwap(false, true) {
+		return nil, newError(opStream, StatusConcurrency, "a turn is already streaming on this client (one at a time): finish it, or leave its loop, first")
+	}
+	if h.collecting.Load() > 0 {
+		h.streaming.Store(false)
+		return nil, newError(opStream, StatusConcurrency, "a PromptAndWait, CollectEvents or WaitForIdle call runs on this client: one prompt-lifecycle call at a time")
+	}
+	return func() { h.streaming.Store(false) }, nil
+}
+
 // Shutdown stops the agent gracefully, like http.Server.Shutdown: it waits, within ctx, for
 // the turn calls running on the client (PromptAndWait, CollectEvents, Stream) to return and
 // for the agent to be idle by its own account (as WaitForIdle: the runs it started by itself

@@ -119,12 +119,15 @@ type Options struct {
 	ToolPolicy *ToolPolicy `json:"tool_policy,omitempty"`
 	// TurnSummary adds a summary to PromptAndWait's Turn.
 	TurnSummary bool `json:"turn_summary,omitempty"`
-	// PromptCompleteEvents (prompt_complete_events) queues a prompt_complete event when a
-	// prompt completes, right after the frame that completed it:
+	// PromptCompleteEvents shows the library's prompt_complete events to All, Events and
+	// Subscribe: one when a prompt completes, right after the frame that completed it:
 	// {"type":"prompt_complete","omprpc":true,"requestId","outcome","agentInvoked","error"?},
 	// outcome a TurnOutcome name or "failed". The end to wait for when streaming a prompt's
 	// events (an agent_end is not the end when the agent retries, compacts or settles later).
-	PromptCompleteEvents bool `json:"prompt_complete_events,omitempty"`
+	// The library queues them for every client (the start option prompt_complete_events is
+	// always on: Stream ends its turn there), and its activity watcher probes the agent where
+	// the stream leaves it open; without this option this package keeps them from subscribers.
+	PromptCompleteEvents bool `json:"-"`
 	// LogLevel ("error", "warn", "info", "debug", "trace"; empty: off) makes the library keep
 	// log records for Logs / ForwardLogs; LogQueueCapacity bounds them (1024).
 	LogLevel         LogLevel `json:"log_level,omitempty"`
@@ -151,9 +154,18 @@ const defaultHostToolConcurrency = 8
 // optionsWire has the fields of Options and none of its methods.
 type optionsWire Options
 
-// startJSON is the options JSON for the library. With a ctx deadline, startup_timeout_ms is
-// lowered to what is left of it.
+// startJSON is the options JSON for the library, as the caller gave them (BuildArgv). With a
+// ctx deadline, startup_timeout_ms is lowered to what is left of it.
 func (o Options) startJSON(ctx context.Context) ([]byte, error) {
+	return o.optionsJSON(ctx, false)
+}
+
+// clientJSON is startJSON with what every client of this package needs: Start sends it.
+func (o Options) clientJSON(ctx context.Context) ([]byte, error) {
+	return o.optionsJSON(ctx, true)
+}
+
+func (o Options) optionsJSON(ctx context.Context, forClient bool) ([]byte, error) {
 	base, err := json.Marshal(optionsWire(o))
 	if err != nil {
 		return nil, newError("start", StatusInvalidJSON, "options: %v", err)
@@ -194,6 +206,12 @@ func (o Options) startJSON(ctx context.Context) ([]byte, error) {
 	for k, v := range o.Extra {
 		m[k] = v
 	}
+	if forClient {
+		// Stream ends its turn at the library's prompt_complete event, so every client
+		// queues them; All, Events and Subscribe show them only to a client that asked
+		// (showsCompletions).
+		m["prompt_complete_events"] = true
+	}
 	if ctx != nil {
 		if d, ok := ctx.Deadline(); ok {
 			left := ms(time.Until(d))
@@ -212,6 +230,14 @@ func (o Options) startJSON(ctx context.Context) ([]byte, error) {
 		return nil, newError("start", StatusInvalidJSON, "options: %v", err)
 	}
 	return js, nil
+}
+
+// showsCompletions reports whether the caller asked for the library's prompt_complete events
+// (PromptCompleteEvents, or prompt_complete_events in Extra): All, Events and Subscribe
+// deliver them only then.
+func (o Options) showsCompletions() bool {
+	asked, _ := o.Extra["prompt_complete_events"].(bool)
+	return o.PromptCompleteEvents || asked
 }
 
 // number reads a JSON number held as any Go numeric type.

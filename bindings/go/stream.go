@@ -3,8 +3,10 @@ package omprpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"iter"
 	"runtime"
+	"time"
 )
 
 // StreamItem is one item of Client.Stream: *TextChunk, *ReasoningChunk, *ToolCallRequest,
@@ -82,7 +84,11 @@ type TurnComplete struct {
 	// Summary is the library's whole summary of the streamed turn (Attempts,
 	// FailedAttempts, Compactions, ToolCalls …).
 	Summary *Summary
-	// Turn is the turn as PromptAndWait returns it.
+	// Turn is the turn's record as PromptAndWait's Turn has it, without what only a
+	// collected turn holds: RequestID, AgentInvoked, Outcome, Settled, Attempts,
+	// FailedAttempts, Compactions, StopReason, AssistantText and Summary are set; Events,
+	// Messages, AssistantMessage, ErrorMessage, Usage and PromptResult are nil (a stream keeps
+	// no history: its items were the events; the turn's usage is Usage above, summed).
 	Turn *Turn
 }
 
@@ -151,33 +157,28 @@ func streamItemOf(d DerivedItem) (StreamItem, error) {
 	}
 }
 
-type turnResult struct {
-	turn *Turn
-	err  error
-}
-
 // Stream prompts and yields the turn as it happens: *TextChunk, *ReasoningChunk,
 // *ToolCallRequest, *ToolCallComplete, *RetryScheduled (the agent will retry a failed
 // attempt), *CompactionComplete, and last *TurnComplete, once the prompt completed where the
-// library says the agent will not go on (after its retries and recovery). The items are the
-// library's streaming summarizer's, fed with the turn's events in order. opts: at most one
-// *PromptOptions.
+// library says the agent will not go on (after its retries and recovery: its prompt_complete
+// event). The items are the library's streaming summarizer's, fed with the turn's events in
+// order as they arrive; nothing else of the turn is kept, so a turn of any length streams
+// (Options.MaxEventHistory bounds PromptAndWait's turns, not a stream). Nor do TurnTimeout
+// and TurnIdleTimeout, which bound the library's own waits: ctx's deadline bounds a stream.
+// opts: at most one *PromptOptions.
 //
 // A failure is yielded once, with a nil item, and ends the stream: a refused or late-failed
 // prompt (*CommandError), the agent's exit (ErrProcessExited), Close (ErrClosed), a ctx
 // deadline (ErrTimeout and context.DeadlineExceeded; the agent goes on, as with
 // PromptAndWait). Leaving the loop early (break) or cancelling ctx aborts the turn: abort is
-// sent, and the loop ends once the aborted prompt completed, so the next prompt finds the
-// agent settled (a cancelled ctx yields an error wrapping context.Canceled).
+// sent, and the loop ends once the aborted prompt completed (5 s at most), so the next
+// prompt finds the agent settled (a cancelled ctx yields an error wrapping context.Canceled).
 //
 // One stream at a time per client: a second one while one runs yields ErrConcurrency, and
-// so does PromptAndWait, CollectEvents or WaitForIdle meanwhile (the library's rule). The turn
-// is the library's PromptAndWait turn, so its bounds hold: a turn that retains more than
-// Options.MaxEventHistory events (10000) fails with ErrLimitExceeded — raise it, or keep fewer
-// with TurnEvents: TurnEventsNoUpdates, for very long turns.
-// Iterating the sequence again streams a new turn of the same message.
+// so does PromptAndWait, CollectEvents or WaitForIdle meanwhile, and a stream while one of
+// those runs (the library's rule for its prompt-lifecycle calls, which this package extends
+// to streams). Iterating the sequence again streams a new turn of the same message.
 func (c *Client) Stream(ctx context.Context, message string, opts ...*PromptOptions) iter.Seq2[StreamItem, error] {
-	const op = "stream"
 	runtime.KeepAlive(c)
 	if ctx == nil {
 		ctx = context.Background()
@@ -189,16 +190,19 @@ func (c *Client) Stream(ctx context.Context, message string, opts ...*PromptOpti
 		case 1:
 			popts = opts[0]
 		default:
-			yield(nil, newError(op, StatusInvalidArgument, "at most one *PromptOptions, got %d", len(opts)))
+			yield(nil, newError(opStream, StatusInvalidArgument, "at most one *PromptOptions, got %d", len(opts)))
 			return
 		}
 		h := c.h
-		if !h.streaming.CompareAndSwap(false, true) {
-			yield(nil, newError(op, StatusConcurrency, "a turn is already streaming on this client (one at a time): finish it, or leave its loop, first"))
+		release, err := h.enterStream()
+		if err != nil {
+			yield(nil, err)
 			return
 		}
-		defer h.streaming.Store(false)
-		if err := ctxError(op, ctx); err != nil {
+		defer release()
+		h.turns.enter()
+		defer h.turns.leave()
+		if err := ctxError(opStream, ctx); err != nil {
 			yield(nil, err)
 			return
 		}
@@ -208,86 +212,259 @@ func (c *Client) Stream(ctx context.Context, message string, opts ...*PromptOpti
 			return
 		}
 		defer sum.Close()
-		sub, err := h.subscribeFresh()
+		sub, err := h.subscribeFresh() // before the prompt: every event of its turn reaches it
 		if err != nil {
 			yield(nil, err)
 			return
 		}
 		defer sub.cancel()
+		st := &streamTurn{c: c, sub: sub, sum: sum}
+		if err := st.prompt(ctx, message, popts); err != nil {
+			yield(nil, err)
+			return
+		}
+		st.run(ctx, yield)
+	}
+}
 
-		// The turn runs as PromptAndWait on its own goroutine: the library decides where it
-		// ends, and a cancelled turnCtx aborts it (and waits until the agent settled).
-		turnCtx, cancelTurn := context.WithCancel(ctx)
-		defer cancelTurn()
-		done := make(chan turnResult, 1)
-		go func() {
-			t, err := c.PromptAndWait(turnCtx, message, popts)
-			done <- turnResult{t, err}
-		}()
-		leave := func() {
-			cancelTurn()
-			sub.cancel() // PromptAndWait does not wait for this loop's events any more
-			<-done
+const opStream = "stream"
+
+// streamTurn is one turn of Stream: its subscription (the events queued from before its
+// prompt on, prompt_complete events included), its summarizer, and its prompt's request id.
+type streamTurn struct {
+	c   *Client
+	sub *subscription
+	sum *Summarizer
+	id  string
+	// evs are events taken from the subscription and not handled yet.
+	evs []Event
+	// settled: the summarizer saw the agent settle (agent_settled).
+	settled bool
+}
+
+type promptAck struct {
+	id  string
+	err error
+}
+
+// prompt sends the prompt and keeps its request id. Its call keeps ctx's deadline (the call's
+// own timeout) but not its cancellation: a ctx cancelled while the agent has not answered yet
+// waits for the answer (abortSettle at most), so that an accepted prompt is aborted and
+// settles before the stream returns.
+func (st *streamTurn) prompt(ctx context.Context, message string, opts *PromptOptions) error {
+	ackCtx := context.WithoutCancel(ctx)
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ackCtx, cancel = context.WithDeadline(ackCtx, d)
+		defer cancel()
+	}
+	acked := make(chan promptAck, 1)
+	go func() {
+		id, err := st.c.Prompt(ackCtx, message, opts)
+		acked <- promptAck{id, err}
+	}()
+	var ack promptAck
+	select {
+	case ack = <-acked:
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			ack = <-acked // the same deadline ends the call a moment later
+			break
 		}
-		// emit feeds events to the summarizer and yields their items; false: the loop left.
-		emit := func(evs []Event) (bool, error) {
-			for _, ev := range evs {
-				derived, err := sum.Feed(ev.Raw)
-				if err != nil {
-					return true, err
-				}
-				for _, d := range derived {
-					item, err := streamItemOf(d)
-					if err != nil {
-						return true, err
-					}
-					if item != nil && !yield(item, nil) {
-						return false, nil
-					}
-				}
-			}
-			return true, nil
+		until := time.Now().Add(abortSettle)
+		timer := time.NewTimer(abortSettle)
+		defer timer.Stop()
+		select {
+		case ack = <-acked:
+		case <-timer.C:
+			return cancelledError(opStream, ctx, false) // the answer is dropped in the background
 		}
-		for {
-			evs, ended := sub.poll()
-			if more, err := emit(evs); !more || err != nil {
-				leave()
+		if ack.err != nil {
+			return cancelledError(opStream, ctx, false) // refused: nothing runs
+		}
+		st.id = ack.id
+		return cancelledError(opStream, ctx, st.leave(until))
+	}
+	st.id = ack.id
+	return ack.err
+}
+
+// run yields the turn's items until its prompt_complete event, the end of the client's
+// events, or ctx's end.
+func (st *streamTurn) run(ctx context.Context, yield func(StreamItem, error) bool) {
+	for {
+		ended, endErr := st.take()
+		for len(st.evs) > 0 {
+			ev := st.evs[0]
+			st.evs = st.evs[1:]
+			if done, ok, err := completionOf(ev); err != nil || ok {
 				if err != nil {
+					st.leave(time.Now().Add(abortSettle))
 					yield(nil, err)
+				} else if done.RequestID == st.id {
+					yield(st.complete(done))
+				} else {
+					continue // an earlier prompt's (sent with Prompt)
 				}
 				return
 			}
-			var r turnResult
-			if ended { // closed, or the agent exited: PromptAndWait says which
-				r = <-done
-			} else {
-				select {
-				case <-sub.signal:
-					continue
-				case r = <-done:
-				}
-			}
-			// Every event before the turn's outcome is in the backlog now (PromptAndWait
-			// returns only then): take the rest.
-			evs, _ = sub.poll()
-			if more, err := emit(evs); !more || err != nil {
-				if err != nil {
-					yield(nil, err)
-				}
-				return
-			}
-			if r.err != nil {
-				yield(nil, r.err)
-				return
-			}
-			summary, err := sum.Summary()
+			items, err := st.feed(ev)
 			if err != nil {
+				st.leave(time.Now().Add(abortSettle))
 				yield(nil, err)
 				return
 			}
-			yield(&TurnComplete{RequestID: r.turn.RequestID, Outcome: r.turn.Outcome, StopReason: summary.StopReason,
-				Usage: summary.Usage, Text: summary.FinalText, Summary: summary, Turn: r.turn}, nil)
+			for _, item := range items {
+				if !yield(item, nil) {
+					st.leave(time.Now().Add(abortSettle))
+					return
+				}
+			}
+		}
+		if ended {
+			yield(nil, st.endError(endErr))
+			return
+		}
+		select {
+		case <-st.sub.signal:
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				yield(nil, deadlineError(opStream)) // the agent goes on, as with PromptAndWait
+				return
+			}
+			aborted := st.leave(time.Now().Add(abortSettle))
+			yield(nil, cancelledError(opStream, ctx, aborted))
 			return
 		}
 	}
+}
+
+// take refills evs from the subscription's backlog when it is empty; ended: no more events
+// will come, err says why.
+func (st *streamTurn) take() (ended bool, err error) {
+	if len(st.evs) > 0 {
+		return false, nil
+	}
+	st.evs, ended, err = st.sub.poll()
+	return ended, err
+}
+
+// feed gives one event to the summarizer and returns its stream items.
+func (st *streamTurn) feed(ev Event) ([]StreamItem, error) {
+	derived, err := st.sum.Feed(ev.Raw)
+	if err != nil {
+		return nil, err
+	}
+	var items []StreamItem
+	for _, d := range derived {
+		if d.Kind == "settled" {
+			st.settled = true
+		}
+		item, err := streamItemOf(d)
+		if err != nil {
+			return nil, err
+		}
+		if item != nil {
+			items = append(items, item)
+		}
+	}
+	return items, nil
+}
+
+// leave aborts the turn the stream leaves before its end, and waits until its prompt
+// completed (or until): the next prompt then finds the agent settled. It reports whether the
+// agent took the abort.
+func (st *streamTurn) leave(until time.Time) bool {
+	ctx, cancel := context.WithDeadline(context.Background(), until)
+	defer cancel()
+	err := st.c.Abort(ctx)
+	timer := time.NewTimer(time.Until(until))
+	defer timer.Stop()
+	for {
+		ended, _ := st.take()
+		for len(st.evs) > 0 {
+			ev := st.evs[0]
+			st.evs = st.evs[1:]
+			if done, ok, _ := completionOf(ev); ok && done.RequestID == st.id {
+				return err == nil
+			}
+		}
+		if ended {
+			return err == nil
+		}
+		select {
+		case <-st.sub.signal:
+		case <-timer.C:
+			return err == nil
+		}
+	}
+}
+
+// complete is the stream's last item for its prompt's completion: TurnComplete, or the
+// error of a prompt that failed (the completion's error, as the failed call would have
+// returned it).
+func (st *streamTurn) complete(done completion) (StreamItem, error) {
+	if done.Outcome == "failed" {
+		return nil, errorFromJSON(opStream, StatusCommandFailed, done.Error)
+	}
+	outcome, ok := turnOutcomeNamed(done.Outcome)
+	if !ok {
+		return nil, newError(opStream, StatusProtocol, "the library reported an unknown turn outcome %q", done.Outcome)
+	}
+	summary, err := st.sum.Summary()
+	if err != nil {
+		return nil, err
+	}
+	turn := &Turn{RequestID: done.RequestID, AgentInvoked: done.AgentInvoked, Outcome: outcome, Settled: st.settled,
+		Attempts: summary.Attempts, FailedAttempts: summary.FailedAttempts, Compactions: summary.Compactions,
+		StopReason: summary.StopReason, AssistantText: summary.FinalText, Summary: summary.Raw}
+	return &TurnComplete{RequestID: done.RequestID, Outcome: outcome, StopReason: summary.StopReason,
+		Usage: summary.Usage, Text: summary.FinalText, Summary: summary, Turn: turn}, nil
+}
+
+// endError is the stream's error when the client's events ended before its prompt completed:
+// why the client closed (the agent's exit: ErrProcessExited; Close: ErrClosed), else the
+// subscription's own reason.
+func (st *streamTurn) endError(err error) error {
+	if info, ierr := st.c.Info(); ierr == nil {
+		var reason *Error
+		if errors.As(info.CloseReason, &reason) {
+			e := *reason
+			e.Op = opStream
+			return &e
+		}
+	}
+	if err == nil {
+		err = closedError(opStream)
+	}
+	return err
+}
+
+// completion is the library's prompt_complete event.
+type completion struct {
+	RequestID    string          `json:"requestId"`
+	Outcome      string          `json:"outcome"` // a TurnOutcome name, or "failed"
+	AgentInvoked bool            `json:"agentInvoked"`
+	Error        json.RawMessage `json:"error"` // the failure, shaped as a failed call's error
+}
+
+// completionOf reads ev as the library's prompt_complete event; ok is false for any other.
+func completionOf(ev Event) (done completion, ok bool, err error) {
+	if !isCompletion(ev) {
+		return completion{}, false, nil
+	}
+	if err := unmarshal(opStream, ev.Raw, &done); err != nil {
+		return completion{}, false, err
+	}
+	return done, true, nil
+}
+
+// turnOutcomeNamed is the TurnOutcome of its name in the turn JSON ("agent_end" …).
+func turnOutcomeNamed(name string) (TurnOutcome, bool) {
+	for o, n := range turnOutcomeNames {
+		if n == name {
+			return TurnOutcome(o), true
+		}
+	}
+	return 0, false
 }

@@ -3,8 +3,10 @@ package omprpc
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // streamAll runs a Stream to its end: its items (TurnComplete last) and the error, if any.
@@ -233,22 +235,94 @@ func TestStreamErrors(t *testing.T) {
 	}
 }
 
-// A stream's turn has PromptAndWait's bounds; TurnEvents: TurnEventsNoUpdates keeps a long
-// turn within them without changing what the stream yields.
-func TestStreamEventHistoryBound(t *testing.T) {
-	o := fakeOptions()
-	o.MaxEventHistory = Ptr(10)
-	c := start(t, o)
-	if _, err := streamAll(t, c, ctxFor(t), "burst 20"); !errors.Is(err, ErrLimitExceeded) {
-		t.Fatalf("a turn past max_event_history: %v", err)
+// A stream keeps no history, so PromptAndWait's bound on a turn's events (max_event_history,
+// 10000 by default) does not apply: a longer turn streams completely, every text chunk in
+// order, then TurnComplete.
+func TestStreamHasNoEventHistoryBound(t *testing.T) {
+	const chunks = 10050 // message_update text_delta "xxxxxxxx" each, between 6 other events
+	c := startFake(t)
+	message := "burst " + strconv.Itoa(chunks)
+	if _, err := c.PromptAndWait(ctxFor(t), message, nil); !errors.Is(err, ErrLimitExceeded) {
+		t.Fatalf("PromptAndWait of a turn past max_event_history: %v", err)
 	}
-	o.TurnEvents = TurnEventsNoUpdates
-	c = start(t, o)
-	items, err := streamAll(t, c, ctxFor(t), "burst 20")
+	items, err := streamAll(t, c, ctxFor(t), message)
 	if err != nil {
-		t.Fatalf("the same turn without its updates retained: %v", err)
+		t.Fatalf("the same turn streamed: %v", err)
 	}
-	if done := items[len(items)-1].(*TurnComplete); done.Text == nil || *done.Text != "pong" {
-		t.Fatalf("TurnComplete: %+v", done)
+	if len(items) != chunks+1 {
+		t.Fatalf("%d items, want %d text chunks and TurnComplete", len(items), chunks)
+	}
+	for i, item := range items[:chunks] {
+		if x, ok := item.(*TextChunk); !ok || x.Text != "xxxxxxxx" {
+			t.Fatalf("item %d: %#v", i, item)
+		}
+	}
+	done, ok := items[chunks].(*TurnComplete)
+	if !ok || done.Text == nil || *done.Text != "pong" || done.Outcome != TurnAgentEnd {
+		t.Fatalf("last item: %#v", items[chunks])
+	}
+	if n := len(done.Summary.Text); n != 8*chunks {
+		t.Fatalf("the summary's text: %d bytes, want %d", n, 8*chunks)
+	}
+}
+
+// A stream is one of the client's prompt-lifecycle calls: PromptAndWait, CollectEvents and
+// WaitForIdle are refused while it runs, and a stream while PromptAndWait runs.
+func TestStreamIsOneLifecycleCallAtATime(t *testing.T) {
+	c := startFake(t)
+	ctx := ctxFor(t)
+	for item, err := range c.Stream(ctx, "stream until abort") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := item.(*TextChunk); !ok {
+			t.Fatalf("first item: %#v", item)
+		}
+		_, err = c.PromptAndWait(ctx, "say hello", nil)
+		wantErr(t, err, ErrConcurrency, "PromptAndWait during a stream")
+		_, err = c.CollectEvents(ctx)
+		wantErr(t, err, ErrConcurrency, "CollectEvents during a stream")
+		wantErr(t, c.WaitForIdle(ctx), ErrConcurrency, "WaitForIdle during a stream")
+		break
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.PromptAndWait(ctx, "stream until abort", nil)
+		done <- err
+	}()
+	waitActive(t, c, "PromptAndWait")
+	_, err := streamAll(t, c, ctx, "say hello")
+	wantErr(t, err, ErrConcurrency, "a stream during PromptAndWait")
+	if err := c.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the aborted PromptAndWait: %v", err)
+	}
+	if items, err := streamAll(t, c, ctx, "say hello"); err != nil || *items[len(items)-1].(*TurnComplete).Text != "pong" {
+		t.Fatalf("the next stream: %v", err)
+	}
+}
+
+// A ctx deadline ends the stream with ErrTimeout (also context.DeadlineExceeded) and, as with
+// PromptAndWait, leaves the agent's work going: the run is still live afterwards.
+func TestStreamDeadline(t *testing.T) {
+	o := fakeOptions("--flavor", "pi")
+	o.Flavor = FlavorPi
+	c := start(t, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	items, err := streamAll(t, c, ctx, "stream until abort")
+	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || len(items) == 0 {
+		t.Fatalf("a stream past its deadline: %v after %d items", err, len(items))
+	}
+	// pi refuses a prompt while its run is live
+	_, err = c.Prompt(ctxFor(t), "say hello", nil)
+	var ce *CommandError
+	if !errors.As(err, &ce) {
+		t.Fatalf("a prompt during the run the deadline left: %v", err)
+	}
+	if err := c.Abort(ctxFor(t)); err != nil {
+		t.Fatal(err)
 	}
 }
