@@ -1,6 +1,8 @@
 //! The polled event queue: bounded, oldest dropped on overflow with a synthetic
 //! `event_overflow` event in their place, an eventfd that is readable while events are queued
-//! (or the client is closed), and drain-then-CLOSED after close.
+//! (or the client is closed), and drain-then-CLOSED after close. The library's own
+//! `prompt_complete` events outlive an overflow: a turn's waiter (a binding's stream, a
+//! promptAndWait on the event fd) needs its turn's end, or it would wait forever.
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex};
@@ -14,6 +16,14 @@ use crate::wait::lock;
 /// One event: the frame's JSON bytes, with one spare byte of capacity so the FFI can add the
 /// terminating NUL without reallocating.
 pub type EventBytes = Vec<u8>;
+
+/// How the library's `prompt_complete` events begin (lifecycle::Completion::event writes them).
+pub const COMPLETION_PREFIX: &[u8] = br#"{"type":"prompt_complete","omprpc":true,"#;
+
+/// At most this many `prompt_complete` events at the front of the queue are kept through an
+/// overflow: they are the library's, one per prompt, but an agent could send lookalikes, which
+/// must not be able to grow the queue past its bounds.
+const KEPT_COMPLETIONS: usize = 64;
 
 pub fn event_bytes(json: &[u8]) -> EventBytes {
     let mut v = Vec::with_capacity(json.len() + 1);
@@ -109,7 +119,11 @@ impl EventQueue {
             g.bytes += ev.len();
             g.items.push_back(ev);
             while g.items.len() > self.capacity || (g.bytes > self.max_bytes && g.items.len() > 1) {
-                let old = g.items.pop_front().expect("the queue is not empty");
+                // The oldest event that is not one of the kept completions at the front; the
+                // newest event always stays.
+                let kept = g.items.iter().take(KEPT_COMPLETIONS).take_while(|e| e.starts_with(COMPLETION_PREFIX)).count();
+                let at = if kept < g.items.len() - 1 { kept } else { 0 };
+                let old = g.items.remove(at).expect("the queue is not empty");
                 g.bytes -= old.len();
                 g.dropped += 1;
                 g.dropped_total += 1;
@@ -189,6 +203,29 @@ mod tests {
         }
         let got = text(&q.pop(10, Some(Instant::now())).unwrap());
         assert_eq!(got, [r#"{"type":"event_overflow","omprpc":true,"dropped":3}"#, r#"{"n":3}"#, r#"{"n":4}"#]);
+    }
+
+    #[test]
+    fn a_prompt_complete_outlives_an_overflow() {
+        let q = EventQueue::new(3, usize::MAX).unwrap();
+        let done = br#"{"type":"prompt_complete","omprpc":true,"requestId":"1","outcome":"agent_end","agentInvoked":true}"#;
+        q.push(event_bytes(br#"{"n":0}"#));
+        q.push(event_bytes(done));
+        for i in 1..6 {
+            q.push(event_bytes(format!("{{\"n\":{i}}}").as_bytes()));
+        }
+        let got = text(&q.pop(10, Some(Instant::now())).unwrap());
+        let done = String::from_utf8(done.to_vec()).unwrap();
+        assert_eq!(got, [r#"{"type":"event_overflow","omprpc":true,"dropped":4}"#, &done, r#"{"n":4}"#, r#"{"n":5}"#]);
+    }
+
+    #[test]
+    fn lookalike_completions_cannot_grow_the_queue() {
+        let q = EventQueue::new(4, usize::MAX).unwrap();
+        for _ in 0..KEPT_COMPLETIONS + 10 {
+            q.push(event_bytes(br#"{"type":"prompt_complete","omprpc":true,"requestId":"x"}"#));
+        }
+        assert_eq!(q.stats().held, 4);
     }
 
     #[test]
