@@ -822,7 +822,8 @@ func realStream(t *testing.T, c *Client) {
 		}
 	}
 	if strings.Join(chunks, "") != "Hello from the fake model" || len(chunks) < 2 || done == nil ||
-		done.Text == nil || *done.Text != "Hello from the fake model" || done.Usage == nil || done.Outcome == TurnAborted {
+		done.Text == nil || *done.Text != "Hello from the fake model" || done.Usage == nil || done.Outcome == TurnAborted ||
+		done.Settled != (done.Outcome == TurnAgentSettled) || !done.AgentInvoked {
 		t.Fatalf("streamed %q, then %+v", chunks, done)
 	}
 	ctx, cancel := context.WithCancel(realCtx(t))

@@ -84,12 +84,11 @@ type TurnComplete struct {
 	// Summary is the library's whole summary of the streamed turn (Attempts,
 	// FailedAttempts, Compactions, ToolCalls …).
 	Summary *Summary
-	// Turn is the turn's record as PromptAndWait's Turn has it, without what only a
-	// collected turn holds: RequestID, AgentInvoked, Outcome, Settled, Attempts,
-	// FailedAttempts, Compactions, StopReason, AssistantText and Summary are set; Events,
-	// Messages, AssistantMessage, ErrorMessage, Usage and PromptResult are nil (a stream keeps
-	// no history: its items were the events; the turn's usage is Usage above, summed).
-	Turn *Turn
+	// AgentInvoked says whether the agent ran anything for the prompt (false: an extension
+	// command, a prompt the agent handled without a run).
+	AgentInvoked bool
+	// Settled says the agent announced it settled (pi's agent_settled), not only a run's end.
+	Settled bool
 }
 
 func (*TextChunk) streamItem()          {}
@@ -415,11 +414,9 @@ func (st *streamTurn) complete(done completion) (StreamItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	turn := &Turn{RequestID: done.RequestID, AgentInvoked: done.AgentInvoked, Outcome: outcome, Settled: st.settled,
-		Attempts: summary.Attempts, FailedAttempts: summary.FailedAttempts, Compactions: summary.Compactions,
-		StopReason: summary.StopReason, AssistantText: summary.FinalText, Summary: summary.Raw}
 	return &TurnComplete{RequestID: done.RequestID, Outcome: outcome, StopReason: summary.StopReason,
-		Usage: summary.Usage, Text: summary.FinalText, Summary: summary, Turn: turn}, nil
+		Usage: summary.Usage, Text: summary.FinalText, Summary: summary, AgentInvoked: done.AgentInvoked,
+		Settled: st.settled}, nil
 }
 
 // endError is the stream's error when the client's events ended before its prompt completed:

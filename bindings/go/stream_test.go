@@ -48,7 +48,7 @@ func TestStreamItems(t *testing.T) {
 	}
 	if done.Outcome != TurnAgentEnd || done.StopReason == nil || *done.StopReason != "stop" ||
 		done.Text == nil || *done.Text != "visible" || done.Usage == nil || done.Usage.TotalTokens != 2 ||
-		done.Summary == nil || done.Summary.Reasoning != "hmm" || done.Turn == nil || done.RequestID != done.Turn.RequestID ||
+		done.Summary == nil || done.Summary.Reasoning != "hmm" || !done.AgentInvoked ||
 		done.RequestID == "" {
 		t.Fatalf("TurnComplete: %+v", done)
 	}
