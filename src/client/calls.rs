@@ -268,9 +268,23 @@ impl Shared {
 }
 
 /// Releases the lifecycle slot when a collector call returns, however it returns.
+/// The lifecycle operation of a blocking `prompt_and_wait` (what a second collector is told is
+/// running; a Cancel handle cancels it).
+const PROMPT_AND_WAIT: &str = "prompt_and_wait";
+/// The lifecycle operation of a turn begun with `prompt_begin` and taken with `take_turn`
+/// (no thread waits on it: its host aborts it by sending `abort`).
+const PROMPT_BEGIN: &str = "prompt_begin";
+
 struct Slot<'a> {
     shared: &'a Shared,
     op: &'static str,
+}
+
+impl Slot<'_> {
+    /// Leaves the slot held: whoever takes the turn releases it.
+    fn keep(self) {
+        std::mem::forget(self);
+    }
 }
 
 impl Drop for Slot<'_> {
@@ -403,27 +417,84 @@ impl Client {
         self.prompt_and_wait_turn(message, options, deadline).map(|t| t.json)
     }
 
-    /// The same, with the turn's parts located in its JSON (the C ABI's `omprpc_turn`).
+    /// The same, with the turn's parts located in its JSON (the C ABI's `omprpc_turn`): a
+    /// [`prompt_begin`](Self::prompt_begin), a wait for the turn's completion, a
+    /// [`take_turn`](Self::take_turn).
     #[doc(hidden)]
     pub fn prompt_and_wait_turn(&self, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<turn::Turn> {
+        let id = self.begin_turn(PROMPT_AND_WAIT, message, options, deadline)?;
+        // Held from here: released by the take, or by this guard when the wait fails (a
+        // timeout leaves the turn running; a cancel aborted it).
+        let slot = Slot { shared: &self.shared, op: PROMPT_AND_WAIT };
+        self.wait_completed(deadline).inspect_err(|e| {
+            if e.status == Status::Cancelled {
+                // A Cancel handle (client::stream): the turn ends before the call returns.
+                self.abort_turn();
+            }
+        })?;
+        slot.keep(); // the take releases it
+        self.take_turn_of(PROMPT_AND_WAIT, &id)
+    }
+
+    /// Prompts and returns the request id once the agent acknowledged it (within `deadline`),
+    /// holding the client's lifecycle slot for the turn: until [`take_turn`](Self::take_turn)
+    /// takes it (or the client closes), another `prompt_and_wait`, `stream`, `collect_events`
+    /// or `wait_for_idle` fails with CONCURRENCY. The turn's completion is announced by its
+    /// `prompt_complete` event (start option `prompt_complete_events`), after which
+    /// `take_turn` returns it without blocking. For a host that waits on the event fd, not on
+    /// a thread (the Node binding).
+    #[doc(hidden)]
+    pub fn prompt_begin(&self, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<String> {
+        self.begin_turn(PROMPT_BEGIN, message, options, deadline)
+    }
+
+    /// The turn of the prompt begun as `request_id` (with [`prompt_begin`](Self::prompt_begin))
+    /// once it completed, releasing the lifecycle slot; never blocks. TIMEOUT while it has not
+    /// completed (the slot stays held); NOT_FOUND when `request_id` is not the begun turn; the
+    /// turn's failure (e.g. COMMAND_FAILED, PROCESS_EXITED, CLOSED) once it failed — the slot
+    /// is released then too.
+    #[doc(hidden)]
+    pub fn take_turn(&self, request_id: &str) -> Result<turn::Turn> {
+        self.take_turn_of(PROMPT_BEGIN, request_id)
+    }
+
+    /// Claims the lifecycle slot as `op`, starts collecting the turn (before the prompt is
+    /// written, so none of its events can be missed) and sends the prompt; the slot stays held
+    /// once the agent acknowledged, and is released when it did not.
+    fn begin_turn(&self, op: &'static str, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<String> {
         let s = &self.shared;
         let (params, streaming) = Self::prompt_params(message, options)?;
         let id = s.next_request_id();
         let line = request_line(&id, "prompt", Some(&params))?;
         {
             let mut st = s.state();
-            st.life.acquire("prompt_and_wait")?;
+            st.life.acquire(op)?;
             st.life.collect(Some(id.clone()), turn::TURN_PREFIX);
         }
-        let _slot = Slot { shared: s, op: "prompt_and_wait" };
+        let slot = Slot { shared: s, op };
         s.call(&id, "prompt", &line, deadline, Some(streaming))?;
-        let collector = self.completed_collector(deadline).inspect_err(|e| {
-            if e.status == Status::Cancelled {
-                // A Cancel handle (client::stream): the turn ends before the call returns.
-                self.abort_turn();
+        slot.keep(); // acknowledged: the turn holds the slot until it is taken
+        Ok(id)
+    }
+
+    /// Takes the completed turn `request_id` that `op` holds the slot for, and releases the slot.
+    fn take_turn_of(&self, op: &'static str, request_id: &str) -> Result<turn::Turn> {
+        let s = &self.shared;
+        let collector = {
+            let mut st = s.state();
+            let begun = st.life.active_operation() == Some(op) && st.life.collecting_for(request_id);
+            if !begun {
+                return Err(Error::new(Status::NotFound, format!("no begun turn has the request id {request_id:?}")));
             }
-        })?;
-        turn::build_turn(&id, collector, s.opts.turn_summary.then(|| s.opts.model.clone()))
+            if !st.life.collector_done() {
+                return Err(Error::new(Status::Timeout, "the turn has not completed yet (take it after its prompt_complete event)"));
+            }
+            let collector = st.life.take_collector();
+            st.life.release(op);
+            collector.expect("a completed collector is there until taken")
+        };
+        s.completions_announced();
+        turn::build_turn(request_id, collector, s.opts.turn_summary.then(|| s.opts.model.clone()))
     }
 
     /// Events from now through the end of the agent's current work (client::lifecycle), as a
@@ -454,10 +525,19 @@ impl Client {
     /// Waits for the active collector to complete and takes it (its `prompt_complete` event, when
     /// announced, is queued first); CANCELLED when a Cancel handle asked (client::stream).
     fn completed_collector(&self, deadline: Deadline) -> Result<turn::Collector> {
+        self.wait_completed(deadline)?;
+        let collector = self.shared.state().life.take_collector();
+        Ok(collector.expect("a completed collector is there until taken"))
+    }
+
+    /// Waits until the active collector completed (leaving it in place; its `prompt_complete`
+    /// event, when announced, is queued first); CANCELLED when a Cancel handle asked
+    /// (client::stream).
+    fn wait_completed(&self, deadline: Deadline) -> Result<()> {
         let s = &self.shared;
-        let collector = s.wait_state_since(deadline, "Timed out waiting for the agent to finish", s.turn_wait(), &mut |st| {
+        s.wait_state_since(deadline, "Timed out waiting for the agent to finish", s.turn_wait(), &mut |st| {
             if st.life.collector_done() {
-                st.life.take_collector().map(Ok)
+                Some(Ok(()))
             } else if st.life.cancel_requested() {
                 Some(Err(super::stream::cancelled()))
             } else {
@@ -465,7 +545,7 @@ impl Client {
             }
         })??;
         s.completions_announced();
-        Ok(collector)
+        Ok(())
     }
 
     /// Waits until the agent is idle by its own account: no run open (whoever started it), no

@@ -335,6 +335,11 @@ impl Lifecycle {
         self.collector = Some(Collector::new(prompt_id, prefix, self.max_events, self.max_bytes, self.keep));
     }
 
+    /// The active collector is that of the prompt `request_id`.
+    pub fn collecting_for(&self, request_id: &str) -> bool {
+        self.collector.as_ref().is_some_and(|c| c.prompt_id.as_deref() == Some(request_id))
+    }
+
     pub fn collector_done(&self) -> bool {
         self.collector.as_ref().is_some_and(|c| c.outcome.is_some())
     }
