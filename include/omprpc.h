@@ -968,19 +968,36 @@ omprpc_status omprpc_client_prompt_begin(const omprpc_client *client,
 /**
  * The turn of the prompt begun as `request_id` with `omprpc_client_prompt_begin`, once it
  * completed (its `prompt_complete` event was queued), as `omprpc_client_prompt_and_wait_turn`
- * returns it; releases the collector slot. Never blocks: TIMEOUT while the turn has not
- * completed (nothing changes; take it after its `prompt_complete`), NOT_FOUND when
- * `request_id` is not the begun turn (none begun, another id, or already taken). A turn that
- * failed returns its failure, as `omprpc_client_prompt_and_wait_turn` would (COMMAND_FAILED,
- * LIMIT_EXCEEDED, CLOSED or the close reason, …), and releases the slot too.
- * Ownership: the caller frees `*out_turn` with `omprpc_turn_free`. Threads: any thread.
- * Statuses: OK, TIMEOUT, NOT_FOUND, COMMAND_FAILED, LIMIT_EXCEEDED, INVALID_ARGUMENT,
+ * returns it; releases the collector slot. Never blocks: OK with `*out_turn` NULL while the
+ * turn has not completed (nothing changes; take it after its `prompt_complete`), NOT_FOUND
+ * when `request_id` is not the begun turn (none begun, another id, already taken or
+ * released). A turn that failed returns its failure, as `omprpc_client_prompt_and_wait_turn`
+ * would (COMMAND_FAILED, LIMIT_EXCEEDED, CLOSED or the close reason, …), and releases the slot
+ * too. Nobody waits in the library on a begun turn, so the take applies the start option
+ * `turn_idle_timeout_ms`: once the agent sent no event for that long (not counting time it
+ * waits on the host), the take fails with TIMEOUT, releases the slot and leaves the turn
+ * running, as a blocking waiter's idle timeout does.
+ * Ownership: the caller frees a non-NULL `*out_turn` with `omprpc_turn_free`. Threads: any
+ * thread. Statuses: OK, TIMEOUT, NOT_FOUND, COMMAND_FAILED, LIMIT_EXCEEDED, INVALID_ARGUMENT,
  * INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
  */
 omprpc_status omprpc_client_take_turn(const omprpc_client *client,
                                       const char *request_id,
                                       omprpc_turn **out_turn,
                                       char **out_error);
+
+/**
+ * Gives up the turn begun as `request_id` with `omprpc_client_prompt_begin` without waiting
+ * for it: releases the collector slot and leaves the turn running, exactly as the timeout of
+ * a blocking `omprpc_client_prompt_and_wait_turn` does (a host's own turn timeout). The next
+ * prompt is then the agent's to accept or refuse while the turn still runs; send `abort`
+ * first to stop it. A later take of `request_id` is NOT_FOUND.
+ * Threads: any thread. Statuses: OK, NOT_FOUND (not the begun turn: none begun, another id,
+ * already taken or released), INVALID_ARGUMENT, INVALID_UTF8, PANIC.
+ */
+omprpc_status omprpc_client_release_turn(const omprpc_client *client,
+                                         const char *request_id,
+                                         char **out_error);
 
 /**
  * Fills `*out_info` with the turn's metadata.

@@ -172,10 +172,7 @@ impl Shared {
             if let (Some(d), Some(i)) = (idle_deadline, how.idle) {
                 if now >= d {
                     drop(st);
-                    return Err(Error::new(
-                        Status::Timeout,
-                        format!("no event from the agent for {} ms (turn_idle_timeout_ms){}", i.as_millis(), self.stderr_suffix()),
-                    ));
+                    return Err(self.idle_timeout(i));
                 }
             }
             if let Some(d) = deadline {
@@ -219,6 +216,18 @@ impl Shared {
                 return; // closed
             }
         }
+    }
+
+    /// The error of a turn the agent went silent on for `idle` (turn_idle_timeout_ms).
+    fn idle_timeout(&self, idle: Duration) -> Error {
+        Error::new(Status::Timeout, format!("no event from the agent for {} ms (turn_idle_timeout_ms){}", idle.as_millis(), self.stderr_suffix()))
+    }
+
+    /// The active turn has had no event for turn_idle_timeout_ms, the agent not waiting on the
+    /// host (whose clock stands still meanwhile): its waiter would time out now.
+    fn turn_went_idle(&self, st: &State) -> Option<Duration> {
+        let idle = self.opts.turn_idle_timeout?;
+        (!self.awaiting_host(st) && Instant::now() >= st.life.last_event + idle).then_some(idle)
     }
 
     /// A wait for the agent's runs: the idle timeout, and probes where the stream is ambiguous.
@@ -423,17 +432,16 @@ impl Client {
     #[doc(hidden)]
     pub fn prompt_and_wait_turn(&self, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<turn::Turn> {
         let id = self.begin_turn(PROMPT_AND_WAIT, message, options, deadline)?;
-        // Held from here: released by the take, or by this guard when the wait fails (a
-        // timeout leaves the turn running; a cancel aborted it).
-        let slot = Slot { shared: &self.shared, op: PROMPT_AND_WAIT };
-        self.wait_completed(deadline).inspect_err(|e| {
+        if let Err(e) = self.wait_completed(deadline) {
             if e.status == Status::Cancelled {
                 // A Cancel handle (client::stream): the turn ends before the call returns.
                 self.abort_turn();
             }
-        })?;
-        slot.keep(); // the take releases it
-        self.take_turn_of(PROMPT_AND_WAIT, &id)
+            // A timeout leaves the turn running; a cancel aborted it. Either frees the slot.
+            let _ = self.release_turn_of(PROMPT_AND_WAIT, &id);
+            return Err(e);
+        }
+        self.take_turn_of(PROMPT_AND_WAIT, &id)?.ok_or_else(|| Error::new(Status::Panic, "a completed turn was not there to take"))
     }
 
     /// Prompts and returns the request id once the agent acknowledged it (within `deadline`),
@@ -449,13 +457,24 @@ impl Client {
     }
 
     /// The turn of the prompt begun as `request_id` (with [`prompt_begin`](Self::prompt_begin))
-    /// once it completed, releasing the lifecycle slot; never blocks. TIMEOUT while it has not
+    /// once it completed, releasing the lifecycle slot; never blocks. `None` while it has not
     /// completed (the slot stays held); NOT_FOUND when `request_id` is not the begun turn; the
     /// turn's failure (e.g. COMMAND_FAILED, PROCESS_EXITED, CLOSED) once it failed — the slot
-    /// is released then too.
+    /// is released then too. Nobody waits on a begun turn, so its take applies the idle timeout
+    /// a waiter would: with `turn_idle_timeout_ms`, a take after that long without an event (the
+    /// agent not waiting on the host) fails with TIMEOUT, the slot released (a further take is
+    /// NOT_FOUND) and the turn left running, as a waiter's idle timeout leaves it.
     #[doc(hidden)]
-    pub fn take_turn(&self, request_id: &str) -> Result<turn::Turn> {
+    pub fn take_turn(&self, request_id: &str) -> Result<Option<turn::Turn>> {
         self.take_turn_of(PROMPT_BEGIN, request_id)
+    }
+
+    /// Gives up the begun turn `request_id`: releases the lifecycle slot and leaves the turn
+    /// running, as a waiter's timeout does (another prompt is then the agent's to accept or
+    /// refuse while it runs). NOT_FOUND when `request_id` is not the begun turn.
+    #[doc(hidden)]
+    pub fn release_turn(&self, request_id: &str) -> Result<()> {
+        self.release_turn_of(PROMPT_BEGIN, request_id)
     }
 
     /// Claims the lifecycle slot as `op`, starts collecting the turn (before the prompt is
@@ -477,24 +496,44 @@ impl Client {
         Ok(id)
     }
 
-    /// Takes the completed turn `request_id` that `op` holds the slot for, and releases the slot.
-    fn take_turn_of(&self, op: &'static str, request_id: &str) -> Result<turn::Turn> {
+    /// The turn `request_id` that `op` holds the slot for, its lifecycle state locked: NOT_FOUND
+    /// when it is not the begun turn.
+    fn begun_turn<'a>(&'a self, op: &'static str, request_id: &str) -> Result<std::sync::MutexGuard<'a, State>> {
+        let st = self.shared.state();
+        if st.life.active_operation() == Some(op) && st.life.collecting_for(request_id) {
+            Ok(st)
+        } else {
+            Err(Error::new(Status::NotFound, format!("no begun turn has the request id {request_id:?}")))
+        }
+    }
+
+    /// Releases the slot `op` holds for the turn `request_id`, leaving the turn running.
+    fn release_turn_of(&self, op: &'static str, request_id: &str) -> Result<()> {
+        self.begun_turn(op, request_id)?.life.release(op);
+        Ok(())
+    }
+
+    /// Takes the completed turn `request_id` that `op` holds the slot for, and releases the
+    /// slot; `None` while it runs. A begun turn (PROMPT_BEGIN) that went idle fails here.
+    fn take_turn_of(&self, op: &'static str, request_id: &str) -> Result<Option<turn::Turn>> {
         let s = &self.shared;
         let collector = {
-            let mut st = s.state();
-            let begun = st.life.active_operation() == Some(op) && st.life.collecting_for(request_id);
-            if !begun {
-                return Err(Error::new(Status::NotFound, format!("no begun turn has the request id {request_id:?}")));
-            }
+            let mut st = self.begun_turn(op, request_id)?;
             if !st.life.collector_done() {
-                return Err(Error::new(Status::Timeout, "the turn has not completed yet (take it after its prompt_complete event)"));
+                // A blocking waiter applies the idle timeout itself (Shared::wait_state_since).
+                if let Some(idle) = (op == PROMPT_BEGIN).then(|| s.turn_went_idle(&st)).flatten() {
+                    st.life.release(op);
+                    drop(st);
+                    return Err(s.idle_timeout(idle));
+                }
+                return Ok(None);
             }
             let collector = st.life.take_collector();
             st.life.release(op);
             collector.expect("a completed collector is there until taken")
         };
         s.completions_announced();
-        turn::build_turn(request_id, collector, s.opts.turn_summary.then(|| s.opts.model.clone()))
+        turn::build_turn(request_id, collector, s.opts.turn_summary.then(|| s.opts.model.clone())).map(Some)
     }
 
     /// Events from now through the end of the agent's current work (client::lifecycle), as a

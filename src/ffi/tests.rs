@@ -158,6 +158,7 @@ fn client_exports_refuse_a_null_client() {
             ("prompt", Box::new(|e| omprpc_client_prompt(null(), s.as_ptr(), null(), -2, o, e))),
             ("prompt_begin", Box::new(|e| omprpc_client_prompt_begin(null(), s.as_ptr(), null(), -2, o, e))),
             ("take_turn", Box::new(|e| omprpc_client_take_turn(null(), s.as_ptr(), t, e))),
+            ("release_turn", Box::new(|e| omprpc_client_release_turn(null(), s.as_ptr(), e))),
             ("steer", Box::new(|e| omprpc_client_steer(null(), s.as_ptr(), null(), -2, e))),
             ("abort", Box::new(|e| omprpc_client_abort(null(), -2, e))),
             ("get_state", Box::new(|e| omprpc_client_get_state(null(), -2, o, e))),
@@ -183,7 +184,7 @@ fn client_exports_refuse_a_null_client() {
         drop(calls);
         assert!(out.is_null() && turn.is_null(), "no out-parameter written");
         assert_eq!(fd, -7);
-        assert_eq!(n, 18);
+        assert_eq!(n, 19);
         omprpc_client_free(null_mut());
     }
 }

@@ -107,6 +107,7 @@ const OPTIONAL_DECLS = {
   promptAndWaitTurn: 'int omprpc_client_prompt_and_wait_turn(void *client, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **out_turn, _Out_ void **out_error)',
   promptBegin: 'int omprpc_client_prompt_begin(void *client, const char *message, const char *options_json, int64_t timeout_ms, _Out_ void **out_request_id, _Out_ void **out_error)',
   takeTurn: 'int omprpc_client_take_turn(void *client, const char *request_id, _Out_ void **out_turn, _Out_ void **out_error)',
+  releaseTurn: 'int omprpc_client_release_turn(void *client, const char *request_id, _Out_ void **out_error)',
   turnGetInfo: 'int omprpc_turn_get_info(void *turn, _Out_ omprpc_turn_info *out_info, _Out_ void **out_error)',
   turnEvents: 'int omprpc_turn_events(void *turn, _Out_ const omprpc_event_view **out_events, _Out_ size_t *out_count, _Out_ void **out_error)',
   turnMessages: 'int omprpc_turn_messages(void *turn, _Out_ const omprpc_str **out_messages, _Out_ size_t *out_count, _Out_ void **out_error)',

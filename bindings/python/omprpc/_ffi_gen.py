@@ -187,6 +187,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "omprpc_client_prompt_and_wait_turn": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
     "omprpc_client_prompt_begin": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, _PP, _PP]),
     "omprpc_client_take_turn": (c_int, [c_void_p, c_char_p, _PP, _PP]),
+    "omprpc_client_release_turn": (c_int, [c_void_p, c_char_p, _PP]),
     "omprpc_turn_get_info": (c_int, [c_void_p, POINTER(omprpc_turn_info), _PP]),
     "omprpc_turn_events": (c_int, [c_void_p, POINTER(POINTER(omprpc_event_view)), POINTER(c_size_t), _PP]),
     "omprpc_turn_messages": (c_int, [c_void_p, POINTER(POINTER(omprpc_str)), POINTER(c_size_t), _PP]),
