@@ -269,6 +269,9 @@ impl Lifecycle {
     /// Claims the single lifecycle slot.
     pub fn acquire(&mut self, op: &'static str) -> Result<()> {
         if let Some(current) = self.active {
+            // A turn begun for an event loop (the C ABI's prompt_begin) is its binding's
+            // prompt_and_wait: the error names what the program called.
+            let current = if current == "prompt_begin" { "prompt_and_wait" } else { current };
             return Err(Error::new(
                 Status::Concurrency,
                 format!("Cannot start {op} while {current} is already collecting prompt lifecycle events"),
