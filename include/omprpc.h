@@ -943,6 +943,63 @@ omprpc_status omprpc_client_prompt_and_wait_turn(const omprpc_client *client,
                                                  char **out_error);
 
 /**
+ * The first half of `omprpc_client_prompt_and_wait_turn`, for a host that waits on the event
+ * fd rather than on a thread: sends `prompt` (message and options as `omprpc_client_prompt`)
+ * and returns its request id once the agent acknowledged it, within `timeout_ms` (default: the
+ * start option `request_timeout_ms`). The turn then holds the client's single collector slot:
+ * `omprpc_client_prompt_and_wait(_turn)`, `omprpc_client_collect_events(_batch)` and
+ * `omprpc_client_wait_for_idle` fail with CONCURRENCY until `omprpc_client_take_turn` took
+ * it (or the client closed). Its completion is the `prompt_complete` event with this request
+ * id (start option `prompt_complete_events`); take the turn once that event was read. To
+ * abandon the turn, send `abort` (`omprpc_client_abort`) and still take it after its
+ * `prompt_complete`; `omprpc_client_close` releases everything.
+ * Ownership: the caller frees `*out_request_id` with `omprpc_string_free`. Threads: any
+ * thread; blocks only until the acknowledgement. Statuses: OK, COMMAND_FAILED, TIMEOUT,
+ * CONCURRENCY, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason:
+ * PROCESS_EXITED, PROTOCOL, IO), PANIC.
+ */
+omprpc_status omprpc_client_prompt_begin(const omprpc_client *client,
+                                         const char *message,
+                                         const char *options_json,
+                                         int64_t timeout_ms,
+                                         char **out_request_id,
+                                         char **out_error);
+
+/**
+ * The turn of the prompt begun as `request_id` with `omprpc_client_prompt_begin`, once it
+ * completed (its `prompt_complete` event was queued), as `omprpc_client_prompt_and_wait_turn`
+ * returns it; releases the collector slot. Never blocks: OK with `*out_turn` NULL while the
+ * turn has not completed (nothing changes; take it after its `prompt_complete`), NOT_FOUND
+ * when `request_id` is not the begun turn (none begun, another id, already taken or
+ * released). A turn that failed returns its failure, as `omprpc_client_prompt_and_wait_turn`
+ * would (COMMAND_FAILED, LIMIT_EXCEEDED, CLOSED or the close reason, …), and releases the slot
+ * too. Nobody waits in the library on a begun turn, so the take applies the start option
+ * `turn_idle_timeout_ms`: once the agent sent no event for that long (not counting time it
+ * waits on the host), the take fails with TIMEOUT, releases the slot and leaves the turn
+ * running, as a blocking waiter's idle timeout does.
+ * Ownership: the caller frees a non-NULL `*out_turn` with `omprpc_turn_free`. Threads: any
+ * thread. Statuses: OK, TIMEOUT, NOT_FOUND, COMMAND_FAILED, LIMIT_EXCEEDED, INVALID_ARGUMENT,
+ * INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
+ */
+omprpc_status omprpc_client_take_turn(const omprpc_client *client,
+                                      const char *request_id,
+                                      omprpc_turn **out_turn,
+                                      char **out_error);
+
+/**
+ * Gives up the turn begun as `request_id` with `omprpc_client_prompt_begin` without waiting
+ * for it: releases the collector slot and leaves the turn running, exactly as the timeout of
+ * a blocking `omprpc_client_prompt_and_wait_turn` does (a host's own turn timeout). The next
+ * prompt is then the agent's to accept or refuse while the turn still runs; send `abort`
+ * first to stop it. A later take of `request_id` is NOT_FOUND.
+ * Threads: any thread. Statuses: OK, NOT_FOUND (not the begun turn: none begun, another id,
+ * already taken or released), INVALID_ARGUMENT, INVALID_UTF8, PANIC.
+ */
+omprpc_status omprpc_client_release_turn(const omprpc_client *client,
+                                         const char *request_id,
+                                         char **out_error);
+
+/**
  * Fills `*out_info` with the turn's metadata.
  * Ownership: every `omprpc_str` borrows from the turn; valid until `omprpc_turn_free(turn)`.
  * Threads: any thread (the turn is immutable). Statuses: OK, INVALID_ARGUMENT, PANIC.

@@ -699,9 +699,9 @@ export declare class Client extends EventEmitter {
    */
   stream(message: string, opts?: StreamOptions): TurnStream;
   /**
-   * Prompts and resolves the turn once the agent's work for it ended (see `Turn`). Holds one
-   * libuv pool thread for the whole turn (the core builds the turn inside its blocking call);
-   * `stream()` holds none.
+   * Prompts and resolves the turn once the agent's work for it ended (see `Turn`). Holds a
+   * libuv pool thread only until the agent acknowledged the prompt; the turn's end comes
+   * through the event reactor, so it holds none while the agent works (as `stream()`).
    */
   promptAndWait(message: string, opts?: PromptAndWaitOptions): Promise<Turn>;
   steer(message: string, opts?: MessageOptions): Promise<void>;

@@ -172,10 +172,7 @@ impl Shared {
             if let (Some(d), Some(i)) = (idle_deadline, how.idle) {
                 if now >= d {
                     drop(st);
-                    return Err(Error::new(
-                        Status::Timeout,
-                        format!("no event from the agent for {} ms (turn_idle_timeout_ms){}", i.as_millis(), self.stderr_suffix()),
-                    ));
+                    return Err(self.idle_timeout(i));
                 }
             }
             if let Some(d) = deadline {
@@ -219,6 +216,18 @@ impl Shared {
                 return; // closed
             }
         }
+    }
+
+    /// The error of a turn the agent went silent on for `idle` (turn_idle_timeout_ms).
+    fn idle_timeout(&self, idle: Duration) -> Error {
+        Error::new(Status::Timeout, format!("no event from the agent for {} ms (turn_idle_timeout_ms){}", idle.as_millis(), self.stderr_suffix()))
+    }
+
+    /// The active turn has had no event for turn_idle_timeout_ms, the agent not waiting on the
+    /// host (whose clock stands still meanwhile): its waiter would time out now.
+    fn turn_went_idle(&self, st: &State) -> Option<Duration> {
+        let idle = self.opts.turn_idle_timeout?;
+        (!self.awaiting_host(st) && Instant::now() >= st.life.last_event + idle).then_some(idle)
     }
 
     /// A wait for the agent's runs: the idle timeout, and probes where the stream is ambiguous.
@@ -268,9 +277,23 @@ impl Shared {
 }
 
 /// Releases the lifecycle slot when a collector call returns, however it returns.
+/// The lifecycle operation of a blocking `prompt_and_wait` (what a second collector is told is
+/// running; a Cancel handle cancels it).
+const PROMPT_AND_WAIT: &str = "prompt_and_wait";
+/// The lifecycle operation of a turn begun with `prompt_begin` and taken with `take_turn`
+/// (no thread waits on it: its host aborts it by sending `abort`).
+const PROMPT_BEGIN: &str = "prompt_begin";
+
 struct Slot<'a> {
     shared: &'a Shared,
     op: &'static str,
+}
+
+impl Slot<'_> {
+    /// Leaves the slot held: whoever takes the turn releases it.
+    fn keep(self) {
+        std::mem::forget(self);
+    }
 }
 
 impl Drop for Slot<'_> {
@@ -403,27 +426,114 @@ impl Client {
         self.prompt_and_wait_turn(message, options, deadline).map(|t| t.json)
     }
 
-    /// The same, with the turn's parts located in its JSON (the C ABI's `omprpc_turn`).
+    /// The same, with the turn's parts located in its JSON (the C ABI's `omprpc_turn`): a
+    /// [`prompt_begin`](Self::prompt_begin), a wait for the turn's completion, a
+    /// [`take_turn`](Self::take_turn).
     #[doc(hidden)]
     pub fn prompt_and_wait_turn(&self, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<turn::Turn> {
+        let id = self.begin_turn(PROMPT_AND_WAIT, message, options, deadline)?;
+        if let Err(e) = self.wait_completed(deadline) {
+            if e.status == Status::Cancelled {
+                // A Cancel handle (client::stream): the turn ends before the call returns.
+                self.abort_turn();
+            }
+            // A timeout leaves the turn running; a cancel aborted it. Either frees the slot.
+            let _ = self.release_turn_of(PROMPT_AND_WAIT, &id);
+            return Err(e);
+        }
+        self.take_turn_of(PROMPT_AND_WAIT, &id)?.ok_or_else(|| Error::new(Status::Panic, "a completed turn was not there to take"))
+    }
+
+    /// Prompts and returns the request id once the agent acknowledged it (within `deadline`),
+    /// holding the client's lifecycle slot for the turn: until [`take_turn`](Self::take_turn)
+    /// takes it (or the client closes), another `prompt_and_wait`, `stream`, `collect_events`
+    /// or `wait_for_idle` fails with CONCURRENCY. The turn's completion is announced by its
+    /// `prompt_complete` event (start option `prompt_complete_events`), after which
+    /// `take_turn` returns it without blocking. For a host that waits on the event fd, not on
+    /// a thread (the Node binding).
+    #[doc(hidden)]
+    pub fn prompt_begin(&self, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<String> {
+        self.begin_turn(PROMPT_BEGIN, message, options, deadline)
+    }
+
+    /// The turn of the prompt begun as `request_id` (with [`prompt_begin`](Self::prompt_begin))
+    /// once it completed, releasing the lifecycle slot; never blocks. `None` while it has not
+    /// completed (the slot stays held); NOT_FOUND when `request_id` is not the begun turn; the
+    /// turn's failure (e.g. COMMAND_FAILED, PROCESS_EXITED, CLOSED) once it failed — the slot
+    /// is released then too. Nobody waits on a begun turn, so its take applies the idle timeout
+    /// a waiter would: with `turn_idle_timeout_ms`, a take after that long without an event (the
+    /// agent not waiting on the host) fails with TIMEOUT, the slot released (a further take is
+    /// NOT_FOUND) and the turn left running, as a waiter's idle timeout leaves it.
+    #[doc(hidden)]
+    pub fn take_turn(&self, request_id: &str) -> Result<Option<turn::Turn>> {
+        self.take_turn_of(PROMPT_BEGIN, request_id)
+    }
+
+    /// Gives up the begun turn `request_id`: releases the lifecycle slot and leaves the turn
+    /// running, as a waiter's timeout does (another prompt is then the agent's to accept or
+    /// refuse while it runs). NOT_FOUND when `request_id` is not the begun turn.
+    #[doc(hidden)]
+    pub fn release_turn(&self, request_id: &str) -> Result<()> {
+        self.release_turn_of(PROMPT_BEGIN, request_id)
+    }
+
+    /// Claims the lifecycle slot as `op`, starts collecting the turn (before the prompt is
+    /// written, so none of its events can be missed) and sends the prompt; the slot stays held
+    /// once the agent acknowledged, and is released when it did not.
+    fn begin_turn(&self, op: &'static str, message: &str, options: Option<Map<String, Value>>, deadline: Deadline) -> Result<String> {
         let s = &self.shared;
         let (params, streaming) = Self::prompt_params(message, options)?;
         let id = s.next_request_id();
         let line = request_line(&id, "prompt", Some(&params))?;
         {
             let mut st = s.state();
-            st.life.acquire("prompt_and_wait")?;
+            st.life.acquire(op)?;
             st.life.collect(Some(id.clone()), turn::TURN_PREFIX);
         }
-        let _slot = Slot { shared: s, op: "prompt_and_wait" };
+        let slot = Slot { shared: s, op };
         s.call(&id, "prompt", &line, deadline, Some(streaming))?;
-        let collector = self.completed_collector(deadline).inspect_err(|e| {
-            if e.status == Status::Cancelled {
-                // A Cancel handle (client::stream): the turn ends before the call returns.
-                self.abort_turn();
+        slot.keep(); // acknowledged: the turn holds the slot until it is taken
+        Ok(id)
+    }
+
+    /// The turn `request_id` that `op` holds the slot for, its lifecycle state locked: NOT_FOUND
+    /// when it is not the begun turn.
+    fn begun_turn<'a>(&'a self, op: &'static str, request_id: &str) -> Result<std::sync::MutexGuard<'a, State>> {
+        let st = self.shared.state();
+        if st.life.active_operation() == Some(op) && st.life.collecting_for(request_id) {
+            Ok(st)
+        } else {
+            Err(Error::new(Status::NotFound, format!("no begun turn has the request id {request_id:?}")))
+        }
+    }
+
+    /// Releases the slot `op` holds for the turn `request_id`, leaving the turn running.
+    fn release_turn_of(&self, op: &'static str, request_id: &str) -> Result<()> {
+        self.begun_turn(op, request_id)?.life.release(op);
+        Ok(())
+    }
+
+    /// Takes the completed turn `request_id` that `op` holds the slot for, and releases the
+    /// slot; `None` while it runs. A begun turn (PROMPT_BEGIN) that went idle fails here.
+    fn take_turn_of(&self, op: &'static str, request_id: &str) -> Result<Option<turn::Turn>> {
+        let s = &self.shared;
+        let collector = {
+            let mut st = self.begun_turn(op, request_id)?;
+            if !st.life.collector_done() {
+                // A blocking waiter applies the idle timeout itself (Shared::wait_state_since).
+                if let Some(idle) = (op == PROMPT_BEGIN).then(|| s.turn_went_idle(&st)).flatten() {
+                    st.life.release(op);
+                    drop(st);
+                    return Err(s.idle_timeout(idle));
+                }
+                return Ok(None);
             }
-        })?;
-        turn::build_turn(&id, collector, s.opts.turn_summary.then(|| s.opts.model.clone()))
+            let collector = st.life.take_collector();
+            st.life.release(op);
+            collector.expect("a completed collector is there until taken")
+        };
+        s.completions_announced();
+        turn::build_turn(request_id, collector, s.opts.turn_summary.then(|| s.opts.model.clone())).map(Some)
     }
 
     /// Events from now through the end of the agent's current work (client::lifecycle), as a
@@ -454,10 +564,19 @@ impl Client {
     /// Waits for the active collector to complete and takes it (its `prompt_complete` event, when
     /// announced, is queued first); CANCELLED when a Cancel handle asked (client::stream).
     fn completed_collector(&self, deadline: Deadline) -> Result<turn::Collector> {
+        self.wait_completed(deadline)?;
+        let collector = self.shared.state().life.take_collector();
+        Ok(collector.expect("a completed collector is there until taken"))
+    }
+
+    /// Waits until the active collector completed (leaving it in place; its `prompt_complete`
+    /// event, when announced, is queued first); CANCELLED when a Cancel handle asked
+    /// (client::stream).
+    fn wait_completed(&self, deadline: Deadline) -> Result<()> {
         let s = &self.shared;
-        let collector = s.wait_state_since(deadline, "Timed out waiting for the agent to finish", s.turn_wait(), &mut |st| {
+        s.wait_state_since(deadline, "Timed out waiting for the agent to finish", s.turn_wait(), &mut |st| {
             if st.life.collector_done() {
-                st.life.take_collector().map(Ok)
+                Some(Ok(()))
             } else if st.life.cancel_requested() {
                 Some(Err(super::stream::cancelled()))
             } else {
@@ -465,7 +584,7 @@ impl Client {
             }
         })??;
         s.completions_announced();
-        Ok(collector)
+        Ok(())
     }
 
     /// Waits until the agent is idle by its own account: no run open (whoever started it), no

@@ -269,6 +269,9 @@ impl Lifecycle {
     /// Claims the single lifecycle slot.
     pub fn acquire(&mut self, op: &'static str) -> Result<()> {
         if let Some(current) = self.active {
+            // A turn begun for an event loop (the C ABI's prompt_begin) is its binding's
+            // prompt_and_wait: the error names what the program called.
+            let current = if current == "prompt_begin" { "prompt_and_wait" } else { current };
             return Err(Error::new(
                 Status::Concurrency,
                 format!("Cannot start {op} while {current} is already collecting prompt lifecycle events"),
@@ -333,6 +336,11 @@ impl Lifecycle {
     pub fn collect(&mut self, prompt_id: Option<String>, prefix: &[u8]) {
         self.last_event = std::time::Instant::now();
         self.collector = Some(Collector::new(prompt_id, prefix, self.max_events, self.max_bytes, self.keep));
+    }
+
+    /// The active collector is that of the prompt `request_id`.
+    pub fn collecting_for(&self, request_id: &str) -> bool {
+        self.collector.as_ref().is_some_and(|c| c.prompt_id.as_deref() == Some(request_id))
     }
 
     pub fn collector_done(&self) -> bool {

@@ -13,7 +13,7 @@ use crate::protocol::scan::Fields;
 use crate::turn::{Span, Turn, TurnOutcome};
 
 use super::client::{client, prompt_message};
-use super::strings::opt_text;
+use super::strings::{give, opt_text, text};
 use super::{boundary, deadline, guarded, omprpc_client, out, omprpc_status};
 use crate::client::parse_params;
 
@@ -294,6 +294,87 @@ pub unsafe extern "C" fn omprpc_client_prompt_and_wait_turn(
         let turn = c.prompt_and_wait_turn(message, opts, d)?;
         *slot = Box::into_raw(turn_object(turn));
         Ok(())
+    })
+}
+
+/// The first half of `omprpc_client_prompt_and_wait_turn`, for a host that waits on the event
+/// fd rather than on a thread: sends `prompt` (message and options as `omprpc_client_prompt`)
+/// and returns its request id once the agent acknowledged it, within `timeout_ms` (default: the
+/// start option `request_timeout_ms`). The turn then holds the client's single collector slot:
+/// `omprpc_client_prompt_and_wait(_turn)`, `omprpc_client_collect_events(_batch)` and
+/// `omprpc_client_wait_for_idle` fail with CONCURRENCY until `omprpc_client_take_turn` took
+/// it (or the client closed). Its completion is the `prompt_complete` event with this request
+/// id (start option `prompt_complete_events`); take the turn once that event was read. To
+/// abandon the turn, send `abort` (`omprpc_client_abort`) and still take it after its
+/// `prompt_complete`; `omprpc_client_close` releases everything.
+/// Ownership: the caller frees `*out_request_id` with `omprpc_string_free`. Threads: any
+/// thread; blocks only until the acknowledgement. Statuses: OK, COMMAND_FAILED, TIMEOUT,
+/// CONCURRENCY, INVALID_ARGUMENT, INVALID_JSON, INVALID_UTF8, CLOSED (or the close reason:
+/// PROCESS_EXITED, PROTOCOL, IO), PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_prompt_begin(
+    client: *const omprpc_client,
+    message: *const c_char,
+    options_json: *const c_char,
+    timeout_ms: i64,
+    out_request_id: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> omprpc_status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_request_id, "out_request_id")?;
+        let opts = parse_params(opt_text(options_json, "options_json")?)?;
+        let message = prompt_message(message, opts.as_ref())?;
+        let d = deadline(timeout_ms, c.default_request_deadline())?;
+        *slot = give(c.prompt_begin(message, opts, d)?);
+        Ok(())
+    })
+}
+
+/// The turn of the prompt begun as `request_id` with `omprpc_client_prompt_begin`, once it
+/// completed (its `prompt_complete` event was queued), as `omprpc_client_prompt_and_wait_turn`
+/// returns it; releases the collector slot. Never blocks: OK with `*out_turn` NULL while the
+/// turn has not completed (nothing changes; take it after its `prompt_complete`), NOT_FOUND
+/// when `request_id` is not the begun turn (none begun, another id, already taken or
+/// released). A turn that failed returns its failure, as `omprpc_client_prompt_and_wait_turn`
+/// would (COMMAND_FAILED, LIMIT_EXCEEDED, CLOSED or the close reason, …), and releases the slot
+/// too. Nobody waits in the library on a begun turn, so the take applies the start option
+/// `turn_idle_timeout_ms`: once the agent sent no event for that long (not counting time it
+/// waits on the host), the take fails with TIMEOUT, releases the slot and leaves the turn
+/// running, as a blocking waiter's idle timeout does.
+/// Ownership: the caller frees a non-NULL `*out_turn` with `omprpc_turn_free`. Threads: any
+/// thread. Statuses: OK, TIMEOUT, NOT_FOUND, COMMAND_FAILED, LIMIT_EXCEEDED, INVALID_ARGUMENT,
+/// INVALID_UTF8, CLOSED (or the close reason: PROCESS_EXITED, PROTOCOL, IO), PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_take_turn(
+    client: *const omprpc_client,
+    request_id: *const c_char,
+    out_turn: *mut *mut omprpc_turn,
+    out_error: *mut *mut c_char,
+) -> omprpc_status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let slot = out(out_turn, "out_turn")?;
+        *slot = match c.take_turn(text(request_id, "request_id")?)? {
+            Some(turn) => Box::into_raw(turn_object(turn)),
+            None => std::ptr::null_mut(),
+        };
+        Ok(())
+    })
+}
+
+/// Gives up the turn begun as `request_id` with `omprpc_client_prompt_begin` without waiting
+/// for it: releases the collector slot and leaves the turn running, exactly as the timeout of
+/// a blocking `omprpc_client_prompt_and_wait_turn` does (a host's own turn timeout). The next
+/// prompt is then the agent's to accept or refuse while the turn still runs; send `abort`
+/// first to stop it. A later take of `request_id` is NOT_FOUND.
+/// Threads: any thread. Statuses: OK, NOT_FOUND (not the begun turn: none begun, another id,
+/// already taken or released), INVALID_ARGUMENT, INVALID_UTF8, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_release_turn(client: *const omprpc_client, request_id: *const c_char, out_error: *mut *mut c_char) -> omprpc_status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        c.release_turn(text(request_id, "request_id")?)
     })
 }
 

@@ -150,11 +150,15 @@ fn client_exports_refuse_a_null_client() {
         let mut n = 0usize;
         type Call<'a> = Box<dyn Fn(*mut *mut c_char) -> Status + 'a>;
         // Raw pointers, so every closure may write them (none should).
-        let (o, f): (*mut *mut c_char, *mut c_int) = (&mut out, &mut fd);
+        let mut turn: *mut omprpc_turn = null_mut();
+        let (o, f, t): (*mut *mut c_char, *mut c_int, *mut *mut omprpc_turn) = (&mut out, &mut fd, &mut turn);
         let calls: Vec<(&str, Call)> = vec![
             ("request", Box::new(|e| omprpc_client_request(null(), s.as_ptr(), null(), -2, o, e))),
             ("send_frame", Box::new(|e| omprpc_client_send_frame(null(), s.as_ptr(), e))),
             ("prompt", Box::new(|e| omprpc_client_prompt(null(), s.as_ptr(), null(), -2, o, e))),
+            ("prompt_begin", Box::new(|e| omprpc_client_prompt_begin(null(), s.as_ptr(), null(), -2, o, e))),
+            ("take_turn", Box::new(|e| omprpc_client_take_turn(null(), s.as_ptr(), t, e))),
+            ("release_turn", Box::new(|e| omprpc_client_release_turn(null(), s.as_ptr(), e))),
             ("steer", Box::new(|e| omprpc_client_steer(null(), s.as_ptr(), null(), -2, e))),
             ("abort", Box::new(|e| omprpc_client_abort(null(), -2, e))),
             ("get_state", Box::new(|e| omprpc_client_get_state(null(), -2, o, e))),
@@ -178,9 +182,9 @@ fn client_exports_refuse_a_null_client() {
             n += 1;
         }
         drop(calls);
-        assert!(out.is_null(), "no out-parameter written");
+        assert!(out.is_null() && turn.is_null(), "no out-parameter written");
         assert_eq!(fd, -7);
-        assert_eq!(n, 16);
+        assert_eq!(n, 19);
         omprpc_client_free(null_mut());
     }
 }

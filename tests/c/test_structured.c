@@ -3,12 +3,19 @@
  * omprpc_turn_events), omprpc_client_next_event_batch and omprpc_client_collect_event_batch
  * (omprpc_event_batch_events) hand out
  * the same events and metadata as the JSON forms, as borrowed views — checked against the
- * turn JSON the same turn carries; the local outcomes; bad arguments; close.
+ * turn JSON the same turn carries; the local outcomes; bad arguments; close. A turn split for
+ * an event loop: omprpc_client_prompt_begin, poll(2) on the event fd until the turn's
+ * prompt_complete, omprpc_client_take_turn.
  */
 #include "harness.h"
 
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* pi refuses a prompt while it works (omp acknowledges it first) */
+#define PI_ARGS "\"--flavor\",\"pi\""
+#define PI_OPTS "\"flavor\":\"pi\""
 
 /* Each view: its json is one event whose "type" is the view's type, and equals `expected[i]`
  * of the turn JSON's events when given. */
@@ -207,6 +214,213 @@ static void test_collected_batch(void) {
     omprpc_client_free(c);
 }
 
+/* Reads events, waiting on the event fd (poll(2)) rather than in the library, until the
+ * prompt_complete of `request_id`; 1 when it came. */
+static int await_completion_on_fd(omprpc_client *c, const char *request_id) {
+    char *ev = NULL, *err = NULL;
+    struct pollfd p;
+    int fd = -1, rounds;
+    if (!CHECK_OK(omprpc_client_event_fd(c, &fd, &err), err)) return 0;
+    p.fd = fd;
+    p.events = POLLIN;
+    for (rounds = 0; rounds < 10000; rounds++) {
+        omprpc_status st;
+        jval *v;
+        int done;
+        p.revents = 0;
+        if (poll(&p, 1, WAIT_MS) != 1) {
+            CHECKF(0, "no prompt_complete for %s on the event fd", request_id);
+            return 0;
+        }
+        st = omprpc_client_next_event(c, 0, &ev, &err);
+        if (st == OMPRPC_STATUS_TIMEOUT) { /* taken between poll and read: poll again */
+            h_strfree(&err);
+            continue;
+        }
+        if (!CHECK_OK(st, err)) return 0;
+        v = PARSE(ev);
+        done = jpath_str(v, "type") && strcmp(jpath_str(v, "type"), "prompt_complete") == 0
+               && jpath_str(v, "requestId") && strcmp(jpath_str(v, "requestId"), request_id) == 0;
+        json_free(v);
+        h_strfree(&ev);
+        if (done) return 1;
+    }
+    return 0;
+}
+
+/* begin → wait on the event fd for prompt_complete → take: the same turn prompt_and_wait_turn
+ * returns, with nothing blocked in the library while the agent works. */
+static void test_begun_turn_taken_after_its_completion(void) {
+    omprpc_client *c = START(NULL, "\"prompt_complete_events\":true");
+    omprpc_turn *turn = NULL;
+    omprpc_turn_info info;
+    char *id = NULL, *other = NULL, *err = NULL;
+    if (!c) return;
+    if (!CHECK_OK(omprpc_client_prompt_begin(c, "say hello", NULL, WAIT_MS, &id, &err), err)) {
+        omprpc_client_free(c);
+        return;
+    }
+    CHECK(id != NULL);
+    if (await_completion_on_fd(c, id) && CHECK_OK(omprpc_client_take_turn(c, id, &turn, &err), err)) {
+        CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err);
+        CHECK(info.outcome == OMPRPC_TURN_OUTCOME_AGENT_END);
+        CHECK(h_str_is(info.assistant_text, "pong"));
+        CHECK(h_str_is(info.request_id, id));
+        CHECK(info.event_count > 0);
+    }
+    omprpc_turn_free(turn);
+    turn = NULL;
+    /* taken: the id names no begun turn any more, and the slot is free for the next turn */
+    CHECK_STATUS(omprpc_client_take_turn(c, id, &turn, &err), OMPRPC_STATUS_NOT_FOUND, err);
+    h_strfree(&err);
+    CHECK(turn == NULL);
+    if (CHECK_OK(omprpc_client_prompt_and_wait_turn(c, "say hello", NULL, WAIT_MS, &turn, &err), err)) {
+        CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err);
+        CHECK(h_str_is(info.assistant_text, "pong"));
+    }
+    omprpc_turn_free(turn);
+    /* a failed prompt: begin fails with its status and holds nothing */
+    CHECK_STATUS(omprpc_client_prompt_begin(c, "", "{\"images\":7}", WAIT_MS, &other, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    h_strfree(&err);
+    CHECK(other == NULL);
+    h_strfree(&id);
+    omprpc_client_free(c);
+}
+
+/* While a begun turn runs: take is OK with no turn (and changes nothing), another id NOT_FOUND, a second
+ * begin or collector CONCURRENCY; abandoned by `abort`, it is still taken after its
+ * prompt_complete, as ABORTED. */
+static void test_begun_turn_holds_the_slot_until_taken(void) {
+    omprpc_client *c = START(NULL, "\"prompt_complete_events\":true");
+    omprpc_turn *turn = NULL;
+    omprpc_turn_info info;
+    char *id = NULL, *second = NULL, *err = NULL;
+    if (!c) return;
+    if (!CHECK_OK(omprpc_client_prompt_begin(c, "stream until abort", NULL, WAIT_MS, &id, &err), err)) {
+        omprpc_client_free(c);
+        return;
+    }
+    CHECK_OK(omprpc_client_take_turn(c, id, &turn, &err), err);
+    CHECK(turn == NULL);
+    CHECK_STATUS(omprpc_client_take_turn(c, "no-such-request", &turn, &err), OMPRPC_STATUS_NOT_FOUND, err);
+    h_strfree(&err);
+    CHECK_STATUS(omprpc_client_prompt_begin(c, "say hello", NULL, WAIT_MS, &second, &err), OMPRPC_STATUS_CONCURRENCY, err);
+    h_strfree(&err);
+    CHECK(second == NULL);
+    CHECK_STATUS(omprpc_client_prompt_and_wait_turn(c, "say hello", NULL, WAIT_MS, &turn, &err), OMPRPC_STATUS_CONCURRENCY, err);
+    h_strfree(&err);
+    CHECK_OK(omprpc_client_abort(c, WAIT_MS, &err), err);
+    if (await_completion_on_fd(c, id) && CHECK_OK(omprpc_client_take_turn(c, id, &turn, &err), err)) {
+        CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err);
+        CHECKF(info.outcome == OMPRPC_TURN_OUTCOME_ABORTED || info.outcome == OMPRPC_TURN_OUTCOME_AGENT_END,
+               "outcome %d", (int)info.outcome);
+    }
+    omprpc_turn_free(turn);
+    turn = NULL;
+    /* released: the next turn runs */
+    if (CHECK_OK(omprpc_client_prompt_and_wait_turn(c, "say hello", NULL, WAIT_MS, &turn, &err), err)) {
+        CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err);
+        CHECK(h_str_is(info.assistant_text, "pong"));
+    }
+    omprpc_turn_free(turn);
+    turn = NULL;
+    /* close releases a begun turn: its take fails CLOSED */
+    h_strfree(&id);
+    if (CHECK_OK(omprpc_client_prompt_begin(c, "stream until abort", NULL, WAIT_MS, &id, &err), err)) {
+        CHECK_OK(omprpc_client_close(c, &err), err);
+        CHECK_STATUS(omprpc_client_take_turn(c, id, &turn, &err), OMPRPC_STATUS_CLOSED, err);
+        h_strfree(&err);
+        CHECK(turn == NULL);
+    }
+    h_strfree(&id);
+    omprpc_client_free(c);
+}
+
+/* A begun turn given up (the host's own turn timeout): release frees the slot and leaves the
+ * turn running — the agent refuses the next prompt while it runs and accepts it once it ended. */
+static void test_released_turn_keeps_running(void) {
+    omprpc_client *c = START(PI_ARGS, PI_OPTS ",\"prompt_complete_events\":true");
+    omprpc_turn *turn = NULL;
+    omprpc_turn_info info;
+    char *id = NULL, *next = NULL, *err = NULL;
+    if (!c) return;
+    if (!CHECK_OK(omprpc_client_prompt_begin(c, "stream until abort", NULL, WAIT_MS, &id, &err), err)) {
+        omprpc_client_free(c);
+        return;
+    }
+    CHECK_STATUS(omprpc_client_release_turn(c, "no-such-request", &err), OMPRPC_STATUS_NOT_FOUND, err);
+    h_strfree(&err);
+    CHECK_OK(omprpc_client_release_turn(c, id, &err), err);
+    /* released: neither taken nor released again */
+    CHECK_STATUS(omprpc_client_take_turn(c, id, &turn, &err), OMPRPC_STATUS_NOT_FOUND, err);
+    h_strfree(&err);
+    CHECK(turn == NULL);
+    CHECK_STATUS(omprpc_client_release_turn(c, id, &err), OMPRPC_STATUS_NOT_FOUND, err);
+    h_strfree(&err);
+    /* the slot is free, the run is not: the agent itself refuses a prompt while it streams */
+    CHECK_STATUS(omprpc_client_prompt(c, "say hello", NULL, WAIT_MS, &next, &err), OMPRPC_STATUS_COMMAND_FAILED, err);
+    h_strfree(&err);
+    CHECK(next == NULL);
+    CHECK_OK(omprpc_client_abort(c, WAIT_MS, &err), err);
+    CHECK(await_completion_on_fd(c, id));
+    if (CHECK_OK(omprpc_client_prompt_and_wait_turn(c, "say hello", NULL, WAIT_MS, &turn, &err), err)) {
+        CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err);
+        CHECK(h_str_is(info.assistant_text, "pong"));
+    }
+    omprpc_turn_free(turn);
+    h_strfree(&id);
+    omprpc_client_free(c);
+}
+
+/* turn_idle_timeout_ms applies to a begun turn through its take (nobody waits in the library):
+ * a silent agent's turn is OK-not-yet until the idle time passed, then TIMEOUT with the slot
+ * released and the turn left running. */
+static void test_begun_turn_idle_timeout_through_take(void) {
+    omprpc_client *c = START(PI_ARGS, PI_OPTS ",\"prompt_complete_events\":true,\"turn_idle_timeout_ms\":300");
+    omprpc_turn *turn = NULL;
+    char *id = NULL, *next = NULL, *state = NULL, *err = NULL;
+    struct pollfd p;
+    omprpc_status st = OMPRPC_STATUS_OK;
+    int64_t t0;
+    int fd = -1;
+    if (!c) return;
+    if (!CHECK_OK(omprpc_client_event_fd(c, &fd, &err), err)
+        || !CHECK_OK(omprpc_client_prompt_begin(c, "hang", NULL, WAIT_MS, &id, &err), err)) {
+        omprpc_client_free(c);
+        return;
+    }
+    t0 = h_now_ms();
+    p.fd = fd;
+    p.events = POLLIN;
+    /* a host's idle timer: take again whenever the fd or a short poll interval says so */
+    while (h_now_ms() - t0 < WAIT_MS) {
+        st = omprpc_client_take_turn(c, id, &turn, &err);
+        if (st != OMPRPC_STATUS_OK || turn != NULL) break;
+        p.revents = 0;
+        (void)poll(&p, 1, 50);
+    }
+    CHECK_STATUS(st, OMPRPC_STATUS_TIMEOUT, err);
+    CHECKF(err && strstr(err, "turn_idle_timeout_ms"), "error: %s", err ? err : "(none)");
+    h_strfree(&err);
+    CHECK(turn == NULL);
+    CHECKF(h_now_ms() - t0 >= 250, "timed out after %d ms", (int)(h_now_ms() - t0));
+    /* failed: the slot is released (the id is gone) and the agent still runs the turn */
+    CHECK_STATUS(omprpc_client_take_turn(c, id, &turn, &err), OMPRPC_STATUS_NOT_FOUND, err);
+    h_strfree(&err);
+    if (CHECK_OK(omprpc_client_get_state(c, WAIT_MS, &state, &err), err)) {
+        jval *v = PARSE(state);
+        CHECKF(jbool(jget(v, "isStreaming")) == 1, "get_state: %s", state);
+        json_free(v);
+    }
+    h_strfree(&state);
+    /* the slot is free for the next begun turn */
+    CHECK_OK(omprpc_client_prompt_begin(c, "hang", NULL, WAIT_MS, &next, &err), err);
+    if (next) CHECK_OK(omprpc_client_release_turn(c, next, &err), err);
+    h_strfree(&next);
+    h_strfree(&id);
+    omprpc_client_free(c);
+}
+
 static void test_bad_arguments(void) {
     omprpc_client *c = START(NULL, NULL);
     omprpc_turn *turn = NULL;
@@ -214,10 +428,16 @@ static void test_bad_arguments(void) {
     omprpc_turn_info info;
     const omprpc_event_view *views = NULL;
     size_t n = 0;
-    char *err = NULL;
+    char *err = NULL, *id = NULL;
     CHECK_STATUS(omprpc_client_prompt_and_wait_turn(NULL, "x", NULL, 0, &turn, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
     h_strfree(&err);
     CHECK_STATUS(omprpc_client_next_event_batch(NULL, 1, 0, &batch, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    h_strfree(&err);
+    CHECK_STATUS(omprpc_client_prompt_begin(NULL, "x", NULL, 0, &id, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    h_strfree(&err);
+    CHECK_STATUS(omprpc_client_take_turn(NULL, "x", &turn, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    h_strfree(&err);
+    CHECK_STATUS(omprpc_client_release_turn(NULL, "x", &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
     h_strfree(&err);
     CHECK_STATUS(omprpc_turn_get_info(NULL, &info, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
     h_strfree(&err);
@@ -229,6 +449,14 @@ static void test_bad_arguments(void) {
         CHECK_STATUS(omprpc_client_prompt_and_wait_turn(c, "x", NULL, 0, NULL, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
         h_strfree(&err);
         CHECK_STATUS(omprpc_client_next_event_batch(c, 1, WAIT_MS, NULL, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+        h_strfree(&err);
+        CHECK_STATUS(omprpc_client_prompt_begin(c, "x", NULL, 0, NULL, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+        h_strfree(&err);
+        CHECK_STATUS(omprpc_client_take_turn(c, NULL, &turn, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+        h_strfree(&err);
+        CHECK_STATUS(omprpc_client_take_turn(c, "x", NULL, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+        h_strfree(&err);
+        CHECK_STATUS(omprpc_client_release_turn(c, NULL, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
         h_strfree(&err);
         if (CHECK_OK(omprpc_client_prompt_and_wait_turn(c, "say hello", NULL, WAIT_MS, &turn, &err), err)) {
             CHECK_STATUS(omprpc_turn_get_info(turn, NULL, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
@@ -250,6 +478,10 @@ int main(void) {
     RUN(test_local_outcomes);
     RUN(test_event_batches);
     RUN(test_collected_batch);
+    RUN(test_begun_turn_taken_after_its_completion);
+    RUN(test_begun_turn_holds_the_slot_until_taken);
+    RUN(test_released_turn_keeps_running);
+    RUN(test_begun_turn_idle_timeout_through_take);
     RUN(test_bad_arguments);
     return h_summary();
 }

@@ -63,6 +63,7 @@ class Client extends EventEmitter {
     client._hideCompletions = hideCompletions;
     client._model = typeof core.model === 'string' ? core.model : undefined;
     client._turnTimeoutMs = typeof core.turn_timeout_ms === 'number' && core.turn_timeout_ms >= 0 ? core.turn_timeout_ms : TIMEOUT_INFINITE;
+    client._turnIdleTimeoutMs = typeof core.turn_idle_timeout_ms === 'number' && core.turn_idle_timeout_ms > 0 ? core.turn_idle_timeout_ms : TIMEOUT_INFINITE;
     const cap = core.event_queue_capacity;
     if (cap === null || (typeof cap === 'number' && cap < 0)) client._orphanCapacity = Infinity;
     else if (typeof cap === 'number' && cap > 0) client._orphanCapacity = cap;
@@ -102,6 +103,7 @@ class Client extends EventEmitter {
     this._unrefDelay = UNREF_POLL_MIN_MS;
     this._fd = callEventFd(handle);
     this._turnTimeoutMs = TIMEOUT_INFINITE;
+    this._turnIdleTimeoutMs = TIMEOUT_INFINITE; // the start option, for promptAndWait
     this._abandoned = null; // a turn given up to its signal, until the library completed it
     this._streaming = null; // the open TurnStream (one at a time)
     this._sinks = new Set(); // the turns' own event readers (lib/stream.cjs TurnEvents)
