@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_int};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::client::options::UiPolicy;
 use crate::client::{parse_params, parse_value, Client, Deadline};
@@ -134,14 +134,17 @@ pub(super) unsafe fn prompt_message<'a>(message: *const c_char, opts: Option<&se
     }
 }
 
-unsafe fn prompt_like(
+/// A call that sends a prompt (message and options as `omprpc_client_prompt`) and returns its
+/// request id once the agent acknowledged it within `timeout_ms` (default: request_timeout_ms):
+/// `send` is which (prompt, abort_and_prompt, prompt_begin).
+pub unsafe fn prompt_like(
     client: *const omprpc_client,
-    command: &str,
     message: *const c_char,
     options_json: *const c_char,
     timeout_ms: i64,
     out_request_id: *mut *mut c_char,
     out_error: *mut *mut c_char,
+    send: impl FnOnce(&Client, &str, Option<Map<String, Value>>, Deadline) -> Result<String>,
 ) -> Status {
     boundary(client, out_error, || {
         let c = self::client(client)?;
@@ -149,7 +152,7 @@ unsafe fn prompt_like(
         let opts = parse_params(opt_text(options_json, "options_json")?)?;
         let message = prompt_message(message, opts.as_ref())?;
         let d = deadline(timeout_ms, c.default_request_deadline())?;
-        *slot = give(c.prompt(command, message, opts, d)?);
+        *slot = give(send(&c, message, opts, d)?);
         Ok(())
     })
 }
@@ -170,7 +173,7 @@ pub unsafe extern "C" fn omprpc_client_prompt(
     out_request_id: *mut *mut c_char,
     out_error: *mut *mut c_char,
 ) -> Status {
-    prompt_like(client, "prompt", message, options_json, timeout_ms, out_request_id, out_error)
+    prompt_like(client, message, options_json, timeout_ms, out_request_id, out_error, |c, m, o, d| c.prompt("prompt", m, o, d))
 }
 
 /// Sends `abort_and_prompt`; like `omprpc_client_prompt`.
@@ -185,7 +188,7 @@ pub unsafe extern "C" fn omprpc_client_abort_and_prompt(
     out_request_id: *mut *mut c_char,
     out_error: *mut *mut c_char,
 ) -> Status {
-    prompt_like(client, "abort_and_prompt", message, options_json, timeout_ms, out_request_id, out_error)
+    prompt_like(client, message, options_json, timeout_ms, out_request_id, out_error, |c, m, o, d| c.prompt("abort_and_prompt", m, o, d))
 }
 
 /// Prompts and waits until that prompt completes — where the agent says it will not go on:

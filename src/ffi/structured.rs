@@ -13,7 +13,7 @@ use crate::protocol::scan::Fields;
 use crate::turn::{Span, Turn, TurnOutcome};
 
 use super::client::{client, prompt_message};
-use super::strings::{give, opt_text, text};
+use super::strings::{opt_text, text};
 use super::{boundary, deadline, guarded, omprpc_client, out, omprpc_status};
 use crate::client::parse_params;
 
@@ -320,15 +320,7 @@ pub unsafe extern "C" fn omprpc_client_prompt_begin(
     out_request_id: *mut *mut c_char,
     out_error: *mut *mut c_char,
 ) -> omprpc_status {
-    boundary(client, out_error, || {
-        let c = self::client(client)?;
-        let slot = out(out_request_id, "out_request_id")?;
-        let opts = parse_params(opt_text(options_json, "options_json")?)?;
-        let message = prompt_message(message, opts.as_ref())?;
-        let d = deadline(timeout_ms, c.default_request_deadline())?;
-        *slot = give(c.prompt_begin(message, opts, d)?);
-        Ok(())
-    })
+    super::client::prompt_like(client, message, options_json, timeout_ms, out_request_id, out_error, |c, m, o, d| c.prompt_begin(m, o, d))
 }
 
 /// The turn of the prompt begun as `request_id` with `omprpc_client_prompt_begin`, once it
