@@ -25,6 +25,9 @@ pub const COMPLETION_PREFIX: &[u8] = br#"{"type":"prompt_complete","omprpc":true
 /// must not be able to grow the queue past its bounds.
 const KEPT_COMPLETIONS: usize = 64;
 
+/// The queue's ring is shrunk back to this many slots whenever it has been emptied.
+const IDLE_CAPACITY: usize = 64;
+
 pub fn event_bytes(json: &[u8]) -> EventBytes {
     let mut v = Vec::with_capacity(json.len() + 1);
     v.extend_from_slice(json);
@@ -173,8 +176,15 @@ impl EventQueue {
                     }
                 }
                 g.delivered += (out.len() - marker) as u64;
-                if g.items.is_empty() && g.closed.is_none() {
-                    self.signal.clear();
+                if g.items.is_empty() {
+                    if g.items.capacity() > IDLE_CAPACITY {
+                        // A burst grew the ring; an idle client keeps a small one (issue 24:
+                        // what a client holds once its events are read).
+                        g.items.shrink_to(IDLE_CAPACITY);
+                    }
+                    if g.closed.is_none() {
+                        self.signal.clear();
+                    }
                 }
                 return Ok(out);
             }
@@ -217,6 +227,25 @@ mod tests {
         let got = text(&q.pop(10, Some(Instant::now())).unwrap());
         let done = String::from_utf8(done.to_vec()).unwrap();
         assert_eq!(got, [r#"{"type":"event_overflow","omprpc":true,"dropped":4}"#, &done, r#"{"n":4}"#, r#"{"n":5}"#]);
+    }
+
+    #[test]
+    fn an_emptied_queue_gives_back_what_a_burst_grew() {
+        let q = EventQueue::new(100_000, usize::MAX).unwrap();
+        for i in 0..10_000 {
+            q.push(event_bytes(format!("{{\"n\":{i}}}").as_bytes()));
+        }
+        assert!(lock(&q.inner).items.capacity() >= 10_000);
+        let mut taken = 0;
+        while taken < 10_000 {
+            let got = q.pop(4096, Some(Instant::now())).unwrap();
+            assert_eq!(String::from_utf8(got[0].clone()).unwrap(), format!("{{\"n\":{taken}}}"));
+            taken += got.len();
+        }
+        assert_eq!(taken, 10_000);
+        assert!(lock(&q.inner).items.capacity() <= IDLE_CAPACITY);
+        q.push(event_bytes(b"{}"));
+        assert_eq!(q.pop(10, Some(Instant::now())).unwrap().len(), 1);
     }
 
     #[test]

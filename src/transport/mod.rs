@@ -13,12 +13,16 @@ use crate::wait::lock;
 /// A stderr "line" longer than this is cut into pieces, so a flood without newlines cannot
 /// grow memory without bound.
 const MAX_STDERR_LINE: usize = 64 * 1024;
-/// The stdout read buffer's usual size (it grows for a longer frame, then shrinks back).
-const BUF_SIZE: usize = 256 * 1024;
-/// Bytes asked of one read: at least this, more while a long frame accumulates (so a
-/// 64 MiB frame takes tens of reads, not thousands), up to MAX_READ.
+/// Bytes asked of one read of stdout while the agent writes little (replies, a turn's frames):
+/// the buffer an idle client keeps is this small.
+const MIN_READ: usize = 16 * 1024;
+/// While reads come back full (a burst), each asks twice as much as the last, up to this (so a
+/// burst costs few reads), and a frame longer than that is read in pieces as long as what has
+/// accumulated (so a 64 MiB frame takes tens of reads, not thousands), up to MAX_READ.
 const READ_SIZE: usize = 128 * 1024;
 const MAX_READ: usize = 4 << 20;
+/// Bytes asked of one read of stderr (a trickle next to stdout; each client keeps this buffer).
+const STDERR_READ: usize = 16 * 1024;
 /// How many trailing stderr lines an error message quotes.
 const STDERR_TAIL_LINES: usize = 20;
 
@@ -125,21 +129,49 @@ pub struct Framer {
     scanned: usize,
     /// `buf.len()` before the current read's zeroed tail was added.
     filled: usize,
+    /// What the next read asks for (MIN_READ..=READ_SIZE), following how full reads come back.
+    read_size: usize,
     max_frame: Option<usize>,
 }
 
 impl Framer {
     pub fn new(max_frame: Option<usize>) -> Framer {
-        Framer { buf: Vec::with_capacity(BUF_SIZE), scanned: 0, filled: 0, max_frame }
+        Framer { buf: Vec::new(), scanned: 0, filled: 0, read_size: MIN_READ, max_frame }
     }
 
-    /// Room for the next read: a zeroed tail (zeroing costs far less than the copy from the
-    /// pipe). Follow with `commit` (bytes read) or `unread` (nothing read).
-    pub fn read_buf(&mut self) -> &mut [u8] {
+    /// Bytes the next read asks for.
+    fn room(&mut self) -> usize {
         self.filled = self.buf.len();
-        let room = READ_SIZE.max(self.filled.min(MAX_READ));
+        self.read_size.max(self.filled.min(MAX_READ))
+    }
+
+    /// Room for the next read: a zeroed tail. Follow with `commit` (bytes read) or `unread`
+    /// (nothing read). The pump reads with `read_from` instead; this is for callers that fill
+    /// the buffer themselves (the fuzzer, tests).
+    pub fn read_buf(&mut self) -> &mut [u8] {
+        let room = self.room();
         self.buf.resize(self.filled + room, 0);
         &mut self.buf[self.filled..]
+    }
+
+    /// One read(2) of `fd` into the buffer's spare capacity, not zeroed first: pages of the
+    /// buffer the agent's output never reached are never touched, so an idle client holds
+    /// none of them (issue 24: ~125 KiB of each client's memory was a zeroed read buffer).
+    /// Follow with `commit` when it returned n > 0.
+    pub fn read_from(&mut self, fd: RawFd) -> io::Result<usize> {
+        let room = self.room();
+        self.buf.reserve(room);
+        let spare = self.buf.spare_capacity_mut();
+        // SAFETY: read(2) writes at most `room` bytes to the spare capacity, which `reserve`
+        // made at least that long; the buffer stays valid and unaliased for the call.
+        let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), room) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = n as usize;
+        // SAFETY: the kernel initialised exactly the n bytes after the old length.
+        unsafe { self.buf.set_len(self.filled + n) };
+        Ok(n)
     }
 
     /// The read failed or hit EOF: drop the tail `read_buf` added.
@@ -154,6 +186,13 @@ impl Framer {
 
     /// `n` bytes were read into `read_buf()`: hands every complete line to `sink`.
     pub fn commit(&mut self, n: usize, sink: &mut dyn LineSink) -> Framed {
+        self.read_size = if n >= self.read_size {
+            (self.read_size * 2).min(READ_SIZE)
+        } else if n < MIN_READ {
+            MIN_READ
+        } else {
+            self.read_size
+        };
         let buf = &mut self.buf;
         buf.truncate(self.filled + n);
         let mut start = 0usize;
@@ -184,9 +223,12 @@ impl Framer {
         if start > 0 {
             buf.drain(..start);
         }
-        // A huge frame grew the buffer: give the memory back once it has been handled.
-        if buf.capacity() > 4 * BUF_SIZE && buf.len() < BUF_SIZE {
-            buf.shrink_to(BUF_SIZE);
+        // A burst or a huge frame grew the buffer: give the memory back once the agent writes
+        // little again (issue 24: what a client keeps once its turn is read).
+        if self.read_size == MIN_READ && buf.capacity() > 4 * MIN_READ && buf.len() < MIN_READ {
+            buf.shrink_to(MIN_READ);
+        } else if buf.capacity() > 8 * READ_SIZE && buf.len() < READ_SIZE {
+            buf.shrink_to(2 * READ_SIZE);
         }
         self.scanned = buf.len();
         if let Some(limit) = self.max_frame {
@@ -203,7 +245,7 @@ impl Framer {
 /// `stderr`. One thread serves both pipes (poll), so the stderr tail is current whenever a
 /// frame is handled, and nothing is lost when stdout closes first.
 pub fn pump(
-    mut stdout: File,
+    stdout: File,
     mut stderr: File,
     sink: &mut dyn LineSink,
     ring: &Mutex<StderrRing>,
@@ -212,7 +254,7 @@ pub fn pump(
 ) -> PumpEnd {
     let mut framer = Framer::new(max_frame);
     let mut stderr_open = true;
-    let mut errbuf = vec![0u8; 64 * 1024];
+    let mut errbuf = vec![0u8; STDERR_READ];
     let end = loop {
         let mut fds = [
             libc::pollfd { fd: stdout.as_raw_fd(), events: libc::POLLIN, revents: 0 },
@@ -238,18 +280,14 @@ pub fn pump(
         if fds[0].revents == 0 {
             continue;
         }
-        let n = match stdout.read(framer.read_buf()) {
+        let n = match framer.read_from(stdout.as_raw_fd()) {
             Ok(n) => n,
-            Err(e) => {
-                framer.unread();
-                match e.kind() {
-                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
-                    _ => break PumpEnd::Io(e),
-                }
-            }
+            Err(e) => match e.kind() {
+                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
+                _ => break PumpEnd::Io(e),
+            },
         };
         if n == 0 {
-            framer.unread();
             break PumpEnd::Eof { partial: framer.partial() };
         }
         match framer.commit(n, sink) {
@@ -348,6 +386,44 @@ mod tests {
         assert_eq!(lines, vec![b"{\"a\":1}".to_vec(), b"".to_vec(), b"{\"b\":\"x\r\"}".to_vec(), b"{\"c\":\r".to_vec()]);
         assert!(matches!(end, PumpEnd::Eof { partial: 7 }), "{end:?}");
         assert_eq!(err, "warn: one\nwarn: two");
+    }
+
+    #[test]
+    fn reads_grow_through_a_burst_and_a_quiet_agent_gets_the_buffer_back() {
+        // Through the pump (read_from): a burst of full pipes, then the agent writes one frame.
+        use std::io::Write;
+        let (r, mut w) = pipe();
+        let line = [b"{\"type\":\"message_update\",\"pad\":\"".as_slice(), &[b'x'; 600], b"\"}\n"].concat();
+        let mut framer = Framer::new(None);
+        let mut sink = Lines(Vec::new());
+        let burst: Vec<u8> = line.iter().copied().cycle().take(line.len() * 200).collect();
+        let mut asked = Vec::new();
+        for _ in 0..12 {
+            // More than any read asks for waits in the pipe (its default is 64 KiB: write in
+            // pieces from a thread), so every read comes back full.
+            let data = burst.clone();
+            let mut w2 = w.try_clone().unwrap();
+            let t = std::thread::spawn(move || w2.write_all(&data).unwrap());
+            let mut got = 0;
+            while got < burst.len() {
+                asked.push(framer.room());
+                let n = framer.read_from(r.as_raw_fd()).unwrap();
+                got += n;
+                assert_eq!(framer.commit(n, &mut sink), Framed::More);
+            }
+            t.join().unwrap();
+        }
+        assert_eq!(asked[0], MIN_READ);
+        assert!(asked.contains(&READ_SIZE), "reads grow to READ_SIZE in a burst: {asked:?}");
+        assert!(framer.buf.capacity() >= READ_SIZE);
+        // The agent goes quiet: one small frame, and the big buffer is given back.
+        w.write_all(&line).unwrap();
+        let n = framer.read_from(r.as_raw_fd()).unwrap();
+        assert_eq!(framer.commit(n, &mut sink), Framed::More);
+        assert!(framer.buf.capacity() <= 4 * MIN_READ, "kept {} bytes", framer.buf.capacity());
+        assert_eq!(framer.room(), MIN_READ);
+        assert_eq!(sink.0.len(), 12 * 200 + 1);
+        assert!(sink.0.iter().all(|l| l[..] == line[..line.len() - 1]), "every line whole and in order");
     }
 
     #[test]
