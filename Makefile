@@ -26,6 +26,7 @@
 #   make dist-test      each artifact installed with no Rust on PATH runs a streamed turn
 #   make set-version    V=x.y.z: the version everywhere it is written
 #   make bench          release build, then the benchmark (bench/README.md); BENCH_RUNS=5
+#   make bench-goals    the benchmark 3 times (BENCH_GOAL_RUNS), then issue 24's goals by run
 #   make ray-test       N fake agents as Ray actors on a local Ray cluster (examples/ray)
 #   make clean
 #
@@ -338,16 +339,33 @@ BENCH_DIR    := $(TARGET_DIR)/bench
 BENCH_BIN    := $(BENCH_DIR)/omprpc_bench
 BENCH_CFLAGS := -std=c11 -O2 -Wall -Wextra -pthread -Iinclude
 
-.PHONY: bench
-bench:
+BENCH_DRIVER  = $(RELEASE_DIR)/examples/bench_run all --bench $(BENCH_BIN) \
+  --agent $(RELEASE_DIR)/omprpc-fake-agent --lib $(RELEASE_DIR)/libomprpc.so \
+  --repo $(CURDIR) --runs $(BENCH_RUNS) --tools $(BENCH_DIR)
+# make bench-goals: the whole bench BENCH_GOAL_RUNS times in a row (target/bench/run-1, …), then
+# one table of issue 24's goals by run (target/bench/goals.md): "done" is every goal in all three.
+BENCH_GOAL_RUNS ?= 3
+
+.PHONY: bench bench-build bench-goals
+bench-build:
 	$(CARGO) build $(LOCKED) --release --lib --bin omprpc-fake-agent
 	$(CARGO) build $(LOCKED) --release --example bench_run
 	@mkdir -p $(BENCH_DIR)
 	$(CC) $(BENCH_CFLAGS) bench/omprpc_bench.c -o $(BENCH_BIN) \
 	  -L$(RELEASE_DIR) -Wl,-rpath,$(RELEASE_DIR) -lomprpc
-	$(RELEASE_DIR)/examples/bench_run all --bench $(BENCH_BIN) \
-	  --agent $(RELEASE_DIR)/omprpc-fake-agent --lib $(RELEASE_DIR)/libomprpc.so \
-	  --out $(BENCH_DIR) --repo $(CURDIR) --runs $(BENCH_RUNS)
+
+bench: bench-build
+	$(BENCH_DRIVER) --out $(BENCH_DIR)
+
+bench-goals: bench-build
+	@status=0; dirs=; \
+	for i in $$(seq 1 $(BENCH_GOAL_RUNS)); do \
+	  echo "=== make bench-goals: run $$i of $(BENCH_GOAL_RUNS)"; \
+	  $(BENCH_DRIVER) --out $(BENCH_DIR)/run-$$i || status=1; \
+	  dirs="$$dirs $(BENCH_DIR)/run-$$i"; \
+	done; \
+	$(RELEASE_DIR)/examples/bench_run goals --out $(BENCH_DIR)/goals.md $$dirs; \
+	exit $$status
 
 # --- install --------------------------------------------------------------------------
 # One version, written once: Cargo.toml's [package] version. Everything else (header macros,

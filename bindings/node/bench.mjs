@@ -6,8 +6,11 @@
 // A client with maxEventHistory null is warmed up with "burst 100"; the timed part is
 // promptAndWait("burst $OMPRPC_BENCH_EVENTS") (default 100000) and reading turn.events as a
 // host does: each event's type (read without parsing the event), the final agent_end's
-// messages (which parses that event; every event is parsed on its first use, README). events/s = events of the turn / the timed seconds; rss_mib = the process's peak
-// RSS (resourceUsage().maxRSS).
+// messages (which parses that event; every event is parsed on its first use, README). events/s
+// = events of the turn / the timed seconds; rss_mib = the process's peak RSS
+// (resourceUsage().maxRSS). The turn has N+6 events, N+7 when the agent speaks pi 1.x (make
+// bench runs the fake agent so, with OMPRPC_FAKE_FLAVOR=pi OMPRPC_FAKE_VERSION=1.6.0): its turn
+// ends with agent_settled, right after the last agent_end.
 //
 // `node bench.mjs --report [N=100000] [runs=5]`: the richer report —
 //   1. promptAndWait: the whole turn (N+6 events) assembled by the core; as returned, with
@@ -37,6 +40,22 @@ function fakeAgent() {
   throw new Error('no fake agent: set OMPRPC_FAKE_AGENT or run cargo build');
 }
 
+/**
+ * The fake agent's command, and the options that say what it speaks: as it is (omp), or
+ * OMPRPC_FAKE_FLAVOR / OMPRPC_FAKE_VERSION (e.g. pi 1.6.0), which the library does not pass on
+ * to the agent by itself (its environment allow-list): a pi host says `flavor: 'pi'`.
+ */
+function agentOptions(agent) {
+  const options = { command: [agent] };
+  const flavor = process.env.OMPRPC_FAKE_FLAVOR;
+  if (flavor) {
+    options.command.push('--flavor', flavor);
+    options.flavor = flavor;
+  }
+  if (process.env.OMPRPC_FAKE_VERSION) options.env = { OMPRPC_FAKE_VERSION: process.env.OMPRPC_FAKE_VERSION };
+  return options;
+}
+
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (x) => Math.round(x).toLocaleString('en-US');
 
@@ -53,27 +72,35 @@ async function measure(name, run) {
   return median(rates);
 }
 
-/** Reads a turn as a host does: every event's type, and the final agent_end's messages. */
+/**
+ * Reads a turn as a host does: every event's type, and the last agent_end's messages (followed
+ * by agent_settled when the turn's outcome says so). Returns the number of events.
+ */
 function consume(turn, n) {
   const events = turn.events;
   let updates = 0;
   for (const ev of events) if (ev.type === 'message_update') updates++;
-  const end = events[events.length - 1];
+  const settled = turn.outcome === 'agent_settled';
+  const last = events[events.length - 1];
+  if (settled !== (last.type === 'agent_settled')) throw new Error(`the turn's outcome is ${turn.outcome} and its last event ${last.type}`);
+  const end = settled ? events[events.length - 2] : last;
   if (end.type !== 'agent_end' || !Array.isArray(end.messages) || end.messages.length === 0) throw new Error('the turn does not end with agent_end');
-  if (updates !== n || events.length !== n + 6) throw new Error(`${updates} message_update of ${events.length} events, want ${n} of ${n + 6}`);
+  const want = n + (settled ? 7 : 6);
+  if (updates !== n || events.length !== want) throw new Error(`${updates} message_update of ${events.length} events, want ${n} of ${want}`);
   if (turn.assistantText !== 'pong') throw new Error('unexpected turn');
+  return events.length;
 }
 
 async function oneMeasurement() {
   load();
-  const client = await Client.start({ command: [fakeAgent()], maxEventHistory: null });
+  const client = await Client.start({ ...agentOptions(fakeAgent()), maxEventHistory: null });
   try {
     consume(await client.promptAndWait('burst 100'), 100); // warm-up
     const t0 = process.hrtime.bigint();
-    consume(await client.promptAndWait(`burst ${N}`), N);
+    const events = consume(await client.promptAndWait(`burst ${N}`), N);
     const secs = Number(process.hrtime.bigint() - t0) / 1e9;
     const rss = process.resourceUsage().maxRSS / 1024;
-    console.log(`events_per_sec=${Math.round((N + 6) / secs)} rss_mib=${rss.toFixed(1)} secs=${secs.toFixed(6)} events=${N + 6} decode=lazy consumed=turn.events(each-event-parsed-on-first-use,type-of-each,agent_end.messages)`);
+    console.log(`events_per_sec=${Math.round(events / secs)} rss_mib=${rss.toFixed(1)} secs=${secs.toFixed(6)} events=${events} decode=lazy consumed=turn.events(each-event-parsed-on-first-use,type-of-each,agent_end.messages)`);
   } finally {
     await client.close();
   }
@@ -89,14 +116,14 @@ const agent = fakeAgent();
 console.log(`omprpc Node bench: burst ${N}, ${RUNS} runs (+1 warm-up), node ${process.version}`);
 console.log(`library ${libraryPath()}\nagent   ${agent}`);
 // The promptAndWait client keeps (almost) nothing in its event queue: the turn is the point.
-const pw = await Client.start({ command: [agent], maxEventHistory: null, eventQueueCapacity: 16 });
-const client = await Client.start({ command: [agent], maxEventHistory: null });
+const pw = await Client.start({ ...agentOptions(agent), maxEventHistory: null, eventQueueCapacity: 16 });
+const client = await Client.start({ ...agentOptions(agent), maxEventHistory: null });
 
 const results = {};
 results.promptAndWait = await measure('promptAndWait (turn)', async () => {
   const turn = await pw.promptAndWait(`burst ${N}`);
   if (turn.assistantText !== 'pong') throw new Error('unexpected turn');
-  return N + 6;
+  return turn.outcome === 'agent_settled' ? N + 7 : N + 6;
 });
 
 results.promptAndWaitEvents = await measure('promptAndWait + each type', async () => {
