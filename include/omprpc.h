@@ -173,7 +173,10 @@ typedef struct {
 } omprpc_str;
 
 /**
- * One event: its `type` (absent when the event has none) and the event verbatim.
+ * One event: its `type` (absent when the event has none) and the event verbatim. Within one
+ * batch or turn, events of the same type share one `event_type` (the same `data`; for the
+ * first 32 distinct types written without escapes), so a binding can decode each distinct
+ * type once and recognise it by its address.
  */
 typedef struct {
     omprpc_str event_type;
