@@ -620,6 +620,17 @@ omprpc_status omprpc_client_ui_cancel(const omprpc_client *client,
                                       char **out_error);
 
 /**
+ * Switches the raw-frame tap (the start option `queue_responses`) at run time: from the next
+ * response the library reads, responses are queued as events too (`on`) or reach only the
+ * calls waiting for them. A binding taps only while someone listens to raw frames: each
+ * tapped response wakes the host's event reader.
+ * Threads: any thread, concurrently. Statuses: OK, INVALID_ARGUMENT, PANIC.
+ */
+omprpc_status omprpc_client_set_queue_responses(const omprpc_client *client,
+                                                bool on,
+                                                char **out_error);
+
+/**
  * Sets the headless UI policy: `{"confirm":false,"select":null,"input":null,"editor":null}`
  * (a null answer cancels; unknown interactive methods are cancelled; passive ones ignored).
  * NULL or "null" removes it. Requests already waiting are answered by the new policy.
