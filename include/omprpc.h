@@ -173,7 +173,10 @@ typedef struct {
 } omprpc_str;
 
 /**
- * One event: its `type` (absent when the event has none) and the event verbatim.
+ * One event: its `type` (absent when the event has none) and the event verbatim. Within one
+ * batch or turn, events of the same type share one `event_type` (the same `data`; for the
+ * first 32 distinct types written without escapes), so a binding can decode each distinct
+ * type once and recognise it by its address.
  */
 typedef struct {
     omprpc_str event_type;
@@ -615,6 +618,17 @@ omprpc_status omprpc_client_ui_cancel(const omprpc_client *client,
                                       const char *request_id,
                                       bool timed_out,
                                       char **out_error);
+
+/**
+ * Switches the raw-frame tap (the start option `queue_responses`) at run time: from the next
+ * response the library reads, responses are queued as events too (`on`) or reach only the
+ * calls waiting for them. A binding taps only while someone listens to raw frames: each
+ * tapped response wakes the host's event reader.
+ * Threads: any thread, concurrently. Statuses: OK, INVALID_ARGUMENT, PANIC.
+ */
+omprpc_status omprpc_client_set_queue_responses(const omprpc_client *client,
+                                                bool on,
+                                                char **out_error);
 
 /**
  * Sets the headless UI policy: `{"confirm":false,"select":null,"input":null,"editor":null}`

@@ -226,6 +226,16 @@ fn queue_responses_taps_every_frame() {
     drain(&c);
     request(&c, "get_state", json!({})).unwrap();
     assert!(drain(&c).is_empty());
+    // Switched at run time: tapped from the next response on, then off again.
+    c.set_queue_responses(true);
+    request(&c, "get_state", json!({})).unwrap();
+    let frames = drain(&c);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0]["type"], "response");
+    assert_eq!(frames[0]["command"], "get_state");
+    c.set_queue_responses(false);
+    request(&c, "get_state", json!({})).unwrap();
+    assert!(drain(&c).is_empty());
     c.close().unwrap();
 }
 

@@ -617,6 +617,14 @@ impl Client {
         self.shared.events.pop(max.max(1), deadline)
     }
 
+    /// Switches the raw-frame tap (the start option `queue_responses`): from the next response
+    /// read on, responses are queued as events too (on) or reach only their callers (off). A
+    /// binding whose frame listeners come and go taps only while one listens: a tapped response
+    /// wakes the event reader for each call.
+    pub fn set_queue_responses(&self, on: bool) {
+        self.shared.queue_responses.store(on, std::sync::atomic::Ordering::Release);
+    }
+
     /// A file descriptor that is readable while events are queued, for `poll(2)`/epoll loops.
     /// The client owns it.
     pub fn event_fd(&self) -> i32 {

@@ -157,6 +157,9 @@ pub(crate) struct Shared {
     /// Readable once the agent is gone: ends the reader.
     reader_stop: Signal,
     closed: AtomicBool,
+    /// The raw-frame tap (start option `queue_responses`), switched at run time
+    /// (`Client::set_queue_responses`): a binding taps only while someone listens to frames.
+    queue_responses: AtomicBool,
     pending: Mutex<Pending>,
     state: Mutex<State>,
     cond: Condvar,

@@ -411,7 +411,7 @@ impl Router<'_> {
     }
 
     fn response(&mut self, line: &[u8]) {
-        if self.shared.opts.queue_responses {
+        if self.shared.queue_responses.load(std::sync::atomic::Ordering::Acquire) {
             // The raw-frame tap: queued like an event, before the call it answers returns.
             self.emit_line(line);
         }

@@ -140,6 +140,7 @@ impl Client {
             closing,
             reader_stop,
             closed: AtomicBool::new(false),
+            queue_responses: AtomicBool::new(opts.queue_responses),
             pending: Mutex::new(Pending::default()),
             state: Mutex::new(State {
                 life: {

@@ -516,6 +516,19 @@ pub unsafe extern "C" fn omprpc_client_ui_cancel(
     boundary(client, out_error, || self::client(client)?.ui_cancel(text(request_id, "request_id")?, timed_out))
 }
 
+/// Switches the raw-frame tap (the start option `queue_responses`) at run time: from the next
+/// response the library reads, responses are queued as events too (`on`) or reach only the
+/// calls waiting for them. A binding taps only while someone listens to raw frames: each
+/// tapped response wakes the host's event reader.
+/// Threads: any thread, concurrently. Statuses: OK, INVALID_ARGUMENT, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_set_queue_responses(client: *const omprpc_client, on: bool, out_error: *mut *mut c_char) -> Status {
+    boundary(client, out_error, || {
+        self::client(client)?.set_queue_responses(on);
+        Ok(())
+    })
+}
+
 /// Sets the headless UI policy: `{"confirm":false,"select":null,"input":null,"editor":null}`
 /// (a null answer cancels; unknown interactive methods are cancelled; passive ones ignored).
 /// NULL or "null" removes it. Requests already waiting are answered by the new policy.

@@ -33,7 +33,10 @@ impl omprpc_str {
     }
 }
 
-/// One event: its `type` (absent when the event has none) and the event verbatim.
+/// One event: its `type` (absent when the event has none) and the event verbatim. Within one
+/// batch or turn, events of the same type share one `event_type` (the same `data`; for the
+/// first 32 distinct types written without escapes), so a binding can decode each distinct
+/// type once and recognise it by its address.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct omprpc_event_view {
@@ -42,7 +45,8 @@ pub struct omprpc_event_view {
 }
 
 /// Views of events held in `bytes`-owning storage. An event's type is a slice of its JSON
-/// unless the string holds an escape (then a decoded copy kept in `decoded`).
+/// (the first event's of that type) unless the string holds an escape (then a decoded copy
+/// kept in `decoded`).
 struct Views {
     views: Vec<omprpc_event_view>,
     /// Decoded types; a `Box<str>` does not move when the vector grows.
@@ -60,16 +64,27 @@ fn views<'a>(events: impl Iterator<Item = &'a [u8]>) -> Views {
     }
     let mut decoded: Vec<Box<str>> = Vec::new();
     let mut f = Fields::new();
+    // The distinct types met so far (a turn has a handful): an equal type points to the first.
+    let mut seen: Vec<&[u8]> = Vec::new();
+    let mut shared = |t: &'a [u8]| -> &'a [u8] {
+        if let Some(&first) = seen.iter().rev().find(|s| **s == t) {
+            return first;
+        }
+        if seen.len() < SHARED_TYPES {
+            seen.push(t);
+        }
+        t
+    };
     // First every type, then the views: a view of a decoded type points into its Box only once
     // no Box moves any more.
     let found: Vec<(&[u8], At)> = events
         .map(|ev| {
             // Agents (and the library) write "type" first: read it without scanning the event.
             if let Some(t) = leading_type(ev) {
-                return (ev, At::In(t));
+                return (ev, At::In(shared(t)));
             }
             let at = match f.scan(ev, 0..ev.len()).ok().and_then(|()| f.str(ev, "type")) {
-                Some(Cow::Borrowed(t)) => At::In(t.as_bytes()),
+                Some(Cow::Borrowed(t)) => At::In(shared(t.as_bytes())),
                 Some(Cow::Owned(t)) => {
                     decoded.push(t.into_boxed_str());
                     At::Decoded(decoded.len() - 1)
@@ -92,6 +107,10 @@ fn views<'a>(events: impl Iterator<Item = &'a [u8]>) -> Views {
         .collect();
     Views { views, _decoded: decoded }
 }
+
+/// The most distinct types whose events share one slice; past them (an agent inventing types)
+/// a type is its own event's, and the search stays short.
+const SHARED_TYPES: usize = 32;
 
 /// The value of a leading `"type":"…"` member holding no escape, as a slice of `ev`: agents
 /// (JSON.stringify) and the library write `type` first, and the reader refuses a frame with two
@@ -487,5 +506,27 @@ mod tests {
         assert_eq!(v.views[0].event_type.data, events[0][9..].as_ptr().cast());
         assert_eq!(v._decoded.len(), 1);
         assert!(v.views.iter().zip(&events).all(|(e, ev)| text(e.json).unwrap().as_bytes() == *ev));
+    }
+
+    #[test]
+    fn events_of_one_type_share_the_first_ones_type() {
+        let events: Vec<&[u8]> = vec![
+            br#"{"type":"message_update","a":1}"#,
+            br#"{"type":"message_end"}"#,
+            br#"{"x":1,"type":"message_update"}"#,
+            br#"{"type":"message_update","a":2}"#,
+            br#"{"type":"message_updat"}"#,
+        ];
+        let v = views(events.iter().copied());
+        let data: Vec<*const c_char> = v.views.iter().map(|e| e.event_type.data).collect();
+        // Wherever the type stands in its event, an equal one is the first event's slice.
+        assert_eq!(data[2], data[0]);
+        assert_eq!(data[3], data[0]);
+        assert_eq!(data[0], events[0][9..].as_ptr().cast());
+        assert_ne!(data[1], data[0]);
+        // A prefix of a seen type is a type of its own.
+        assert_eq!(data[4], events[4][9..].as_ptr().cast());
+        let types: Vec<Option<String>> = v.views.iter().map(|e| text(e.event_type)).collect();
+        assert_eq!(types, [Some("message_update".into()), Some("message_end".into()), Some("message_update".into()), Some("message_update".into()), Some("message_updat".into())]);
     }
 }

@@ -8,13 +8,15 @@ const { EVENT_BATCH, TIMEOUT_INFINITE, UNREF_POLL_MIN_MS, UNREF_POLL_MAX_MS } = 
 const { Status, closedError, jsError, abortError, throwIfAborted } = require('./errors.cjs');
 const { signalArg } = require('./abort.cjs');
 const { native, take, failure, callOutRaw } = require('./native.cjs');
-const { takeBatch } = require('./views.cjs');
+const { takeBatch, parseAll, parsedEvent, dropEvent } = require('./views.cjs');
 const { timeoutArg } = require('./args.cjs');
 const { EventIterator } = require('./iterator.cjs');
 const { reactor } = require('./reactor.cjs');
 
 const RESERVED_EMIT = new Set(['error', 'event', 'close', 'newListener', 'removeListener']);
 const INTERNAL_LISTENERS = new Set(['close', 'error', 'newListener', 'removeListener']);
+/** The event types the binding itself reads (host calls, completions, overflows): parsed as taken. */
+const READ_HERE = new Set(['host_tool_call', 'host_uri_request', 'host_tool_cancel', 'host_uri_cancel', 'policy_eval', 'prompt_complete', 'event_overflow']);
 
 class ClientEvents {
   /**
@@ -53,7 +55,7 @@ class ClientEvents {
       const r = callOutRaw(native().nextEventBatch, [this._st.h, EVENT_BATCH, 0]);
       if (r.st === Status.OK) {
         take(r.err);
-        const { events, types } = takeBatch(r.out);
+        const { events, types } = this._parsed(takeBatch(r.out));
         for (const sink of this._sinks) sink.push(events);
         this._keepOrphans(this._visible(this._dispatchHost(events, types, true), types).events);
         this._uiLane.serve();
@@ -212,7 +214,7 @@ class ClientEvents {
     const r = callOutRaw(native().nextEventBatch, [this._st.h, EVENT_BATCH, 0]);
     if (r.st === Status.OK) {
       take(r.err);
-      const { events, types } = takeBatch(r.out);
+      const { events, types } = this._parsed(takeBatch(r.out));
       this._deliver(events, types);
       this._uiLane.serve();
       return events.length;
@@ -341,6 +343,21 @@ class ClientEvents {
   }
 
   /**
+   * A batch (lib/views.cjs takeBatch) with the events parsed that are read before the pull
+   * queue: those the binding reads itself, and all of them when anyone else consumes events.
+   * The rest stay RawEvents, parsed when taken from the pull queue (or never: dropped).
+   */
+  _parsed(batch) {
+    const { events, types } = batch;
+    if (this._iterators.size > 0 || this._sinkConsumes() || this._hasListeners()) {
+      parseAll(events);
+    } else {
+      for (let i = 0; i < events.length; i++) if (READ_HERE.has(types[i])) events[i] = parsedEvent(events[i]);
+    }
+    return batch;
+  }
+
+  /**
    * Hands a batch to everyone: host handlers, iterators, listeners; and to the pull queue
    * (nextEvent(), later iterators) while a nextEvent() waits or nobody else consumes.
    */
@@ -379,7 +396,8 @@ class ClientEvents {
     if (over > 0) {
       // Oldest dropped, and said so (like the core's own queue) when they are handed out; a
       // dropped event_overflow of the core's carries its count into ours.
-      for (const ev of this._orphans.splice(0, over)) {
+      for (const ev of this._orphans.shift(over)) {
+        dropEvent(ev);
         if (ev && ev.type === 'event_overflow' && ev.omprpc === true && typeof ev.dropped === 'number') {
           this._orphansDropped += ev.dropped;
         } else {
@@ -398,9 +416,46 @@ class ClientEvents {
       this._orphansDropped = 0;
     }
     const n = Math.min(max - out.length, this._orphans.length);
-    for (const ev of this._orphans.splice(0, n)) out.push(ev);
+    for (const ev of this._orphans.shift(n)) out.push(parsedEvent(ev));
     return out;
   }
 }
 
-module.exports = { ClientEvents, INTERNAL_LISTENERS };
+/**
+ * The pull queue's events, oldest first: taking from the front moves nothing (a full queue
+ * of 65536 drops the oldest of every batch; Array#splice moved all the others each time).
+ */
+class Fifo {
+  constructor() {
+    this._items = [];
+    this._head = 0;
+  }
+
+  get length() {
+    return this._items.length - this._head;
+  }
+
+  push(item) {
+    this._items.push(item);
+  }
+
+  /** Removes and returns the `n` oldest (n <= length). */
+  shift(n) {
+    const items = this._items;
+    const from = this._head;
+    const out = items.slice(from, from + n);
+    items.fill(undefined, from, from + n);
+    this._head = from + n;
+    // Compacted once the taken part is the larger half: each item moves O(1) times.
+    if (this._head === items.length) {
+      this._items = [];
+      this._head = 0;
+    } else if (this._head > 1024 && this._head * 2 > items.length) {
+      this._items = items.slice(this._head);
+      this._head = 0;
+    }
+    return out;
+  }
+}
+
+module.exports = { ClientEvents, INTERNAL_LISTENERS, Fifo };

@@ -19,7 +19,7 @@
 
 const { getKoffi, native, failure } = require('./native.cjs');
 const { TurnOutcome } = require('./native.gen.cjs');
-const { lent, viewNumbers, viewsInPlace, strText } = require('./views.cjs');
+const { lent, viewNumbers, viewsInPlace, strText, TypeNames } = require('./views.cjs');
 
 /** `omprpc_turn_outcome` by number: the names the turn JSON's `outcome` uses. */
 const OUTCOMES = {
@@ -102,8 +102,6 @@ function eventSource(turnPtr, turnJson, viewsPtr, count, koffi) {
   const n = Number(turnJson.len);
   const base = Number(turnJson.data);
   const nums = viewNumbers(viewsPtr, count);
-  // lastType: the previous event's type, reused when the next has the same bytes (a burst's
-  // 100k message_update share one string).
   const source = { buf: null, turn: null, pressure: null, starts: new Float64Array(count), ends: new Float64Array(count), types: new Array(count), pending: count };
   let buf = null;
   if (viewsInPlace()) {
@@ -116,34 +114,16 @@ function eventSource(turnPtr, turnJson, viewsPtr, count, koffi) {
   }
   if (buf === null) buf = Buffer.from(koffi.decode(turnJson.data, koffi.array('uint8_t', n, 'Typed')).buffer);
   source.buf = buf;
-  let lastAt = -1;
-  let lastLen = -1;
-  let lastType;
+  const names = new TypeNames();
+  // A type in the turn JSON is read from it; one the library decoded (it held an escape) is
+  // its own copy, outside the turn JSON.
+  const decode = (t, len) => (t >= base && t + len <= base + n ? buf.utf8Slice(t - base, t - base + len) : koffi.decode.string(t, len));
   for (let i = 0, o = 0; i < count; i++, o += 4) {
     const start = nums[o + 2] - base;
     source.starts[i] = start;
     source.ends[i] = start + nums[o + 3];
-    const t = nums[o];
-    const len = nums[o + 1];
-    let type;
-    if (t === 0) {
-      type = undefined; // the event has no type
-    } else if (t >= base && t + len <= base + n) {
-      const at = t - base;
-      let same = len === lastLen;
-      for (let j = 0; same && j < len; j++) same = buf[at + j] === buf[lastAt + j];
-      if (same) {
-        type = lastType;
-      } else {
-        type = lastType = buf.utf8Slice(at, at + len);
-        lastLen = len;
-      }
-      lastAt = at;
-    } else {
-      // A type the library decoded (it held an escape): its own copy, outside the turn JSON.
-      type = koffi.decode.string(t, len);
-    }
-    source.types[i] = type;
+    // undefined: the event has no type
+    source.types[i] = nums[o] === 0 ? undefined : names.name(nums[o], nums[o + 1], decode);
   }
   if (source.turn !== null) {
     try {

@@ -90,31 +90,129 @@ function viewNumbers(ptr, count) {
   return out;
 }
 
+/**
+ * The types of views by address: within one batch or turn the library gives events of one
+ * type one `event_type` (src/ffi/structured.rs), so each distinct type is decoded once. Use
+ * one per batch or turn (an address is another type's once the memory is reused).
+ */
+class TypeNames {
+  constructor() {
+    this.at = -1; // the last type's address and length, and the type
+    this.len = -1;
+    this.type = null;
+    this.known = new Map(); // address -> [length, type]
+  }
+
+  /** The type at `at` (`len` bytes); `decode(at, len)` reads one not seen yet. */
+  name(at, len, decode) {
+    if (at === this.at && len === this.len) return this.type;
+    const k = this.known.get(at);
+    let type;
+    if (k !== undefined && k[0] === len) {
+      type = k[1];
+    } else {
+      type = decode(at, len);
+      this.known.set(at, [len, type]);
+    }
+    this.at = at;
+    this.len = len;
+    this.type = type;
+    return type;
+  }
+}
+
 /** An `omprpc_str`'s text; null when absent (data NULL). */
 function strText(s) {
   return s.data === null || s.data === 0n ? null : getKoffi().decode.string(s.data, Number(s.len));
 }
 
+// A batch's events are parsed when something reads them. While nobody consumes events (a
+// promptAndWait alone drains the core's queue to see its completion), they only move to the
+// pull queue, most to be dropped past its capacity unread: parsing 100k events there cost 5x
+// the turn itself. So each stays a RawEvent, read in place from its batch, until it is taken;
+// the batch is freed once each of its events was parsed or dropped (or, unreachable, by the GC).
+
+const heldBatches = new FinalizationRegistry((ptr) => native().eventBatchFree(ptr));
+
+/** A library batch whose events are parsed one by one, on demand. */
+class HeldBatch {
+  constructor(ptr, nums, count) {
+    this.ptr = ptr;
+    this.nums = nums;
+    this.unread = count; // events neither parsed nor dropped
+    heldBatches.register(this, ptr, this);
+  }
+
+  /** Event `i`, parsed from the library's memory. */
+  parse(i) {
+    const o = 4 * i;
+    const json = getKoffi().decode.string(this.nums[o + 2], this.nums[o + 3]);
+    this.done();
+    return JSON.parse(json);
+  }
+
+  /** One event parsed or dropped; the last frees the batch. */
+  done() {
+    if (--this.unread === 0) {
+      heldBatches.unregister(this);
+      native().eventBatchFree(this.ptr);
+      this.ptr = null;
+      this.nums = null;
+    }
+  }
+}
+
+/** An event of a held batch, not parsed yet: `type` is the view's (null: the event has none). */
+class RawEvent {
+  constructor(batch, at, type) {
+    this.batch = batch;
+    this.at = at;
+    this.type = type;
+  }
+}
+
+/** `ev` as the program sees it: a RawEvent parsed (once: it must not be read again). */
+function parsedEvent(ev) {
+  return ev instanceof RawEvent ? ev.batch.parse(ev.at) : ev;
+}
+
+/** Parses the RawEvents of `evs` in place. */
+function parseAll(evs) {
+  for (let i = 0; i < evs.length; i++) if (evs[i] instanceof RawEvent) evs[i] = evs[i].batch.parse(evs[i].at);
+  return evs;
+}
+
+/** Forgets a RawEvent unparsed (dropped); anything else needs nothing. */
+function dropEvent(ev) {
+  if (ev instanceof RawEvent) ev.batch.done();
+}
+
 /**
- * A batch's events, parsed: JSON.parse of each view's JSON. `types[i]`: the view's
- * `event_type` (null when the event has none). The batch is freed.
+ * A batch's events, unparsed (RawEvent, see parseAll), and `types[i]`: the view's
+ * `event_type` (null when the event has none). The batch is freed once every event was
+ * parsed or dropped.
  */
 function takeBatch(batch) {
   const N = native();
+  let held = null;
   try {
     const { ptr, count } = lent(N.eventBatchEvents, batch);
+    if (count === 0) return { events: [], types: [] };
     const nums = viewNumbers(ptr, count);
     const events = new Array(count);
     const types = new Array(count);
     const decode = getKoffi().decode.string;
+    const names = new TypeNames();
+    held = new HeldBatch(batch, nums, count);
     for (let i = 0, o = 0; i < count; i++, o += 4) {
-      events[i] = JSON.parse(decode(nums[o + 2], nums[o + 3]));
-      types[i] = nums[o] === 0 ? null : decode(nums[o], nums[o + 1]);
+      const type = nums[o] === 0 ? null : names.name(nums[o], nums[o + 1], decode);
+      types[i] = type;
+      events[i] = new RawEvent(held, i, type);
     }
     return { events, types };
   } finally {
-    N.eventBatchFree(batch);
+    if (held === null) N.eventBatchFree(batch);
   }
 }
 
-module.exports = { lent, viewNumbers, viewsInPlace, strText, takeBatch };
+module.exports = { lent, viewNumbers, viewsInPlace, strText, TypeNames, takeBatch, parseAll, parsedEvent, dropEvent };

@@ -3,6 +3,7 @@
 // the event stream (iterator, EventEmitter, nextEvent, overflow), history limits, v2.
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import { isDeepStrictEqual } from 'node:util';
 import {
   Client, ClosedError, CommandError, ConcurrencyError, LimitExceededError, ProcessExitedError,
   ProtocolError, RpcTimeoutError, OmprpcError,
@@ -219,6 +220,39 @@ test('a full queue drops the oldest events and says so', async (t) => {
   }
   assert.ok(overflows >= 1);
   assert.equal(received + dropped, 1 + 206);
+});
+
+test('events a promptAndWait left unread are the turn\'s, parsed when taken from the pull queue', async (t) => {
+  // Nobody consumes events: the pump keeps them unparsed (lib/views.cjs RawEvent), the oldest
+  // past the capacity counted (here or, when the pump fell behind, in the core's queue); each
+  // taken one is the turn's event, field for field, in the turn's order.
+  const c = await start(t, [], { eventQueueCapacity: 100 });
+  const turn = await c.promptAndWait('burst 300');
+  const want = JSON.parse(JSON.stringify(turn.events));
+  let dropped = 0;
+  let received = 0;
+  let at = 0;
+  for (;;) {
+    let ev;
+    try {
+      ev = await c.nextEvent({ timeoutMs: 0 });
+    } catch (e) {
+      if (e instanceof RpcTimeoutError) break;
+      throw e;
+    }
+    if (ev.type === 'event_overflow' && ev.omprpc === true) {
+      dropped += ev.dropped;
+      continue;
+    }
+    received++;
+    if (ev.type === 'ready') continue; // the agent's, before the turn
+    while (at < want.length && !isDeepStrictEqual(want[at], ev)) at++;
+    assert.ok(at < want.length, `taken event ${received} (${ev.type}) is not the turn's next`);
+    at++;
+  }
+  assert.ok(dropped > 0);
+  assert.equal(received + dropped, 1 + 306);
+  assert.equal(at, want.length, 'the last taken event is the turn\'s last');
 });
 
 test('bounded histories: max_event_history', async (t) => {

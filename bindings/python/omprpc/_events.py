@@ -100,6 +100,10 @@ class _Listeners:
         self.typed: dict[str, tuple[_Entry, ...]] = {}
         self.count = 0
         self.errors: deque[ListenerErrorEvent] = deque(maxlen=_ERROR_HISTORY_LIMIT)
+        #: Called (under the lock, so in order) with True when the first ``frame`` listener is
+        #: added and False when the last one goes: the client switches the library's raw-frame
+        #: tap, which otherwise wakes the dispatcher for every response (half a get_state).
+        self.frame_tap: Callable[[bool], None] | None = None
 
     def add(self, kind: str, fn: Callable[..., Any], typed: bool = False) -> Callable[[], None]:
         if not callable(fn):
@@ -109,6 +113,8 @@ class _Listeners:
         with self._lock:
             table[kind] = table.get(kind, ()) + (entry,)
             self.count += 1
+            if kind == "frame" and not typed and len(table[kind]) == 1 and self.frame_tap is not None:
+                self.frame_tap(True)
 
         def unsubscribe() -> None:
             with self._lock:
@@ -116,8 +122,19 @@ class _Listeners:
                 if entry in current:
                     table[kind] = tuple(e for e in current if e is not entry)
                     self.count -= 1
+                    if kind == "frame" and not typed and not table[kind] and self.frame_tap is not None:
+                        self.frame_tap(False)
 
         return unsubscribe
+
+    def frames_wanted(self, tap: Callable[[bool], None] | None = None) -> bool:
+        """Whether a ``frame`` listener is registered; with ``tap``, also tells it (in order
+        with the listeners' own calls of it)."""
+        with self._lock:
+            wanted = bool(self.lists["frame"])
+            if tap is not None:
+                tap(wanted)
+            return wanted
 
     def record_error(self, event: ListenerErrorEvent) -> None:
         with self._lock:

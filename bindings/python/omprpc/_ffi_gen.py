@@ -157,6 +157,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "omprpc_client_ui_send_value": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
     "omprpc_client_ui_send_confirmation": (c_int, [c_void_p, c_char_p, c_bool, _PP]),
     "omprpc_client_ui_cancel": (c_int, [c_void_p, c_char_p, c_bool, _PP]),
+    "omprpc_client_set_queue_responses": (c_int, [c_void_p, c_bool, _PP]),
     "omprpc_client_set_ui_policy": (c_int, [c_void_p, c_char_p, _PP]),
     "omprpc_client_set_host_tools": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),
     "omprpc_client_set_host_uri_schemes": (c_int, [c_void_p, c_char_p, c_int64, _PP, _PP]),

@@ -425,6 +425,14 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         self._policy_handler = policy_handler
 
         self._listeners = _Listeners()
+        me = weakref.ref(self)  # no cycle: dropping the client still stops its agent at once
+
+        def frame_tap(on: bool) -> None:
+            client = me()
+            if client is not None:
+                client._frame_tap(on)
+
+        self._listeners.frame_tap = frame_tap
         self._headless: list[tuple[object, JsonObject]] = []
         self._session: _Session | None = None
         self._stopped = False  # stop() ended a session: a call now is CLOSED, not "not started"
@@ -557,9 +565,10 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
             o["env"] = dict(self._env)
         if self._cwd is not None:
             o["cwd"] = str(self._cwd)
-        # Responses reach the event queue too, for on_frame (the dispatcher drops them when
-        # nobody listens).
-        o["queue_responses"] = True
+        # Responses reach the event queue too while an on_frame listener is registered (switched
+        # at run time: _frame_tap); else each would wake the dispatcher, to be dropped.
+        # (An older library without the switch taps always.)
+        o["queue_responses"] = self._listeners.frames_wanted() if _ffi.has("omprpc_client_set_queue_responses") else True
         o["startup_timeout_ms"] = _ms(self._startup_timeout)
         o["request_timeout_ms"] = _ms(self._request_timeout)
         o["turn_timeout_ms"] = _ms(self._turn_timeout)
@@ -609,6 +618,8 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
             self._session = session
             self._stopped = False
             self._finalizer = weakref.finalize(self, _Session.shutdown, session)
+            # A frame listener added or removed since the start options were built.
+            self._listeners.frames_wanted(self._frame_tap)
             session.start(dispatch=self._dispatches_events)
             if self._log_level is not None and self._forward_logs:
                 session.forward_logs()
@@ -636,6 +647,15 @@ class RpcClient(_EventListeners, _Ui, _HostRegistration, _Commands, _Prompts, _G
         self._protocol_errors = session.protocol_errors_cache
         self._counters = session.counters_cache
         self._logs = session.logs_cache
+
+    def _frame_tap(self, on: bool) -> None:
+        """Switches the library's raw-frame tap (the start option queue_responses)."""
+        session = self._session
+        if session is not None and _ffi.has("omprpc_client_set_queue_responses"):
+            try:
+                session.handle.call(lib.omprpc_client_set_queue_responses, on)
+            except RpcError:
+                pass  # stopped: nothing to tap any more
 
     def _require(self) -> _Session:
         session = self._session

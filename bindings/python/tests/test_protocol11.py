@@ -244,6 +244,23 @@ def test_on_frame_sees_every_frame_in_order(make_client: MakeClient) -> None:
     assert len(frames) == count + 1 and frames[-1]["command"] == "get_state"
 
 
+def test_responses_are_tapped_only_while_a_frame_listener_listens(make_client: MakeClient) -> None:
+    # Untapped, a response never reaches the event queue (it would wake the dispatcher for
+    # every call); a listener added after start sees the next response; removing it stops it.
+    client = make_client(extra=P11)
+    queued = client.counters()["events_queued"]
+    client.get_state()
+    assert client.counters()["events_queued"] == queued
+    frames: list[dict[str, Any]] = []
+    unsubscribe = client.on_frame(frames.append)
+    client.get_state()
+    assert [f.get("type") for f in frames] == ["response"] and frames[0]["command"] == "get_state"
+    unsubscribe()
+    queued = client.counters()["events_queued"]
+    client.get_state()
+    assert client.counters()["events_queued"] == queued and len(frames) == 1
+
+
 def test_host_tool_metadata_is_sent(make_client: MakeClient) -> None:
     tool = host_tool(name="meta", description="With metadata", parameters={"type": "object"}, execute=lambda a, c: "",
                      side_effect_class="read-only", trust_class="host", display={"icon": "x"},
