@@ -21,8 +21,6 @@ const MIN_READ: usize = 16 * 1024;
 /// accumulated (so a 64 MiB frame takes tens of reads, not thousands), up to MAX_READ.
 const READ_SIZE: usize = 128 * 1024;
 const MAX_READ: usize = 4 << 20;
-/// Bytes asked of one read of stderr (a trickle next to stdout; each client keeps this buffer).
-const STDERR_READ: usize = 16 * 1024;
 /// How many trailing stderr lines an error message quotes.
 const STDERR_TAIL_LINES: usize = 20;
 
@@ -254,7 +252,7 @@ pub fn pump(
 ) -> PumpEnd {
     let mut framer = Framer::new(max_frame);
     let mut stderr_open = true;
-    let mut errbuf = vec![0u8; STDERR_READ];
+    let mut errbuf = vec![0u8; 64 * 1024];
     let end = loop {
         let mut fds = [
             libc::pollfd { fd: stdout.as_raw_fd(), events: libc::POLLIN, revents: 0 },
