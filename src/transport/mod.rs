@@ -137,8 +137,8 @@ impl Framer {
         Framer { buf: Vec::new(), scanned: 0, filled: 0, read_size: MIN_READ, max_frame }
     }
 
-    /// Bytes the next read asks for.
-    fn room(&mut self) -> usize {
+    /// Begins a read: notes where it will land and returns how many bytes it asks for.
+    fn begin_read(&mut self) -> usize {
         self.filled = self.buf.len();
         self.read_size.max(self.filled.min(MAX_READ))
     }
@@ -147,7 +147,7 @@ impl Framer {
     /// (nothing read). The pump reads with `read_from` instead; this is for callers that fill
     /// the buffer themselves (the fuzzer, tests).
     pub fn read_buf(&mut self) -> &mut [u8] {
-        let room = self.room();
+        let room = self.begin_read();
         self.buf.resize(self.filled + room, 0);
         &mut self.buf[self.filled..]
     }
@@ -157,7 +157,7 @@ impl Framer {
     /// none of them (issue 24: ~125 KiB of each client's memory was a zeroed read buffer).
     /// Follow with `commit` when it returned n > 0.
     pub fn read_from(&mut self, fd: RawFd) -> io::Result<usize> {
-        let room = self.room();
+        let room = self.begin_read();
         self.buf.reserve(room);
         let spare = self.buf.spare_capacity_mut();
         // SAFETY: read(2) writes at most `room` bytes to the spare capacity, which `reserve`
