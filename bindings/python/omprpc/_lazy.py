@@ -24,7 +24,6 @@ import json
 import threading
 from collections import deque
 from itertools import repeat
-from operator import add, sub
 from typing import Any, Callable, Sequence
 
 from . import _ffi
@@ -223,21 +222,12 @@ class EventSource:
         return json.loads(self._owner.read(self._ptrs[i], self._lens[i]))
 
 
-def event_types(region: tuple[int, int] | None, ptrs: Sequence[int], lens: Sequence[int]) -> list[bytes]:
-    """The events' types (the views' ``event_type``; b"" when absent), read from the library's
-    buffer: sliced from one view of ``region`` when every type lies in it, else one by one."""
-    if region is not None and ptrs:
-        base, size = region
-        if min(ptrs) >= base and max(map(add, ptrs, lens)) <= base + size:
-            view = memoryview((ctypes.c_char * size).from_address(base)).cast("B")
-            starts = list(map(sub, ptrs, repeat(base)))
-            return list(map(bytes, map(view.__getitem__, map(slice, starts, map(add, starts, lens)))))
-    return list(map(ctypes.string_at, ptrs, lens))
-
-
-def lazy_events(src: EventSource, types: list[bytes]) -> tuple[RpcNotification, ...]:
-    """The events of ``src`` as lazy typed events of the given types (``event_types``); an
-    event without a type is decoded at once."""
+def lazy_events(src: EventSource, tptrs: Sequence[int], tlens: Sequence[int]) -> tuple[RpcNotification, ...]:
+    """The events of ``src`` as lazy typed events, their classes found from the views'
+    ``event_type`` (address, length; 0, 0 when absent); an event without a type is decoded at
+    once. The type text is read once per distinct address, not once per event: the library
+    hands every event of one type the same ``event_type`` (src/ffi/structured.rs), so a turn of
+    100 000 events reads a handful of types."""
     n = src.count
     if n == 0:
         return ()
@@ -246,13 +236,15 @@ def lazy_events(src: EventSource, types: list[bytes]) -> tuple[RpcNotification, 
     if paused:
         gc.disable()
     try:
-        objs: list[Any] = list(map(object.__new__, map(_CLASSES.get, types, repeat(_LAZY_UNKNOWN, n))))
+        classes = {addr: _CLASSES.get(ctypes.string_at(addr, size), _LAZY_UNKNOWN) if addr else _LAZY_UNKNOWN
+                   for addr, size in dict(zip(tptrs, tlens)).items()}
+        objs: list[Any] = list(map(object.__new__, map(classes.__getitem__, tptrs)))
         deque(map(object.__setattr__, objs, repeat("_lz", n), zip(repeat(src, n), range(n))), maxlen=0)
     finally:
         if paused:
             gc.enable()
-    if b"" in types:
-        for i, t in enumerate(types):
-            if not t:  # an event without a type: decoded now
+    if 0 in classes:
+        for i, addr in enumerate(tptrs):
+            if not addr:  # an event without a type: decoded now
                 objs[i] = to_notification(src.payload(i), private=True)
     return tuple(objs)

@@ -157,7 +157,7 @@ class _Prompts(_ClientBase):
                 raise RpcError("the library returned no events")
             batch = _ffi.Owned(ptr, lib.omprpc_event_batch_free)  # freed with the lazy events
             tptrs, tlens, ptrs, lens = _ffi.view_columns(lib.omprpc_event_batch_events, ptr)
-            return _lazy.lazy_events(_lazy.EventSource(batch, ptrs, lens), _lazy.event_types(None, tptrs, tlens))
+            return _lazy.lazy_events(_lazy.EventSource(batch, ptrs, lens), tptrs, tlens)
 
         def wait() -> tuple[RpcNotification, ...]:
             events: tuple[RpcNotification, ...] = _interruptible(call)

@@ -81,7 +81,7 @@ class _TurnEvents:
         types = self._types
         assert types is not None
         self._types = None
-        return _lazy.lazy_events(src, _lazy.event_types(self._region, *types))
+        return _lazy.lazy_events(src, *types)
 
 
 class PromptTurn:

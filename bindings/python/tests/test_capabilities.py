@@ -564,26 +564,32 @@ def _frames() -> list[dict[str, Any]]:
     ]
 
 
-def _source(frames: list[dict[str, Any]], region: bool = True) -> tuple[_lazy.EventSource, list[bytes], Any]:
-    """The frames as the library lends a turn's events: views (addresses, lengths, types) into
-    one buffer holding the JSON array; the buffer is returned to keep it alive."""
+def _source(frames: list[dict[str, Any]], region: bool = True) -> tuple[_lazy.EventSource, tuple[list[int], list[int]], Any]:
+    """The frames as the library lends a turn's events: views (addresses, lengths, and each
+    one's ``event_type``: its top-level type's text in the buffer, or 0, 0) into one buffer
+    holding the JSON array; the buffer is returned to keep it alive."""
     parts = [json.dumps(f, separators=(",", ":")).encode() for f in frames]
     data = b"[" + b",\n".join(parts) + b"]"
     buf = ctypes.create_string_buffer(data)
     base = ctypes.addressof(buf)
-    ptrs, pos = [], 1
-    for part in parts:
+    ptrs, tptrs, tlens, pos = [], [], [], 1
+    for f, part in zip(frames, parts):
         ptrs.append(base + pos)
+        ty = f.get("type")
+        member = b'"type":' + json.dumps(ty).encode() if isinstance(ty, str) else None
+        at = part.find(member) if member else -1
+        tptrs.append(base + pos + at + len(b'"type":"') if at >= 0 else 0)
+        tlens.append(len(ty.encode()) if at >= 0 else 0)
         pos += len(part) + 2
     src = _lazy.EventSource(_ffi.Owned(base, lambda _ptr: None), ptrs, [len(p) for p in parts],
                             (base, len(data)) if region else None)
-    return src, [str(f.get("type", "")).encode() for f in frames], buf
+    return src, (tptrs, tlens), buf
 
 
 def test_lazy_events_match_eager_decoding() -> None:
     frames = _frames()
     src, types, _buf = _source(frames)
-    events = _lazy.lazy_events(src, types)
+    events = _lazy.lazy_events(src, *types)
     assert len(events) == len(frames)
     eager = tuple(to_notification(f) for f in frames)
     assert [e.type for e in events] == [e.type for e in eager]
@@ -600,27 +606,30 @@ def test_lazy_events_match_eager_decoding() -> None:
     assert copy.deepcopy(events[1]) == eager[1]
     assert dataclasses.replace(events[1], message={}).message == {}
     assert dataclasses.asdict(events[4])["tool_name"] == "bash"
-    # The types read from the buffer (one view of the region, or one by one) are the views'.
-    region = (ctypes.addressof(_buf), len(_buf.raw) - 1)
-    tptrs = [p + len('{"type":"') for p in src._ptrs]
-    tlens = [len(t) for t in types]
-    tptrs[2], tlens[2] = 0, 0  # an absent type
-    read = _lazy.event_types(region, tptrs, tlens)
-    assert read == _lazy.event_types(None, tptrs, tlens) and read[2] == b"" and read[0] == b"agent_start"
+    # Events of one type share one type view, as the library hands them: the same classes.
+    update = frames[1]
+    twice, (tptrs, tlens), _keep_twice = _source([frames[0], update, update, frames[5]])
+    shared = [tptrs[0], tptrs[1], tptrs[1], tptrs[3]]
+    assert [type(e) for e in _lazy.lazy_events(twice, shared, tlens)] == [type(e) for e in _lazy.lazy_events(twice, tptrs, tlens)]
+    assert [e.type for e in _lazy.lazy_events(twice, shared, tlens)] == ["agent_start", "message_update", "message_update", "agent_end"]
+    assert isinstance(events[3], omprpc.UnknownNotification) and isinstance(events[3], _lazy.LazyEvent)
     # The events as one array: the region's own text, or the events joined.
     assert json.loads(src.array_json()) == frames
     apart, _, _keep_apart = _source(frames, region=False)
     assert json.loads(apart.array_json()) == frames
     empty, _, _keep_empty = _source([])
-    assert _lazy.lazy_events(empty, []) == () and empty.array_json() == b"[]"
+    assert _lazy.lazy_events(empty, [], []) == () and empty.array_json() == b"[]"
     # An event without a type is decoded at once.
-    untyped, _, _keep = _source([{"value": 1}])
-    assert not isinstance(_lazy.lazy_events(untyped, [b""])[0], _lazy.LazyEvent)
+    untyped, untyped_types, _keep = _source([{"type": "agent_start"}, {"value": 1}])
+    assert untyped_types == ([untyped._ptrs[0] + len('{"type":"'), 0], [len("agent_start"), 0])
+    decoded = _lazy.lazy_events(untyped, *untyped_types)
+    assert isinstance(decoded[0], _lazy.LazyEvent) and not isinstance(decoded[1], _lazy.LazyEvent)
+    assert decoded[1] == omprpc.UnknownNotification(payload={"value": 1})
 
 
 def test_lazy_event_that_does_not_parse_raises_on_access() -> None:
     src, types, _buf = _source([{"type": "agent_start"}, {"type": "message_update", "message": "not an object"}])
-    events = _lazy.lazy_events(src, types)
+    events = _lazy.lazy_events(src, *types)
     assert events[1].type == "message_update"
     with pytest.raises(RpcError, match="does not parse"):
         events[1].message
