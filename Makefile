@@ -601,7 +601,7 @@ FUZZ_WORK          := $(TARGET_DIR)/fuzz-work
 # Test-name filters: the FFI glue and the pure parsing/correlation code. Everything else
 # spawns processes or polls pipes, which Miri cannot run (docs/testing.md).
 MIRI_TOOLCHAIN     ?= nightly
-MIRI_TESTS         ?= ffi:: client::reader client::pending protocol::scan \
+MIRI_TESTS         ?= ffi:: client::reader client::pending protocol::scan transport::bytes \
                       transport::chunks::tests::base64 bridge::tests::rules_decide
 
 .PHONY: fuzz fuzz-smoke miri

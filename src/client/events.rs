@@ -9,13 +9,14 @@ use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
 use crate::error::{Error, Result, Status};
+use crate::transport::bytes::FrameBytes;
 use crate::transport::process::Signal;
 use crate::wait::wait_until;
 use crate::wait::lock;
 
-/// One event: the frame's JSON bytes, with one spare byte of capacity so the FFI can add the
-/// terminating NUL without reallocating.
-pub type EventBytes = Vec<u8>;
+/// One event: the frame's JSON bytes, a range of the read that carried it or bytes of its own
+/// (transport::bytes).
+pub type EventBytes = FrameBytes;
 
 /// How the library's `prompt_complete` events begin (lifecycle::Completion::event writes them).
 pub const COMPLETION_PREFIX: &[u8] = br#"{"type":"prompt_complete","omprpc":true,"#;
@@ -29,9 +30,7 @@ const KEPT_COMPLETIONS: usize = 64;
 const IDLE_CAPACITY: usize = 64;
 
 pub fn event_bytes(json: &[u8]) -> EventBytes {
-    let mut v = Vec::with_capacity(json.len() + 1);
-    v.extend_from_slice(json);
-    v
+    FrameBytes::copied(json)
 }
 
 struct Inner {
@@ -202,7 +201,7 @@ mod tests {
     use std::time::Duration;
 
     fn text(v: &[EventBytes]) -> Vec<String> {
-        v.iter().map(|e| String::from_utf8(e.clone()).unwrap()).collect()
+        v.iter().map(|e| String::from_utf8(e.to_vec()).unwrap()).collect()
     }
 
     #[test]
@@ -239,7 +238,7 @@ mod tests {
         let mut taken = 0;
         while taken < 10_000 {
             let got = q.pop(4096, Some(Instant::now())).unwrap();
-            assert_eq!(String::from_utf8(got[0].clone()).unwrap(), format!("{{\"n\":{taken}}}"));
+            assert_eq!(String::from_utf8(got[0].to_vec()).unwrap(), format!("{{\"n\":{taken}}}"));
             taken += got.len();
         }
         assert_eq!(taken, 10_000);

@@ -19,6 +19,7 @@ use super::{is_prompt_command, Shared};
 use crate::error::{CommandFailure, Error, Status};
 use crate::protocol::scan::{Fields, Kind};
 use crate::transport::record::Dir;
+use crate::transport::bytes::FrameBytes;
 use crate::transport::{self, LineSink, PumpEnd};
 use crate::wait::lock;
 
@@ -28,7 +29,7 @@ const EXIT_WAIT: Duration = Duration::from_secs(1);
 const SNIPPET_CHARS: usize = 240;
 
 pub(super) fn run(shared: Arc<Shared>, stdout: File, stderr: File) {
-    let mut router = Router { shared: &shared, fields: Fields::new(), inner: Fields::new(), line_no: 0, discarding: false, batch: Vec::new() };
+    let mut router = Router { shared: &shared, fields: Fields::new(), inner: Fields::new(), line_no: 0, discarding: false, batch: Vec::new(), read: None };
     let end = transport::pump(
         stdout,
         stderr,
@@ -74,6 +75,9 @@ struct Router<'a> {
     discarding: bool,
     /// Events of the current read, queued together at its end (one lock, one wakeup).
     batch: Vec<EventBytes>,
+    /// The line being handled, when it is a range of a read kept whole: the queue and the turn
+    /// keep that range (`frame_of`) instead of copies.
+    read: Option<(Arc<Vec<u8>>, std::ops::Range<usize>)>,
 }
 
 fn snippet(line: &[u8]) -> String {
@@ -88,6 +92,13 @@ fn snippet(line: &[u8]) -> String {
 impl LineSink for Router<'_> {
     fn end_of_read(&mut self) {
         self.flush();
+    }
+
+    fn shared_line(&mut self, read: &Arc<Vec<u8>>, range: std::ops::Range<usize>) -> bool {
+        self.read = Some((Arc::clone(read), range.clone()));
+        let go_on = self.line(&read[range]);
+        self.read = None;
+        go_on
     }
 
     fn line(&mut self, line: &[u8]) -> bool {
@@ -150,7 +161,17 @@ impl Router<'_> {
     }
 
     fn emit_line(&mut self, line: &[u8]) {
-        self.emit(event_bytes(line));
+        let ev = self.frame_of(line);
+        self.emit(ev);
+    }
+
+    /// The bytes of `line` to keep: a range of its read when it is the line being handled and
+    /// that read is kept whole, else a copy (a reassembled or rewritten frame, a sparse read).
+    fn frame_of(&self, line: &[u8]) -> EventBytes {
+        match &self.read {
+            Some((read, range)) if std::ptr::eq(line, &read[range.clone()]) => FrameBytes::shared(read, range.clone()),
+            _ => event_bytes(line),
+        }
     }
 
     /// Queues a `prompt_complete` event for each prompt the last frame completed, after that
@@ -386,10 +407,11 @@ impl Router<'_> {
     /// An event of the session's stream: retained for the active collector, then queued.
     fn session_event(&mut self, line: &[u8], mark: Mark) {
         self.shared.counters.session_event();
+        let frame = self.frame_of(line);
         if matches!(mark, Mark::AgentEnd { .. } | Mark::Recovery(_)) {
             // This may complete a turn (or, not terminal, make a waiter's activity probe due):
             // its events are in the queue before any waiter wakes.
-            self.emit_line(line);
+            self.emit(frame);
             self.flush();
             let gate = self.shared.announcing();
             self.shared.state().life.event(line, mark);
@@ -402,7 +424,7 @@ impl Router<'_> {
                 st.life.event(line, mark);
                 st.life.tapping()
             };
-            self.emit_line(line);
+            self.emit(frame);
             if tapping {
                 // A streamed turn's waiter takes each event as it comes (client::stream).
                 self.shared.cond.notify_all();

@@ -375,7 +375,7 @@ pub unsafe extern "C" fn omprpc_client_next_event(
         let c = self::client(client)?;
         let slot = out(out_event_json, "out_event_json")?;
         let mut evs = c.next_events(1, deadline(timeout_ms, None)?)?;
-        *slot = give_json(evs.pop().expect("pop returns at least one event"));
+        *slot = give_json(evs.pop().expect("pop returns at least one event").into_vec());
         Ok(())
     })
 }

@@ -140,7 +140,7 @@ pub struct omprpc_event_batch {
 // Held, never read: it keeps alive the bytes the views point into.
 #[allow(dead_code)]
 enum Storage {
-    Events(Vec<Vec<u8>>),
+    Events(Vec<crate::transport::bytes::FrameBytes>),
     Array(Vec<u8>),
 }
 
@@ -162,7 +162,7 @@ pub unsafe extern "C" fn omprpc_client_next_event_batch(
         let c = self::client(client)?;
         let slot = out(out_batch, "out_batch")?;
         let events = c.next_events(max_events, deadline(timeout_ms, None)?)?;
-        let views = views(events.iter().map(Vec::as_slice));
+        let views = views(events.iter().map(|e| &e[..]));
         *slot = Box::into_raw(Box::new(omprpc_event_batch { views, _storage: Storage::Events(events) }));
         Ok(())
     })

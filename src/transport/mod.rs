@@ -1,13 +1,15 @@
 //! Transport: the agent process, its pipes, LF framing, v2 chunk reassembly and the stderr ring.
 
+pub mod bytes;
 pub mod process;
 pub mod record;
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read};
+use std::ops::Range;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use crate::wait::lock;
 
 /// A stderr "line" longer than this is cut into pieces, so a flood without newlines cannot
@@ -21,6 +23,12 @@ const MIN_READ: usize = 16 * 1024;
 /// accumulated (so a 64 MiB frame takes tens of reads, not thousands), up to MAX_READ.
 const READ_SIZE: usize = 128 * 1024;
 const MAX_READ: usize = 4 << 20;
+/// A read whose complete lines fill at least this much, and at least half of its buffer, is
+/// kept whole and its frames handed over as shared ranges of it (`LineSink::shared_line`); a
+/// smaller or sparser one (a reply, a few frames while the agent writes little) is handed over
+/// line by line and copied by whoever keeps a frame, so a queued event never holds a mostly
+/// empty buffer.
+const SHARE_FROM: usize = 32 * 1024;
 /// How many trailing stderr lines an error message quotes.
 const STDERR_TAIL_LINES: usize = 20;
 
@@ -91,6 +99,11 @@ impl StderrRing {
 pub trait LineSink {
     /// Returns false to stop reading (a fatal fault was reported).
     fn line(&mut self, line: &[u8]) -> bool;
+    /// The same for a line of a dense read kept whole: `read[range]`. A sink that keeps frames
+    /// keeps a [`bytes::FrameBytes`] of it instead of a copy.
+    fn shared_line(&mut self, read: &Arc<Vec<u8>>, range: Range<usize>) -> bool {
+        self.line(&read[range])
+    }
     /// Every complete line of one read has been handed over (a good moment to publish).
     fn end_of_read(&mut self) {}
 }
@@ -191,36 +204,27 @@ impl Framer {
         } else {
             self.read_size
         };
-        let buf = &mut self.buf;
-        buf.truncate(self.filled + n);
-        let mut start = 0usize;
-        let mut stop = false;
-        while let Some(pos) = memchr::memchr(b'\n', &buf[self.scanned..]) {
-            let end = self.scanned + pos;
-            let mut line = &buf[start..end];
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
+        self.buf.truncate(self.filled + n);
+        // What came before this read is one unterminated frame (no LF): the read's complete
+        // lines end at its last LF.
+        let complete = memchr::memrchr(b'\n', &self.buf[self.scanned..]).map_or(0, |pos| self.scanned + pos + 1);
+        let handed = if complete >= SHARE_FROM && complete * 2 >= self.buf.capacity() {
+            // Kept whole: the unterminated rest moves to a fresh buffer.
+            let rest = self.buf[complete..].to_vec();
+            let read = Arc::new(std::mem::replace(&mut self.buf, rest));
+            each_line(&read[..complete], self.scanned, self.max_frame, |range| sink.shared_line(&read, range))
+        } else {
+            let handed = each_line(&self.buf[..complete], self.scanned, self.max_frame, |range| sink.line(&self.buf[range]));
+            if handed == Framed::More {
+                self.buf.drain(..complete);
             }
-            if let Some(limit) = self.max_frame {
-                if line.len() > limit {
-                    sink.end_of_read();
-                    return Framed::TooLong { limit };
-                }
-            }
-            if !sink.line(line) {
-                stop = true;
-                break;
-            }
-            start = end + 1;
-            self.scanned = start;
-        }
+            handed
+        };
         sink.end_of_read();
-        if stop {
-            return Framed::Stopped;
+        if handed != Framed::More {
+            return handed;
         }
-        if start > 0 {
-            buf.drain(..start);
-        }
+        let buf = &mut self.buf;
         // A burst or a huge frame grew the buffer: give the memory back once the agent writes
         // little again (issue 24: what a client keeps once its turn is read).
         if self.read_size == MIN_READ && buf.capacity() > 4 * MIN_READ && buf.len() < MIN_READ {
@@ -237,6 +241,29 @@ impl Framer {
         }
         Framed::More
     }
+}
+
+/// Hands each line of `lines` (complete lines, each ending in LF) to `sink` as its range, LF
+/// stripped and one CR before it: `More`, or where handing over stopped. The first `scanned`
+/// bytes hold no LF (a long frame's earlier reads): not searched again.
+fn each_line(lines: &[u8], scanned: usize, max_frame: Option<usize>, mut sink: impl FnMut(Range<usize>) -> bool) -> Framed {
+    let mut start = 0;
+    let mut from = scanned.min(lines.len());
+    while let Some(pos) = memchr::memchr(b'\n', &lines[from..]) {
+        let lf = from + pos;
+        let end = if lf > start && lines[lf - 1] == b'\r' { lf - 1 } else { lf };
+        if let Some(limit) = max_frame {
+            if end - start > limit {
+                return Framed::TooLong { limit };
+            }
+        }
+        if !sink(start..end) {
+            return Framed::Stopped;
+        }
+        start = lf + 1;
+        from = start;
+    }
+    Framed::More
 }
 
 /// Reads stdout and stderr until stdout closes, feeding frame lines to `sink` and stderr to
@@ -404,12 +431,22 @@ mod tests {
         }
         assert_eq!(asked[0], MIN_READ);
         assert!(asked.contains(&READ_SIZE), "reads grow to READ_SIZE in a burst: {asked:?}");
-        assert!(framer.buf.capacity() >= READ_SIZE);
+        // A frame still arriving holds the buffer it needs; once it is over, a quiet agent's
+        // read gives the buffer back (handed over whole, or shrunk).
+        let long = [b"{\"pad\":\"".as_slice(), &vec![b'y'; 4 * READ_SIZE], b"\"}"].concat();
+        for piece in long.chunks(READ_SIZE / 2) {
+            let buf = framer.read_buf();
+            buf[..piece.len()].copy_from_slice(piece);
+            assert_eq!(framer.commit(piece.len(), &mut sink), Framed::More);
+        }
+        assert!(framer.buf.capacity() >= 4 * READ_SIZE);
+        let end = [b"\n".as_slice(), &line].concat();
         let buf = framer.read_buf();
-        buf[..line.len()].copy_from_slice(&stream[at..]);
-        assert_eq!(framer.commit(line.len(), &mut sink), Framed::More);
+        buf[..end.len()].copy_from_slice(&end);
+        assert_eq!(framer.commit(end.len(), &mut sink), Framed::More);
         assert!(framer.buf.capacity() <= 4 * MIN_READ, "kept {} bytes", framer.buf.capacity());
-        assert_eq!(sink.0.len(), 2000);
+        assert_eq!(sink.0.len(), 1999 + 2);
+        assert_eq!(sink.0.remove(1999), long, "the long frame whole");
         assert!(sink.0.iter().all(|l| l[..] == line[..line.len() - 1]), "every line whole and in order");
         // The pump's read(2) into spare capacity: what the pipe held, and nothing more.
         use std::io::Write;
@@ -419,6 +456,52 @@ mod tests {
         assert_eq!(n, line.len());
         assert_eq!(framer.commit(n, &mut sink), Framed::More);
         assert_eq!(sink.0.last().unwrap()[..], line[..line.len() - 1]);
+    }
+
+    /// Records each line, and whether it came as a range of a read kept whole.
+    #[derive(Default)]
+    struct Kept(Vec<(Vec<u8>, bool)>, Vec<Arc<Vec<u8>>>);
+    impl LineSink for Kept {
+        fn line(&mut self, line: &[u8]) -> bool {
+            self.0.push((line.to_vec(), false));
+            true
+        }
+        fn shared_line(&mut self, read: &Arc<Vec<u8>>, range: Range<usize>) -> bool {
+            self.0.push((read[range].to_vec(), true));
+            if !self.1.iter().any(|r| Arc::ptr_eq(r, read)) {
+                self.1.push(Arc::clone(read));
+            }
+            true
+        }
+    }
+
+    #[test]
+    fn a_dense_read_is_handed_over_whole_and_a_sparse_one_line_by_line() {
+        let line = [b"{\"pad\":\"".as_slice(), &[b'z'; 600], b"\"}\r\n"].concat();
+        let mut framer = Framer::new(None);
+        let mut sink = Kept::default();
+        // A reply: a sparse read, copied by whoever keeps it.
+        let buf = framer.read_buf();
+        buf[..line.len()].copy_from_slice(&line);
+        assert_eq!(framer.commit(line.len(), &mut sink), Framed::More);
+        assert_eq!(sink.0, vec![(line[..line.len() - 2].to_vec(), false)]);
+        // A burst: full reads, each handed over whole; a frame cut by a read's end arrives
+        // whole with the next read, its start copied out of the read that was kept.
+        let burst: Vec<u8> = line.iter().copied().cycle().take(line.len() * 400).collect();
+        let mut at = 0;
+        while at < burst.len() {
+            let buf = framer.read_buf();
+            let n = buf.len().min(burst.len() - at);
+            buf[..n].copy_from_slice(&burst[at..at + n]);
+            at += n;
+            assert_eq!(framer.commit(n, &mut sink), Framed::More);
+        }
+        assert_eq!(sink.0.len(), 401);
+        assert!(sink.0.iter().all(|(l, _)| l[..] == line[..line.len() - 2]), "every frame whole, CR LF stripped, in order");
+        let shared = sink.0.iter().filter(|(_, s)| *s).count();
+        assert!(shared > 300, "most of the burst came in reads kept whole ({shared} of 400)");
+        assert!(sink.1.len() >= 2 && sink.1.iter().all(|r| r.len() >= SHARE_FROM), "{} reads kept", sink.1.len());
+        assert_eq!(framer.partial(), 0);
     }
 
     #[test]
