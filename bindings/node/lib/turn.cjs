@@ -19,7 +19,7 @@
 
 const { getKoffi, native, failure } = require('./native.cjs');
 const { TurnOutcome } = require('./native.gen.cjs');
-const { lent, viewNumbers, viewsInPlace, strText, TypeNames } = require('./views.cjs');
+const { lent, viewsInPlace, ViewArray, strText, TypeNames } = require('./views.cjs');
 
 /** `omprpc_turn_outcome` by number: the names the turn JSON's `outcome` uses. */
 const OUTCOMES = {
@@ -86,7 +86,7 @@ function takeTurn(ptr) {
       turn.events = [];
       return turn;
     }
-    source = eventSource(ptr, info.turn_json, viewsPtr, count, koffi);
+    source = new EventSource(ptr, info.turn_json, viewsPtr, count, koffi);
     return lazyEvents(turn, source);
   } finally {
     // Freed now unless the events are read in place (the source then owns the turn).
@@ -96,51 +96,76 @@ function takeTurn(ptr) {
 
 /**
  * Where the events are: the turn JSON as a Buffer (over the library's memory, the turn then
- * owned by the source; or a copy), and each event's type and bounds from its view.
+ * owned by the source; or a copy), and the turn's views, each read when its event is first
+ * used (its type, or its JSON's bounds).
  */
-function eventSource(turnPtr, turnJson, viewsPtr, count, koffi) {
-  const n = Number(turnJson.len);
-  const base = Number(turnJson.data);
-  const nums = viewNumbers(viewsPtr, count);
-  const source = { buf: null, turn: null, pressure: null, starts: new Float64Array(count), ends: new Float64Array(count), types: new Array(count), pending: count };
-  let buf = null;
-  if (viewsInPlace()) {
-    try {
-      buf = Buffer.from(koffi.view(turnJson.data, n));
-      source.turn = turnPtr;
-    } catch {
-      buf = null;
+class EventSource {
+  constructor(turnPtr, turnJson, viewsPtr, count, koffi) {
+    const n = Number(turnJson.len);
+    const base = Number(turnJson.data);
+    this.buf = null;
+    this.turn = null; // the library's turn while the events are read in place
+    this.pressure = null;
+    this.pending = count; // events not parsed yet
+    let buf = null;
+    let views = null;
+    if (viewsInPlace()) {
+      try {
+        buf = Buffer.from(koffi.view(turnJson.data, n));
+        views = new ViewArray(viewsPtr, count, false);
+        if (views.inPlace) this.turn = turnPtr;
+        else buf = null;
+      } catch {
+        buf = null;
+      }
+    }
+    if (buf === null) {
+      // Read from copies: the turn is freed when takeTurn returns.
+      buf = Buffer.from(koffi.decode(turnJson.data, koffi.array('uint8_t', n, 'Typed')).buffer);
+      views = new ViewArray(viewsPtr, count, true);
+    }
+    this.buf = buf;
+    this.views = views;
+    this.base = base;
+    this.names = new TypeNames();
+    // A type in the turn JSON is read from it; one the library decoded (it held an escape) is
+    // its own copy, outside the turn JSON.
+    this.decodeType = (t, len) => (t >= base && t + len <= base + n ? this.buf.utf8Slice(t - base, t - base + len) : koffi.decode.string(t, len));
+    if (this.turn !== null) {
+      try {
+        this.pressure = new ArrayBuffer(n);
+      } catch {
+        // no address space for the stand-in: the GC just sees less
+      }
+      turnMemory.register(this, turnPtr, this);
+      turnsHeld++;
     }
   }
-  if (buf === null) buf = Buffer.from(koffi.decode(turnJson.data, koffi.array('uint8_t', n, 'Typed')).buffer);
-  source.buf = buf;
-  const names = new TypeNames();
-  // A type in the turn JSON is read from it; one the library decoded (it held an escape) is
-  // its own copy, outside the turn JSON.
-  const decode = (t, len) => (t >= base && t + len <= base + n ? buf.utf8Slice(t - base, t - base + len) : koffi.decode.string(t, len));
-  for (let i = 0, o = 0; i < count; i++, o += 4) {
-    const start = nums[o + 2] - base;
-    source.starts[i] = start;
-    source.ends[i] = start + nums[o + 3];
-    // undefined: the event has no type
-    source.types[i] = nums[o] === 0 ? undefined : names.name(nums[o], nums[o + 1], decode);
+
+  get count() {
+    return this.views.count;
   }
-  if (source.turn !== null) {
-    try {
-      source.pressure = new ArrayBuffer(n);
-    } catch {
-      // no address space for the stand-in: the GC just sees less
-    }
-    turnMemory.register(source, turnPtr, source);
-    turnsHeld++;
+
+  /** Event i's type from its view (decoded once per type: the views share them); undefined: none. */
+  type(i) {
+    const v = this.views;
+    const at = v.typeAt(i);
+    return at === 0 ? undefined : this.names.name(at, v.typeLen(i), this.decodeType);
   }
-  return source;
+
+  /** Event i's JSON text. */
+  json(i) {
+    const v = this.views;
+    const start = v.jsonAt(i) - this.base;
+    return this.buf.utf8Slice(start, start + v.jsonLen(i));
+  }
 }
 
 /** Nothing reads `source.buf` any more: the library's turn is freed now. */
 function releaseSource(source) {
   if (source.buf === null) return;
   source.buf = null;
+  source.views = null;
   source.pressure = null;
   if (source.turn !== null) {
     const ptr = source.turn;
@@ -173,7 +198,7 @@ function lazyEvents(turn, src) {
 }
 
 function eventsOf(source) {
-  const count = source.types.length;
+  const count = source.count;
   const events = new Array(count);
   for (let i = 0; i < count; i++) events[i] = new Proxy(lazyTarget(i, source), LAZY_EVENT);
   return events;
@@ -185,7 +210,7 @@ function eventsOf(source) {
 // Proxy.
 
 const LAZY_AT = Symbol('omprpc.lazyAt'); // the event's index in its source
-const LAZY_IN = Symbol('omprpc.lazyIn'); // its source (eventSource)
+const LAZY_IN = Symbol('omprpc.lazyIn'); // its source (EventSource)
 
 // util.inspect shows a Proxy's target without running its traps, and looks this hook up on
 // the target: it is called with the Proxy as `this`, whose first read parses the event, so
@@ -197,7 +222,7 @@ function inspectLazyEvent() {
   return this;
 }
 
-/** An unparsed event's target: which event it is (its type is `source.types[at]`). */
+/** An unparsed event's target: which event it is (its type is `source.type(at)`). */
 function lazyTarget(at, source) {
   const t = {};
   t[LAZY_AT] = at;
@@ -215,7 +240,7 @@ function fillEvent(t) {
   delete t[INSPECT];
   delete t[LAZY_IN];
   delete t[LAZY_AT];
-  const json = source.buf.utf8Slice(source.starts[i], source.ends[i]);
+  const json = source.json(i);
   if (--source.pending === 0) releaseSource(source);
   let v;
   try {
@@ -232,7 +257,7 @@ const LAZY_EVENT = {
     if (k === 'type') {
       const source = t[LAZY_IN];
       if (source === undefined) return t.type; // parsed
-      const type = source.types[t[LAZY_AT]]; // the view's (undefined: the event has none)
+      const type = source.type(t[LAZY_AT]); // the view's (undefined: the event has none)
       if (type !== undefined) return type;
     }
     fillEvent(t);
