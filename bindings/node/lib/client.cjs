@@ -15,7 +15,7 @@ const { reactor } = require('./reactor.cjs');
 const { ClientCommands } = require('./commands.cjs');
 const { ProtocolCommands } = require('./protocol.gen.cjs');
 const { ClientPrompts } = require('./prompts.cjs');
-const { ClientEvents, INTERNAL_LISTENERS, Fifo } = require('./events.cjs');
+const { ClientEvents, INTERNAL_LISTENERS, PullQueue } = require('./events.cjs');
 const { UiLane, ClientUi } = require('./ui.cjs');
 const { ClientHost, splitHandler } = require('./host.cjs');
 
@@ -84,7 +84,7 @@ class Client extends EventEmitter {
     this._inflight = new Set();
     this._pending = 0;
     this._iterators = new Set();
-    this._orphans = new Fifo(); // the pull queue (nextEvent(), a later events())
+    this._orphans = new PullQueue(); // the pull queue (nextEvent(), a later events())
     this._orphansDropped = 0;
     this._orphanCapacity = ORPHAN_CAPACITY;
     this._pulls = false; // nextEvent() was used

@@ -8,7 +8,7 @@ const { EVENT_BATCH, TIMEOUT_INFINITE, UNREF_POLL_MIN_MS, UNREF_POLL_MAX_MS } = 
 const { Status, closedError, jsError, abortError, throwIfAborted } = require('./errors.cjs');
 const { signalArg } = require('./abort.cjs');
 const { native, take, failure, callOutRaw } = require('./native.cjs');
-const { takeBatch, parseAll, parsedEvent, dropEvent } = require('./views.cjs');
+const { takeBatch } = require('./views.cjs');
 const { timeoutArg } = require('./args.cjs');
 const { EventIterator } = require('./iterator.cjs');
 const { reactor } = require('./reactor.cjs');
@@ -55,9 +55,10 @@ class ClientEvents {
       const r = callOutRaw(native().nextEventBatch, [this._st.h, EVENT_BATCH, 0]);
       if (r.st === Status.OK) {
         take(r.err);
-        const { events, types } = this._parsed(takeBatch(r.out));
+        const batch = this._parsed(takeBatch(r.out));
+        const { events, types } = batch;
         for (const sink of this._sinks) sink.push(events);
-        this._keepOrphans(this._visible(this._dispatchHost(events, types, true), types).events);
+        this._keepOrphans(batch, this._visible(this._dispatchHost(events, types, true), types).events);
         this._uiLane.serve();
         return this._takeOrphans(1)[0];
       }
@@ -214,10 +215,10 @@ class ClientEvents {
     const r = callOutRaw(native().nextEventBatch, [this._st.h, EVENT_BATCH, 0]);
     if (r.st === Status.OK) {
       take(r.err);
-      const { events, types } = this._parsed(takeBatch(r.out));
-      this._deliver(events, types);
+      const batch = this._parsed(takeBatch(r.out));
+      this._deliver(batch);
       this._uiLane.serve();
-      return events.length;
+      return batch.events.length;
     }
     if (r.st === Status.TIMEOUT) {
       take(r.err);
@@ -345,14 +346,15 @@ class ClientEvents {
   /**
    * A batch (lib/views.cjs takeBatch) with the events parsed that are read before the pull
    * queue: those the binding reads itself, and all of them when anyone else consumes events.
-   * The rest stay RawEvents, parsed when taken from the pull queue (or never: dropped).
+   * The rest stay unparsed (their index in `batch.events`), parsed when taken from the pull
+   * queue (or never: dropped).
    */
   _parsed(batch) {
-    const { events, types } = batch;
     if (this._iterators.size > 0 || this._sinkConsumes() || this._hasListeners()) {
-      parseAll(events);
+      batch.parseAll();
     } else {
-      for (let i = 0; i < events.length; i++) if (READ_HERE.has(types[i])) events[i] = parsedEvent(events[i]);
+      const types = batch.types;
+      for (let i = 0; i < types.length; i++) if (READ_HERE.has(types[i])) batch.parse(i);
     }
     return batch;
   }
@@ -361,14 +363,15 @@ class ClientEvents {
    * Hands a batch to everyone: host handlers, iterators, listeners; and to the pull queue
    * (nextEvent(), later iterators) while a nextEvent() waits or nobody else consumes.
    */
-  _deliver(all, allTypes) {
+  _deliver(batch) {
+    const { events: all, types: allTypes } = batch;
     this._dispatchHost(all, allTypes);
     for (const sink of this._sinks) sink.push(all);
     const { events: evs, types } = this._visible(all, allTypes);
     if (evs.length === 0) return;
     const listeners = this._hasListeners();
     if (this._eventWaiters.length > 0 || (this._iterators.size === 0 && !this._sinkConsumes() && !listeners)) {
-      this._keepOrphans(evs);
+      this._keepOrphans(batch, evs);
       this._wakeEventWaiters();
     }
     for (const it of this._iterators) it._push(evs);
@@ -390,21 +393,27 @@ class ClientEvents {
     }
   }
 
-  _keepOrphans(evs) {
-    for (const ev of evs) this._orphans.push(ev);
-    const over = this._orphans.length - this._orphanCapacity;
+  /** Keeps `evs` (of `batch`: parsed events, or the indices of unparsed ones) in the pull queue. */
+  _keepOrphans(batch, evs) {
+    const q = this._orphans;
+    for (let i = 0; i < evs.length; ) {
+      if (typeof evs[i] !== 'number') {
+        q.push(evs[i++]);
+        continue;
+      }
+      // A run of unparsed events: consecutive indices (_visible may have left a gap).
+      const from = evs[i];
+      let to = from + 1;
+      for (i++; i < evs.length && evs[i] === to; i++) to++;
+      q.pushRun(batch, from, to);
+    }
+    const over = q.length - this._orphanCapacity;
     if (over > 0) {
       // Oldest dropped, and said so (like the core's own queue) when they are handed out; a
       // dropped event_overflow of the core's carries its count into ours.
-      for (const ev of this._orphans.shift(over)) {
-        dropEvent(ev);
-        if (ev && ev.type === 'event_overflow' && ev.omprpc === true && typeof ev.dropped === 'number') {
-          this._orphansDropped += ev.dropped;
-        } else {
-          this._orphansDropped++;
-          this._bindingDropped++;
-        }
-      }
+      const { events, bindings } = q.drop(over);
+      this._orphansDropped += events;
+      this._bindingDropped += bindings;
     }
   }
 
@@ -415,37 +424,104 @@ class ClientEvents {
       out.push({ type: 'event_overflow', dropped: this._orphansDropped, omprpc: true });
       this._orphansDropped = 0;
     }
-    const n = Math.min(max - out.length, this._orphans.length);
-    for (const ev of this._orphans.shift(n)) out.push(parsedEvent(ev));
+    this._orphans.take(Math.min(max - out.length, this._orphans.length), out);
     return out;
   }
 }
 
+/** Unparsed events `from`..`to` (exclusive) of a batch, in the pull queue. */
+class Run {
+  constructor(batch, from, to) {
+    this.batch = batch;
+    this.from = from;
+    this.to = to;
+  }
+}
+
 /**
- * The pull queue's events, oldest first: taking from the front moves nothing (a full queue
- * of 65536 drops the oldest of every batch; Array#splice moved all the others each time).
+ * The pull queue's events, oldest first: parsed events, and runs of a batch's unparsed ones
+ * (one entry for up to a batch of events, which are parsed as taken, or dropped unparsed).
+ * Taking from the front moves nothing (a full queue of 65536 drops the oldest of every batch;
+ * Array#splice moved all the others each time).
  */
-class Fifo {
+class PullQueue {
   constructor() {
     this._items = [];
     this._head = 0;
+    this._count = 0; // events (a run counts its events)
   }
 
   get length() {
-    return this._items.length - this._head;
+    return this._count;
   }
 
-  push(item) {
-    this._items.push(item);
+  push(ev) {
+    this._items.push(ev);
+    this._count++;
   }
 
-  /** Removes and returns the `n` oldest (n <= length). */
-  shift(n) {
+  pushRun(batch, from, to) {
+    this._items.push(new Run(batch, from, to));
+    this._count += to - from;
+  }
+
+  /** Appends the `n` oldest events (n <= length) to `out`, parsed. */
+  take(n, out) {
+    while (n > 0) {
+      const item = this._items[this._head];
+      if (!(item instanceof Run)) {
+        out.push(item);
+        this._shift();
+        n--;
+        continue;
+      }
+      const end = Math.min(item.to, item.from + n);
+      for (let i = item.from; i < end; i++) out.push(item.batch.parse(i));
+      n -= end - item.from;
+      this._count -= end - item.from;
+      item.from = end;
+      if (end === item.to) this._shift(0);
+    }
+  }
+
+  /**
+   * Drops the `n` oldest events (n <= length): `events`, how many that makes for the next
+   * event_overflow (a dropped event_overflow of the core's carries its count), `bindings`,
+   * how many were events (not the core's reports).
+   */
+  drop(n) {
+    let events = 0;
+    let bindings = 0;
+    while (n > 0) {
+      const item = this._items[this._head];
+      if (!(item instanceof Run)) {
+        if (item && item.type === 'event_overflow' && item.omprpc === true && typeof item.dropped === 'number') {
+          events += item.dropped;
+        } else {
+          events++;
+          bindings++;
+        }
+        this._shift();
+        n--;
+        continue;
+      }
+      const k = Math.min(item.to - item.from, n);
+      item.batch.drop(k);
+      events += k;
+      bindings += k;
+      n -= k;
+      this._count -= k;
+      item.from += k;
+      if (item.from === item.to) this._shift(0);
+    }
+    return { events, bindings };
+  }
+
+  /** Removes the front item (`counted`: the events it still holds). */
+  _shift(counted = 1) {
     const items = this._items;
-    const from = this._head;
-    const out = items.slice(from, from + n);
-    items.fill(undefined, from, from + n);
-    this._head = from + n;
+    items[this._head++] = undefined;
+    this._count -= counted;
     // Compacted once the taken part is the larger half: each item moves O(1) times.
     if (this._head === items.length) {
       this._items = [];
@@ -454,8 +530,7 @@ class Fifo {
       this._items = items.slice(this._head);
       this._head = 0;
     }
-    return out;
   }
 }
 
-module.exports = { ClientEvents, INTERNAL_LISTENERS, Fifo };
+module.exports = { ClientEvents, INTERNAL_LISTENERS, PullQueue };

@@ -11,7 +11,7 @@ const { TurnStream, TurnEvents, isCompletion } = require('./stream.cjs');
 const { signalArg, raceSignal } = require('./abort.cjs');
 const { promptArgs, timeoutArg } = require('./args.cjs');
 const { takeTurn } = require('./turn.cjs');
-const { takeBatch, parseAll } = require('./views.cjs');
+const { takeBatch } = require('./views.cjs');
 
 /** The shortest re-poll of a turn the idle timer found still running. */
 const IDLE_POLL_MIN_MS = 20;
@@ -269,7 +269,7 @@ class ClientPrompts {
     };
     const r = await raceSignal(this._asyncRaw(n.collectEventBatch, [timeoutArg(opts.timeoutMs)], true), signal, 'collectEvents', dropBatch);
     this._catchUp();
-    return parseAll(takeBatch(structured(r, n.eventBatchFree)).events);
+    return takeBatch(structured(r, n.eventBatchFree)).parseAll();
   }
 
   /**

@@ -185,90 +185,82 @@ function strText(s) {
 // A batch's events are parsed when something reads them. While nobody consumes events (a
 // promptAndWait alone drains the core's queue to see its completion), they only move to the
 // pull queue, most to be dropped past its capacity unread: parsing 100k events there cost 5x
-// the turn itself. So each stays a RawEvent, read in place from its batch, until it is taken;
-// the batch is freed once each of its events was parsed or dropped (or, unreachable, by the GC).
+// the turn itself. So each stays unparsed, read in place from its batch, until it is taken
+// (the pull queue holds runs of them: lib/events.cjs PullQueue); the batch is freed once each
+// of its events was parsed or dropped (or, unreachable, by the GC).
 
 const heldBatches = new FinalizationRegistry((ptr) => native().eventBatchFree(ptr));
 
-/** A library batch whose events are parsed one by one, on demand. */
-class HeldBatch {
-  constructor(ptr, nums, count) {
+/**
+ * A batch taken from the library: `types[i]`, event i's type from its view (null: none), and
+ * `events[i]`, the event once parsed — until then its index i (a number), parsed on demand
+ * from the library's memory (`parse`). The library's batch is freed once each event was parsed
+ * or dropped.
+ */
+class Batch {
+  constructor(ptr, views, types) {
     this.ptr = ptr;
-    this.nums = nums;
-    this.unread = count; // events neither parsed nor dropped
-    heldBatches.register(this, ptr, this);
+    this.views = views;
+    this.types = types;
+    this.events = new Array(types.length);
+    for (let i = 0; i < types.length; i++) this.events[i] = i;
+    this.unread = types.length; // events neither parsed nor dropped
+    if (ptr !== null) heldBatches.register(this, ptr, this);
   }
 
-  /** Event `i`, parsed from the library's memory. */
+  /** Event i, parsed (once: `events[i]` is the event from then on). */
   parse(i) {
-    const o = 4 * i;
-    const json = getKoffi().decode.string(this.nums[o + 2], this.nums[o + 3]);
-    this.done();
-    return JSON.parse(json);
+    const ev = this.events[i];
+    if (typeof ev !== 'number') return ev;
+    const v = this.views;
+    const json = getKoffi().decode.string(v.jsonAt(i), v.jsonLen(i));
+    this.drop(1);
+    const parsed = JSON.parse(json);
+    this.events[i] = parsed;
+    return parsed;
   }
 
-  /** One event parsed or dropped; the last frees the batch. */
-  done() {
-    if (--this.unread === 0) {
+  /** `n` events parsed or dropped; the last frees the library's batch. */
+  drop(n) {
+    this.unread -= n;
+    if (this.unread === 0) {
       heldBatches.unregister(this);
       native().eventBatchFree(this.ptr);
       this.ptr = null;
-      this.nums = null;
+      this.views = null;
     }
   }
-}
 
-/** An event of a held batch, not parsed yet: `type` is the view's (null: the event has none). */
-class RawEvent {
-  constructor(batch, at, type) {
-    this.batch = batch;
-    this.at = at;
-    this.type = type;
+  /** Every event parsed; returns `events`. */
+  parseAll() {
+    for (let i = 0; i < this.events.length; i++) if (typeof this.events[i] === 'number') this.parse(i);
+    return this.events;
   }
-}
-
-/** `ev` as the program sees it: a RawEvent parsed (once: it must not be read again). */
-function parsedEvent(ev) {
-  return ev instanceof RawEvent ? ev.batch.parse(ev.at) : ev;
-}
-
-/** Parses the RawEvents of `evs` in place. */
-function parseAll(evs) {
-  for (let i = 0; i < evs.length; i++) if (evs[i] instanceof RawEvent) evs[i] = evs[i].batch.parse(evs[i].at);
-  return evs;
-}
-
-/** Forgets a RawEvent unparsed (dropped); anything else needs nothing. */
-function dropEvent(ev) {
-  if (ev instanceof RawEvent) ev.batch.done();
 }
 
 /**
- * A batch's events, unparsed (RawEvent, see parseAll), and `types[i]`: the view's
- * `event_type` (null when the event has none). The batch is freed once every event was
- * parsed or dropped.
+ * The events of the library's `batch` (unparsed: see Batch), read in place from its views;
+ * each distinct type decoded once.
  */
 function takeBatch(batch) {
   const N = native();
   let held = null;
   try {
     const { ptr, count } = lent(N.eventBatchEvents, batch);
-    if (count === 0) return { events: [], types: [] };
-    const nums = viewNumbers(ptr, count);
-    const events = new Array(count);
+    if (count === 0) return new Batch(null, null, []); // (freed below)
+    const views = new ViewArray(ptr, count, false);
     const types = new Array(count);
     const decode = getKoffi().decode.string;
     const names = new TypeNames();
-    held = new HeldBatch(batch, nums, count);
-    for (let i = 0, o = 0; i < count; i++, o += 4) {
-      const type = nums[o] === 0 ? null : names.name(nums[o], nums[o + 1], decode);
-      types[i] = type;
-      events[i] = new RawEvent(held, i, type);
+    for (let i = 0; i < count; i++) {
+      const at = views.typeAt(i);
+      types[i] = at === 0 ? null : names.name(at, views.typeLen(i), decode);
     }
-    return { events, types };
+    held = new Batch(batch, views, types);
+    return held;
   } finally {
     if (held === null) N.eventBatchFree(batch);
   }
 }
 
-module.exports = { lent, viewNumbers, viewsInPlace, ViewArray, strText, TypeNames, takeBatch, parseAll, parsedEvent, dropEvent };
+module.exports = { lent, viewNumbers, viewsInPlace, ViewArray, strText, TypeNames, takeBatch, Batch };

@@ -223,7 +223,7 @@ test('a full queue drops the oldest events and says so', async (t) => {
 });
 
 test('events a promptAndWait left unread are the turn\'s, parsed when taken from the pull queue', async (t) => {
-  // Nobody consumes events: the pump keeps them unparsed (lib/views.cjs RawEvent), the oldest
+  // Nobody consumes events: the pump keeps them unparsed (lib/events.cjs PullQueue), the oldest
   // past the capacity counted (here or, when the pump fell behind, in the core's queue); each
   // taken one is the turn's event, field for field, in the turn's order.
   const c = await start(t, [], { eventQueueCapacity: 100 });
@@ -252,6 +252,41 @@ test('events a promptAndWait left unread are the turn\'s, parsed when taken from
   }
   assert.ok(dropped > 0);
   assert.equal(received + dropped, 1 + 306);
+  assert.equal(at, want.length, 'the last taken event is the turn\'s last');
+});
+
+test('the pull queue hands out what the pump took for nobody: one by one or all at once, in order, the oldest dropped and counted', async (t) => {
+  // A host tool handler keeps the pump running while nobody consumes events: it moves them
+  // (unparsed, a batch's run at a time) to the pull queue, dropping the oldest past
+  // eventQueueCapacity (the core's queue drops its own when the pump falls behind).
+  const handler = (a) => `host:${a.message}`;
+  const c = await start(t, [], { eventQueueCapacity: 100, hostTools: [{ name: 'echo_host', description: 'd', parameters: { type: 'object' }, handler }] });
+  const turn = await c.promptAndWait('burst 300');
+  const want = JSON.parse(JSON.stringify(turn.events));
+  const taken = [];
+  for (let i = 0; i < 5; i++) taken.push(await c.nextEvent({ timeoutMs: WAIT_MS })); // one by one
+  const it = c.events(); // the rest at once
+  for await (const ev of it) {
+    taken.push(ev);
+    if (ev.type === 'agent_end') break;
+  }
+  let dropped = 0;
+  let at = 0;
+  const received = taken.filter((ev) => {
+    if (ev.type === 'event_overflow' && ev.omprpc === true) {
+      dropped += ev.dropped;
+      return false;
+    }
+    return ev.type !== 'ready'; // the agent's, before the turn
+  });
+  for (const ev of received) {
+    while (at < want.length && !isDeepStrictEqual(want[at], ev)) at++;
+    assert.ok(at < want.length, `a taken ${ev.type} is not the turn's next event`);
+    at++;
+  }
+  assert.ok(dropped > 0);
+  const ready = taken.some((ev) => ev.type === 'ready') ? 1 : 0;
+  assert.equal(received.length + ready + dropped, 1 + 306);
   assert.equal(at, want.length, 'the last taken event is the turn\'s last');
 });
 
