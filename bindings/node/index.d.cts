@@ -700,8 +700,10 @@ export declare class Client extends EventEmitter {
   stream(message: string, opts?: StreamOptions): TurnStream;
   /**
    * Prompts and resolves the turn once the agent's work for it ended (see `Turn`). Holds a
-   * libuv pool thread only until the agent acknowledged the prompt; the turn's end comes
-   * through the event reactor, so it holds none while the agent works (as `stream()`).
+   * libuv pool thread only until the agent acknowledged the prompt; then it polls the core
+   * for the turn on the main thread, so it holds none while the agent works (as `stream()`),
+   * and takes none of the client's events: they wait in the core's queue, and a listener or
+   * iterator added during the wait also gets those queued before it.
    */
   promptAndWait(message: string, opts?: PromptAndWaitOptions): Promise<Turn>;
   steer(message: string, opts?: MessageOptions): Promise<void>;

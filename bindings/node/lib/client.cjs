@@ -63,7 +63,6 @@ class Client extends EventEmitter {
     client._hideCompletions = hideCompletions;
     client._model = typeof core.model === 'string' ? core.model : undefined;
     client._turnTimeoutMs = typeof core.turn_timeout_ms === 'number' && core.turn_timeout_ms >= 0 ? core.turn_timeout_ms : TIMEOUT_INFINITE;
-    client._turnIdleTimeoutMs = typeof core.turn_idle_timeout_ms === 'number' && core.turn_idle_timeout_ms > 0 ? core.turn_idle_timeout_ms : TIMEOUT_INFINITE;
     const cap = core.event_queue_capacity;
     if (cap === null || (typeof cap === 'number' && cap < 0)) client._orphanCapacity = Infinity;
     else if (typeof cap === 'number' && cap > 0) client._orphanCapacity = cap;
@@ -103,10 +102,10 @@ class Client extends EventEmitter {
     this._unrefDelay = UNREF_POLL_MIN_MS;
     this._fd = callEventFd(handle);
     this._turnTimeoutMs = TIMEOUT_INFINITE;
-    this._turnIdleTimeoutMs = TIMEOUT_INFINITE; // the start option, for promptAndWait
     this._abandoned = null; // a turn given up to its signal, until the library completed it
     this._streaming = null; // the open TurnStream (one at a time)
     this._sinks = new Set(); // the turns' own event readers (lib/stream.cjs TurnEvents)
+    this._turnPolls = new Set(); // waits for begun turns (lib/prompts.cjs TurnPoll): close wakes them
     this._hideCompletions = true; // prompt_complete events are the binding's, not the program's
     this._model = undefined;
     finalizer.register(this, this._st, this._st);
@@ -278,6 +277,7 @@ class Client extends EventEmitter {
     const r = await callAsyncRaw(n.close, [st.h], false);
     if (r.st !== 0) closeError = failure(r.st, r.err);
     else take(r.err);
+    for (const poll of this._turnPolls) poll.wake(); // their takes now say the client closed
     // Every pending call has seen the close (the core woke them); the events queued before
     // it are delivered (to iterators and listeners, or kept for nextEvent()/events()).
     while (this._inflight.size > 0) await Promise.allSettled([...this._inflight]);

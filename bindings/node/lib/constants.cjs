@@ -18,6 +18,11 @@ const EVENT_BATCH = 1024;
 const ORPHAN_CAPACITY = 65536;
 /** Default most unread events an events() iterator keeps (past it the oldest are dropped, and reported). */
 const DEFAULT_HIGH_WATER_MARK = 65536;
+/** The interval between polls of a turn's completion (lib/prompts.cjs TurnPoll): this share of
+ * the time waited so far, within these bounds (ms). */
+const TURN_POLL_SHARE = 32;
+const TURN_POLL_MIN_MS = 1;
+const TURN_POLL_MAX_MS = 20;
 /** Unref'd polling interval bounds (ms) when the event pump must not hold the loop open. */
 const UNREF_POLL_MIN_MS = 2;
 const UNREF_POLL_MAX_MS = 100;
@@ -32,4 +37,7 @@ module.exports = {
   DEFAULT_HIGH_WATER_MARK,
   UNREF_POLL_MIN_MS,
   UNREF_POLL_MAX_MS,
+  TURN_POLL_SHARE,
+  TURN_POLL_MIN_MS,
+  TURN_POLL_MAX_MS,
 };

@@ -278,15 +278,6 @@ class ClientEvents {
     this._wakeEventWaiters();
   }
 
-  /**
-   * Whether a turn's sink takes the events it is given (a stream's do); one that only watches
-   * for a completion (promptAndWait's, `watchOnly`) leaves them to the pull queue.
-   */
-  _sinkConsumes() {
-    for (const sink of this._sinks) if (sink.watchOnly !== true) return true;
-    return false;
-  }
-
   /** A turn's event reader (lib/stream.cjs): sees every event from now, before other consumers. */
   _addSink(sink) {
     this._sinks.add(sink);
@@ -350,7 +341,7 @@ class ClientEvents {
    * queue (or never: dropped).
    */
   _parsed(batch) {
-    if (this._iterators.size > 0 || this._sinkConsumes() || this._hasListeners()) {
+    if (this._iterators.size > 0 || this._sinks.size > 0 || this._hasListeners()) {
       batch.parseAll();
     } else {
       const types = batch.types;
@@ -370,7 +361,7 @@ class ClientEvents {
     const { events: evs, types } = this._visible(all, allTypes);
     if (evs.length === 0) return;
     const listeners = this._hasListeners();
-    if (this._eventWaiters.length > 0 || (this._iterators.size === 0 && !this._sinkConsumes() && !listeners)) {
+    if (this._eventWaiters.length > 0 || (this._iterators.size === 0 && !this._sinks.size > 0 && !listeners)) {
       this._keepOrphans(batch, evs);
       this._wakeEventWaiters();
     }

@@ -182,12 +182,12 @@ function strText(s) {
   return s.data === null || s.data === 0n ? null : getKoffi().decode.string(s.data, Number(s.len));
 }
 
-// A batch's events are parsed when something reads them. While nobody consumes events (a
-// promptAndWait alone drains the core's queue to see its completion), they only move to the
-// pull queue, most to be dropped past its capacity unread: parsing 100k events there cost 5x
-// the turn itself. So each stays unparsed, read in place from its batch, until it is taken
-// (the pull queue holds runs of them: lib/events.cjs PullQueue); the batch is freed once each
-// of its events was parsed or dropped (or, unreachable, by the GC).
+// A batch's events are parsed when something reads them. While nobody consumes events (the
+// pump runs for host tool handlers, say), they only move to the pull queue, most to be
+// dropped past its capacity unread: parsing 100k events there cost 5x the turn itself. So
+// each stays unparsed, read in place from its batch, until it is taken (the pull queue holds
+// runs of them: lib/events.cjs PullQueue); the batch is freed once each of its events was
+// parsed or dropped (or, unreachable, by the GC).
 
 const heldBatches = new FinalizationRegistry((ptr) => native().eventBatchFree(ptr));
 

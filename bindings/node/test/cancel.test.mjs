@@ -130,6 +130,10 @@ test('prompt(): aborted before or while it is sent; one the agent accepts late i
   for (let i = 0; i < 5; i++) {
     const it = c.events({ types: ['agent_start', 'agent_end'] });
     const ac = new AbortController();
+    // From an I/O callback (libuv's poll phase) a setImmediate runs before the loop polls
+    // again, so before the prompt's acknowledgement (a pool call's completion) is handled;
+    // from a timer's (a promptAndWait's poll) the loop would poll first.
+    await new Promise((resolve) => fs.stat('.', () => resolve()));
     const sent = c.prompt('stream until abort', { signal: ac.signal });
     setImmediate(() => ac.abort('while sending')); // the prompt is on its way (on the pool)
     await assert.rejects(sent, isAbort('while sending'));

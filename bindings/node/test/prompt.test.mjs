@@ -127,6 +127,33 @@ test('collectEvents, waitForIdle, abortAndPrompt, a hanging prompt', async (t) =
   await c.getState();
 });
 
+test('a listener or iterator added during promptAndWait also gets the events queued before it', async (t) => {
+  // promptAndWait takes none of the client's events: with nobody consuming, they wait in the
+  // core's queue, and whoever subscribes during the wait is handed them first.
+  const c = await start(t);
+  const waiting = c.promptAndWait('slow', { timeoutMs: WAIT_MS });
+  // "slow" pauses 300 ms after its delta: wait until the core holds the ready frame and the
+  // turn's first four events (agent_start, turn_start, message_start, message_update).
+  const deadline = Date.now() + WAIT_MS;
+  while (c.counters().events_held < 5) {
+    assert.ok(Date.now() < deadline, 'the turn\'s first events were not queued');
+    await sleep(5);
+  }
+  const seen = [];
+  c.on('event', (ev) => seen.push(ev.type));
+  const it = c.events();
+  const turn = await waiting;
+  const want = ['ready', ...turn.events.map((ev) => ev.type)];
+  assert.equal(want[4], 'message_update');
+  assert.deepEqual(seen, want);
+  const iterated = [];
+  for await (const ev of it) {
+    iterated.push(ev.type);
+    if (ev.type === 'agent_end') break;
+  }
+  assert.deepEqual(iterated, want);
+});
+
 test('single flight: a second collector gets ConcurrencyError', async (t) => {
   const c = await start(t);
   const it = c.events();
