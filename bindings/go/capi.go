@@ -99,10 +99,13 @@ func takeBytes(p *C.char) []byte {
 }
 
 // freeInBackground is the size from which takeBytes frees the library's string on another
-// goroutine; hugePagesFrom the size from which it asks for huge pages for its copy.
+// goroutine; hugePagesFrom the size from which it asks for huge pages for its copy;
+// copyAsideFrom the size from which takeTurn copies a turn on another goroutine (below it,
+// starting one costs more than the overlap buys).
 const (
 	freeInBackground = 1 << 20
 	hugePagesFrom    = 4 << 20
+	copyAsideFrom    = 1 << 20
 )
 
 // takeString is takeBytes for text.
@@ -196,22 +199,36 @@ func takeBatch(op string, batch *C.omprpc_event_batch) ([]Event, error) {
 // takeTurn copies a turn into Go memory — its JSON once; the events, the messages and the
 // other parts are slices of that copy, located by the library — and frees it.
 func takeTurn(op string, turn *C.omprpc_turn) (*Turn, error) {
+	t, size, err := readTurn(op, turn)
+	if size >= freeInBackground {
+		// As in takeBytes: a large turn's pages go back to the OS off the caller's path.
+		go C.omprpc_turn_free(turn)
+	} else {
+		C.omprpc_turn_free(turn)
+	}
+	return t, err
+}
+
+// readTurn is takeTurn's copy; it returns the size of the turn's JSON, and returns only once
+// nothing reads the turn any more (the copy included), so the caller may free it.
+func readTurn(op string, turn *C.omprpc_turn) (*Turn, int, error) {
 	var info C.omprpc_turn_info
 	var cerr *C.char
 	if st := C.omprpc_turn_get_info(turn, &info, &cerr); st != C.OMPRPC_STATUS_OK {
-		C.omprpc_turn_free(turn)
-		return nil, errorFromJSON(op, Status(st), takeBytes(cerr))
-	}
-	var p *C.omprpc_event_view
-	var n C.size_t
-	if st := C.omprpc_turn_events(turn, &p, &n, &cerr); st != C.OMPRPC_STATUS_OK {
-		C.omprpc_turn_free(turn)
-		return nil, errorFromJSON(op, Status(st), takeBytes(cerr))
+		return nil, 0, errorFromJSON(op, Status(st), takeBytes(cerr))
 	}
 	whole := borrowed(info.turn_json)
 	buf := make([]byte, len(whole))
 	adviseHugePages(buf)
-	copy(buf, whole)
+	// The copy runs while the library builds the event views and this builds the Events:
+	// those only locate the parts, and nothing below reads buf before copied().
+	copied := copyAside(buf, whole)
+	defer copied()
+	var p *C.omprpc_event_view
+	var n C.size_t
+	if st := C.omprpc_turn_events(turn, &p, &n, &cerr); st != C.OMPRPC_STATUS_OK {
+		return nil, len(whole), errorFromJSON(op, Status(st), takeBytes(cerr))
+	}
 	base := uintptr(unsafe.Pointer(info.turn_json.data))
 	part := func(s C.omprpc_str) json.RawMessage {
 		if s.data == nil {
@@ -230,8 +247,7 @@ func takeTurn(op string, turn *C.omprpc_turn) (*Turn, error) {
 	}
 	outcome, err := turnOutcome(op, info.outcome)
 	if err != nil {
-		C.omprpc_turn_free(turn)
-		return nil, err
+		return nil, len(whole), err
 	}
 	t := &Turn{
 		RequestID:        string(borrowed(info.request_id)),
@@ -246,20 +262,12 @@ func takeTurn(op string, turn *C.omprpc_turn) (*Turn, error) {
 		PromptResult:     part(info.prompt_result_json),
 		Summary:          part(info.summary_json),
 	}
-	if u := part(info.usage_json); len(u) > 0 {
-		var usage MessageUsage
-		if json.Unmarshal(u, &usage) == nil {
-			t.Usage = &usage
-		}
-	}
 	// The record of attempts is the library's: read from its structure, decoded as it is.
 	if err := turnList(op, info.failed_attempts_json, &t.FailedAttempts); err != nil {
-		C.omprpc_turn_free(turn)
-		return nil, err
+		return nil, len(whole), err
 	}
 	if err := turnList(op, info.compactions_json, &t.Compactions); err != nil {
-		C.omprpc_turn_free(turn)
-		return nil, err
+		return nil, len(whole), err
 	}
 	views := viewsOf(p, n)
 	t.Events = make([]json.RawMessage, len(views))
@@ -271,8 +279,14 @@ func takeTurn(op string, turn *C.omprpc_turn) (*Turn, error) {
 	var mp *C.omprpc_str
 	var mn C.size_t
 	if st := C.omprpc_turn_messages(turn, &mp, &mn, &cerr); st != C.OMPRPC_STATUS_OK {
-		C.omprpc_turn_free(turn)
-		return nil, errorFromJSON(op, Status(st), takeBytes(cerr))
+		return nil, len(whole), errorFromJSON(op, Status(st), takeBytes(cerr))
+	}
+	copied() // what follows decodes parts of buf
+	if u := part(info.usage_json); len(u) > 0 {
+		var usage MessageUsage
+		if json.Unmarshal(u, &usage) == nil {
+			t.Usage = &usage
+		}
 	}
 	if mn > 0 {
 		t.Messages = make([]AgentMessageValue, int(mn))
@@ -280,13 +294,24 @@ func takeTurn(op string, turn *C.omprpc_turn) (*Turn, error) {
 			t.Messages[i] = agentMessage(part(m))
 		}
 	}
-	if len(whole) >= freeInBackground {
-		// As in takeBytes: a large turn's pages go back to the OS off the caller's path.
-		go C.omprpc_turn_free(turn)
-	} else {
-		C.omprpc_turn_free(turn)
+	return t, len(whole), nil
+}
+
+// copyAside copies src to dst: from copyAsideFrom bytes on another goroutine, so that the
+// copy of a large turn (its page faults and its memory traffic) overlaps the caller's own
+// work on the other CPU. wait returns once dst holds src (call it before reading dst or
+// releasing src; any number of times).
+func copyAside(dst, src []byte) (wait func()) {
+	if len(src) < copyAsideFrom {
+		copy(dst, src)
+		return func() {}
 	}
-	return t, nil
+	done := make(chan struct{})
+	go func() {
+		copy(dst, src)
+		close(done)
+	}()
+	return func() { <-done }
 }
 
 // turnList decodes one of the turn's JSON arrays (failedAttempts, compactions) into out;

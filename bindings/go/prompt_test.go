@@ -1,8 +1,11 @@
 package omprpc
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -609,5 +612,75 @@ func TestMaxFrameBytes(t *testing.T) {
 	_, err := start(t, o).PromptAndWait(ctxFor(t), "huge 2000000", nil)
 	if !errors.Is(err, ErrProtocol) && !errors.Is(err, ErrLimitExceeded) {
 		t.Fatalf("a 2 MB frame over max_frame_bytes: %v", err)
+	}
+}
+
+// A turn of several MiB (copied into Go memory while its events are located) arrives exactly:
+// every event's bytes, the parts decoded from the copy (messages, usage), a long text.
+func TestLargeTurnCopiedExactly(t *testing.T) {
+	o := fakeOptions()
+	o.MaxEventHistory = Unlimited()
+	c := start(t, o)
+
+	// One 3,000,000-byte text in a tool result: the pattern "abc…z" (byte i = 'a' + i%26).
+	const size = 3000000
+	tr := turn(t, c, "huge "+strconv.Itoa(size))
+	var types []string
+	for _, ev := range tr.TypedEvents() {
+		if !json.Valid(ev.Raw) {
+			t.Fatalf("event %s is not JSON: %.200s", ev.Type, ev.Raw)
+		}
+		types = append(types, ev.Type)
+	}
+	if strings.Join(types, ",") != "agent_start,tool_execution_start,tool_execution_end,agent_end" {
+		t.Fatalf("huge: events %v", types)
+	}
+	got, _ := jget(t, tr.Events[2], "result.content.0.text").(string)
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte('a' + i%26)
+	}
+	if got != string(want) {
+		i := 0
+		for i < len(got) && i < size && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("huge: %d bytes of text, first difference at byte %d", len(got), i)
+	}
+
+	// 5,000 message_update events of 640 bytes (3.2 MB), each the same bytes.
+	tr = turn(t, c, "burst 5000")
+	if len(tr.Events) != 5006 || countType(t, tr.Events, "message_update") != 5000 {
+		t.Fatalf("burst: %d events, %d message_update", len(tr.Events), countType(t, tr.Events, "message_update"))
+	}
+	update := findType(t, tr.Events, "message_update", 0)
+	if len(update) != 640 || !json.Valid(update) {
+		t.Fatalf("burst: a message_update of %d bytes: %.200s", len(update), update)
+	}
+	for i, ev := range tr.TypedEvents() {
+		if ev.Type == "message_update" && !bytes.Equal(ev.Raw, update) {
+			t.Fatalf("burst: event %d differs from the first message_update: %.200s", i, ev.Raw)
+		}
+		if !json.Valid(ev.Raw) {
+			t.Fatalf("burst: event %d (%s) is not JSON: %.200s", i, ev.Type, ev.Raw)
+		}
+	}
+	var end struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(tr.Events[len(tr.Events)-1], &end); err != nil || len(end.Messages) != 1 {
+		t.Fatalf("burst: agent_end %v: %.300s", err, tr.Events[len(tr.Events)-1])
+	}
+	if text(tr.AssistantText) != "pong" || len(tr.Messages) != 1 {
+		t.Fatalf("burst: text %q, %d messages", text(tr.AssistantText), len(tr.Messages))
+	}
+	if m, ok := tr.Messages[0].Value.(*AssistantMessage); !ok || len(m.Content) != 1 {
+		t.Fatalf("burst: message %#v", tr.Messages[0].Value)
+	}
+	if !bytes.Equal(tr.AssistantMessage, end.Messages[0]) {
+		t.Fatalf("burst: the assistant message %.200s is not agent_end's %.200s", tr.AssistantMessage, end.Messages[0])
+	}
+	if tr.Usage == nil || tr.Usage.TotalTokens != 2 || tr.Usage.Input != 1 {
+		t.Fatalf("burst: usage %+v", tr.Usage)
 	}
 }
