@@ -36,8 +36,11 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
+#[cfg(unix)]
 use std::os::fd::AsRawFd;
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
+#[cfg(unix)]
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,7 +52,9 @@ use serde_json::{json, Map, Value};
 use crate::env::{private_dir, random_hex};
 use crate::error::{Error, Result, Status};
 use crate::protocol::argv::Flavor;
-use crate::transport::process::{poll_any_readable, poll_readable, Signal};
+#[cfg(unix)]
+use crate::transport::process::{poll_any_readable, poll_readable};
+use crate::transport::process::Signal;
 use crate::wait::lock;
 
 /// Connections one bridge serves at once (the extension keeps one; reconnects replace it).
@@ -162,6 +167,7 @@ impl Drop for ClosesOnPanic<'_> {
 }
 
 enum Stream {
+    #[cfg(unix)]
     Unix(UnixStream),
     Tcp(TcpStream),
 }
@@ -170,6 +176,7 @@ impl Stream {
     fn set_write_timeout(&self, t: std::time::Duration) {
         // A stream that cannot take a timeout (it never fails for sockets) writes without one.
         let _ = match self {
+            #[cfg(unix)]
             Stream::Unix(s) => s.set_write_timeout(Some(t)),
             Stream::Tcp(s) => s.set_write_timeout(Some(t)),
         };
@@ -177,6 +184,7 @@ impl Stream {
 
     fn try_clone(&self) -> io::Result<Stream> {
         Ok(match self {
+            #[cfg(unix)]
             Stream::Unix(s) => Stream::Unix(s.try_clone()?),
             Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
         })
@@ -184,6 +192,7 @@ impl Stream {
 
     fn shutdown(&self) {
         let _ = match self {
+            #[cfg(unix)]
             Stream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
             Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
         };
@@ -193,6 +202,7 @@ impl Stream {
 impl io::Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
+            #[cfg(unix)]
             Stream::Unix(s) => s.read(buf),
             Stream::Tcp(s) => s.read(buf),
         }
@@ -202,6 +212,7 @@ impl io::Read for Stream {
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
+            #[cfg(unix)]
             Stream::Unix(s) => s.write(buf),
             Stream::Tcp(s) => s.write(buf),
         }
@@ -255,6 +266,7 @@ impl Conn {
 }
 
 enum Listener {
+    #[cfg(unix)]
     Unix(UnixListener),
     Tcp(TcpListener),
 }
@@ -268,7 +280,8 @@ pub struct Bridge {
     listener: Option<Listener>,
     /// Where it listens and what the extension dials (`info`'s `bridgeEndpoint`).
     endpoint: Value,
-    stop: Signal,
+    /// Shared with the accept thread, which waits on it.
+    stop: Arc<Signal>,
     gate: Option<Gate>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     conns: Arc<Mutex<Vec<Arc<Conn>>>>,
@@ -292,11 +305,20 @@ impl Bridge {
         let dir = private_dir(DIR_PREFIX).map_err(io_err("creating its directory"))?;
         // Until the bridge owns it, a failure below removes it again.
         let unowned = crate::env::RemoveDir(Some(dir.clone()));
+        // Not on Windows yet: which processes still run is asked differently there.
+        #[cfg(unix)]
         sweep_stale_dirs(&dir);
         fs::write(dir.join(OWNER_FILE), std::process::id().to_string()).map_err(io_err("marking its owner"))?;
         let token = random_hex(32).map_err(io_err("making a token"))?;
         let client_id = random_hex(8).map_err(io_err("making a client id"))?;
         let (listener, endpoint, shown) = match &plan.transport {
+            #[cfg(windows)]
+            Transport::Unix => {
+                return Err(Error::invalid(
+                    "option \"bridge_transport\": the Unix socket is not available on Windows yet; use \"tcp\" (docs/windows.md)",
+                ))
+            }
+            #[cfg(unix)]
             Transport::Unix => {
                 let path = dir.join("bridge.sock");
                 let l = UnixListener::bind(&path).map_err(io_err("binding its socket"))?;
@@ -325,10 +347,9 @@ impl Bridge {
         let (file, text) = extension::render(plan.flavor, &config);
         let extension = dir.join(file);
         let write = || -> io::Result<()> {
-            let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&extension)?;
+            let mut f = crate::env::private_file(fs::OpenOptions::new().write(true).create_new(true))?.open(&extension)?;
             f.write_all(text.as_bytes())
         };
-        use std::os::unix::fs::OpenOptionsExt;
         write().map_err(io_err("writing the extension"))?;
         let stop = Signal::new().map_err(io_err("creating its stop signal"))?;
         unowned.keep();
@@ -339,7 +360,7 @@ impl Bridge {
             client_id,
             listener: Some(listener),
             endpoint: shown,
-            stop,
+            stop: Arc::new(stop),
             gate: plan.gate.clone(),
             threads: Mutex::new(Vec::new()),
             conns: Arc::new(Mutex::new(Vec::new())),
@@ -369,7 +390,7 @@ impl Bridge {
             client_id: self.client_id.clone(),
             rules: self.gate.as_ref().and_then(|g| g.rules.clone()),
         });
-        let stop = self.stop.raw();
+        let stop = self.stop.clone();
         let conns = self.conns.clone();
         let accept = std::thread::Builder::new()
             .name("omprpc-bridge".into())
@@ -411,6 +432,7 @@ const OWNER_FILE: &str = "owner.pid";
 /// closing its clients (its `owner.pid` names a process that is gone). `ours`: a directory
 /// just made, whose owner is this user. Directories of other users, without an owner file, or
 /// whose owner runs are left alone.
+#[cfg(unix)]
 fn sweep_stale_dirs(ours: &Path) {
     use std::os::unix::fs::MetadataExt;
     let (Some(base), Ok(me)) = (ours.parent(), fs::metadata(ours)) else { return };
@@ -443,19 +465,32 @@ pub struct Auth {
     pub rules: Option<Rules>,
 }
 
-fn accept_loop(listener: Listener, stop: i32, conns: Arc<Mutex<Vec<Arc<Conn>>>>, auth: Arc<Auth>, host: Arc<dyn Host>) {
-    let fd = match &listener {
+/// Waits for a connection (true) or the stop signal (false).
+#[cfg(unix)]
+fn wait_for_connection(listener: &Listener, stop: &Signal) -> bool {
+    let fd = match listener {
         Listener::Unix(l) => l.as_raw_fd(),
         Listener::Tcp(l) => l.as_raw_fd(),
     };
+    let stop = stop.raw();
+    let Ok(ready) = poll_any_readable(&[fd, stop], None) else { return false };
+    !(ready[1] || poll_readable(stop, Some(std::time::Duration::ZERO)))
+}
+
+/// Not ported to Windows yet; unreachable there, as no `Signal` can be made.
+#[cfg(windows)]
+fn wait_for_connection(_listener: &Listener, stop: &Signal) -> bool {
+    match *stop {}
+}
+
+fn accept_loop(listener: Listener, stop: Arc<Signal>, conns: Arc<Mutex<Vec<Arc<Conn>>>>, auth: Arc<Auth>, host: Arc<dyn Host>) {
     let mut readers: Vec<JoinHandle<()>> = Vec::new();
     loop {
-        // Wait for a connection or the stop signal.
-        let Ok(ready) = poll_any_readable(&[fd, stop], None) else { break };
-        if ready[1] || poll_readable(stop, Some(std::time::Duration::ZERO)) {
+        if !wait_for_connection(&listener, &stop) {
             break;
         }
         let stream = match &listener {
+            #[cfg(unix)]
             Listener::Unix(l) => l.accept().map(|(s, _)| Stream::Unix(s)),
             Listener::Tcp(l) => l.accept().map(|(s, _)| Stream::Tcp(s)),
         };
@@ -664,6 +699,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // the Unix socket and private directories: not on Windows (docs/windows.md)
     fn private_dir_and_socket_modes() {
         let plan = Plan { flavor: Flavor::Pi, transport: Transport::Unix, tools: vec![], gate: None, call_timeout_ms: 0 };
         let b = Bridge::prepare(&plan).unwrap();

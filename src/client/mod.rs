@@ -26,7 +26,6 @@ mod teardown;
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -356,7 +355,7 @@ impl Shared {
                 self.recording_failed(m);
             }
         }
-        match process::write_all(stdin.as_raw_fd(), line, deadline, self.closing.raw()) {
+        match process::write_all(stdin, line, deadline, &self.closing) {
             Ok(()) => {
                 self.counters.frame_out(line.len());
                 if self.log.enabled(Level::Trace) {

@@ -36,7 +36,7 @@ pub(super) fn run(shared: Arc<Shared>, stdout: File, stderr: File) {
         &mut router,
         &shared.stderr,
         shared.opts.max_frame_bytes,
-        shared.reader_stop.raw(),
+        &shared.reader_stop,
     );
     let reason = match end {
         PumpEnd::Stopped => return,

@@ -92,10 +92,9 @@ impl Client {
             let mut n = 0;
             let written = argv::system_prompts_to_files(&mut opts.spawn.argv, |flag, text| {
                 use std::io::Write;
-                use std::os::unix::fs::OpenOptionsExt;
                 n += 1;
                 let path = dir.join(format!("{}-{n}.md", flag.trim_start_matches('-')));
-                std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?.write_all(text.as_bytes())?;
+                crate::env::private_file(std::fs::OpenOptions::new().write(true).create_new(true))?.open(&path)?.write_all(text.as_bytes())?;
                 Ok(path.to_string_lossy().into_owned())
             });
             if let Err(e) = written {

@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
+#[cfg(unix)]
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 
 /// Names passed when they start with one of these (case-sensitive, as on POSIX).
@@ -81,11 +82,52 @@ pub fn build(from: Option<&BTreeMap<String, String>>, opt_in: &[String]) -> BTre
 }
 
 /// `bytes` random bytes from the kernel, as hex.
+#[cfg(unix)]
 pub fn random_hex(bytes: usize) -> io::Result<String> {
     use std::io::Read;
     let mut buf = vec![0u8; bytes];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// `bytes` random bytes from the system's generator (RtlGenRandom, which Windows and Wine
+/// both export from advapi32; std's own ProcessPrng is in a DLL Wine 8.0 lacks), as hex.
+#[cfg(windows)]
+pub fn random_hex(bytes: usize) -> io::Result<String> {
+    #[link(name = "advapi32")]
+    extern "system" {
+        // RtlGenRandom's exported name.
+        #[link_name = "SystemFunction036"]
+        fn rtl_gen_random(buffer: *mut u8, length: u32) -> u8;
+    }
+    let mut buf = vec![0u8; bytes];
+    for chunk in buf.chunks_mut(u32::MAX as usize) {
+        // SAFETY: writes at most `length` bytes into `buffer`: the chunk, valid and ours alone.
+        if unsafe { rtl_gen_random(chunk.as_mut_ptr(), chunk.len() as u32) } == 0 {
+            return Err(io::Error::other("RtlGenRandom failed"));
+        }
+    }
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The error every unported piece returns on Windows; `what` names the piece.
+#[cfg(windows)]
+pub fn not_ported(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, format!("omprpc on Windows: {what} is not ported yet (docs/windows.md)"))
+}
+
+/// `options`, set to create a file only this user may read or write (mode 0600 on Unix; the
+/// mode applies to a file the open creates).
+#[cfg(unix)]
+pub fn private_file(options: &mut std::fs::OpenOptions) -> io::Result<&mut std::fs::OpenOptions> {
+    Ok(options.mode(0o600))
+}
+
+/// Not ported to Windows yet: an owner-only DACL (docs/windows.md). Refused rather than
+/// creating a file that inherits whatever its directory allows.
+#[cfg(windows)]
+pub fn private_file(_options: &mut std::fs::OpenOptions) -> io::Result<&mut std::fs::OpenOptions> {
+    Err(not_ported("creating a private file"))
 }
 
 /// A directory removed when dropped unless `keep` handed it over: what a step that fails
@@ -107,6 +149,7 @@ impl Drop for RemoveDir {
 }
 
 /// A new directory only this user can enter (0700), under the system temp dir.
+#[cfg(unix)]
 pub fn private_dir(prefix: &str) -> io::Result<PathBuf> {
     let base = std::env::temp_dir();
     for _ in 0..16 {
@@ -118,6 +161,12 @@ pub fn private_dir(prefix: &str) -> io::Result<PathBuf> {
         }
     }
     Err(io::Error::new(io::ErrorKind::AlreadyExists, "could not create a private directory"))
+}
+
+/// Not ported to Windows yet: an owner-only DACL (docs/windows.md).
+#[cfg(windows)]
+pub fn private_dir(_prefix: &str) -> io::Result<PathBuf> {
+    Err(not_ported("creating a private directory"))
 }
 
 #[cfg(test)]

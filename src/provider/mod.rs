@@ -5,7 +5,6 @@
 //! disk; those names are returned for the spawn allow-list.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
@@ -82,7 +81,8 @@ pub fn write(opts: &Value) -> Result<Value> {
     };
     let path = dir.join(file);
     let text = serde_json::to_string_pretty(&json!({"providers": out})).expect("serialising a map");
-    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)
+    let mut f = crate::env::private_file(std::fs::OpenOptions::new().write(true).create(true).truncate(true))
+        .and_then(|o| o.open(&path))
         .map_err(|e| Error::new(Status::Io, format!("writing {}: {e}", path.display())))?;
     f.write_all(text.as_bytes()).map_err(|e| Error::new(Status::Io, format!("writing {}: {e}", path.display())))?;
     Ok(json!({
@@ -91,7 +91,8 @@ pub fn write(opts: &Value) -> Result<Value> {
     }))
 }
 
-#[cfg(test)]
+// Private directories and files are not ported to Windows yet (docs/windows.md).
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

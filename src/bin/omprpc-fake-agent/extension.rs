@@ -20,6 +20,7 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+#[cfg(unix)]
 use std::os::unix::net::UnixStream;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -36,6 +37,7 @@ static LOADED: Mutex<Vec<Loaded>> = Mutex::new(Vec::new());
 
 /// One bridge connection, Unix socket or loopback TCP.
 enum Conn {
+    #[cfg(unix)]
     Unix(UnixStream),
     Tcp(TcpStream),
 }
@@ -43,6 +45,7 @@ enum Conn {
 impl Conn {
     fn try_clone(&self) -> io::Result<Conn> {
         Ok(match self {
+            #[cfg(unix)]
             Conn::Unix(s) => Conn::Unix(s.try_clone()?),
             Conn::Tcp(s) => Conn::Tcp(s.try_clone()?),
         })
@@ -50,6 +53,7 @@ impl Conn {
 
     fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
+            #[cfg(unix)]
             Conn::Unix(s) => s.set_read_timeout(t),
             Conn::Tcp(s) => s.set_read_timeout(t),
         }
@@ -59,6 +63,7 @@ impl Conn {
 impl Read for Conn {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
+            #[cfg(unix)]
             Conn::Unix(s) => s.read(buf),
             Conn::Tcp(s) => s.read(buf),
         }
@@ -68,6 +73,7 @@ impl Read for Conn {
 impl Write for Conn {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
+            #[cfg(unix)]
             Conn::Unix(s) => s.write(buf),
             Conn::Tcp(s) => s.write(buf),
         }
@@ -75,6 +81,7 @@ impl Write for Conn {
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
+            #[cfg(unix)]
             Conn::Unix(s) => s.flush(),
             Conn::Tcp(s) => s.flush(),
         }
@@ -98,7 +105,13 @@ impl Loaded {
         let address = config["address"].as_str().unwrap_or_default().to_owned();
         let named = |e: io::Error| io::Error::new(e.kind(), format!("omprpc bridge connection to {address} failed: {e}"));
         let conn = match config["socket"].as_str() {
+            #[cfg(unix)]
             Some(socket) => Conn::Unix(UnixStream::connect(socket).map_err(named)?),
+            // The library offers only TCP there (docs/windows.md), as pi's extension would dial.
+            #[cfg(windows)]
+            Some(socket) => {
+                return Err(named(io::Error::new(io::ErrorKind::Unsupported, format!("a Unix socket ({socket}) is not available on Windows"))))
+            }
             None => {
                 let host = config["host"].as_str().unwrap_or_default();
                 Conn::Tcp(TcpStream::connect((host, config["port"].as_u64().unwrap_or(0) as u16)).map_err(named)?)
