@@ -569,10 +569,23 @@ omprpc_status omprpc_client_next_events_lines(const omprpc_client *client,
 /**
  * A descriptor that polls readable while events are queued or the client is closed (for
  * epoll, libuv, asyncio, Go's poller). Owned by the client: do not read or close it; it is
- * valid until `omprpc_client_free`.
+ * valid until `omprpc_client_free`. Unix only: on Windows it fails with INVALID_ARGUMENT
+ * (use `omprpc_client_event_handle`).
  * Threads: any thread. Statuses: OK, INVALID_ARGUMENT, PANIC.
  */
 omprpc_status omprpc_client_event_fd(const omprpc_client *client, int *out_fd, char **out_error);
+
+/**
+ * Windows' event descriptor: a manual-reset event `HANDLE` (as `void *`) that is set while
+ * events are queued or the client is closed (for `WaitForSingleObject`,
+ * `WaitForMultipleObjects`, `RegisterWaitForSingleObject`). Owned by the client: do not
+ * reset, signal or close it; it is valid until `omprpc_client_free`. Windows only: elsewhere
+ * it fails with INVALID_ARGUMENT (use `omprpc_client_event_fd`).
+ * Threads: any thread. Statuses: OK, INVALID_ARGUMENT, PANIC.
+ */
+omprpc_status omprpc_client_event_handle(const omprpc_client *client,
+                                         void **out_handle,
+                                         char **out_error);
 
 /**
  * Takes the next UI request that needs an answer (select, confirm, input, editor, or an

@@ -348,6 +348,7 @@ fn grandchildren_die_with_the_agent() {
 }
 
 #[test]
+#[cfg(unix)] // signals, /proc and poll(2); Windows: tests/windows_port.rs
 fn ignoring_sigterm_still_ends_in_sigkill() {
     let c = start_with(json!({"command": [FAKE, "--scenario", "ignore-term"], "stop_grace_ms": 100, "kill_grace_ms": 100}));
     let pid = parse(&c.info())["pid"].as_i64().unwrap();
@@ -402,6 +403,13 @@ fn stream_faults_end_in_clear_statuses() {
         ("chunk-violation", "PROTOCOL", "RPC chunk"),
     ];
     for (scenario, code, text) in cases {
+        // Wine starts the hidden console of an agent spawned by a program without a console
+        // window as a process that inherits the agent's pipe ends, so stdout's closing is seen
+        // only when the agent exits (docs/windows.md).
+        #[cfg(windows)]
+        if scenario == "stdout-close" && fake::under_wine() {
+            continue;
+        }
         let mut argv = vec![FAKE, "--scenario", scenario];
         if scenario == "chunk-violation" {
             argv.push("--v2");
@@ -429,6 +437,7 @@ fn frames_over_the_configured_maximum_are_refused() {
 }
 
 #[test]
+#[cfg(unix)] // signals, /proc and poll(2); Windows: tests/windows_port.rs
 fn stopped_agent_is_still_torn_down() {
     let c = start_with(json!({"kill_grace_ms": 200, "stop_grace_ms": 200}));
     let pid = parse(&c.info())["pid"].as_i64().unwrap() as i32;
@@ -449,6 +458,7 @@ fn stderr_flood_stays_bounded_and_the_client_works() {
 }
 
 #[test]
+#[cfg(unix)] // signals, /proc and poll(2); Windows: tests/windows_port.rs
 fn event_fd_is_readable_exactly_while_events_are_queued() {
     let c = start(&[]);
     let fd = c.event_fd();

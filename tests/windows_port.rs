@@ -1,18 +1,74 @@
-//! The Windows port (issue 25, docs/windows.md) is partial: what is not ported yet fails with an
-//! error that says so — never a crash, a hang or a client that pretends to run. Built only for
-//! Windows, run under Wine by `make windows-test`.
+//! What only Windows has (issue 25, docs/windows.md): the event HANDLE in place of the event
+//! descriptor, the Job object in place of signals, and the fake agent itself under Windows.
+//! The shared suites (tests/client.rs) run there too. Built only for Windows, run under Wine
+//! by `make windows-test`.
 #![cfg(windows)]
 
-use omprpc::{Client, Status};
+#[path = "support/fake.rs"]
+mod fake;
+
+use std::os::windows::io::RawHandle;
+use std::time::{Duration, Instant};
+
+use fake::{secs, start_with, FAKE};
+use omprpc::client::deadline_after;
+use serde_json::{json, Value};
+
+#[link(name = "kernel32")]
+extern "system" {
+    fn WaitForSingleObject(handle: RawHandle, milliseconds: u32) -> u32;
+    fn OpenProcess(access: u32, inherit: i32, pid: u32) -> RawHandle;
+    fn CloseHandle(handle: RawHandle) -> i32;
+}
+
+/// Whether `handle` is signalled within `ms` (a host's wait loop).
+fn signalled(handle: RawHandle, ms: u32) -> bool {
+    // SAFETY: a handle the client keeps open while it lives.
+    unsafe { WaitForSingleObject(handle, ms) == 0 }
+}
+
+/// Whether process `pid` still runs (its handle is not signalled).
+fn runs(pid: u32) -> bool {
+    const SYNCHRONIZE: u32 = 0x0010_0000;
+    // SAFETY: a new handle or null; closed below.
+    let h = unsafe { OpenProcess(SYNCHRONIZE, 0, pid) };
+    if h.is_null() {
+        return false;
+    }
+    let running = !signalled(h, 0);
+    // SAFETY: the handle opened above.
+    unsafe { CloseHandle(h) };
+    running
+}
 
 #[test]
-fn starting_an_agent_on_windows_says_the_port_is_not_done() {
-    let err = match Client::start(r#"{"command": ["C:\\agents\\pi.exe", "--mode", "rpc"]}"#) {
-        Ok(_) => panic!("a client started on Windows, which is not ported yet"),
-        Err(e) => e,
-    };
-    assert_eq!(err.status, Status::Io, "{err}");
-    assert!(err.message.contains("on Windows") && err.message.contains("not ported yet"), "{err}");
+fn the_event_handle_is_set_exactly_while_events_are_queued() {
+    let c = start_with(json!({}));
+    let h = c.event_handle();
+    assert!(signalled(h, 5000), "the ready event should set the handle");
+    while c.next_events(1000, deadline_after(Some(Duration::ZERO))).is_ok() {}
+    assert!(!signalled(h, 0));
+    c.request("get_state", None, secs(10)).unwrap();
+    assert!(!signalled(h, 50), "a response is not an event");
+    c.prompt("prompt", "say hello", None, secs(10)).unwrap();
+    assert!(signalled(h, 5000));
+    c.close().unwrap();
+    while c.next_events(1000, deadline_after(Some(Duration::ZERO))).is_ok() {}
+    assert!(signalled(h, 0), "a closed client stays set so waiters see CLOSED");
+}
+
+/// An agent that does not end at EOF of its input (scenario `ignore-term` sleeps forever after
+/// it) is ended by terminating its job once the grace period is over.
+#[test]
+fn an_agent_that_outlives_its_input_is_terminated_with_its_job() {
+    let c = start_with(json!({"command": [FAKE, "--scenario", "ignore-term"], "stop_grace_ms": 200}));
+    let info: Value = serde_json::from_str(&c.info()).unwrap();
+    let pid = info["pid"].as_u64().unwrap() as u32;
+    assert!(runs(pid));
+    let t0 = Instant::now();
+    c.close().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(3), "close took {:?}", t0.elapsed());
+    assert!(!runs(pid), "the agent still runs");
 }
 
 /// The fake agent (every suite's test double) on Windows: commands in on its stdin, answers and

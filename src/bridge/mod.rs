@@ -477,10 +477,34 @@ fn wait_for_connection(listener: &Listener, stop: &Signal) -> bool {
     !(ready[1] || poll_readable(stop, Some(std::time::Duration::ZERO)))
 }
 
-/// Not ported to Windows yet; unreachable there, as no `Signal` can be made.
+/// Waits for a connection (true) or the stop signal (false): the listener's "can accept"
+/// becomes an event (which also makes it non-blocking; `accepted` undoes that for each
+/// connection).
 #[cfg(windows)]
-fn wait_for_connection(_listener: &Listener, stop: &Signal) -> bool {
-    match *stop {}
+fn wait_for_connection(listener: &Listener, stop: &Signal) -> bool {
+    use crate::transport::process::win32::{signal_on_accept, wait_any, Event};
+    use std::os::windows::io::AsRawSocket;
+    let Listener::Tcp(l) = listener;
+    let Ok(acceptable) = Event::new() else { return false };
+    if signal_on_accept(l.as_raw_socket() as usize, &acceptable).is_err() {
+        return false;
+    }
+    matches!(wait_any(&[acceptable.raw(), stop.raw()], None), Ok(Some(0))) && !stop.is_set()
+}
+
+/// A connection accepted on Windows inherits the listener's event selection and non-blocking
+/// mode (`wait_for_connection`); its reader blocks, so both are undone.
+#[cfg(windows)]
+fn accepted(s: TcpStream) -> io::Result<TcpStream> {
+    use std::os::windows::io::AsRawSocket;
+    crate::transport::process::win32::clear_socket_events(s.as_raw_socket() as usize)?;
+    s.set_nonblocking(false)?;
+    Ok(s)
+}
+
+#[cfg(unix)]
+fn accepted(s: TcpStream) -> io::Result<TcpStream> {
+    Ok(s)
 }
 
 fn accept_loop(listener: Listener, stop: Arc<Signal>, conns: Arc<Mutex<Vec<Arc<Conn>>>>, auth: Arc<Auth>, host: Arc<dyn Host>) {
@@ -492,7 +516,7 @@ fn accept_loop(listener: Listener, stop: Arc<Signal>, conns: Arc<Mutex<Vec<Arc<C
         let stream = match &listener {
             #[cfg(unix)]
             Listener::Unix(l) => l.accept().map(|(s, _)| Stream::Unix(s)),
-            Listener::Tcp(l) => l.accept().map(|(s, _)| Stream::Tcp(s)),
+            Listener::Tcp(l) => l.accept().and_then(|(s, _)| accepted(s)).map(Stream::Tcp),
         };
         let Ok(stream) = stream else { continue };
         // Declared after `stream`, so dropped before it while unwinding: a panic from here on

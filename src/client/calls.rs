@@ -627,8 +627,16 @@ impl Client {
 
     /// A file descriptor that is readable while events are queued, for `poll(2)`/epoll loops.
     /// The client owns it.
+    #[cfg(unix)]
     pub fn event_fd(&self) -> i32 {
         self.shared.events.fd()
+    }
+
+    /// Windows' counterpart of `event_fd`: a manual-reset event that is set while events are
+    /// queued, for `WaitForMultipleObjects` loops. The client owns it.
+    #[cfg(windows)]
+    pub fn event_handle(&self) -> std::os::windows::io::RawHandle {
+        self.shared.events.handle()
     }
 
     /// The next `extension_ui_request` the headless UI policy did not answer (JSON), waiting

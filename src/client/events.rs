@@ -85,7 +85,15 @@ impl EventQueue {
         })
     }
 
+    /// Readable while events are queued or the queue is closed.
+    #[cfg(unix)]
     pub fn fd(&self) -> i32 {
+        self.signal.raw()
+    }
+
+    /// Set while events are queued or the queue is closed (a manual-reset event).
+    #[cfg(windows)]
+    pub fn handle(&self) -> std::os::windows::io::RawHandle {
         self.signal.raw()
     }
 
@@ -195,8 +203,7 @@ impl EventQueue {
     }
 }
 
-// The queue's wake-up `Signal` is not ported to Windows yet (docs/windows.md).
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
@@ -271,7 +278,10 @@ mod tests {
     #[test]
     fn fd_follows_the_queue_and_close_drains_first() {
         let q = EventQueue::new(10, usize::MAX).unwrap();
+        #[cfg(unix)]
         let readable = |q: &EventQueue| crate::transport::process::poll_readable(q.fd(), Some(Duration::ZERO));
+        #[cfg(windows)]
+        let readable = |q: &EventQueue| crate::transport::process::win32::wait_one(q.handle(), Some(Duration::ZERO));
         assert!(!readable(&q));
         q.push(event_bytes(b"{}"));
         assert!(readable(&q));

@@ -2,7 +2,7 @@
 //! queues, host tools, URI schemes and policy verdicts, the readouts that work after close
 //! too (stderr, protocol errors, info, counters, logs), and close and free.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -443,14 +443,48 @@ pub unsafe extern "C" fn omprpc_client_next_events_lines(
 
 /// A descriptor that polls readable while events are queued or the client is closed (for
 /// epoll, libuv, asyncio, Go's poller). Owned by the client: do not read or close it; it is
-/// valid until `omprpc_client_free`.
+/// valid until `omprpc_client_free`. Unix only: on Windows it fails with INVALID_ARGUMENT
+/// (use `omprpc_client_event_handle`).
 /// Threads: any thread. Statuses: OK, INVALID_ARGUMENT, PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn omprpc_client_event_fd(client: *const omprpc_client, out_fd: *mut c_int, out_error: *mut *mut c_char) -> Status {
     boundary(client, out_error, || {
         let c = self::client(client)?;
-        *out(out_fd, "out_fd")? = c.event_fd();
-        Ok(())
+        let fd = out(out_fd, "out_fd")?;
+        #[cfg(unix)]
+        {
+            *fd = c.event_fd();
+            Ok(())
+        }
+        #[cfg(windows)]
+        {
+            let _ = (c, fd);
+            Err(Error::invalid("omprpc_client_event_fd: Windows has no event descriptor; use omprpc_client_event_handle"))
+        }
+    })
+}
+
+/// Windows' event descriptor: a manual-reset event `HANDLE` (as `void *`) that is set while
+/// events are queued or the client is closed (for `WaitForSingleObject`,
+/// `WaitForMultipleObjects`, `RegisterWaitForSingleObject`). Owned by the client: do not
+/// reset, signal or close it; it is valid until `omprpc_client_free`. Windows only: elsewhere
+/// it fails with INVALID_ARGUMENT (use `omprpc_client_event_fd`).
+/// Threads: any thread. Statuses: OK, INVALID_ARGUMENT, PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn omprpc_client_event_handle(client: *const omprpc_client, out_handle: *mut *mut c_void, out_error: *mut *mut c_char) -> Status {
+    boundary(client, out_error, || {
+        let c = self::client(client)?;
+        let handle = out(out_handle, "out_handle")?;
+        #[cfg(windows)]
+        {
+            *handle = c.event_handle();
+            Ok(())
+        }
+        #[cfg(unix)]
+        {
+            let _ = (c, handle);
+            Err(Error::invalid("omprpc_client_event_handle: there are no event handles off Windows; use omprpc_client_event_fd"))
+        }
     })
 }
 

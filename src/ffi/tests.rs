@@ -151,7 +151,8 @@ fn client_exports_refuse_a_null_client() {
         type Call<'a> = Box<dyn Fn(*mut *mut c_char) -> Status + 'a>;
         // Raw pointers, so every closure may write them (none should).
         let mut turn: *mut omprpc_turn = null_mut();
-        let (o, f, t): (*mut *mut c_char, *mut c_int, *mut *mut omprpc_turn) = (&mut out, &mut fd, &mut turn);
+        let mut handle: *mut std::ffi::c_void = null_mut();
+        let (o, f, t, h): (*mut *mut c_char, *mut c_int, *mut *mut omprpc_turn, *mut *mut std::ffi::c_void) = (&mut out, &mut fd, &mut turn, &mut handle);
         let calls: Vec<(&str, Call)> = vec![
             ("request", Box::new(|e| omprpc_client_request(null(), s.as_ptr(), null(), -2, o, e))),
             ("send_frame", Box::new(|e| omprpc_client_send_frame(null(), s.as_ptr(), e))),
@@ -165,6 +166,7 @@ fn client_exports_refuse_a_null_client() {
             ("wait_for_idle", Box::new(|e| omprpc_client_wait_for_idle(null(), -2, e))),
             ("next_event", Box::new(|e| omprpc_client_next_event(null(), 0, o, e))),
             ("event_fd", Box::new(|e| omprpc_client_event_fd(null(), f, e))),
+            ("event_handle", Box::new(|e| omprpc_client_event_handle(null(), h, e))),
             ("ui_cancel", Box::new(|e| omprpc_client_ui_cancel(null(), s.as_ptr(), false, e))),
             ("set_ui_policy", Box::new(|e| omprpc_client_set_ui_policy(null(), null(), e))),
             ("host_tool_result", Box::new(|e| omprpc_client_host_tool_result(null(), s.as_ptr(), s.as_ptr(), false, e))),
@@ -184,7 +186,8 @@ fn client_exports_refuse_a_null_client() {
         drop(calls);
         assert!(out.is_null() && turn.is_null(), "no out-parameter written");
         assert_eq!(fd, -7);
-        assert_eq!(n, 19);
+        assert!(handle.is_null(), "no event handle written");
+        assert_eq!(n, 20);
         omprpc_client_free(null_mut());
     }
 }

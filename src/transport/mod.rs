@@ -6,7 +6,9 @@ pub mod record;
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
+#[cfg(unix)]
+use std::io::Read;
 use std::ops::Range;
 #[cfg(unix)]
 use std::os::fd::{AsRawFd, RawFd};
@@ -188,6 +190,15 @@ impl Framer {
         Ok(n)
     }
 
+    /// `data`, read elsewhere (Windows' overlapped reads land in a buffer of their own):
+    /// appended without zeroing first, then handed over as `commit` does.
+    #[cfg(windows)]
+    pub fn commit_bytes(&mut self, data: &[u8], sink: &mut dyn LineSink) -> Framed {
+        self.begin_read();
+        self.buf.extend_from_slice(data);
+        self.commit(data.len(), sink)
+    }
+
     /// The read failed or hit EOF: drop the tail `read_buf` added.
     pub fn unread(&mut self) {
         self.buf.truncate(self.filled);
@@ -329,11 +340,88 @@ pub fn pump(
     finish(end, &mut stderr, &mut errbuf, ring, stderr_open)
 }
 
-/// Not ported to Windows yet (docs/windows.md: a reader thread per pipe instead of poll). It
-/// cannot be reached: no `Signal` can be made there yet, so no client gets this far.
+/// Windows' pump (docs/windows.md): the same loop as Unix's, over overlapped reads of the two
+/// pipes, whose events are waited on together with the stop signal. stdout's reads go through
+/// a buffer of the reader's own and are copied into the framer (the framer's buffer moves as
+/// it grows, and the system may write an overlapped read's buffer until it finishes).
 #[cfg(windows)]
-pub fn pump(_stdout: File, _stderr: File, _sink: &mut dyn LineSink, _ring: &Mutex<StderrRing>, _max_frame: Option<usize>, stop: &Signal) -> PumpEnd {
-    match *stop {}
+pub fn pump(
+    stdout: File,
+    stderr: File,
+    sink: &mut dyn LineSink,
+    ring: &Mutex<StderrRing>,
+    max_frame: Option<usize>,
+    stop: &Signal,
+) -> PumpEnd {
+    use process::win32::{wait_any, PipeReader};
+    let (mut out, mut err) = match (PipeReader::new(stdout, READ_SIZE), PipeReader::new(stderr, 64 * 1024)) {
+        (Ok(out), Ok(err)) => (out, err),
+        (Err(e), _) | (_, Err(e)) => return PumpEnd::Io(e),
+    };
+    let mut framer = Framer::new(max_frame);
+    let mut stderr_open = true;
+    let end = loop {
+        if let Err(e) = out.start() {
+            break PumpEnd::Io(e);
+        }
+        if stderr_open && err.start().is_err() {
+            stderr_open = false;
+        }
+        let waited = if stderr_open {
+            wait_any(&[out.event(), err.event(), stop.raw()], None)
+        } else {
+            wait_any(&[out.event(), stop.raw()], None)
+        };
+        if let Err(e) = waited {
+            break PumpEnd::Io(e);
+        }
+        if stderr_open {
+            stderr_open = read_stderr(&mut err, ring);
+        }
+        if !out.ready() {
+            if stop.is_set() {
+                // The client tore the agent down and everything it wrote has been read.
+                break PumpEnd::Stopped;
+            }
+            continue;
+        }
+        let data = match out.finish() {
+            Ok(data) => data,
+            Err(e) => break PumpEnd::Io(e),
+        };
+        if data.is_empty() {
+            break PumpEnd::Eof { partial: framer.partial() };
+        }
+        match framer.commit_bytes(data, sink) {
+            Framed::More => {}
+            Framed::Stopped => break PumpEnd::Stopped,
+            Framed::TooLong { limit } => break PumpEnd::FrameTooLong { limit },
+        }
+    };
+    if stderr_open {
+        read_stderr(&mut err, ring);
+    }
+    end
+}
+
+/// Feeds `ring` what stderr has now: every read that has finished, putting the next one in
+/// flight each time. Returns false once stderr is closed.
+#[cfg(windows)]
+fn read_stderr(err: &mut process::win32::PipeReader, ring: &Mutex<StderrRing>) -> bool {
+    while err.ready() {
+        match err.finish() {
+            Ok(data) if !data.is_empty() => lock(ring).feed(data),
+            _ => {
+                lock(ring).finish();
+                return false;
+            }
+        }
+        if err.start().is_err() {
+            lock(ring).finish();
+            return false;
+        }
+    }
+    true
 }
 
 #[cfg(unix)]
@@ -345,6 +433,7 @@ fn finish(end: PumpEnd, stderr: &mut File, errbuf: &mut [u8], ring: &Mutex<Stder
 }
 
 /// Reads what stderr has now. Returns false once it is closed.
+#[cfg(unix)]
 pub fn drain_stderr(stderr: &mut File, buf: &mut [u8], ring: &Mutex<StderrRing>) -> bool {
     loop {
         match stderr.read(buf) {
@@ -395,7 +484,14 @@ mod tests {
         unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
     }
 
-    #[cfg(unix)]
+    /// std's pipe: on Windows its read end is opened for overlapped I/O, as a child's is.
+    #[cfg(windows)]
+    fn pipe() -> (File, File) {
+        use std::os::windows::io::OwnedHandle;
+        let (r, w) = std::io::pipe().unwrap();
+        (File::from(OwnedHandle::from(r)), File::from(OwnedHandle::from(w)))
+    }
+
     fn pump_bytes(data: &[u8], max_frame: Option<usize>) -> (Vec<Vec<u8>>, PumpEnd, String) {
         use std::io::Write;
         let (out_r, mut out_w) = pipe();
@@ -421,7 +517,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(unix)]
     fn lf_framing_strips_one_cr_and_keeps_stderr() {
         let (lines, end, err) = pump_bytes(b"{\"a\":1}\r\n\n{\"b\":\"x\r\"}\n{\"c\":\r\r\n{\"half\"", None);
         assert_eq!(lines, vec![b"{\"a\":1}".to_vec(), b"".to_vec(), b"{\"b\":\"x\r\"}".to_vec(), b"{\"c\":\r".to_vec()]);
@@ -524,7 +619,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(unix)]
     fn frames_over_the_maximum_stop_the_pump() {
         let mut data = vec![b'x'; 100];
         data.push(b'\n');

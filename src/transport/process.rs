@@ -1,6 +1,6 @@
 //! The agent process: what to run, how it ended, its pipes; spawning, waiting, teardown and
 //! the wake-up signals are per platform (`unix`: Linux and macOS; `windows`: the port of
-//! issue 25, not done yet — docs/windows.md).
+//! issue 25 — docs/windows.md — over the system calls declared in `win32`).
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -10,6 +10,8 @@ mod unix;
 #[cfg(unix)]
 pub use unix::*;
 
+#[cfg(windows)]
+pub mod win32;
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]

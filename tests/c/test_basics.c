@@ -65,6 +65,9 @@ static void test_null_client_is_invalid_argument(void) {
     NULL_CASE(omprpc_client_next_events(NULL, 4, T, &out, &err));
     NULL_CASE(omprpc_client_event_fd(NULL, &fd, &err));
     CHECK(fd == -1);
+    void *event_handle = NULL;
+    NULL_CASE(omprpc_client_event_handle(NULL, &event_handle, &err));
+    CHECK(event_handle == NULL);
     NULL_CASE(omprpc_client_next_ui_request(NULL, T, &out, &err));
     NULL_CASE(omprpc_client_ui_send_value(NULL, "ui-1", "v", &err));
     NULL_CASE(omprpc_client_ui_send_confirmation(NULL, "ui-1", true, &err));
@@ -113,6 +116,14 @@ static void test_null_out_pointers_on_live_client(void) {
     BAD(omprpc_client_next_event(c, 0, NULL, &err));
     BAD(omprpc_client_next_events(c, 4, 0, NULL, &err));
     BAD(omprpc_client_event_fd(c, NULL, &err));
+    BAD(omprpc_client_event_handle(c, NULL, &err));
+#ifndef _WIN32
+    /* Windows' event HANDLE does not exist here: refused, naming what to use instead. */
+    void *no_handle = NULL;
+    CHECK_STATUS(omprpc_client_event_handle(c, &no_handle, &err), OMPRPC_STATUS_INVALID_ARGUMENT, err);
+    CHECK(no_handle == NULL && err != NULL && strstr(err, "omprpc_client_event_fd") != NULL);
+    h_strfree(&err);
+#endif
     BAD(omprpc_client_collect_events(c, 0, NULL, &err));
     BAD(omprpc_client_next_ui_request(c, 0, NULL, &err));
     BAD(omprpc_client_ui_send_value(c, NULL, "v", &err));

@@ -20,3 +20,21 @@ pub fn start_with(extra: Value) -> Client {
     }
     Client::start(&opts.to_string()).unwrap_or_else(|e| panic!("start failed: {e}"))
 }
+
+/// Whether this Windows program runs under Wine (its ntdll exports `wine_get_version`), for
+/// the few cases Wine cannot show (docs/windows.md says which, and why).
+#[cfg(windows)]
+#[allow(dead_code)] // not every suite that includes this file has such a case
+pub fn under_wine() -> bool {
+    use std::ffi::c_void;
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn GetModuleHandleA(name: *const u8) -> *mut c_void;
+        fn GetProcAddress(module: *mut c_void, name: *const u8) -> *mut c_void;
+    }
+    // SAFETY: NUL-terminated names; ntdll is loaded in every process and never unloaded.
+    unsafe {
+        let ntdll = GetModuleHandleA(b"ntdll.dll\0".as_ptr());
+        !ntdll.is_null() && !GetProcAddress(ntdll, b"wine_get_version\0".as_ptr()).is_null()
+    }
+}

@@ -297,6 +297,9 @@ pub enum Kind<'a> {
     Handle,
     /// `omprpc_client **` …: a handle returned through an out-parameter.
     HandleOut,
+    /// `void **`: a system object (Windows' event HANDLE) returned through an out-parameter;
+    /// passed on to the system as it is, never dereferenced.
+    SystemHandleOut,
     /// `omprpc_str`: a struct by value (a member of another struct).
     Struct(&'a str),
     /// `omprpc_turn_info *`: a struct the callee fills.
@@ -332,6 +335,7 @@ impl Header {
             "char *" => Kind::OwnedStr,
             "char **" => Kind::StrOut,
             "int *" | "size_t *" => Kind::PrimOut(&ty[..ty.len() - 2]),
+            "void **" => Kind::SystemHandleOut,
             t if t.strip_prefix("const ").unwrap_or(t).strip_suffix(" *").is_some_and(is_opaque) => Kind::Handle,
             t if t.strip_suffix(" **").is_some_and(is_opaque) => Kind::HandleOut,
             t if self.struct_named(t).is_some() => Kind::Struct(t),
@@ -478,7 +482,7 @@ pub fn py_type(h: &Header, pos: Pos, ty: &str, owner: &str) -> String {
         (Return | Member, Kind::ConstStr) => "c_void_p".into(),
         (Param, Kind::ConstStr) => "c_char_p".into(),
         (Param, Kind::OwnedStr) => "c_void_p".into(),
-        (Param, Kind::StrOut | Kind::HandleOut) => "_PP".into(),
+        (Param, Kind::StrOut | Kind::HandleOut | Kind::SystemHandleOut) => "_PP".into(),
         (Param, Kind::PrimOut(t)) => format!("POINTER({})", py_prim(t)),
         (Return | Param, Kind::Handle) => "c_void_p".into(),
         (Member, Kind::Struct(s)) => s.into(),
@@ -591,7 +595,7 @@ pub fn node_type(h: &Header, pos: Pos, ty: &str, owner: &str) -> String {
         (Return | Param, Kind::ConstStr) => "const char *".into(),
         (Member, Kind::ConstStr) => "void *".into(),
         (Param, Kind::OwnedStr) | (Return | Param, Kind::Handle) => "void *".into(),
-        (Param, Kind::StrOut | Kind::HandleOut) => "_Out_ void **".into(),
+        (Param, Kind::StrOut | Kind::HandleOut | Kind::SystemHandleOut) => "_Out_ void **".into(),
         (Param, Kind::PrimOut(t)) => format!("_Out_ {t} *"),
         (Member, Kind::Struct(s)) => s.into(),
         (Param, Kind::StructOut(s)) => format!("_Out_ {s} *"),

@@ -88,6 +88,7 @@ const OPTIONAL_DECLS = {
   sanitizeSchema: 'int omprpc_sanitize_schema(const char *schema_json, const char *options_json, _Out_ void **out_result_json, _Out_ void **out_error)',
   skillsFlags: 'int omprpc_skills_flags(const char *options_json, _Out_ void **out_result_json, _Out_ void **out_error)',
   nextEventsLines: 'int omprpc_client_next_events_lines(void *client, size_t max_events, int64_t timeout_ms, _Out_ void **out_events_jsonl, _Out_ void **out_error)',
+  eventHandle: 'int omprpc_client_event_handle(void *client, _Out_ void **out_handle, _Out_ void **out_error)',
   setQueueResponses: 'int omprpc_client_set_queue_responses(void *client, bool on, _Out_ void **out_error)',
   addHostTools: 'int omprpc_client_add_host_tools(void *client, const char *tools_json, int64_t timeout_ms, _Out_ void **out_data_json, _Out_ void **out_error)',
   removeHostTools: 'int omprpc_client_remove_host_tools(void *client, const char *names_json, int64_t timeout_ms, _Out_ void **out_data_json, _Out_ void **out_error)',

@@ -153,6 +153,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "omprpc_client_next_events": (c_int, [c_void_p, c_size_t, c_int64, _PP, _PP]),
     "omprpc_client_next_events_lines": (c_int, [c_void_p, c_size_t, c_int64, _PP, _PP]),
     "omprpc_client_event_fd": (c_int, [c_void_p, POINTER(c_int), _PP]),
+    "omprpc_client_event_handle": (c_int, [c_void_p, _PP, _PP]),
     "omprpc_client_next_ui_request": (c_int, [c_void_p, c_int64, _PP, _PP]),
     "omprpc_client_ui_send_value": (c_int, [c_void_p, c_char_p, c_char_p, _PP]),
     "omprpc_client_ui_send_confirmation": (c_int, [c_void_p, c_char_p, c_bool, _PP]),

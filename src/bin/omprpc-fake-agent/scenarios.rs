@@ -279,6 +279,7 @@ fn ignore_sigterm() {
 }
 
 #[allow(unsafe_code)]
+#[cfg(unix)]
 fn close_stdin() {
     // SAFETY: fd 0 is not read again by this process after this point.
     unsafe {
@@ -287,12 +288,50 @@ fn close_stdin() {
 }
 
 #[allow(unsafe_code)]
+#[cfg(unix)]
 fn close_stdout() {
     // SAFETY: fd 1 is not used again by this process after this point (the
     // caller flushed the only stdout writer and only reads stdin afterwards),
     // so closing it cannot invalidate a descriptor still in use.
     unsafe {
         libc::close(1);
+    }
+}
+
+/// Windows: the CRT's close(0)/close(1) leave the process's standard handle,
+/// which is what std reads and writes (and what keeps the pipe open), so the
+/// handle itself is closed.
+#[cfg(windows)]
+fn close_stdin() {
+    close_std_handle(STD_INPUT_HANDLE);
+}
+
+#[cfg(windows)]
+fn close_stdout() {
+    close_std_handle(STD_OUTPUT_HANDLE);
+}
+
+#[cfg(windows)]
+const STD_INPUT_HANDLE: u32 = -10i32 as u32;
+#[cfg(windows)]
+const STD_OUTPUT_HANDLE: u32 = -11i32 as u32;
+
+#[allow(unsafe_code)]
+#[cfg(windows)]
+fn close_std_handle(which: u32) {
+    use std::ffi::c_void;
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn GetStdHandle(which: u32) -> *mut c_void;
+        fn SetStdHandle(which: u32, handle: *mut c_void) -> i32;
+        fn CloseHandle(handle: *mut c_void) -> i32;
+    }
+    // SAFETY: the handle is not used again by this process after this point
+    // (as on Unix), and is unset first so that nothing else can reach it.
+    unsafe {
+        let h = GetStdHandle(which);
+        SetStdHandle(which, std::ptr::null_mut());
+        CloseHandle(h);
     }
 }
 

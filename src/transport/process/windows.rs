@@ -1,79 +1,215 @@
-//! The agent process on Windows: not ported yet (issue 25; docs/windows.md has the design and
-//! what is missing). Every way in fails with an `Unsupported` error that says so; `Process`
-//! and `Signal` are empty enums, so no value of them can exist and their methods cannot be
-//! reached — nothing here can pretend to have spawned, waited for or signalled anything.
+//! The agent process on Windows (issue 25; docs/windows.md): the agent and everything it starts
+//! run in a Job object that kills them all when it closes; our pipe ends are read and written
+//! with overlapped I/O, waited on together with the client's signals, as poll(2) does on Unix.
 //!
-//! The design these replace: `std::process` with the agent in a Job object (the Unix process
-//! group: kill-on-close ends the tree, also when this process dies, which is the Unix
-//! watchdog's job), a reader thread per pipe instead of poll(2), and a manual-reset event (or
-//! a loopback socket pair where a host polls sockets) for `Signal`.
+//! What differs from Unix, on purpose:
+//! - **The tree.** A process group has no counterpart; the Job object (kill on close) is both
+//!   the group and the orphan watchdog: when this process dies, the system closes the job's
+//!   handle and ends every process in it. The agent is created suspended and joins the job
+//!   before its first instruction, so nothing it starts can escape.
+//! - **Stopping.** There is no SIGTERM for a program that has no console of ours (the agent
+//!   runs without a console window, so that a desktop host does not flash one), and Node does
+//!   not turn a Ctrl+Break into one either. Stopping is stdin EOF, the grace period (pi and omp
+//!   end at end of input), then the job is terminated; `kill_grace` has nothing to wait for.
+//!   A terminated agent reports `TERMINATED_EXIT_CODE`.
+//! - **No reaping.** The process handle keeps the process object (and its id) alive.
 
 use std::fs::File;
 use std::io;
+use std::os::windows::io::{AsRawHandle, OwnedHandle, RawHandle};
+use std::os::windows::process::CommandExt;
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::win32::{self, Event, Job, PipeReader};
 use super::{Exit, Output, Pipes, SpawnSpec};
-use crate::env::not_ported;
+use crate::wait::lock;
 
-/// A spawned agent. None can exist until spawning is ported.
-pub enum Process {}
+/// The exit code of an agent the job was terminated under: STATUS_CONTROL_C_EXIT, what Windows
+/// reports for a console program ended by Ctrl+C or Ctrl+Break — the nearest thing to "killed
+/// by a signal", and not a code an agent exits with by itself.
+pub const TERMINATED_EXIT_CODE: u32 = 0xC000_013A;
+
+const CREATE_SUSPENDED: u32 = 0x4;
+const CREATE_NEW_PROCESS_GROUP: u32 = 0x200;
+const CREATE_NO_WINDOW: u32 = 0x0800_0000;
+
+/// Bytes asked of one read of the agent's output by `run_to_end`.
+const SHORT_READ: usize = 8 * 1024;
+
+pub struct Process {
+    pid: u32,
+    handle: OwnedHandle,
+    /// Closing it (dropping the Process, or this process dying) ends every process in it.
+    job: Job,
+    exit: Mutex<Option<Exit>>,
+}
+
+/// The file `spec` would run. A path is taken as it is; a bare name is not looked up yet
+/// (PATHEXT and npm's `.cmd` shims: docs/windows.md, step 2).
+pub fn program_path(spec: &SpawnSpec) -> io::Result<PathBuf> {
+    let program = spec.argv.first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "argv is empty"))?;
+    if program.contains(['\\', '/']) {
+        return Ok(PathBuf::from(program));
+    }
+    Err(crate::env::not_ported(&format!("finding '{program}' on PATH (give the agent's full path)")))
+}
+
+pub fn spawn(spec: &SpawnSpec) -> io::Result<(Process, Pipes)> {
+    let exe = program_path(spec)?;
+    let mut cmd = Command::new(&exe);
+    cmd.args(&spec.argv[1..]);
+    if !spec.inherit_env {
+        cmd.env_clear();
+    }
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    if let Some(cwd) = &spec.cwd {
+        cmd.current_dir(cwd);
+    }
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.creation_flags(CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP | console_flags());
+    // Made first: an agent that cannot be put in a job is never started.
+    let job = Job::new().map_err(|e| io::Error::new(e.kind(), format!("creating the agent's job object: {e}")))?;
+    let mut child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("failed to spawn {}: {e}", exe.display())))?;
+    let pid = child.id();
+    let joined = job.assign(child.as_raw_handle()).and_then(|()| win32::resume_threads(pid));
+    if let Err(e) = joined {
+        // Suspended, or in the job: either way nothing of it has run that could outlive this.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(io::Error::new(e.kind(), format!("starting {} in its job object: {e}", exe.display())));
+    }
+    let pipe = |p: Option<OwnedHandle>| File::from(p.expect("piped"));
+    let stdin = pipe(child.stdin.take().map(OwnedHandle::from));
+    let stdout = pipe(child.stdout.take().map(OwnedHandle::from));
+    let stderr = pipe(child.stderr.take().map(OwnedHandle::from));
+    let process = Process { pid, handle: OwnedHandle::from(child), job, exit: Mutex::new(None) };
+    Ok((process, Pipes { stdin, stdout, stderr }))
+}
+
+/// A console program's agent shares its console (nothing new appears). A desktop program has
+/// no console to share, and a console program started from it would get a new console window
+/// (and so would each console program the agent runs): CREATE_NO_WINDOW gives it a console
+/// without one. (Only then, and not always: under Wine the hidden console's host process
+/// inherits the agent's pipe ends, so stdout's end is not seen until the agent exits.)
+fn console_flags() -> u32 {
+    if win32::has_console_window() {
+        0
+    } else {
+        CREATE_NO_WINDOW
+    }
+}
+
+/// Runs `spec` to its end with stdin at EOF, keeping up to `max` bytes of each output stream,
+/// for at most `timeout`; past it the job is terminated and TimedOut returned. Used for
+/// `--version`, which must never hang a start.
+pub fn run_to_end(spec: &SpawnSpec, timeout: Duration, max: usize) -> io::Result<Output> {
+    let deadline = Instant::now() + timeout;
+    let (process, pipes) = spawn(spec)?;
+    drop(pipes.stdin);
+    let mut streams = [(PipeReader::new(pipes.stdout, SHORT_READ)?, Vec::new(), true), (PipeReader::new(pipes.stderr, SHORT_READ)?, Vec::new(), true)];
+    while streams.iter().any(|s| s.2) {
+        for (reader, _, open) in streams.iter_mut().filter(|s| s.2) {
+            if reader.start().is_err() {
+                *open = false;
+            }
+        }
+        let events: Vec<RawHandle> = streams.iter().filter(|s| s.2).map(|s| s.0.event()).collect();
+        if events.is_empty() {
+            break;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match win32::wait_any(&events, Some(left)) {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                process.terminate(Duration::ZERO, Duration::ZERO);
+                return Err(io::Error::new(io::ErrorKind::TimedOut, format!("no end within {} ms", timeout.as_millis())));
+            }
+            Err(e) => {
+                process.terminate(Duration::ZERO, Duration::ZERO);
+                return Err(e);
+            }
+        }
+        for (reader, kept, open) in streams.iter_mut().filter(|s| s.2 && s.0.ready()) {
+            match reader.finish() {
+                Ok([]) | Err(_) => *open = false,
+                Ok(data) => kept.extend_from_slice(&data[..data.len().min(max.saturating_sub(kept.len()))]),
+            }
+        }
+    }
+    let exit = process.terminate(deadline.saturating_duration_since(Instant::now()), Duration::ZERO);
+    let [(_, stdout, _), (_, stderr, _)] = streams;
+    Ok(Output { exit, stdout, stderr })
+}
 
 impl Process {
     pub fn pid(&self) -> i32 {
-        match *self {}
+        self.pid as i32
     }
 
+    /// The exit, if the agent has exited.
     pub fn try_exit(&self) -> Option<Exit> {
-        match *self {}
+        let mut exit = lock(&self.exit);
+        if exit.is_none() {
+            *exit = win32::exit_code(self.handle.as_raw_handle()).map(|c| Exit::Code(c as i32));
+        }
+        *exit
     }
 
-    pub fn wait_exit(&self, _timeout: Option<Duration>) -> Option<Exit> {
-        match *self {}
+    /// Waits for the agent to exit, up to `timeout` (None: forever).
+    pub fn wait_exit(&self, timeout: Option<Duration>) -> Option<Exit> {
+        win32::wait_one(self.handle.as_raw_handle(), timeout);
+        self.try_exit()
     }
 
-    pub fn terminate(&self, _grace: Duration, _kill_grace: Duration) -> Exit {
-        match *self {}
+    /// Stops the agent whose stdin the caller has already closed: waits `grace` for it to exit
+    /// on its own, then terminates the job. Whatever is left in the job after the agent exits
+    /// (a tool's child, a dev server) is ended too. `_kill_grace`: see the module's comment.
+    pub fn terminate(&self, grace: Duration, _kill_grace: Duration) -> Exit {
+        let mut exit = self.wait_exit(Some(grace));
+        if exit.is_none() {
+            self.job.terminate(TERMINATED_EXIT_CODE);
+            exit = self.wait_exit(None);
+        }
+        self.job.terminate(TERMINATED_EXIT_CODE);
+        exit.expect("waited without deadline")
     }
 }
 
-/// The file `spec` would run. Windows resolves names its own way (PATHEXT, the application's
-/// directory first), which is part of the port.
-pub fn program_path(_spec: &SpawnSpec) -> io::Result<PathBuf> {
-    Err(not_ported("finding the agent's executable"))
+/// Writes all of `data` to the agent's stdin, waiting for room up to `deadline`, and giving up
+/// early when `wake` is set (the client is closing).
+pub fn write_all(stdin: &File, data: &[u8], deadline: Option<Instant>, wake: &Signal) -> io::Result<()> {
+    win32::write_overlapped(stdin, data, deadline, wake.raw())
 }
 
-pub fn spawn(_spec: &SpawnSpec) -> io::Result<(Process, Pipes)> {
-    Err(not_ported("starting the agent process"))
-}
-
-pub fn run_to_end(_spec: &SpawnSpec, _timeout: Duration, _max: usize) -> io::Result<Output> {
-    Err(not_ported("running the agent to its end (its --version)"))
-}
-
-/// Writes to the agent's stdin; unreachable until `Signal` exists.
-pub fn write_all(_stdin: &File, _data: &[u8], _deadline: Option<Instant>, wake: &Signal) -> io::Result<()> {
-    match *wake {}
-}
-
-/// The level-triggered wake-up of the Unix side (eventfd / self-pipe). None can exist until it
-/// is ported, and with it the client's event queue, its stop signals and the tool bridge.
-pub enum Signal {}
+/// A level-triggered "something is ready": a manual-reset event, waited on together with pipe
+/// reads and sockets (and the handle behind `omprpc_client_event_handle`).
+pub struct Signal(Event);
 
 impl Signal {
     pub fn new() -> io::Result<Self> {
-        Err(not_ported("the client's wake-up signal (the C API's event descriptor)"))
+        Event::new().map(Signal)
     }
 
-    pub fn raw(&self) -> i32 {
-        match *self {}
+    pub fn raw(&self) -> RawHandle {
+        self.0.raw()
     }
 
+    /// Sets the event (idempotent).
     pub fn set(&self) {
-        match *self {}
+        self.0.set()
     }
 
+    /// Resets the event.
     pub fn clear(&self) {
-        match *self {}
+        self.0.reset()
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.is_set()
     }
 }
