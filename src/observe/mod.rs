@@ -360,7 +360,9 @@ impl Counters {
         let first = first_event.map_or(0, |t| t.saturating_duration_since(self.born).as_micros() as u64 + 1);
         m.insert("time_to_first_event_ms".into(), Self::ms(first));
         m.insert("last_prompt_first_event_ms".into(), Self::ms(self.prompt_first_event_us.load(Relaxed)));
-        m.insert("uptime_ms".into(), json!(self.born.elapsed().as_millis() as u64));
+        // Whole milliseconds (an integer in every binding's type), rounded up: never less than
+        // the fractional times above, which happened before now.
+        m.insert("uptime_ms".into(), json!((self.born.elapsed().as_micros() as u64).div_ceil(1000)));
         m
     }
 }
@@ -368,6 +370,18 @@ impl Counters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uptime_is_never_less_than_the_time_to_the_first_event() {
+        use std::time::Duration;
+        // Started 1.5 ms ago, its first event queued at 1.4 ms: that time keeps the fraction,
+        // the uptime is whole milliseconds (rounded down it would read 1).
+        let mut c = Counters::new();
+        c.born = Instant::now() - Duration::from_micros(1500);
+        let m = c.to_map(Some(c.born + Duration::from_micros(1400)));
+        let (uptime, to_first) = (m["uptime_ms"].as_u64().unwrap(), m["time_to_first_event_ms"].as_f64().unwrap());
+        assert!(uptime as f64 >= to_first, "uptime {uptime} < time to the first event {to_first}");
+    }
 
     #[test]
     fn levels_parse_and_order() {
