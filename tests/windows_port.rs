@@ -97,3 +97,31 @@ fn the_fake_agent_answers_json_lines_on_windows() {
     assert_eq!(frames.last().unwrap()["type"], "agent_end", "the turn ran to its end: {frames:?}");
     assert!(!out.stdout.contains(&b'\r'), "LF framing, no CR LF on Windows");
 }
+
+/// An agent ended from outside mid-turn (as a crash or Task Manager would): the turn fails with
+/// PROCESS_EXITED, and the exit code reads as Windows writes such codes.
+#[test]
+fn an_agent_terminated_mid_turn_fails_the_turn_with_its_exit_code() {
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn TerminateProcess(process: RawHandle, code: u32) -> i32;
+    }
+    const PROCESS_TERMINATE: u32 = 0x0001;
+    let c = start_with(json!({}));
+    let info: Value = serde_json::from_str(&c.info()).unwrap();
+    let pid = info["pid"].as_u64().unwrap() as u32;
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: a new handle or null, closed below.
+        let h = unsafe { OpenProcess(PROCESS_TERMINATE, 0, pid) };
+        assert!(!h.is_null(), "opening the agent");
+        // SAFETY: the handle opened above, with the right to terminate.
+        assert!(unsafe { TerminateProcess(h, 0xC000_0005) } != 0);
+        // SAFETY: as above.
+        unsafe { CloseHandle(h) };
+    });
+    let e = c.prompt_and_wait("hang", None, secs(10)).unwrap_err();
+    killer.join().unwrap();
+    assert_eq!(e.status, omprpc::Status::ProcessExited, "{e}");
+    assert!(e.message.contains("exited with code 0xC0000005"), "{e}");
+}

@@ -36,6 +36,9 @@ pub enum Exit {
 impl std::fmt::Display for Exit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            // Windows' exit codes are 32-bit, and the large ones are NTSTATUS values (a crash,
+            // a terminated job), read as hex: 0xC0000005, not -1073741819.
+            Exit::Code(c) if *c < 0 => write!(f, "exited with code 0x{:08X}", *c as u32),
             Exit::Code(c) => write!(f, "exited with code {c}"),
             Exit::Signal(s) => write!(f, "was killed by signal {s}"),
         }
@@ -54,4 +57,16 @@ pub struct Output {
     pub exit: Exit,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Exit;
+
+    #[test]
+    fn exits_read_as_their_platform_writes_them() {
+        assert_eq!(Exit::Code(3).to_string(), "exited with code 3");
+        assert_eq!(Exit::Signal(9).to_string(), "was killed by signal 9");
+        assert_eq!(Exit::Code(0xC000_013Au32 as i32).to_string(), "exited with code 0xC000013A");
+    }
 }
