@@ -13,6 +13,8 @@ pub use unix::*;
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
+pub mod windows_path;
+#[cfg(windows)]
 pub use windows::*;
 
 /// What to run and how.
