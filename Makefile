@@ -320,7 +320,7 @@ windows-check:
 # The shim goes beside the binaries too: tests/windows_port.rs runs the fake agent.
 windows-test: $(WINE_SHIM)
 	@mkdir -p $(WINDOWS_DIR) && cp $(WINE_SHIM) $(WINDOWS_DIR)/
-	$(WINDOWS_CARGO) test $(LOCKED) --target $(WINDOWS_TARGET) --lib --test windows_port --test client -- $(WINDOWS_TESTS)
+	$(WINDOWS_CARGO) test $(LOCKED) --target $(WINDOWS_TARGET) --lib --test windows_port --test client --test nested_calls --test activity --test recovery --test protocol11 --test observe --test start_cleanup --test versions --test record -- $(WINDOWS_TESTS)
 
 # --- demo -----------------------------------------------------------------------------
 # OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`

@@ -125,3 +125,34 @@ fn an_agent_terminated_mid_turn_fails_the_turn_with_its_exit_code() {
     assert_eq!(e.status, omprpc::Status::ProcessExited, "{e}");
     assert!(e.message.contains("exited with code 0xC0000005"), "{e}");
 }
+
+/// The default environment (the allow-list) on Windows: names match ignoring case, and what
+/// node and pi need on Windows is there — read from the real environment Windows (here Wine)
+/// gives this process, whatever the case of its names.
+#[test]
+fn the_default_environment_on_windows_has_what_node_needs() {
+    let env = omprpc::env::build(None, &[]);
+    let has = |name: &str| env.keys().any(|k| k.eq_ignore_ascii_case(name));
+    for name in ["PATH", "SystemRoot", "windir", "ComSpec", "PATHEXT", "USERPROFILE", "APPDATA", "TEMP"] {
+        assert!(std::env::var_os(name).is_none() || has(name), "{name} is set here but not passed: {env:?}");
+    }
+    assert!(has("PATH") && has("SystemRoot"), "Windows always sets these: {env:?}");
+    std::env::set_var("OMPRPC_WINDOWS_PORT_SECRET", "x");
+    assert!(!omprpc::env::build(None, &[]).contains_key("OMPRPC_WINDOWS_PORT_SECRET"));
+    let opted = omprpc::env::build(None, &["omprpc_windows_port_secret".into()]);
+    assert_eq!(opted.get("OMPRPC_WINDOWS_PORT_SECRET").map(String::as_str), Some("x"), "an opt-in name ignores case too");
+}
+
+/// A provider configuration (a private directory and file of the library's own) is written on
+/// Windows, where it was refused before the private files were ported.
+#[test]
+fn a_provider_configuration_is_written_on_windows() {
+    let r = omprpc::provider::write(&serde_json::json!({"providers": {"fake": {"baseUrl": "http://127.0.0.1:1/v1",
+        "api": "openai-completions", "apiKeyEnv": "FAKE_KEY", "models": [{"id": "m"}]}}}))
+    .expect("writing the provider configuration");
+    let (dir, file) = (r["dir"].as_str().unwrap(), r["file"].as_str().unwrap());
+    assert!(std::path::Path::new(file).starts_with(dir) && file.ends_with("models.json"), "{r}");
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    assert_eq!(written["providers"]["fake"]["apiKey"], "FAKE_KEY");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -347,7 +347,7 @@ impl Bridge {
         let (file, text) = extension::render(plan.flavor, &config);
         let extension = dir.join(file);
         let write = || -> io::Result<()> {
-            let mut f = crate::env::private_file(fs::OpenOptions::new().write(true).create_new(true))?.open(&extension)?;
+            let mut f = crate::env::private_file(&extension, crate::env::Existing::Refuse)?;
             f.write_all(text.as_bytes())
         };
         write().map_err(io_err("writing the extension"))?;

@@ -37,11 +37,12 @@ const KNOWN: &[&str] = &[
 ];
 
 /// The bridge's transport: a Unix socket, or TCP — loopback by default; `bridge_listen` (what
-/// to bind) and `bridge_advertise` (what the extension dials) each imply TCP.
+/// to bind) and `bridge_advertise` (what the extension dials) each imply TCP. Unset, it is the
+/// Unix socket on Unix and loopback TCP (with the token) on Windows (docs/windows.md).
 fn bridge_transport(o: &Opts) -> Result<Transport> {
     let (listen, advertise) = (o.str("bridge_listen")?, o.str("bridge_advertise")?);
     match o.str("bridge_transport")? {
-        None if listen.is_none() && advertise.is_none() => Ok(Transport::Unix),
+        None if listen.is_none() && advertise.is_none() && cfg!(unix) => Ok(Transport::Unix),
         None | Some("tcp") => Ok(Transport::Tcp(TcpAddresses::parse(listen, advertise)?)),
         Some("unix") if listen.is_none() && advertise.is_none() => Ok(Transport::Unix),
         Some("unix") => Err(Error::invalid(

@@ -94,7 +94,7 @@ impl Client {
                 use std::io::Write;
                 n += 1;
                 let path = dir.join(format!("{}-{n}.md", flag.trim_start_matches('-')));
-                crate::env::private_file(std::fs::OpenOptions::new().write(true).create_new(true))?.open(&path)?.write_all(text.as_bytes())?;
+                crate::env::private_file(&path, crate::env::Existing::Refuse)?.write_all(text.as_bytes())?;
                 Ok(path.to_string_lossy().into_owned())
             });
             if let Err(e) = written {

@@ -81,8 +81,7 @@ pub fn write(opts: &Value) -> Result<Value> {
     };
     let path = dir.join(file);
     let text = serde_json::to_string_pretty(&json!({"providers": out})).expect("serialising a map");
-    let mut f = crate::env::private_file(std::fs::OpenOptions::new().write(true).create(true).truncate(true))
-        .and_then(|o| o.open(&path))
+    let mut f = crate::env::private_file(&path, crate::env::Existing::Truncate)
         .map_err(|e| Error::new(Status::Io, format!("writing {}: {e}", path.display())))?;
     f.write_all(text.as_bytes()).map_err(|e| Error::new(Status::Io, format!("writing {}: {e}", path.display())))?;
     Ok(json!({
@@ -91,11 +90,9 @@ pub fn write(opts: &Value) -> Result<Value> {
     }))
 }
 
-// Private directories and files are not ported to Windows yet (docs/windows.md).
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn writes_a_private_config_with_env_named_keys() {
@@ -104,10 +101,15 @@ mod tests {
         assert_eq!(r["model"], "fake/fake-model");
         assert_eq!(r["envPassthrough"], json!(["FAKE_KEY"]));
         let dir = r["dir"].as_str().unwrap();
-        assert_eq!(std::fs::metadata(dir).unwrap().permissions().mode() & 0o777, 0o700);
         let file = r["file"].as_str().unwrap();
         assert!(file.ends_with("models.json"));
-        assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o600);
+        // (What private means on Windows is src/env/windows.rs's to test.)
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(dir).unwrap().permissions().mode() & 0o777, 0o700);
+            assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o600);
+        }
         let written: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
         assert_eq!(written["providers"]["fake"]["apiKey"], "FAKE_KEY");
         // Every model gets a cost object (pi before 0.51 needs one); a given one is kept.

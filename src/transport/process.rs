@@ -15,6 +15,8 @@ pub mod win32;
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
+pub mod windows_path;
+#[cfg(windows)]
 pub use windows::*;
 
 /// What to run and how.

@@ -51,17 +51,8 @@ pub struct Recorder {
 impl Recorder {
     /// Creates (or truncates) the file, mode 0600, and writes the header line.
     pub fn create(path: &Path, flavor: &str, agent_version: Option<&str>, argv: &[String]) -> io::Result<Recorder> {
-        let file = crate::env::private_file(std::fs::OpenOptions::new().write(true).create(true).truncate(true))?.open(path)?;
-        // An existing file keeps its mode through open(): narrow it, the content is private.
-        // (Not a device or a FIFO: those are someone else's to set.)
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let meta = file.metadata()?;
-            if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
-                file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-            }
-        }
+        // An existing file is narrowed to private too (not a device or a FIFO).
+        let file = crate::env::private_file(path, crate::env::Existing::Truncate)?;
         let mut w = BufWriter::with_capacity(64 * 1024, file);
         // Written by hand for a fixed key order (json! sorts keys): the format marker first.
         writeln!(
@@ -147,7 +138,6 @@ mod tests {
 
     #[test]
     #[cfg_attr(miri, ignore)] // files and chmod: outside miri's isolation
-    #[cfg(unix)] // private files: not ported to Windows yet (docs/windows.md)
     fn lines_embed_valid_frames_and_quote_invalid_ones() {
         let dir = std::env::temp_dir().join(format!("omprpc-record-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -169,8 +159,12 @@ mod tests {
         assert_eq!(lines[1]["frame"], json!({"id": "req_1", "type": "get_state"}));
         assert!(lines[1]["t_ms"].as_f64().unwrap() >= 0.0);
         assert_eq!(lines[2], json!({"t_ms": lines[2]["t_ms"], "dir": "in", "invalid": true, "frame": "not \"json\"\u{fffd}"}));
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        drop(r); // Windows removes no directory holding an open file
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::win32::{self, Event, Job, PipeReader};
-use super::{Exit, Output, Pipes, SpawnSpec};
+use super::{windows_path, Exit, Output, Pipes, SpawnSpec};
 use crate::wait::lock;
 
 /// The exit code of an agent the job was terminated under: STATUS_CONTROL_C_EXIT, what Windows
@@ -47,20 +47,17 @@ pub struct Process {
     exit: Mutex<Option<Exit>>,
 }
 
-/// The file `spec` would run. A path is taken as it is; a bare name is not looked up yet
-/// (PATHEXT and npm's `.cmd` shims: docs/windows.md, step 2).
+/// The file `spec` would run (for an npm shim the shim itself, so the version probe's cache
+/// sees a reinstall): argv[0] found as Windows finds commands (`windows_path`).
 pub fn program_path(spec: &SpawnSpec) -> io::Result<PathBuf> {
-    let program = spec.argv.first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "argv is empty"))?;
-    if program.contains(['\\', '/']) {
-        return Ok(PathBuf::from(program));
-    }
-    Err(crate::env::not_ported(&format!("finding '{program}' on PATH (give the agent's full path)")))
+    windows_path::resolve(spec).map(|r| r.found)
 }
 
 pub fn spawn(spec: &SpawnSpec) -> io::Result<(Process, Pipes)> {
-    let exe = program_path(spec)?;
+    let resolved = windows_path::resolve(spec)?;
+    let exe = resolved.exe;
     let mut cmd = Command::new(&exe);
-    cmd.args(&spec.argv[1..]);
+    cmd.args(&resolved.prefix_args).args(&spec.argv[1..]);
     if !spec.inherit_env {
         cmd.env_clear();
     }
