@@ -301,8 +301,11 @@ check-macos:
 #                       filters them by name
 WINDOWS_TARGET := x86_64-pc-windows-gnu
 WINDOWS_DIR    := $(TARGET_DIR)/$(WINDOWS_TARGET)/debug
+WINDOWS_RELEASE_DIR := $(TARGET_DIR)/$(WINDOWS_TARGET)/release
 WINDOWS_CFG    := --cfg omprpc_windows_port
-MINGW_CC       ?= x86_64-w64-mingw32-gcc
+# mingw-w64's tools (gcc, strip, objdump, nm) by their prefix.
+MINGW_PREFIX   ?= x86_64-w64-mingw32-
+MINGW_CC       ?= $(MINGW_PREFIX)gcc
 WINE_SHIM      := $(TARGET_DIR)/windows/bcryptprimitives.dll
 WINE_PREFIX    ?= $(TARGET_DIR)/wine-prefix
 # Only the target's own RUSTFLAGS: the build script and proc macros are built for Linux as usual.
@@ -311,7 +314,7 @@ WINDOWS_CARGO  := CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUSTFLAGS="$(WINDOWS_CFG) -
                   WINEPREFIX=$(WINE_PREFIX) OMPRPC_WINE_SHIM=$(WINE_SHIM) $(CARGO)
 WINDOWS_TESTS  ?=
 
-.PHONY: windows-shim windows-check windows-test windows-bindings-test
+.PHONY: windows-shim windows-check windows-test windows-bindings-test windows-release
 windows-shim: $(WINE_SHIM)
 $(WINE_SHIM): tests/windows/bcryptprimitives.c
 	@mkdir -p $(@D)
@@ -319,6 +322,10 @@ $(WINE_SHIM): tests/windows/bcryptprimitives.c
 
 windows-check:
 	$(WINDOWS_CARGO) build $(LOCKED) --target $(WINDOWS_TARGET) --lib --bins
+
+# The optimised omprpc.dll that make dist packs (~35 s from clean: LTO).
+windows-release:
+	$(WINDOWS_CARGO) build $(LOCKED) --release --target $(WINDOWS_TARGET) --lib
 
 # The shim goes beside the binaries too: tests/windows_port.rs runs the fake agent.
 windows-test: $(WINE_SHIM)
@@ -447,6 +454,8 @@ PC_PREFIX     ?= $(PREFIX)
 PC_LIBDIR     ?= $(LIBDIR)
 PC_INCLUDEDIR ?= $(INCLUDEDIR)
 PC_LIBS_RPATH ?=
+# The .pc's Description (make dist's Windows zip writes its own .pc with it too).
+PC_DESCRIPTION := Native client library for the omp and pi coding agents' RPC mode
 install: release
 	@test -n "$(VERSION)" -a -n "$(ABI)" || { echo "install: cannot read the version or the ABI version" >&2; exit 1; }
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIG_DIR)
@@ -457,7 +466,7 @@ install: release
 	install -m 0644 $(HEADER) $(DESTDIR)$(INCLUDEDIR)/omprpc.h
 	@printf '%s\n' 'prefix=$(PC_PREFIX)' 'libdir=$(PC_LIBDIR)' 'includedir=$(PC_INCLUDEDIR)' '' \
 	  'Name: omprpc' \
-	  'Description: Native client library for the omp and pi coding agents'"'"' RPC mode' \
+	  'Description: $(subst ','"'"',$(PC_DESCRIPTION))' \
 	  'Version: $(VERSION)' \
 	  'Libs: -L$${libdir} -lomprpc$(if $(PC_LIBS_RPATH), $(PC_LIBS_RPATH))' \
 	  'Libs.private: $(RUST_NATIVE_LIBS)' \
@@ -495,13 +504,15 @@ $(DIST_TOOLS)/.installed: tests/dist/tools.txt
 	$(DIST_TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check -r tests/dist/tools.txt
 	touch $@
 
-dist: release $(DIST_TOOLS)/.installed
+dist: release windows-release $(DIST_TOOLS)/.installed
 	@test -n "$(VERSION)" -a -n "$(ABI)" || { echo "dist: cannot read the version or the ABI version" >&2; exit 1; }
 	MAKE="$(MAKE)" NPM="$(NPM)" VERSION=$(VERSION) ABI=$(ABI) RELEASE_DIR=$(RELEASE_DIR) \
-	  DIST_DIR=$(DIST_DIR) DIST_TOOLS=$(DIST_TOOLS) bash tests/dist/build.sh
+	  WINDOWS_RELEASE_DIR=$(WINDOWS_RELEASE_DIR) MINGW_STRIP=$(MINGW_PREFIX)strip \
+	  PC_DESCRIPTION="$(PC_DESCRIPTION)" DIST_DIR=$(DIST_DIR) DIST_TOOLS=$(DIST_TOOLS) bash tests/dist/build.sh
 
 dist-test: dist build
 	PYTHON="$(PYTHON)" GO="$(GO)" NPM="$(NPM)" CARGO="$(CARGO)" VERSION=$(VERSION) ABI=$(ABI) \
+	  MINGW_PREFIX=$(MINGW_PREFIX) \
 	  OMPRPC_FAKE_AGENT=$(FAKE_AGENT) DIST_DIR=$(DIST_DIR) DIST_TOOLS=$(DIST_TOOLS) \
 	  SDIST_TARGET_DIR=$(TARGET_DIR)/dist-sdist-build \
 	  timeout --kill-after=10 1200 bash tests/dist/run.sh
