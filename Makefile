@@ -24,7 +24,7 @@
 #   make examples       the C examples, one flow each, on the fake agent, then under valgrind
 #   make install        PREFIX=/usr/local [DESTDIR=]: libraries (soname), header, omprpc.pc
 #   make install-test   install into a temp prefix; C, C++, Python, Go, Node programs use it
-#   make dist           target/dist/: Python wheel + sdist, npm package, C library archive (Go)
+#   make dist           target/dist/: Python wheels (Linux, win_amd64) + sdist, npm package, C library archives (Go; Linux, Windows zip)
 #   make dist-test      each artifact installed with no Rust on PATH runs a streamed turn
 #   make set-version    V=x.y.z: the version everywhere it is written
 #   make bench          release build, then the benchmark (bench/README.md); BENCH_RUNS=5
@@ -339,8 +339,8 @@ windows-test: $(WINE_SHIM)
 # agent (a streamed turn once the core spawns on Windows; until then its typed "not ported yet"
 # IO error). The runtimes are installed once under target/windows-bindings (again when their
 # pinned manifest changes); nothing is fetched while the checks run. Not in make test yet:
-# cold (downloads, installs, the Windows build, a new Wine prefix) ~80 s, warm ~25 s
-# (docs/windows.md).
+# cold (empty npm and pip caches, a new Wine prefix, the Windows debug build done) 37-39 s,
+# warm 5-15 s on this 2-core machine (docs/windows.md).
 WINDOWS_BINDINGS_DIR := $(TARGET_DIR)/windows-bindings
 windows-bindings-test: $(WINE_SHIM) $(DIST_TOOLS)/.installed
 	$(WINDOWS_CARGO) build $(LOCKED) --target $(WINDOWS_TARGET) --lib --bin omprpc-fake-agent
@@ -489,12 +489,14 @@ install-test: build
 # platform tag confirmed by auditwheel, else linux_*; target/dist/wheel-tag.txt says which and
 # why) and sdist (the crate inside: builds with cargo alone), the npm package (library under
 # prebuilds/<platform>-<arch>/), and the C library archive for Go's -tags omprpc_system
-# (tests/dist/build.sh). The packaging tools come from PyPI, pinned (tests/dist/tools.txt),
-# into their own venv, made once.
+# (tests/dist/build.sh); for Windows, from the cross-built release DLL (windows-release), the
+# win_amd64 wheel and a zip (DLL, import library, header, .pc), and the DLL in the npm package.
+# The packaging tools come from PyPI, pinned (tests/dist/tools.txt), into their own venv, made once.
 # make dist-test: with cargo and rustc off PATH, each artifact installed as a user would (a
 # fresh venv, a fresh npm project, a Go module outside the checkout) runs a streamed turn
 # against the fake agent; a Go build without the library shows the fix; the sdist builds a
-# wheel with cargo (tests/dist/run.sh). Part of `make test`, after install-test.
+# wheel with cargo; the Windows artifacts are checked for what they hold (tests/dist/run.sh).
+# Part of `make test`, after install-test.
 DIST_DIR   := $(TARGET_DIR)/dist
 .PHONY: dist dist-test dist-tools
 dist-tools: $(DIST_TOOLS)/.installed
