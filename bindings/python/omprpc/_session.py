@@ -163,8 +163,9 @@ class _Session(_HostCalls):
 
     def _run(self) -> None:
         poller = None
-        wake_r = self._wake_r
-        if self.event_fd is not None and wake_r is not None:
+        wake_r = -1
+        if self.event_fd is not None and self._wake_r is not None:
+            wake_r = self._wake_r
             poller = select.poll()
             poller.register(self.event_fd, select.POLLIN)
             poller.register(wake_r, select.POLLIN)
