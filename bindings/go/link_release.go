@@ -1,4 +1,4 @@
-//go:build omprpc_release && !omprpc_system
+//go:build omprpc_release && !omprpc_system && !windows
 
 package omprpc
 

@@ -6,7 +6,10 @@ next to this file (an sdist carries the crate's sources there: ``sdist`` below c
 the repository root two levels up (a checkout). Environment:
 
 * ``OMPRPC_PREBUILT_LIBRARY=/path/libomprpc.so`` — copy that library, do not run cargo
-  (``make dist`` builds the wheel this way, from the release build);
+  (``make dist`` builds the wheels this way, from the release builds). A prebuilt ``.dll`` goes
+  in as ``omprpc.dll``, whatever the platform building the wheel: ``make dist`` builds the
+  Windows wheel on Linux from the cross-built DLL, tagged with ``--plat-name win_amd64``
+  (``pip wheel -C--build-option=--plat-name=win_amd64``);
 * ``OMPRPC_REPO=/path/to/omprpc`` — the repository, when building from elsewhere;
 * ``CARGO`` — the cargo executable; ``CARGO_TARGET_DIR`` is honoured.
 """
@@ -30,6 +33,12 @@ HERE = Path(__file__).resolve().parent
 CRATE_FILES = ("Cargo.toml", "Cargo.lock", "build.rs", "src", "include")
 SDIST_CRATE_DIR = "native"
 LIB_NAME = {"darwin": "libomprpc.dylib", "win32": "omprpc.dll"}.get(sys.platform, "libomprpc.so")
+
+
+def _name_in_wheel(library: Path) -> str:
+    """The library's file name under omprpc/_lib/: the one the binding looks for on the
+    platform the library is built for (bindings/python/omprpc/_ffi.py), told by its suffix."""
+    return {".dll": "omprpc.dll", ".dylib": "libomprpc.dylib"}.get(library.suffix, "libomprpc.so")
 
 
 def _crate() -> Path:
@@ -82,7 +91,8 @@ class build_py_with_library(build_py):
             return
         dest = Path(self.build_lib) / "omprpc" / "_lib"
         dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(_library(), dest / LIB_NAME)
+        library = _library()
+        shutil.copy2(library, dest / _name_in_wheel(library))
 
 
 class sdist_with_crate(sdist):

@@ -8,6 +8,12 @@
 #           the fix (checked), with the release archive and -tags omprpc_system it runs.
 # Then the library lookup order of Python and Node, past the package's own copy: the system's
 # soname, and the "not found" error listing every place tried.
+# The Windows artifacts are checked for what they hold (nothing Windows runs here; make
+# windows-bindings-test runs the bindings under Wine): the zip's files; its DLL a PE32+ x86-64
+# DLL exporting exactly the header's functions, its import library naming each of them, its
+# .pc; a Go program cross-built against it with -tags omprpc_system imports omprpc.dll; the
+# win_amd64 wheel's tags and files (and pip here refusing it); the same DLL in the wheel and in
+# the npm package's prebuilds/win32-x64/.
 # Before PATH is cut, the sdist builds a wheel with cargo (its own target directory,
 # $SDIST_TARGET_DIR, kept between runs). The release profile is overridden to build like a debug
 # one (no LTO, no optimisation; ~35 s cold instead of ~2 min): this checks that the sdist is
@@ -15,21 +21,28 @@
 # Every step prints one PASS line; any failure stops the script with a non-zero status.
 #
 # Environment (the Makefile sets it): VERSION, ABI, OMPRPC_FAKE_AGENT, DIST_DIR, DIST_TOOLS,
-# SDIST_TARGET_DIR, PYTHON, GO, NPM, CARGO. Run from the repository root.
+# SDIST_TARGET_DIR, PYTHON, GO, NPM, CARGO, MINGW_PREFIX (x86_64-w64-mingw32-: objdump, nm, gcc).
+# Run from the repository root.
 set -euo pipefail
 
 repo="$(pwd)"
 : "${VERSION:?}" "${ABI:?}" "${OMPRPC_FAKE_AGENT:?}" "${DIST_DIR:?}" "${DIST_TOOLS:?}" "${SDIST_TARGET_DIR:?}"
 PYTHON="${PYTHON:-python3}" GO="${GO:-go}" NPM="${NPM:-npm}" CARGO="${CARGO:-cargo}"
+MINGW_PREFIX="${MINGW_PREFIX:-x86_64-w64-mingw32-}"
 fail() { echo "dist-test: FAIL: $*" >&2; exit 1; }
 step() { echo "--- dist-test: $*"; }
 needs() { local dyn; dyn="$(readelf -d "$1")"; grep -q "$2" <<<"$dyn"; }
 
-wheel="$(ls "$DIST_DIR"/omprpc-"$VERSION"-py3-none-*.whl)"
+wheel="$(ls "$DIST_DIR"/omprpc-"$VERSION"-py3-none-*linux*.whl)"
 sdist="$DIST_DIR/omprpc-$VERSION.tar.gz"
 npm_tarball="$DIST_DIR/omprpc-$VERSION.tgz"
 archive="$(ls "$DIST_DIR"/omprpc-"$VERSION"-linux-*.tar.gz)"
-for f in "$wheel" "$sdist" "$npm_tarball" "$archive"; do [ -f "$f" ] || fail "missing artifact $f (make dist)"; done
+win_name="omprpc-$VERSION-windows-x86_64"
+win_zip="$DIST_DIR/$win_name.zip"
+win_wheel="$DIST_DIR/omprpc-$VERSION-py3-none-win_amd64.whl"
+for f in "$wheel" "$sdist" "$npm_tarball" "$archive" "$win_zip" "$win_wheel"; do
+    [ -f "$f" ] || fail "missing artifact $f (make dist)"
+done
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/omprpc-dist-test.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
@@ -126,6 +139,73 @@ resolved="$(ldd "$tmp/go-app" | sed -n "s/.*libomprpc\.so\.$ABI => \(.*\) (0x.*/
 [ -n "$resolved" ] && [ "$(realpath "$(dirname "$resolved")")" = "$(realpath "$archive_lib")" ] \
     || fail "the Go program does not find libomprpc.so.$ABI in the archive's lib/ (ldd: ${resolved:-not found})"
 "$tmp/go-app"
+
+# --- the Windows artifacts: what they hold --------------------------------------------------
+step "Windows: $(basename "$win_zip"): its files, the DLL, the import library, the .pc"
+mkdir "$tmp/windows"
+"$python" -m zipfile -e "$win_zip" "$tmp/windows"
+found="$(cd "$tmp/windows" && find . -type f | sort)"
+want="$(printf "./$win_name/%s\n" README.md bin/omprpc.dll include/omprpc.h lib/libomprpc.dll.a \
+        lib/pkgconfig/omprpc.pc | sort)"
+[ "$found" = "$want" ] || fail "the zip holds:
+$found
+expected:
+$want"
+win_root="$tmp/windows/$win_name"
+cmp -s "$win_root/include/omprpc.h" "$repo/include/omprpc.h" || fail "the zip's header is not include/omprpc.h"
+# The functions the header declares (each declaration starts a line; comments are indented).
+declared="$(sed -n 's/^[a-z_][a-z0-9_ ]*[ *]\(omprpc_[a-z0-9_]*\)(.*/\1/p' "$repo/include/omprpc.h" | sort -u)"
+[ "$(wc -l <<<"$declared")" -gt 50 ] || fail "read only $(wc -l <<<"$declared") functions from the header"
+dll="$win_root/bin/omprpc.dll"
+head="$("${MINGW_PREFIX}objdump" -f "$dll")"
+pe="$("${MINGW_PREFIX}objdump" -p "$dll")"
+grep -q 'file format pei-x86-64' <<<"$head" || fail "bin/omprpc.dll is not PE x86-64: $head"
+grep -qP '^Magic\s+020b\s+\(PE32\+\)' <<<"$pe" || fail "bin/omprpc.dll is not PE32+"
+grep -qxP '\s+DLL' <<<"$pe" || fail "bin/omprpc.dll's characteristics do not say DLL"
+exported="$(sed -n '/^\[Ordinal\/Name Pointer\] Table/,/^$/s/^\s*\[ *[0-9]*\] \(.*\)/\1/p' <<<"$pe" | sort -u)"
+[ "$exported" = "$declared" ] || fail "bin/omprpc.dll's exports differ from the header's functions:
+$(diff <(echo "$declared") <(echo "$exported") || true)"
+imported="$("${MINGW_PREFIX}nm" "$win_root/lib/libomprpc.dll.a" | sed -n 's/^[0-9a-f]* T \(omprpc_.*\)/\1/p' | sort -u)"
+[ "$imported" = "$declared" ] || fail "lib/libomprpc.dll.a's symbols differ from the header's functions:
+$(diff <(echo "$declared") <(echo "$imported") || true)"
+pc_flags="$(PKG_CONFIG_PATH="$win_root/lib/pkgconfig" pkg-config --cflags --libs omprpc)"
+pc_version="$(PKG_CONFIG_PATH="$win_root/lib/pkgconfig" pkg-config --modversion omprpc)"
+[ "$pc_version" = "$VERSION" ] || fail "omprpc.pc says version $pc_version"
+inc="$(sed -n 's/.*-I\([^ ]*\).*/\1/p' <<<"$pc_flags")" libdir="$(sed -n 's/.*-L\([^ ]*\).*/\1/p' <<<"$pc_flags")"
+[ "$(realpath "$inc")" = "$(realpath "$win_root/include")" ] && [ "$(realpath "$libdir")" = "$(realpath "$win_root/lib")" ] \
+    && grep -qw -- -lomprpc <<<"$pc_flags" || fail "omprpc.pc gives '$pc_flags', not the zip's include/ and lib/"
+echo "dist-test: PASS windows zip (PE32+ x86-64 DLL exporting the header's $(wc -l <<<"$declared") functions, import library, .pc: $pc_flags)"
+
+step "Windows: Go cross-built against the zip (-tags omprpc_system, cgo with ${MINGW_PREFIX}gcc)"
+(cd "$tmp/goapp" && PKG_CONFIG_PATH="$win_root/lib/pkgconfig" GOOS=windows GOARCH=amd64 CGO_ENABLED=1 \
+    CC="${MINGW_PREFIX}gcc" GOFLAGS=-mod=mod "$GO" build -tags omprpc_system -o "$tmp/go-app.exe" .)
+go_imports="$("${MINGW_PREFIX}objdump" -p "$tmp/go-app.exe")"
+grep -q 'DLL Name: omprpc.dll' <<<"$go_imports" || fail "the Go program does not import omprpc.dll"
+echo "dist-test: PASS go for windows links the zip's import library (imports omprpc.dll)"
+
+step "Windows: $(basename "$win_wheel"): tags and files"
+"$python" - "$win_wheel" "$VERSION" "$tmp/wheel-omprpc.dll" <<'EOF'
+import sys, zipfile
+path, version, out = sys.argv[1:]
+with zipfile.ZipFile(path) as z:
+    names = z.namelist()
+    wheel = z.read(f"omprpc-{version}.dist-info/WHEEL").decode()
+    open(out, "wb").write(z.read("omprpc/_lib/omprpc.dll"))
+assert "Tag: py3-none-win_amd64" in wheel.splitlines(), wheel
+assert "Root-Is-Purelib: false" in wheel.splitlines(), wheel
+libs = sorted(n for n in names if n.startswith("omprpc/_lib/"))
+assert libs == ["omprpc/_lib/omprpc.dll"], libs
+for module in ("omprpc/__init__.py", "omprpc/_ffi.py", "omprpc/_session.py", "omprpc/py.typed"):
+    assert module in names, module
+EOF
+cmp -s "$tmp/wheel-omprpc.dll" "$dll" || fail "the wheel's omprpc.dll is not the zip's"
+if "$tmp/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --dry-run "$win_wheel" \
+    >"$tmp/pip-win.log" 2>&1; then
+    fail "pip on Linux accepted $(basename "$win_wheel")"
+fi
+grep -q "is not a supported wheel on this platform" "$tmp/pip-win.log" || { cat "$tmp/pip-win.log" >&2; fail "pip refused the win_amd64 wheel for another reason"; }
+cmp -s "$node_prebuilds/win32-x64/omprpc.dll" "$dll" || fail "the npm package's prebuilds/win32-x64/omprpc.dll is not the zip's"
+echo "dist-test: PASS windows wheel (py3-none-win_amd64, omprpc/_lib/omprpc.dll only, refused by pip here) and npm prebuilds/win32-x64 (the zip's DLL)"
 
 # --- the lookup order past the package's own copy -------------------------------------------
 # Without the package's library, Python and Node open the system's libomprpc.so.<ABI> by soname

@@ -41,6 +41,8 @@ fi
 
 # The first run makes the prefix; a lock keeps parallel runs (cargo test runs one test binary
 # at a time, make -j may not) from making it twice. wineboot's chatter goes to a log.
+# The prefix then says it is Windows 10 (Wine 8.0's new prefix says Windows 7, and Node 22's
+# node.exe refuses to run below 8.1); a prefix made before this step gets it on its next run.
 mkdir -p "$(dirname "$WINEPREFIX")"
 (
     flock 9
@@ -51,6 +53,13 @@ mkdir -p "$(dirname "$WINEPREFIX")"
             exit 1
         fi
         echo "wine-run: made the prefix $WINEPREFIX in $(( $(date +%s) - start )) s" >&2
+    fi
+    if [ ! -e "$WINEPREFIX/.omprpc-win10" ]; then
+        if ! "$WINE" winecfg -v win10 >> "$WINEPREFIX.log" 2>&1; then
+            echo "wine-run: setting the prefix $WINEPREFIX to Windows 10 failed; see $WINEPREFIX.log" >&2
+            exit 1
+        fi
+        touch "$WINEPREFIX/.omprpc-win10"
     fi
 ) 9> "$WINEPREFIX.lock"
 

@@ -32,54 +32,69 @@ function prebuiltDir() {
 }
 
 /**
- * The name the dynamic loader knows an installed library by (its SONAME; `make install` links
- * it to the versioned file). Only ELF platforms have one (build.rs).
+ * The name the system loader knows an installed library by, and where it looks for it (the
+ * words of the "not found" error). Linux: the SONAME (`make install` links it to the versioned
+ * file; only ELF platforms have one, build.rs). Windows: the DLL's own name, which LoadLibrary
+ * looks for in the program's directory, the system directories and PATH.
  */
-function soname() {
-  return process.platform === 'linux' ? `libomprpc.so.${ABI_VERSION}` : null;
+function byName() {
+  if (process.platform === 'linux') return { name: `libomprpc.so.${ABI_VERSION}`, how: 'by soname, through ldconfig and LD_LIBRARY_PATH' };
+  if (process.platform === 'win32') return { name: 'omprpc.dll', how: "by name, through the DLL search: the program's directory, System32, PATH" };
+  return null;
+}
+
+/**
+ * The cargo output directories of a checkout, under its target/: a Windows checkout builds into
+ * target/{release,debug}, and a cross-build from Linux into the target triple's directory.
+ */
+function cargoDirs() {
+  const dirs = ['release', 'debug'];
+  if (process.platform === 'win32') dirs.push(path.join('x86_64-pc-windows-gnu', 'release'), path.join('x86_64-pc-windows-gnu', 'debug'));
+  return dirs;
 }
 
 /**
  * Where `load()` looks, in order (see README): `{ path }` entries are loaded when the file
- * exists, a `{ soname }` entry is handed to the dynamic loader, which searches for it.
+ * exists, a `{ byName }` entry is handed to the system loader, which searches for it.
  * Python searches the same places in the same order (bindings/python/omprpc/_ffi.py).
  */
 function librarySearch() {
   const name = libraryFileName();
   if (process.env.OMPRPC_LIBRARY) return [{ path: path.resolve(process.env.OMPRPC_LIBRARY) }];
   const out = [{ path: path.join(prebuiltDir(), name) }];
-  if (soname()) out.push({ soname: soname() });
-  // The repository's cargo output: the more recently built of release and debug.
+  const system = byName();
+  if (system) out.push({ byName: system.name });
+  // The repository's cargo output: the most recently built first.
   const targets = [];
   if (process.env.CARGO_TARGET_DIR) targets.push(path.resolve(process.env.CARGO_TARGET_DIR));
   targets.push(path.resolve(PACKAGE_DIR, '..', '..', 'target'));
   for (const t of targets) {
-    const builds = ['release', 'debug']
+    const builds = cargoDirs()
       .map((p) => path.join(t, p, name))
       .map((p) => ({ p, m: mtimeOf(p) }))
       .filter((x) => x.m !== null)
       .sort((a, b) => b.m - a.m);
     for (const b of builds) out.push({ path: b.p });
-    if (builds.length === 0) out.push({ path: path.join(t, 'release', name) }, { path: path.join(t, 'debug', name) });
+    if (builds.length === 0) for (const p of cargoDirs()) out.push({ path: path.join(t, p, name) });
   }
   return out;
 }
 
-/** The places `load()` tries, as strings (the soname as itself). */
+/** The places `load()` tries, as strings (a name for the loader as itself). */
 function libraryCandidates() {
-  return librarySearch().map((c) => c.path || c.soname);
+  return librarySearch().map((c) => c.path || c.byName);
 }
 
 /** The first of `librarySearch()` that loads: `{ lib, file }`, or an error listing every place. */
 function openFirst(search) {
   const tried = [];
   for (const c of search) {
-    if (c.soname) {
+    if (c.byName) {
       try {
-        return { lib: koffi.load(c.soname), file: c.soname };
+        return { lib: koffi.load(c.byName), file: c.byName };
       } catch (e) {
         // The loader's own reason: absent, or present but unloadable (another architecture …).
-        tried.push(`${c.soname} (by soname, through ldconfig and LD_LIBRARY_PATH: ${e.message})`);
+        tried.push(`${c.byName} (${byName().how}: ${e.message})`);
         continue;
       }
     }
@@ -98,7 +113,10 @@ function openFirst(search) {
       tried.join('\n  ') +
       '\nFix: install the omprpc package built for this platform (it carries ' +
       `${path.join('prebuilds', `${process.platform}-${process.arch}`, libraryFileName())}), or install the library ` +
-      '(make install; its soname is then found), or set OMPRPC_LIBRARY to the path of libomprpc.',
+      (process.platform === 'win32'
+        ? '(put omprpc.dll from the Windows release zip where the DLL search finds it)'
+        : '(make install; its soname is then found)') +
+      `, or set OMPRPC_LIBRARY to the path of ${libraryFileName()}.`,
   );
 }
 
@@ -112,8 +130,8 @@ function mtimeOf(p) {
 
 /**
  * Loads the shared library (once) and checks its ABI version. `libraryPath` overrides the
- * search (env `OMPRPC_LIBRARY`, the package's `prebuilds/<platform>-<arch>/`, the system's
- * soname, the repository's `target/`).
+ * search (env `OMPRPC_LIBRARY`, the package's `prebuilds/<platform>-<arch>/`, the system loader's
+ * search by name (a soname, omprpc.dll), the repository's `target/`).
  * Returns the path that was loaded.
  */
 function load(libraryPath) {

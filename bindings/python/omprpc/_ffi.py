@@ -1,11 +1,14 @@
 """ctypes layer over the omprpc C ABI (include/omprpc.h, docs/c-api.md).
 
 * The shared library is found through ``OMPRPC_LIBRARY`` (an explicit choice wins), else next
-  to the package (``omprpc/_lib/libomprpc.so``, what a wheel carries), else the system's
-  ``libomprpc.so.<ABI>`` by soname (the dynamic loader's search: ``make install``, ldconfig,
-  ``LD_LIBRARY_PATH``), else — when running from a checkout — the repository's
-  ``target/release`` or ``target/debug`` (the more recently built one). Node searches the same
-  places in the same order (bindings/node/lib/native.cjs).
+  to the package (``omprpc/_lib/libomprpc.so``, ``omprpc.dll`` on Windows: what a wheel
+  carries), else by name through the system loader's search: on Linux the soname
+  ``libomprpc.so.<ABI>`` (``make install``, ldconfig, ``LD_LIBRARY_PATH``), on Windows
+  ``omprpc.dll`` (the program's directory, System32 and the directories given to
+  ``os.add_dll_directory``: ctypes leaves ``PATH`` out), else — when running from a checkout —
+  the repository's cargo output: ``target/release`` or ``target/debug``, and on Windows also
+  the cross-build's ``target/x86_64-pc-windows-gnu/{release,debug}`` (the most recently built
+  one first). Node searches the same places in the same order (bindings/node/lib/native.cjs).
 * Every function gets ``argtypes`` / ``restype`` from ``_ffi_gen.SIGNATURES``, generated from
   the header (as are the status constants and the structs; ``make generate``). Owned strings
   come back as ``c_void_p``, are copied with ``ctypes.string_at`` and released with
@@ -52,25 +55,37 @@ TIMEOUT_DEFAULT = -2
 _LIB_NAME = {"darwin": "libomprpc.dylib", "win32": "omprpc.dll"}.get(sys.platform, "libomprpc.so")
 
 
-#: The name the dynamic loader knows an installed library by (its SONAME; ``make install``
-#: links it to the versioned file). Only ELF platforms have one (build.rs).
-_SONAME = f"libomprpc.so.{ABI_VERSION}" if sys.platform.startswith("linux") else None
+#: The name the system loader knows an installed library by, and where it looks for it (the
+#: words of the "not found" error). Linux: the SONAME (``make install`` links it to the
+#: versioned file; only ELF platforms have one, build.rs). Windows: the DLL's own name, which
+#: ``LoadLibraryEx`` looks for in ctypes' default places.
+_BY_NAME: tuple[str, str] | None = {
+    "linux": (f"libomprpc.so.{ABI_VERSION}", "by soname, through ldconfig and LD_LIBRARY_PATH"),
+    "win32": ("omprpc.dll", "by name, through the DLL search: the program's directory, System32, "
+                            "os.add_dll_directory"),
+}.get("linux" if sys.platform.startswith("linux") else sys.platform)
+
+#: The cargo output directories of a checkout, under its target/: a Windows checkout builds into
+#: target/{release,debug}, and a cross-build from Linux into the target triple's directory.
+_CARGO_DIRS = ("release", "debug") + (
+    ("x86_64-pc-windows-gnu/release", "x86_64-pc-windows-gnu/debug") if sys.platform == "win32" else ()
+)
 
 
 def _candidates() -> list[Path | str]:
-    """Where :func:`_load` looks, in order: paths (loaded when the file exists) and the soname
-    (a bare name: the dynamic loader searches for it)."""
+    """Where :func:`_load` looks, in order: paths (loaded when the file exists) and the name
+    the system loader searches for (a bare name)."""
     env = os.environ.get("OMPRPC_LIBRARY")
     if env:
         return [Path(env)]
     here = Path(__file__).resolve().parent
     found: list[Path | str] = [here / "_lib" / _LIB_NAME]
-    if _SONAME:
-        found.append(_SONAME)
+    if _BY_NAME:
+        found.append(_BY_NAME[0])
     # A checkout: <repo>/bindings/python/omprpc → <repo>/target/{release,debug}.
     repo = here.parents[2] if len(here.parents) > 2 else None
     if repo is not None and (repo / "Cargo.toml").is_file():
-        builds = [repo / "target" / kind / _LIB_NAME for kind in ("release", "debug")]
+        builds = [repo / "target" / kind / _LIB_NAME for kind in _CARGO_DIRS]
         builds = [b for b in builds if b.is_file()]
         builds.sort(key=lambda p: p.stat().st_mtime, reverse=True)
         found.extend(builds)
@@ -82,10 +97,10 @@ def _load() -> tuple[ctypes.CDLL, str]:
     for candidate in _candidates():
         if isinstance(candidate, str):
             try:
-                lib = ctypes.CDLL(candidate)  # by soname: the loader's own search
+                lib = ctypes.CDLL(candidate)  # by name: the loader's own search
             except OSError as exc:
                 # The loader's own reason: absent, or present but unloadable (another architecture …).
-                tried.append(f"{candidate} (by soname, through ldconfig and LD_LIBRARY_PATH: {exc})")
+                tried.append(f"{candidate} ({_BY_NAME[1] if _BY_NAME else 'by name'}: {exc})")
                 continue
             return lib, candidate
         if candidate.is_file():
@@ -96,8 +111,10 @@ def _load() -> tuple[ctypes.CDLL, str]:
         "omprpc: cannot find the omprpc shared library. Looked at, in order:\n  "
         + "\n  ".join(tried)
         + "\nFix: install the wheel for this platform (pip install omprpc-…-<platform>.whl, which "
-        "carries the library), or install the library (make install; its soname is then found), "
-        "or set OMPRPC_LIBRARY to the path of libomprpc."
+        "carries the library), or install the library ("
+        + ("put omprpc.dll from the Windows release zip where the DLL search finds it"
+           if sys.platform == "win32" else "make install; its soname is then found")
+        + f"), or set OMPRPC_LIBRARY to the path of {_LIB_NAME}."
     )
 
 

@@ -33,6 +33,13 @@ from .protocol import (
 )
 
 _BATCH_MAX_EVENTS = 4096
+#: How the dispatcher sleeps while the queue is empty. Where there is poll(2), on the library's
+#: event descriptor and a wake-up pipe. Windows has neither poll(2) nor the descriptor
+#: (docs/windows.md): the dispatcher sleeps inside the library's own wait for the next events,
+#: in slices of WAIT_SLICE_MS. An event still wakes it at once, and close() ends the wait; only
+#: settle() may wait up to a slice for the dispatcher to see that the queue is empty.
+POLL_EVENT_FD = hasattr(select, "poll")
+WAIT_SLICE_MS = 50
 #: Host calls and their cancellations: the session serves them even when nobody listens.
 _HOST_TYPES = frozenset({"host_tool_call", "host_uri_request", "host_tool_cancel", "host_uri_cancel"})
 
@@ -92,10 +99,16 @@ class _Session(_HostCalls):
         self._sync_req = 0
         self._drained = 0
         self._sync_waiters = 0
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        self.event_fd = self.handle.event_fd()
+        #: The library's event descriptor and the wake-up pipe polled with it (all None where the
+        #: dispatcher waits in the library: POLL_EVENT_FD).
+        self.event_fd: int | None = None
+        self._wake_r: int | None = None
+        self._wake_w: int | None = None
+        if POLL_EVENT_FD:
+            self._wake_r, self._wake_w = os.pipe()
+            os.set_blocking(self._wake_r, False)
+            os.set_blocking(self._wake_w, False)
+            self.event_fd = self.handle.event_fd()
         self.thread = threading.Thread(target=self._run, name="omprpc-dispatch", daemon=True)
 
     def start(self, dispatch: bool = True) -> None:
@@ -149,11 +162,16 @@ class _Session(_HostCalls):
     # -- the dispatcher --
 
     def _run(self) -> None:
-        poller = select.poll()
-        poller.register(self.event_fd, select.POLLIN)
-        poller.register(self._wake_r, select.POLLIN)
+        poller = None
+        wake_r = -1
+        if self.event_fd is not None and self._wake_r is not None:
+            wake_r = self._wake_r
+            poller = select.poll()
+            poller.register(self.event_fd, select.POLLIN)
+            poller.register(wake_r, select.POLLIN)
         structured = _ffi.has("omprpc_client_next_event_batch")
         next_batch, next_array = lib.omprpc_client_next_event_batch, lib.omprpc_client_next_events
+        wait_ms = 0  # without a poller: a slice after the queue was found empty
         try:
             while True:
                 with self._sync:
@@ -163,10 +181,12 @@ class _Session(_HostCalls):
                 # one by one. Otherwise a batch of views, decoded selectively by type.
                 whole = not structured or self._streaming()
                 try:
-                    status, ptr, err = self.handle.call_raw(next_array if whole else next_batch, _BATCH_MAX_EVENTS, 0)
+                    status, ptr, err = self.handle.call_raw(next_array if whole else next_batch,
+                                                            _BATCH_MAX_EVENTS, wait_ms)
                 except RpcError:
                     break
                 if status == _ffi.OK:
+                    wait_ms = 0
                     if ptr:
                         if whole:
                             self._dispatch_array(ptr)
@@ -178,9 +198,12 @@ class _Session(_HostCalls):
                         self._drained = pass_req
                         if self._sync_waiters:
                             self._sync.notify_all()
+                    if poller is None:
+                        wait_ms = WAIT_SLICE_MS
+                        continue
                     poller.poll()
                     try:
-                        while os.read(self._wake_r, 512):
+                        while os.read(wake_r, 512):
                             pass
                     except (BlockingIOError, OSError):
                         pass
@@ -395,10 +418,11 @@ class _Session(_HostCalls):
             req = self._sync_req
             self._sync_waiters += 1
         try:
-            try:
-                os.write(self._wake_w, b"s")
-            except (BlockingIOError, OSError):
-                pass
+            if self._wake_w is not None:  # else the dispatcher's slice ends the wait
+                try:
+                    os.write(self._wake_w, b"s")
+                except (BlockingIOError, OSError):
+                    pass
             with self._sync:
                 while self._drained < req:
                     remaining = deadline - time.monotonic()
@@ -461,6 +485,8 @@ class _Session(_HostCalls):
     def _release(self) -> None:
         self.handle.free()
         for fd in (self._wake_r, self._wake_w):
+            if fd is None:
+                continue
             try:
                 os.close(fd)
             except OSError:

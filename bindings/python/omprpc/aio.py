@@ -68,6 +68,7 @@ from ._aio_commands import _AsyncCommands
 from ._common import LIBRARY_DEFAULT
 from ._ffi import lib
 from ._host import _verdict_of
+from . import _session as _session_module
 from ._session import _BATCH_MAX_EVENTS, _HOST_TYPES, _decode_events, _Session
 from ._turn import turn_outcome
 from .client import RpcClient
@@ -296,6 +297,13 @@ class AsyncRpcClient(_AsyncCommands):
         """Spawns the agent and waits for it (on the pool), then watches its event queue."""
         if self._session is not None:
             raise RpcError("RPC client is already started")
+        if not _session_module.POLL_EVENT_FD:
+            # Refused before anything starts: there is no descriptor for the loop to watch.
+            raise RpcError(
+                "omprpc.aio watches the library's event descriptor (loop.add_reader), which Windows "
+                "does not have: the event handle that replaces it is not ported yet "
+                "(docs/windows.md). Use omprpc.RpcClient, or run it in a thread."
+            )
         loop = asyncio.get_running_loop()
         starting = asyncio.ensure_future(self._pooled(self._core.start))
         try:
@@ -308,6 +316,7 @@ class AsyncRpcClient(_AsyncCommands):
             raise
         session = self._core._require()
         self._loop, self._session, self._failure, self._stopped = loop, session, None, False
+        assert session.event_fd is not None  # _session_module.POLL_EVENT_FD, checked above
         self._fd = session.event_fd
         loop.add_reader(self._fd, self._on_readable)
         return self
