@@ -330,7 +330,7 @@ windows-release:
 # The shim goes beside the binaries too: tests/windows_port.rs runs the fake agent.
 windows-test: $(WINE_SHIM)
 	@mkdir -p $(WINDOWS_DIR) && cp $(WINE_SHIM) $(WINDOWS_DIR)/
-	$(WINDOWS_CARGO) test $(LOCKED) --target $(WINDOWS_TARGET) --lib --test windows_port --test client --test nested_calls --test activity --test recovery --test protocol11 --test observe --test start_cleanup --test versions --test record -- $(WINDOWS_TESTS)
+	$(WINDOWS_CARGO) test $(LOCKED) --target $(WINDOWS_TARGET) --lib --test windows_port --test client --test nested_calls --test activity --test recovery --test protocol11 --test observe --test start_cleanup --test versions --test record --test bridge -- $(WINDOWS_TESTS)
 
 # The bindings on Windows runtimes under Wine (tests/windows/bindings/run.sh): a Windows CPython
 # from PyPI, Node 22's node.exe from npm with koffi's win32-x64 part, and a Go program

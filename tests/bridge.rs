@@ -1,8 +1,11 @@
 //! The tool bridge against a live client: a raw socket acting as a hostile or honest
 //! extension, and the generated extension itself run by node with a stand-in for pi's API.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+#[cfg(unix)]
 use std::os::unix::net::UnixStream;
+#[cfg(unix)]
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -11,6 +14,7 @@ use omprpc::{Client, Status};
 use serde_json::{json, Value};
 
 const FAKE: &str = env!("CARGO_BIN_EXE_omprpc-fake-agent");
+#[cfg(unix)]
 const HARNESS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bridge-harness.cjs");
 
 fn secs(n: u64) -> Option<Instant> {
@@ -52,18 +56,33 @@ fn wait_event(c: &Client, ty: &str) -> Value {
     }
 }
 
+/// A raw connection to the bridge, as the extension makes: its Unix socket, or TCP (the
+/// default on Windows).
 struct Ext {
-    stream: UnixStream,
-    reader: BufReader<UnixStream>,
+    stream: Box<dyn Write>,
+    reader: BufReader<Box<dyn Read>>,
     config: Value,
 }
 
 impl Ext {
     fn connect(config: &Value) -> Ext {
-        let stream = UnixStream::connect(config["socket"].as_str().unwrap()).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let reader = BufReader::new(stream.try_clone().unwrap());
-        Ext { stream, reader, config: config.clone() }
+        let timeout = Some(Duration::from_secs(10));
+        let (stream, reader): (Box<dyn Write>, Box<dyn Read>) = match config["socket"].as_str() {
+            #[cfg(unix)]
+            Some(path) => {
+                let s = UnixStream::connect(path).unwrap();
+                s.set_read_timeout(timeout).unwrap();
+                (Box::new(s.try_clone().unwrap()), Box::new(s))
+            }
+            #[cfg(windows)]
+            Some(path) => panic!("a Unix socket ({path}) on Windows"),
+            None => {
+                let s = TcpStream::connect((config["host"].as_str().unwrap(), config["port"].as_u64().unwrap() as u16)).unwrap();
+                s.set_read_timeout(timeout).unwrap();
+                (Box::new(s.try_clone().unwrap()), Box::new(s))
+            }
+        };
+        Ext { stream, reader: BufReader::new(reader), config: config.clone() }
     }
 
     fn send(&mut self, mut frame: Value, authentic: bool) {
@@ -84,6 +103,7 @@ impl Ext {
 }
 
 #[test]
+#[cfg(unix)] // file modes and the Unix socket
 fn files_are_private_and_tokens_differ_per_client() {
     use std::os::unix::fs::PermissionsExt;
     let a = start(json!({}));
@@ -104,6 +124,7 @@ fn files_are_private_and_tokens_differ_per_client() {
 /// A host that died without closing left its bridge directory behind: the next bridge made
 /// on this machine removes it (its owner is gone); a live owner's directory stays.
 #[test]
+#[cfg(unix)] // the sweep reads /proc (not ported to Windows)
 fn bridge_directories_of_dead_hosts_are_swept() {
     let tmp = std::env::temp_dir();
     let mut child = std::process::Command::new("true").spawn().unwrap();
@@ -255,11 +276,13 @@ fn policy_rules_answer_without_the_host() {
     assert_eq!(blocked["toolCallId"], "tc");
 }
 
+#[cfg(unix)]
 fn node() -> Option<String> {
     Command::new("node").arg("--version").output().ok().filter(|o| o.status.success()).map(|_| "node".to_string())
 }
 
 /// Runs the harness on the generated extension while `serve` answers the host side.
+#[cfg(unix)]
 fn harness(c: &Client, scenario: &str, serve: impl FnOnce(&Client)) -> Value {
     let node = node().expect("node is needed to run the generated extension");
     let (path, _) = extension(c);
@@ -271,6 +294,7 @@ fn harness(c: &Client, scenario: &str, serve: impl FnOnce(&Client)) -> Value {
 }
 
 #[test]
+#[cfg(unix)] // the harness runs the Linux node
 fn generated_extension_runs_tools_streams_updates_and_maps_errors() {
     let c = start(json!({"tool_policy": {"mode": "host", "timeout_ms": 500}}));
     let out = harness(&c, "tool", |c| {
@@ -298,6 +322,7 @@ fn generated_extension_runs_tools_streams_updates_and_maps_errors() {
 }
 
 #[test]
+#[cfg(unix)] // the harness runs the Linux node
 fn generated_gate_asks_the_host_and_fails_closed() {
     let c = start(json!({"tool_policy": {"mode": "host", "timeout_ms": 400}}));
     let out = harness(&c, "gate", |c| {
@@ -328,6 +353,7 @@ fn generated_gate_asks_the_host_and_fails_closed() {
 }
 
 #[test]
+#[cfg(unix)] // the harness runs the Linux node
 fn extension_settles_when_the_host_goes_away() {
     let c = start(json!({}));
     let out = harness(&c, "host-gone", |c| {
@@ -338,6 +364,7 @@ fn extension_settles_when_the_host_goes_away() {
 }
 
 #[test]
+#[cfg(unix)] // the harness runs the Linux node
 fn tcp_transport_works_too_and_load_mode_reaches_the_agent() {
     let mut tool = echo_tool();
     tool["loadMode"] = json!("essential");
@@ -395,6 +422,7 @@ fn start_waits_for_the_hello_and_info_reports_it() {
 /// The generated JavaScript's own hello: node loads it in a stand-in agent (no stdout at all,
 /// so only the hello can let start succeed), with each module format.
 #[test]
+#[cfg(unix)] // the harness runs the Linux node
 fn the_generated_extension_says_hello_when_loaded() {
     let node = node().expect("node is needed to run the generated extension");
     for (flavor, bridge) in [("pi", "auto"), ("omp", "always")] {
@@ -414,6 +442,7 @@ fn the_generated_extension_says_hello_when_loaded() {
 }
 
 #[test]
+#[cfg(unix)] // the harness runs the Linux node
 fn host_tools_work_with_the_pre_0_51_execute_signature() {
     let c = start(json!({}));
     let out = harness(&c, "tool-old-signature", |c| {
@@ -496,6 +525,9 @@ fn gated_call_rules_allow_and_the_tool_runs() {
 #[test]
 fn gated_call_rules_deny_and_the_model_gets_the_reason() {
     for transport in ["unix", "tcp"] {
+        if cfg!(windows) && transport == "unix" {
+            continue; // no Unix socket on Windows
+        }
         gated_deny_over(transport);
     }
 }

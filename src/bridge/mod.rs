@@ -534,6 +534,14 @@ fn accept_loop(listener: Listener, stop: Arc<Signal>, conns: Arc<Mutex<Vec<Arc<C
             continue;
         }
         let Ok(read_half) = stream.try_clone() else { continue };
+        // Windows: close must be able to end a read blocked in another thread (Unix's shutdown
+        // does that; Windows' does not).
+        #[cfg(windows)]
+        let Ok(read_half) = (match read_half {
+            Stream::Tcp(s) => crate::transport::process::StoppableRead::new(s, stop.clone()),
+        }) else {
+            continue;
+        };
         let conn = Arc::new(Conn::new(stream));
         host.note(crate::observe::Level::Debug, "bridge connection accepted");
         lock(&conns).push(conn.clone());
@@ -621,7 +629,7 @@ pub fn decide(line: &[u8], auth: &Auth) -> Decision {
     }
 }
 
-fn serve_conn(read_half: Stream, conn: Arc<Conn>, auth: Arc<Auth>, host: Arc<dyn Host>) {
+fn serve_conn(read_half: impl io::Read, conn: Arc<Conn>, auth: Arc<Auth>, host: Arc<dyn Host>) {
     let mut reader = BufReader::with_capacity(64 * 1024, read_half);
     let mut line = Vec::new();
     loop {

@@ -37,7 +37,8 @@ struct Overlapped {
     internal_high: usize,
     offset: u32,
     offset_high: u32,
-    event: Handle,
+    /// The event's HANDLE, as an integer so that a reader can move between threads.
+    event: usize,
 }
 
 #[repr(C)]
@@ -188,12 +189,12 @@ struct Io {
 impl Io {
     fn new() -> io::Result<Io> {
         let event = Event::new()?;
-        let overlapped = Box::new(Overlapped { internal: 0, internal_high: 0, offset: 0, offset_high: 0, event: event.raw() });
+        let overlapped = Box::new(Overlapped { internal: 0, internal_high: 0, offset: 0, offset_high: 0, event: event.raw() as usize });
         Ok(Io { overlapped, event })
     }
 
     fn reset(&mut self) {
-        *self.overlapped = Overlapped { internal: 0, internal_high: 0, offset: 0, offset_high: 0, event: self.event.raw() };
+        *self.overlapped = Overlapped { internal: 0, internal_high: 0, offset: 0, offset_high: 0, event: self.event.raw() as usize };
     }
 
     /// The count of a finished operation (`wait`: block until it is finished).
@@ -211,21 +212,48 @@ impl Io {
     }
 }
 
-/// Reads one pipe end that was opened for overlapped I/O (std makes our end of a child's pipe
-/// so): one read in flight at a time into a buffer of its own, its event waitable together
-/// with other handles — Windows' stand-in for poll(2) on a pipe.
-pub struct PipeReader {
-    file: File,
+/// Reads one handle opened for overlapped I/O — our end of a child's pipe (std opens it so), or
+/// a socket (std makes them overlapped): one read in flight at a time into a buffer of its own,
+/// its event waitable together with other handles — Windows' stand-in for poll(2). `T` owns the
+/// handle and closes it when the reader is dropped, after any read in flight has ended.
+pub struct OverlappedReader<T> {
     io: Io,
     buf: Box<[u8]>,
     pending: bool,
     /// The read in flight failed at once because the writer is gone: nothing is in flight.
     ended: bool,
+    /// The handle, as an integer so that the reader can move between threads.
+    handle: usize,
+    // Declared last: dropped after `Drop` has ended the read in flight.
+    _owner: T,
 }
+
+/// Our end of a child's pipe.
+pub type PipeReader = OverlappedReader<File>;
 
 impl PipeReader {
     pub fn new(file: File, capacity: usize) -> io::Result<PipeReader> {
-        Ok(PipeReader { file, io: Io::new()?, buf: vec![0; capacity].into_boxed_slice(), pending: false, ended: false })
+        let handle = file.as_raw_handle() as usize;
+        OverlappedReader::with(file, handle, capacity)
+    }
+}
+
+impl OverlappedReader<std::net::TcpStream> {
+    /// A connected socket (a SOCKET is a handle ReadFile reads).
+    pub fn socket(stream: std::net::TcpStream, capacity: usize) -> io::Result<Self> {
+        use std::os::windows::io::AsRawSocket;
+        let handle = stream.as_raw_socket() as usize;
+        OverlappedReader::with(stream, handle, capacity)
+    }
+}
+
+impl<T> OverlappedReader<T> {
+    fn with(owner: T, handle: usize, capacity: usize) -> io::Result<Self> {
+        Ok(OverlappedReader { io: Io::new()?, buf: vec![0; capacity].into_boxed_slice(), pending: false, ended: false, handle, _owner: owner })
+    }
+
+    fn raw(&self) -> RawHandle {
+        self.handle as RawHandle
     }
 
     /// Signalled when the read in flight has finished.
@@ -240,7 +268,7 @@ impl PipeReader {
             return Ok(());
         }
         self.io.reset();
-        let h = self.file.as_raw_handle();
+        let h = self.raw();
         // SAFETY: the buffer and the OVERLAPPED block belong to `self`, are heap memory that
         // does not move, and outlive the read: `finish` waits for its end, and `Drop` cancels
         // it and waits before they are freed. The handle is ours and overlapped.
@@ -270,7 +298,7 @@ impl PipeReader {
         if self.ended {
             return Ok(&[]); // the broken pipe `start` saw
         }
-        match self.io.result(self.file.as_raw_handle(), true) {
+        match self.io.result(self.raw(), true) {
             Ok(n) => Ok(&self.buf[..n as usize]),
             Err(e) if matches!(e.raw_os_error(), Some(ERROR_BROKEN_PIPE | ERROR_HANDLE_EOF)) || e.kind() == io::ErrorKind::BrokenPipe => {
                 Ok(&[])
@@ -279,16 +307,21 @@ impl PipeReader {
         }
     }
 
+    /// `len` bytes of what the last finished read brought, from `at`.
+    pub fn filled(&self, at: usize, len: usize) -> &[u8] {
+        &self.buf[at..at + len]
+    }
+
     /// Whether the read in flight has finished (its event is set).
     pub fn ready(&self) -> bool {
         self.pending && self.io.event.is_set()
     }
 }
 
-impl Drop for PipeReader {
+impl<T> Drop for OverlappedReader<T> {
     fn drop(&mut self) {
         if self.pending && !self.ended {
-            let _ = self.io.cancel(self.file.as_raw_handle());
+            let _ = self.io.cancel(self.raw());
         }
     }
 }

@@ -210,3 +210,44 @@ impl Signal {
         self.0.is_set()
     }
 }
+
+/// A connection's reading side that a stop signal ends: a blocked read returns end of stream
+/// once `stop` is set (the tool bridge's readers, woken at close). Windows does not wake a read
+/// blocked in another thread when the socket is shut down, as Unix does, so the read is an
+/// overlapped one waited on together with `stop`.
+pub struct StoppableRead {
+    reader: win32::OverlappedReader<std::net::TcpStream>,
+    stop: std::sync::Arc<Signal>,
+    /// What the last read brought beyond what its caller took: `reader`'s buffer from `at`.
+    at: usize,
+    left: usize,
+}
+
+impl StoppableRead {
+    pub fn new(stream: std::net::TcpStream, stop: std::sync::Arc<Signal>) -> io::Result<Self> {
+        Ok(StoppableRead { reader: win32::OverlappedReader::socket(stream, 64 * 1024)?, stop, at: 0, left: 0 })
+    }
+}
+
+impl io::Read for StoppableRead {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.left == 0 {
+            self.reader.start()?;
+            win32::wait_any(&[self.reader.event(), self.stop.raw()], None)?;
+            if !self.reader.ready() {
+                return Ok(0); // stopped: end of stream (the read in flight is cancelled on drop)
+            }
+            self.at = 0;
+            self.left = self.reader.finish()?.len();
+            if self.left == 0 {
+                return Ok(0);
+            }
+        }
+        let data = self.reader.filled(self.at, self.left);
+        let n = data.len().min(out.len());
+        out[..n].copy_from_slice(&data[..n]);
+        self.at += n;
+        self.left -= n;
+        Ok(n)
+    }
+}
