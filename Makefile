@@ -15,6 +15,7 @@
 #   make check-macos    the library and binaries type-check for aarch64-apple-darwin (no macOS here to run them)
 #   make windows-check / windows-test   the partial Windows port, cross-built, run under Wine (docs/windows.md)
 #   make windows-bindings-test   Python, Node and Go load omprpc.dll on Windows runtimes under Wine
+#   make windows-real-pi   the real pi 1.6.0 for Windows on node.exe under Wine, driven by the Rust client
 #   make test-pi-oldest the real-pi suite on the oldest supported pi (cargo-test: the newest)
 #   make test-pi-previous the real-pi suite on pi 0.73.1 (the last pi whose prompts end at agent_end)
 #   make test-pi-versions PI_VERSIONS="…"  the real-pi suites on each listed pi (outside make test)
@@ -77,7 +78,7 @@ C_TEST_TIMEOUT := timeout --kill-after=10 600
         examples install clean help
 
 help:
-	@sed -n '3,35p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,36p' Makefile | sed 's/^# \{0,1\}//'
 
 build:
 	$(CARGO) build $(LOCKED) --lib --bin omprpc-fake-agent --bin omprpc-fake-llm --bin omprpc-fake-mcp
@@ -309,12 +310,13 @@ MINGW_CC       ?= $(MINGW_PREFIX)gcc
 WINE_SHIM      := $(TARGET_DIR)/windows/bcryptprimitives.dll
 WINE_PREFIX    ?= $(TARGET_DIR)/wine-prefix
 # Only the target's own RUSTFLAGS: the build script and proc macros are built for Linux as usual.
-WINDOWS_CARGO  := CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUSTFLAGS="$(WINDOWS_CFG) -D warnings" \
+WINDOWS_CARGO_ENV := CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUSTFLAGS="$(WINDOWS_CFG) -D warnings" \
                   CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$(CURDIR)/tests/windows/wine-run.sh" \
-                  WINEPREFIX=$(WINE_PREFIX) OMPRPC_WINE_SHIM=$(WINE_SHIM) $(CARGO)
+                  WINEPREFIX=$(WINE_PREFIX) OMPRPC_WINE_SHIM=$(WINE_SHIM)
+WINDOWS_CARGO  := $(WINDOWS_CARGO_ENV) $(CARGO)
 WINDOWS_TESTS  ?=
 
-.PHONY: windows-shim windows-check windows-test windows-bindings-test windows-release
+.PHONY: windows-shim windows-check windows-test windows-bindings-test windows-real-pi windows-release
 windows-shim: $(WINE_SHIM)
 $(WINE_SHIM): tests/windows/bcryptprimitives.c
 	@mkdir -p $(@D)
@@ -342,11 +344,28 @@ windows-test: $(WINE_SHIM)
 # cold (empty npm and pip caches, a new Wine prefix, the Windows debug build done) 37-39 s,
 # warm 5-15 s on this 2-core machine (docs/windows.md).
 WINDOWS_BINDINGS_DIR := $(TARGET_DIR)/windows-bindings
+# Node 22's node.exe (tests/windows/install-node.sh), for the bindings' check and the real pi.
+WINDOWS_NODE_DIR := $(TARGET_DIR)/windows-node
 windows-bindings-test: $(WINE_SHIM) $(DIST_TOOLS)/.installed
 	$(WINDOWS_CARGO) build $(LOCKED) --target $(WINDOWS_TARGET) --lib --bin omprpc-fake-agent
 	VERSION=$(VERSION) WINDOWS_DIR=$(WINDOWS_DIR) WB_DIR=$(WINDOWS_BINDINGS_DIR) WINE_SHIM=$(WINE_SHIM) \
+	  WINDOWS_NODE_DIR=$(WINDOWS_NODE_DIR) \
 	  WINEPREFIX=$(WINE_PREFIX) DIST_TOOLS=$(DIST_TOOLS) NPM="$(NPM)" GO="$(GO)" MINGW_CC=$(MINGW_CC) \
 	  timeout --kill-after=10 900 bash tests/windows/bindings/run.sh
+
+# The real pi (PI_NEWEST, 1.6.0) for Windows on Node 22's node.exe under Wine, driven by the Rust
+# client cross-built for Windows (tests/windows_real_pi.rs, tests/windows/real-pi/run.sh): started
+# by name through the pi.cmd npm writes, a text turn, a host tool bridged over loopback TCP, and a
+# close that ends node.exe and what it started. pi (npm ci --os=win32 of the pinned lock, ~250 MB)
+# and node.exe are installed once under target/; the fake LLM runs as a Linux program on 127.0.0.1.
+# WINDOWS_TESTS filters the tests by name. Not in make test (docs/windows.md has its cost).
+WINDOWS_REAL_PI_DIR := $(TARGET_DIR)/windows-real-pi
+windows-real-pi: $(WINE_SHIM)
+	$(CARGO) build $(LOCKED) --bin omprpc-fake-llm
+	@mkdir -p $(WINDOWS_DIR) && cp $(WINE_SHIM) $(WINDOWS_DIR)/
+	$(WINDOWS_CARGO_ENV) CARGO="$(CARGO)" LOCKED="$(LOCKED)" WINDOWS_TARGET=$(WINDOWS_TARGET) \
+	  WRP_DIR=$(WINDOWS_REAL_PI_DIR) WINDOWS_NODE_DIR=$(WINDOWS_NODE_DIR) FAKE_LLM=$(DEBUG_DIR)/omprpc-fake-llm \
+	  NPM="$(NPM)" timeout --kill-after=10 1200 bash tests/windows/real-pi/run.sh $(WINDOWS_TESTS)
 
 # --- demo -----------------------------------------------------------------------------
 # OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`

