@@ -246,7 +246,7 @@ node-tests: build
 # suite's time. A lane goes on after a failing suite (as `make -k` would), and make test fails
 # if any suite did. make test-serial runs the same suites one after another.
 TEST_LANE_A := cargo-test test-pi-oldest test-pi-previous test-omp c-real-agents python-tests go-tests node-tests install-test ray-test miri
-TEST_LANE_B := check-macos windows-test check-header c-tests examples c-tests-asan c-tests-valgrind fault-table dist-test c-tests-tsan fuzz-smoke
+TEST_LANE_B := check-macos windows-test windows-real-pi check-header c-tests examples c-tests-asan c-tests-valgrind fault-table dist-test c-tests-tsan fuzz-smoke
 LANE_B_LOG  := $(TARGET_DIR)/test-lane-b.log
 LANE_TIMES  := $(TARGET_DIR)/test-lane-times.txt
 
