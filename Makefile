@@ -15,6 +15,7 @@
 #   make check-macos    the library and binaries type-check for aarch64-apple-darwin (no macOS here to run them)
 #   make windows-check / windows-test   the partial Windows port, cross-built, run under Wine (docs/windows.md)
 #   make windows-bindings-test   Python, Node and Go load omprpc.dll on Windows runtimes under Wine
+#   make windows-go-tests        the Go binding's tests, cross-built, under Wine
 #   make test-pi-oldest the real-pi suite on the oldest supported pi (cargo-test: the newest)
 #   make test-pi-previous the real-pi suite on pi 0.73.1 (the last pi whose prompts end at agent_end)
 #   make test-pi-versions PI_VERSIONS="…"  the real-pi suites on each listed pi (outside make test)
@@ -317,7 +318,7 @@ WINDOWS_CARGO  := CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUSTFLAGS="$(WINDOWS_CFG) -
                   WINEPREFIX=$(WINE_PREFIX) OMPRPC_WINE_SHIM=$(WINE_SHIM) $(CARGO)
 WINDOWS_TESTS  ?=
 
-.PHONY: windows-shim windows-check windows-test windows-bindings-test windows-release
+.PHONY: windows-shim windows-check windows-test windows-bindings-test windows-go-tests windows-release
 windows-shim: $(WINE_SHIM)
 $(WINE_SHIM): tests/windows/bcryptprimitives.c
 	@mkdir -p $(@D)
@@ -350,6 +351,22 @@ windows-bindings-test: $(WINE_SHIM) $(DIST_TOOLS)/.installed
 	VERSION=$(VERSION) WINDOWS_DIR=$(WINDOWS_DIR) WB_DIR=$(WINDOWS_BINDINGS_DIR) WINE_SHIM=$(WINE_SHIM) \
 	  WINEPREFIX=$(WINE_PREFIX) DIST_TOOLS=$(DIST_TOOLS) NPM="$(NPM)" GO="$(GO)" MINGW_CC=$(MINGW_CC) \
 	  timeout --kill-after=10 900 bash tests/windows/bindings/run.sh
+
+# The Go binding's own tests (bindings/go, the fake agent's) cross-built as one Windows test
+# program (go test -c) and run under Wine from the package's directory, as go test runs them;
+# the real-agent tests skip (no agent configured), as does what needs a POSIX shell. ~50 s.
+WINDOWS_GO_TEST := $(WINDOWS_BINDINGS_DIR)/go-test
+WINDOWS_GO_ENV  := GOOS=windows GOARCH=amd64 CGO_ENABLED=1 CC=$(MINGW_CC)
+windows-go-tests: $(WINE_SHIM)
+	$(WINDOWS_CARGO) build $(LOCKED) --target $(WINDOWS_TARGET) --lib --bin omprpc-fake-agent
+	@mkdir -p $(WINDOWS_GO_TEST)
+	cp $(WINE_SHIM) $(WINDOWS_DIR)/
+	cd bindings/go && $(WINDOWS_GO_ENV) $(GO) vet ./... && $(WINDOWS_GO_ENV) $(GO) test -c -o $(WINDOWS_GO_TEST)/omprpc.test.exe .
+	cp $(WINDOWS_DIR)/omprpc.dll $(WINDOWS_GO_TEST)/
+	cd bindings/go && WINEPREFIX=$(WINE_PREFIX) OMPRPC_WINE_SHIM=$(WINE_SHIM) \
+	  OMPRPC_FAKE_AGENT='Z:$(subst /,\,$(abspath $(WINDOWS_DIR)))\omprpc-fake-agent.exe' \
+	  timeout --kill-after=10 900 $(CURDIR)/tests/windows/wine-run.sh $(WINDOWS_GO_TEST)/omprpc.test.exe \
+	  -test.count=1 -test.timeout=600s
 
 # --- demo -----------------------------------------------------------------------------
 # OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`
