@@ -339,12 +339,12 @@ windows-test: $(WINE_SHIM)
 # The bindings on Windows runtimes under Wine (tests/windows/bindings/run.sh): a Windows CPython
 # from PyPI, Node 22's node.exe from npm with koffi's win32-x64 part, and a Go program
 # cross-built with cgo and mingw-w64, each loading the debug omprpc.dll through the binding's
-# public API, finding it where a user's install puts it; each full check then starts the fake
-# agent (a streamed turn once the core spawns on Windows; until then its typed "not ported yet"
-# IO error). The runtimes are installed once under target/windows-bindings (again when their
-# pinned manifest changes); nothing is fetched while the checks run. Not in make test yet:
-# cold (empty npm and pip caches, a new Wine prefix, the Windows debug build done) 37-39 s,
-# warm 5-15 s on this 2-core machine (docs/windows.md).
+# public API, finding it where a user's install puts it; each full check then runs the fake
+# agent: a streamed turn, and the binding's wait on the client's event handle (blocked when a
+# turn's events arrive, woken by close), with cancellation. The runtimes are installed once
+# under target/windows-bindings (again when their pinned manifest changes); nothing is
+# fetched while the checks run. Not in make test yet; cost on this 2-core machine in
+# docs/windows.md.
 WINDOWS_BINDINGS_DIR := $(TARGET_DIR)/windows-bindings
 windows-bindings-test: $(WINE_SHIM) $(DIST_TOOLS)/.installed
 	$(WINDOWS_CARGO) build $(LOCKED) --target $(WINDOWS_TARGET) --lib --bin omprpc-fake-agent
