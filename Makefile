@@ -16,6 +16,7 @@
 #   make windows-check / windows-test   the partial Windows port, cross-built, run under Wine (docs/windows.md)
 #   make windows-bindings-test   Python, Node and Go load omprpc.dll on Windows runtimes under Wine
 #   make windows-real-pi   the real pi 1.6.0 for Windows on node.exe under Wine, driven by the Rust client
+#   make windows-go-tests        the Go binding's tests, cross-built, under Wine
 #   make test-pi-oldest the real-pi suite on the oldest supported pi (cargo-test: the newest)
 #   make test-pi-previous the real-pi suite on pi 0.73.1 (the last pi whose prompts end at agent_end)
 #   make test-pi-versions PI_VERSIONS="…"  the real-pi suites on each listed pi (outside make test)
@@ -196,6 +197,8 @@ SEED_DIR := $(TARGET_DIR)/python-seed
 # Then mypy --strict (pinned, in its own venv made once, as dist-tools) over the typed-usage
 # file (bindings/python/tests/typing) and the README's examples that import omprpc (their
 # untyped helper functions allowed, their bodies checked): a payload type that regresses fails.
+# And the package as on Windows (--platform win32): its Windows-only code (the waits on the
+# event handle) is checked though it never runs here.
 TYPING_TOOLS := $(TARGET_DIR)/typing-tools
 .PHONY: typing-tools
 typing-tools: $(TYPING_TOOLS)/.installed
@@ -208,6 +211,7 @@ python-tests: build $(TYPING_TOOLS)/.installed
 	OMPRPC_FAKE_AGENT=$(FAKE_AGENT) OMPRPC_LIBRARY=$(DEBUG_DIR)/libomprpc.so $(REAL_AGENT_ENV) \
 	  $(PYTHON) -X dev -W error -m pytest -q -p no:cacheprovider bindings/python/tests
 	cd bindings/python && $(TYPING_TOOLS)/bin/mypy --strict --cache-dir $(TARGET_DIR)/mypy-cache tests/typing/payloads_usage.py
+	cd bindings/python && $(TYPING_TOOLS)/bin/mypy --strict --platform win32 --cache-dir $(TARGET_DIR)/mypy-cache-win32 -p omprpc
 	rm -rf $(TARGET_DIR)/python-readme && $(PYTHON) bindings/python/tests/typing/readme_examples.py $(TARGET_DIR)/python-readme
 	cd bindings/python && $(TYPING_TOOLS)/bin/mypy --strict --allow-untyped-defs --allow-untyped-calls \
 	  --cache-dir $(TARGET_DIR)/mypy-cache $(TARGET_DIR)/python-readme
@@ -246,7 +250,7 @@ node-tests: build
 # suite's time. A lane goes on after a failing suite (as `make -k` would), and make test fails
 # if any suite did. make test-serial runs the same suites one after another.
 TEST_LANE_A := cargo-test test-pi-oldest test-pi-previous test-omp c-real-agents python-tests go-tests node-tests install-test ray-test miri
-TEST_LANE_B := check-macos windows-test windows-real-pi check-header c-tests examples c-tests-asan c-tests-valgrind fault-table dist-test c-tests-tsan fuzz-smoke
+TEST_LANE_B := check-macos windows-test windows-real-pi windows-bindings-test windows-go-tests check-header c-tests examples c-tests-asan c-tests-valgrind fault-table dist-test c-tests-tsan fuzz-smoke
 LANE_B_LOG  := $(TARGET_DIR)/test-lane-b.log
 LANE_TIMES  := $(TARGET_DIR)/test-lane-times.txt
 
@@ -316,7 +320,7 @@ WINDOWS_CARGO_ENV := CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUSTFLAGS="$(WINDOWS_CFG
 WINDOWS_CARGO  := $(WINDOWS_CARGO_ENV) $(CARGO)
 WINDOWS_TESTS  ?=
 
-.PHONY: windows-shim windows-check windows-check-msvc windows-test windows-bindings-test windows-real-pi windows-release
+.PHONY: windows-shim windows-check windows-check-msvc windows-test windows-bindings-test windows-go-tests windows-real-pi windows-release
 windows-shim: $(WINE_SHIM)
 $(WINE_SHIM): tests/windows/bcryptprimitives.c
 	@mkdir -p $(@D)
@@ -345,12 +349,12 @@ windows-test: $(WINE_SHIM) windows-check-msvc
 # The bindings on Windows runtimes under Wine (tests/windows/bindings/run.sh): a Windows CPython
 # from PyPI, Node 22's node.exe from npm with koffi's win32-x64 part, and a Go program
 # cross-built with cgo and mingw-w64, each loading the debug omprpc.dll through the binding's
-# public API, finding it where a user's install puts it; each full check then starts the fake
-# agent (a streamed turn once the core spawns on Windows; until then its typed "not ported yet"
-# IO error). The runtimes are installed once under target/windows-bindings (again when their
-# pinned manifest changes); nothing is fetched while the checks run. Not in make test yet:
-# cold (empty npm and pip caches, a new Wine prefix, the Windows debug build done) 37-39 s,
-# warm 5-15 s on this 2-core machine (docs/windows.md).
+# public API, finding it where a user's install puts it; each full check then runs the fake
+# agent: a streamed turn, and the binding's wait on the client's event handle (blocked when a
+# turn's events arrive, woken by close), with cancellation. The runtimes are installed once
+# under target/windows-bindings (again when their pinned manifest changes); nothing is
+# fetched while the checks run. In make test (lane B); cost on this 2-core machine in
+# docs/windows.md.
 WINDOWS_BINDINGS_DIR := $(TARGET_DIR)/windows-bindings
 # Node 22's node.exe (tests/windows/install-node.sh), for the bindings' check and the real pi.
 WINDOWS_NODE_DIR := $(TARGET_DIR)/windows-node
@@ -366,7 +370,7 @@ windows-bindings-test: $(WINE_SHIM) $(DIST_TOOLS)/.installed
 # by name through the pi.cmd npm writes, a text turn, a host tool bridged over loopback TCP, and a
 # close that ends node.exe and what it started. pi (npm ci --os=win32 of the pinned lock, ~250 MB)
 # and node.exe are installed once under target/; the fake LLM runs as a Linux program on 127.0.0.1.
-# WINDOWS_TESTS filters the tests by name. Not in make test (docs/windows.md has its cost).
+# WINDOWS_TESTS filters the tests by name. In make test (lane B); docs/windows.md has its cost.
 WINDOWS_REAL_PI_DIR := $(TARGET_DIR)/windows-real-pi
 windows-real-pi: $(WINE_SHIM)
 	$(CARGO) build $(LOCKED) --bin omprpc-fake-llm
@@ -374,6 +378,23 @@ windows-real-pi: $(WINE_SHIM)
 	$(WINDOWS_CARGO_ENV) CARGO="$(CARGO)" LOCKED="$(LOCKED)" WINDOWS_TARGET=$(WINDOWS_TARGET) \
 	  WRP_DIR=$(WINDOWS_REAL_PI_DIR) WINDOWS_NODE_DIR=$(WINDOWS_NODE_DIR) FAKE_LLM=$(DEBUG_DIR)/omprpc-fake-llm \
 	  NPM="$(NPM)" timeout --kill-after=10 1200 bash tests/windows/real-pi/run.sh $(WINDOWS_TESTS)
+
+# The Go binding's own tests (bindings/go, the fake agent's) cross-built as one Windows test
+# program (go test -c) and run under Wine from the package's directory, as go test runs them;
+# the real-agent tests skip (no agent configured), as does what needs a POSIX shell. ~50 s
+# (80-98 s with the cross-build). In make test (lane B).
+WINDOWS_GO_TEST := $(WINDOWS_BINDINGS_DIR)/go-test
+WINDOWS_GO_ENV  := GOOS=windows GOARCH=amd64 CGO_ENABLED=1 CC=$(MINGW_CC)
+windows-go-tests: $(WINE_SHIM)
+	$(WINDOWS_CARGO) build $(LOCKED) --target $(WINDOWS_TARGET) --lib --bin omprpc-fake-agent
+	@mkdir -p $(WINDOWS_GO_TEST)
+	cp $(WINE_SHIM) $(WINDOWS_DIR)/
+	cd bindings/go && $(WINDOWS_GO_ENV) $(GO) vet ./... && $(WINDOWS_GO_ENV) $(GO) test -c -o $(WINDOWS_GO_TEST)/omprpc.test.exe .
+	cp $(WINDOWS_DIR)/omprpc.dll $(WINDOWS_GO_TEST)/
+	cd bindings/go && WINEPREFIX=$(WINE_PREFIX) OMPRPC_WINE_SHIM=$(WINE_SHIM) \
+	  OMPRPC_FAKE_AGENT='Z:$(subst /,\,$(abspath $(WINDOWS_DIR)))\omprpc-fake-agent.exe' \
+	  timeout --kill-after=10 900 $(CURDIR)/tests/windows/wine-run.sh $(WINDOWS_GO_TEST)/omprpc.test.exe \
+	  -test.count=1 -test.timeout=600s
 
 # --- demo -----------------------------------------------------------------------------
 # OMPRPC_DEMO_AGENT is a shell-word argv (e.g. OMPRPC_DEMO_AGENT='omp --model x'); `eval set`

@@ -663,6 +663,9 @@ func (c *Client) Subscribe(ctx context.Context) *Subscription {
 // and it makes the descriptor readable too, while All and Events show it only to a client
 // started with Options.PromptCompleteEvents: without that option, a loop the descriptor wakes
 // for one finds no event to handle (the pump takes it, and the descriptor goes quiet).
+//
+// Unix only: on Windows the library has no such descriptor and EventFD returns
+// ErrInvalidArgument; EventHandle is its counterpart there.
 func (c *Client) EventFD() (int, error) {
 	defer runtime.KeepAlive(c)
 	var fd C.int

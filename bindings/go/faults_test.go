@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -168,6 +167,12 @@ func TestInvalidFrames(t *testing.T) {
 
 func TestStdoutClosedAndHalfLine(t *testing.T) {
 	for _, scenario := range []string{"stdout-close", "half-line"} {
+		if scenario == "stdout-close" && underWine() {
+			// Wine's console host inherits the agent's end of the stdout pipe, so the close is
+			// seen only when the agent exits (docs/windows.md; tests/client.rs skips it too).
+			t.Logf("%s: not run under Wine", scenario)
+			continue
+		}
 		c := startFake(t, "--scenario", scenario)
 		t0 := time.Now()
 		_, err := c.GetState(ctxFor(t))
@@ -219,7 +224,7 @@ func waitFile(path string) bool {
 }
 
 func checkGrandchildKilled(t *testing.T, prompt bool) {
-	base := filepath.Join(t.TempDir(), "gc")
+	base := filepath.Join(tempDir(t), "gc")
 	var c *Client
 	if prompt {
 		o := fakeOptions()
@@ -237,14 +242,14 @@ func checkGrandchildKilled(t *testing.T, prompt bool) {
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(readFile(base + ".pid")))
 	if pid > 0 {
-		defer syscall.Kill(pid, syscall.SIGKILL) // never leave it behind
+		defer killProcess(pid) // never leave it behind
 	}
-	b1 := readFile(base + ".beat")
+	b1 := heartbeat(base + ".beat")
 	deadline := time.Now().Add(waitFor)
-	for readFile(base+".beat") == b1 && time.Now().Before(deadline) {
+	for heartbeat(base+".beat") == b1 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if readFile(base+".beat") == b1 {
+	if heartbeat(base+".beat") == b1 {
 		t.Fatal("the grandchild's heartbeat never moved")
 	}
 	t0 := time.Now()
@@ -255,9 +260,9 @@ func checkGrandchildKilled(t *testing.T, prompt bool) {
 		t.Fatalf("Close took %v", d)
 	}
 	time.Sleep(100 * time.Millisecond)
-	b1 = readFile(base + ".beat")
+	b1 = heartbeat(base + ".beat")
 	time.Sleep(300 * time.Millisecond)
-	if readFile(base+".beat") != b1 {
+	if heartbeat(base+".beat") != b1 {
 		t.Fatal("the grandchild kept running after Close: the process group leaked")
 	}
 }
@@ -282,7 +287,7 @@ func TestCloseKillsAnAgentIgnoringSIGTERM(t *testing.T) {
 	if d := time.Since(t0); d > 5*time.Second {
 		t.Fatalf("Close took %v", d)
 	}
-	if err := syscall.Kill(info.PID, 0); !errors.Is(err, syscall.ESRCH) {
+	if exists, err := processExists(info.PID); exists || err != nil {
 		t.Fatalf("agent pid %d still exists after Close: %v", info.PID, err)
 	}
 }
@@ -299,7 +304,7 @@ func TestDuplicateResponseIsIgnored(t *testing.T) {
 }
 
 func TestArgvAndEnvReachTheAgent(t *testing.T) {
-	dir := t.TempDir()
+	dir := tempDir(t)
 	argvFile, envFile := filepath.Join(dir, "argv.json"), filepath.Join(dir, "env.json")
 	o := fakeOptions("--model", "m")
 	o.Env = map[string]string{"OMPRPC_FAKE_ARGV_FILE": argvFile, "OMPRPC_FAKE_ENV_FILE": envFile, "OMPRPC_TEST_MARK": "x y"}
@@ -357,7 +362,7 @@ func TestFinalizerClosesAnAbandonedClient(t *testing.T) {
 	deadline := time.Now().Add(waitFor)
 	for time.Now().Before(deadline) {
 		runtime.GC()
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if exists, err := processExists(pid); !exists && err == nil {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -37,7 +37,7 @@ func TestGeneratedCommands(t *testing.T) {
 	if err := c.SetSessionName(ctx, "named"); err != nil {
 		t.Fatal(err)
 	}
-	exported, err := c.ExportHTML(ctx, &ExportHTMLOptions{OutputPath: t.TempDir() + "/out.html"})
+	exported, err := c.ExportHTML(ctx, &ExportHTMLOptions{OutputPath: tempDir(t) + "/out.html"})
 	if err != nil || exported.Path == "" {
 		t.Fatalf("ExportHTML: %+v %v", exported, err)
 	}

@@ -11,7 +11,7 @@ import (
 // RecordPath reaches the library: the session lands in the file, and the fake agent's
 // --replay plays it back to a fresh client with the same answers.
 func TestRecordPathRecordsAReplayableSession(t *testing.T) {
-	rec := filepath.Join(t.TempDir(), "session.jsonl")
+	rec := filepath.Join(tempDir(t), "session.jsonl")
 	opts := fakeOptions()
 	opts.RecordPath = rec
 	c := start(t, opts)
@@ -30,9 +30,7 @@ func TestRecordPathRecordsAReplayableSession(t *testing.T) {
 	if !strings.HasPrefix(string(text), `{"omprpc_recording":1,`) || !strings.Contains(string(text), `"type":"get_state"`) {
 		t.Fatalf("unexpected recording:\n%s", text)
 	}
-	if fi, _ := os.Stat(rec); fi.Mode().Perm() != 0o600 {
-		t.Fatalf("recording mode %v, want 0600", fi.Mode().Perm())
-	}
+	checkPrivate(t, rec, 0o600)
 
 	r := start(t, fakeOptions("--replay", rec))
 	again := turn(t, r, "say hello")

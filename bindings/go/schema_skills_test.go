@@ -122,7 +122,7 @@ func TestSkillsOptionShapesTheArgv(t *testing.T) {
 }
 
 func TestSanitizeToolSchemasReachesTheAgent(t *testing.T) {
-	rec := filepath.Join(t.TempDir(), "session.jsonl")
+	rec := filepath.Join(tempDir(t), "session.jsonl")
 	opts := fakeOptions()
 	opts.RecordPath = rec
 	opts.SanitizeToolSchemas = true

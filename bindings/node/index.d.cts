@@ -746,7 +746,10 @@ export declare class Client extends EventEmitter {
   counters(): Counters;
   /** Up to `max` (256) log records; needs the start option `logLevel`. */
   nextLogs(opts?: { max?: number; timeoutMs?: number | null; signal?: AbortSignal }): Promise<LogRecord[]>;
+  /** The core's event descriptor (Unix; on Windows InvalidArgumentError). Valid until close(). */
   eventFd(): number;
+  /** The core's event HANDLE (Windows; elsewhere InvalidArgumentError): never set, reset or close it. */
+  eventHandle(): bigint;
 
   /**
    * Events of the table's types named in `types` only, each typed as its interface, and an

@@ -195,7 +195,8 @@ assert "Tag: py3-none-win_amd64" in wheel.splitlines(), wheel
 assert "Root-Is-Purelib: false" in wheel.splitlines(), wheel
 libs = sorted(n for n in names if n.startswith("omprpc/_lib/"))
 assert libs == ["omprpc/_lib/omprpc.dll"], libs
-for module in ("omprpc/__init__.py", "omprpc/_ffi.py", "omprpc/_session.py", "omprpc/py.typed"):
+# _winwait.py: imported on Windows only, so nothing on Linux would miss it.
+for module in ("omprpc/__init__.py", "omprpc/_ffi.py", "omprpc/_session.py", "omprpc/_winwait.py", "omprpc/py.typed"):
     assert module in names, module
 EOF
 cmp -s "$tmp/wheel-omprpc.dll" "$dll" || fail "the wheel's omprpc.dll is not the zip's"

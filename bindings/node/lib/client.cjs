@@ -8,7 +8,7 @@ const { EventEmitter } = require('node:events');
 const { TIMEOUT_INFINITE, POLL_SLICE_MS, ORPHAN_CAPACITY, UNREF_POLL_MIN_MS } = require('./constants.cjs');
 const { Status, closedError, throwIfAborted } = require('./errors.cjs');
 const { signalArg, raceSignal } = require('./abort.cjs');
-const { load, native, take, failure, callOut, callNoOut, callOutRaw, callAsyncRaw, callEventFd, settle } = require('./native.cjs');
+const { load, native, take, failure, callOut, callNoOut, callOutRaw, callAsyncRaw, callEventFd, callEventHandle, settle } = require('./native.cjs');
 const { timeoutArg, toCoreOptions } = require('./args.cjs');
 const { openAtExit, closeAtExit, finalizer } = require('./lifetime.cjs');
 const { reactor } = require('./reactor.cjs');
@@ -98,9 +98,15 @@ class Client extends EventEmitter {
     this._timerLoop = false;
     this._wakeTimer = null;
     this._pumpEnded = false;
+    this._releasing = false; // close() is about to free the handle: the pump is off
     this._pumpError = null;
     this._unrefDelay = UNREF_POLL_MIN_MS;
-    this._fd = callEventFd(handle);
+    // What the reactor waits on (lib/reactor.cjs): the event descriptor, on Windows the event
+    // handle (Windows has no such descriptor).
+    this._fd = -1;
+    this._eventHandle = null;
+    if (process.platform === 'win32') this._eventHandle = callEventHandle(handle);
+    else this._fd = callEventFd(handle);
     this._turnTimeoutMs = TIMEOUT_INFINITE;
     this._abandoned = null; // a turn given up to its signal, until the library completed it
     this._streaming = null; // the open TurnStream (one at a time)
@@ -241,11 +247,25 @@ class Client extends EventEmitter {
     return JSON.parse(await this._sliced('nextLogs', [max], true, opts.timeoutMs, opts.signal));
   }
 
-  /** The core's event descriptor (eventfd; do not read or close it). Valid until close(). */
+  /**
+   * The core's event descriptor (eventfd; do not read or close it). Valid until close(). Unix
+   * only: on Windows the core refuses it (InvalidArgumentError); use eventHandle().
+   */
   eventFd() {
     const fd = [0];
     callNoOut(native().eventFd, [this._handle(), fd]);
     return fd[0];
+  }
+
+  /**
+   * Windows' counterpart of eventFd(): the core's event HANDLE as a BigInt, a manual-reset
+   * event set while events are queued or the client is closed (for WaitForSingleObject and
+   * friends through koffi or an addon). The client owns it: never set, reset or close it.
+   * Valid until close() resolves; a wait that may outlive it must be on a duplicate of one's
+   * own (DuplicateHandle). Windows only: elsewhere the core refuses it (InvalidArgumentError).
+   */
+  eventHandle() {
+    return callEventHandle(this._handle());
   }
 
   _liveHandle() {
@@ -313,7 +333,11 @@ class Client extends EventEmitter {
       info: info ? JSON.parse(info) : { closed: true },
     };
     while (this._inflight.size > 0) await Promise.allSettled([...this._inflight]);
+    // The pump stops here (everything queued was drained above), and no reactor wait may
+    // still hold the descriptor or handle that the free closes.
+    this._releasing = true;
     reactor.remove(this);
+    await reactor.released(this);
     st.freed = true;
     finalizer.unregister(st);
     n.free(st.h);

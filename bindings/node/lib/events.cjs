@@ -158,7 +158,7 @@ class ClientEvents {
   }
 
   _pumpMode() {
-    if (this._st.freed || this._pumpEnded) return 'off';
+    if (this._st.freed || this._pumpEnded || this._releasing) return 'off';
     const consumers = this._hasConsumers() || this._uiLane.waiting;
     if (!consumers && !this._hasHandlers()) return 'off';
     if (this._pending > 0 || this._eventWaiters.length > 0 || this._uiLane.waiting || (consumers && this._refed)) return 'block';
@@ -168,12 +168,13 @@ class ClientEvents {
   /** Re-evaluates who waits for this client's events and how (reactor, timer, nothing). */
   _updatePump() {
     const mode = this._pumpMode();
-    if (mode === 'block' && reactor.available()) {
+    const shared = mode === 'block' && reactor.accepts(this);
+    if (shared) {
       reactor.add(this);
     } else {
       reactor.remove(this);
     }
-    if (mode === 'timer' || (mode === 'block' && !reactor.available())) this._runTimerLoop();
+    if (mode === 'timer' || (mode === 'block' && !shared)) this._runTimerLoop();
     else if (this._wakeTimer) this._wakeTimer();
   }
 
@@ -237,7 +238,8 @@ class ClientEvents {
 
   /**
    * Without the reactor's pool call: non-blocking polls on a timer, unref'd unless the
-   * client must keep the process alive (no libc poll available).
+   * client must keep the process alive (no reactor available, or on Windows no place left in
+   * its wait: see lib/reactor.cjs).
    */
   async _runTimerLoop() {
     if (this._timerLoop) {
@@ -248,8 +250,12 @@ class ClientEvents {
     try {
       for (;;) {
         const mode = this._pumpMode();
-        const useTimer = mode === 'timer' || (mode === 'block' && !reactor.available());
-        if (!useTimer) return;
+        const useTimer = mode === 'timer' || (mode === 'block' && !reactor.accepts(this));
+        if (!useTimer) {
+          // The reactor has room again (or never had to be left): wait there.
+          if (mode === 'block') process.nextTick(() => this._updatePump());
+          return;
+        }
         const n = await this._startDrain();
         if (n > 0) this._unrefDelay = UNREF_POLL_MIN_MS;
         else this._unrefDelay = Math.min(UNREF_POLL_MAX_MS, this._unrefDelay * 2);

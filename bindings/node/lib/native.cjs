@@ -251,6 +251,13 @@ function callEventFd(h) {
   return fd[0];
 }
 
+/** The client's event HANDLE (Windows; a BigInt): see Client.eventHandle(). */
+function callEventHandle(h) {
+  const handle = [null];
+  callNoOut(native().eventHandle, [h, handle]);
+  return handle[0];
+}
+
 function callOutRaw(fn, args) {
   const out = [null];
   const err = [null];
@@ -287,5 +294,6 @@ module.exports = {
   callOutRaw,
   callAsyncRaw,
   callEventFd,
+  callEventHandle,
   settle,
 };

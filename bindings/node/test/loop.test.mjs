@@ -5,9 +5,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { RpcTimeoutError } from '../index.mjs';
-import { WAIT_MS, start, sleep } from './helpers.mjs';
+import { WAIT_MS, nextOfType, start, sleep } from './helpers.mjs';
 
 /** Runs `fn` while a 10 ms interval ticks; returns the tick count and the largest gap. */
 async function ticking(fn) {
@@ -162,4 +163,45 @@ test('close() resolves only once the agent is gone', async (t) => {
   await c.close();
   assert.ok(agentGone(pid));
   void WAIT_MS;
+});
+
+// Windows' reactor waits on at most 63 clients' handles at once (WaitForMultipleObjects takes
+// 64, one is its own): a client past the limit waits on its timer loop, and joins the reactor
+// when a place frees. The same path here, with the reactor's limit lowered to two.
+test('clients past the reactor\'s limit get every event on timers, and take a freed place', async (t) => {
+  const { reactor } = createRequire(import.meta.url)('../lib/reactor.cjs');
+  await start(t); // the library (and koffi) loaded
+  assert.ok(reactor.available());
+  const limit = reactor.waiter.capacity;
+  reactor.waiter.capacity = 2;
+  t.after(() => {
+    reactor.waiter.capacity = limit;
+  });
+  const clients = [];
+  const iterators = [];
+  for (let i = 0; i < 3; i++) {
+    const c = await start(t);
+    clients.push(c);
+    const it = c.events();
+    await nextOfType(it, 'ready');
+    iterators.push(it);
+  }
+  assert.deepEqual(clients.map((c) => reactor.members.has(c)), [true, true, false]);
+  assert.ok(clients[2]._timerLoop, 'the third client waits on its timer loop');
+  const turn = async (i) => {
+    await clients[i].prompt('say hello');
+    const end = await nextOfType(iterators[i], 'agent_end');
+    assert.equal(end.messages.at(-1).content[0].text, 'pong');
+  };
+  await Promise.all([turn(0), turn(1), turn(2)]);
+  // A place frees; with nothing calling into the third client, its timer loop hands it to the
+  // reactor at its next round, and the reactor takes its next turn's events (the prompt goes
+  // out as a raw frame, which leaves the pump alone).
+  await clients[0].close();
+  const deadline = Date.now() + WAIT_MS;
+  while (!reactor.members.has(clients[2]) && Date.now() < deadline) await sleep(20);
+  assert.ok(reactor.members.has(clients[2]), 'the third client took the freed place');
+  assert.ok(!clients[2]._timerLoop);
+  clients[2].sendFrame({ type: 'prompt', id: 'raw-1', message: 'say hello' });
+  await nextOfType(iterators[2], 'agent_end');
 });

@@ -366,6 +366,21 @@ class Handle:
             raise error_from(status, take(err))
         return fd.value
 
+    def event_handle(self) -> int:
+        """Windows' counterpart of :meth:`event_fd`: the client's event HANDLE, valid until
+        :meth:`free` (the library owns it: never set, reset or close it)."""
+        ptr = self._enter()
+        handle, err = c_void_p(), c_void_p()
+        try:
+            status = lib.omprpc_client_event_handle(ptr, ctypes.byref(handle), ctypes.byref(err))
+        finally:
+            self._leave()
+        if status != OK:
+            raise error_from(status, take(err))
+        if not handle.value:
+            raise RpcError("omprpc_client_event_handle returned no handle")
+        return handle.value
+
     def close(self) -> None:
         try:
             self.call(lib.omprpc_client_close)

@@ -9,10 +9,11 @@ import json
 import logging
 import os
 import select
+import sys
 import threading
 import time
 from operator import sub
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from . import _ffi
 from ._common import _LOG_LEVELS, _loads, _loads_bulk
@@ -33,13 +34,6 @@ from .protocol import (
 )
 
 _BATCH_MAX_EVENTS = 4096
-#: How the dispatcher sleeps while the queue is empty. Where there is poll(2), on the library's
-#: event descriptor and a wake-up pipe. Windows has neither poll(2) nor the descriptor
-#: (docs/windows.md): the dispatcher sleeps inside the library's own wait for the next events,
-#: in slices of WAIT_SLICE_MS. An event still wakes it at once, and close() ends the wait; only
-#: settle() may wait up to a slice for the dispatcher to see that the queue is empty.
-POLL_EVENT_FD = hasattr(select, "poll")
-WAIT_SLICE_MS = 50
 #: Host calls and their cancellations: the session serves them even when nobody listens.
 _HOST_TYPES = frozenset({"host_tool_call", "host_uri_request", "host_tool_cancel", "host_uri_cancel"})
 
@@ -61,6 +55,86 @@ def _decode_events(parts: list[bytes]) -> list[Any]:
     except ValueError:
         return [_loads_lenient(part) for part in parts]
     return frames if isinstance(frames, list) else []
+
+
+class _Wait(Protocol):
+    """Where the dispatcher sleeps while the queue is empty: until the library queues an event
+    or the client closes, or until ``wake`` (settle() asks the dispatcher to look again).
+    omprpc.aio watches the same descriptor, or on Windows the same handle, itself."""
+
+    def wait(self) -> None: ...
+
+    def wake(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+if sys.platform == "win32":
+    from . import _winwait
+
+    class _HandleWait:
+        """Windows, which has neither poll(2) nor the event descriptor (docs/windows.md):
+        WaitForMultipleObjects on the library's event HANDLE (set while events are queued or
+        the client is closed) and an event of ours that ``wake`` sets."""
+
+        def __init__(self, event_handle: int):
+            self.event_handle = event_handle
+            self._wake = _winwait.WakeEvent()
+
+        def wait(self) -> None:
+            _winwait.wait_any((self.event_handle, self._wake.handle))
+
+        def wake(self) -> None:
+            self._wake.set()
+
+        def close(self) -> None:
+            self._wake.close()
+
+else:
+
+    class _PollWait:
+        """Unix: poll(2) on the library's event descriptor (readable while events are queued or
+        the client is closed) and a pipe of ours that ``wake`` writes to."""
+
+        def __init__(self, event_fd: int):
+            self._r, self._w = os.pipe()
+            os.set_blocking(self._r, False)
+            os.set_blocking(self._w, False)
+            self._poller = select.poll()
+            self._poller.register(event_fd, select.POLLIN)
+            self._poller.register(self._r, select.POLLIN)
+            #: wake() and close() exclude each other: a write after the close could reach another
+            #: file that reused the descriptor.
+            self._lock = threading.Lock()
+            self._closed = False
+
+        def wait(self) -> None:
+            self._poller.poll()
+            try:
+                while os.read(self._r, 512):
+                    pass
+            except (BlockingIOError, OSError):
+                pass
+
+        def wake(self) -> None:
+            with self._lock:
+                if self._closed:
+                    return
+                try:
+                    os.write(self._w, b"s")
+                except (BlockingIOError, OSError):
+                    pass  # the pipe is full: a wake-up is pending anyway
+
+        def close(self) -> None:
+            with self._lock:
+                if self._closed:
+                    return
+                self._closed = True
+                for fd in (self._r, self._w):
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
 
 
 class _Session(_HostCalls):
@@ -99,16 +173,12 @@ class _Session(_HostCalls):
         self._sync_req = 0
         self._drained = 0
         self._sync_waiters = 0
-        #: The library's event descriptor and the wake-up pipe polled with it (all None where the
-        #: dispatcher waits in the library: POLL_EVENT_FD).
-        self.event_fd: int | None = None
-        self._wake_r: int | None = None
-        self._wake_w: int | None = None
-        if POLL_EVENT_FD:
-            self._wake_r, self._wake_w = os.pipe()
-            os.set_blocking(self._wake_r, False)
-            os.set_blocking(self._wake_w, False)
-            self.event_fd = self.handle.event_fd()
+        #: Where the dispatcher sleeps while the queue is empty.
+        self._waiter: _Wait
+        if sys.platform == "win32":
+            self._waiter = _HandleWait(self.handle.event_handle())
+        else:
+            self._waiter = _PollWait(self.handle.event_fd())
         self.thread = threading.Thread(target=self._run, name="omprpc-dispatch", daemon=True)
 
     def start(self, dispatch: bool = True) -> None:
@@ -162,16 +232,8 @@ class _Session(_HostCalls):
     # -- the dispatcher --
 
     def _run(self) -> None:
-        poller = None
-        wake_r = -1
-        if self.event_fd is not None and self._wake_r is not None:
-            wake_r = self._wake_r
-            poller = select.poll()
-            poller.register(self.event_fd, select.POLLIN)
-            poller.register(wake_r, select.POLLIN)
         structured = _ffi.has("omprpc_client_next_event_batch")
         next_batch, next_array = lib.omprpc_client_next_event_batch, lib.omprpc_client_next_events
-        wait_ms = 0  # without a poller: a slice after the queue was found empty
         try:
             while True:
                 with self._sync:
@@ -182,11 +244,10 @@ class _Session(_HostCalls):
                 whole = not structured or self._streaming()
                 try:
                     status, ptr, err = self.handle.call_raw(next_array if whole else next_batch,
-                                                            _BATCH_MAX_EVENTS, wait_ms)
+                                                            _BATCH_MAX_EVENTS, 0)
                 except RpcError:
                     break
                 if status == _ffi.OK:
-                    wait_ms = 0
                     if ptr:
                         if whole:
                             self._dispatch_array(ptr)
@@ -198,15 +259,7 @@ class _Session(_HostCalls):
                         self._drained = pass_req
                         if self._sync_waiters:
                             self._sync.notify_all()
-                    if poller is None:
-                        wait_ms = WAIT_SLICE_MS
-                        continue
-                    poller.poll()
-                    try:
-                        while os.read(wake_r, 512):
-                            pass
-                    except (BlockingIOError, OSError):
-                        pass
+                    self._waiter.wait()
                     continue
                 break  # CLOSED (after the queue was drained), or a fault
         finally:
@@ -418,11 +471,7 @@ class _Session(_HostCalls):
             req = self._sync_req
             self._sync_waiters += 1
         try:
-            if self._wake_w is not None:  # else the dispatcher's slice ends the wait
-                try:
-                    os.write(self._wake_w, b"s")
-                except (BlockingIOError, OSError):
-                    pass
+            self._waiter.wake()
             with self._sync:
                 while self._drained < req:
                     remaining = deadline - time.monotonic()
@@ -484,13 +533,7 @@ class _Session(_HostCalls):
 
     def _release(self) -> None:
         self.handle.free()
-        for fd in (self._wake_r, self._wake_w):
-            if fd is None:
-                continue
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self._waiter.close()
 
     def stderr(self) -> str:
         if not self.handle.alive or self._stopping:

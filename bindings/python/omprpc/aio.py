@@ -6,7 +6,10 @@ One event loop drives any number of agents. How it waits, and why:
   client's ``omprpc_client_event_fd`` (readable while events are queued) takes every queued
   event at once as an event batch (``omprpc_client_next_event_batch``, timeout 0: it never
   blocks the loop). No thread reads events, and the sync client's dispatcher thread is not
-  started.
+  started. Windows has no such descriptor, and its Proactor loop no ``add_reader``: there one
+  thread per client waits on the client's event HANDLE (``omprpc_client_event_handle``) and
+  wakes the loop (``call_soon_threadsafe``), which takes the events the same way; the thread
+  only waits, and it waits again once the loop has taken them.
 * **Commands** (``get_state``, ``prompt``'s acknowledgement, ``bash``, …) are the sync client's
   own methods — the same argument checks, results and exceptions — run on a small shared
   thread pool (``executor``; by default one per process with :data:`DEFAULT_MAX_WORKERS`
@@ -60,15 +63,15 @@ import concurrent.futures
 import contextlib
 import ctypes
 import inspect
+import sys
 import threading
-from typing import Any, AsyncGenerator, Awaitable, Callable, Coroutine, Final, Mapping, Sequence, TypeVar, cast
+from typing import Any, AsyncGenerator, Awaitable, Callable, Coroutine, Final, Mapping, Protocol, Sequence, TypeVar, cast
 
 from . import _ffi
 from ._aio_commands import _AsyncCommands
 from ._common import LIBRARY_DEFAULT
 from ._ffi import lib
 from ._host import _verdict_of
-from . import _session as _session_module
 from ._session import _BATCH_MAX_EVENTS, _HOST_TYPES, _decode_events, _Session
 from ._turn import turn_outcome
 from .client import RpcClient
@@ -117,6 +120,60 @@ DEFAULT_MAX_WAITS: Final = 8
 #: Frames each reader of the client (an events() iterator, a stream) may have waiting before
 #: more are dropped for it and counted (the library's own event queue holds as many).
 DEFAULT_MAX_BUFFERED_EVENTS: Final = 65_536
+
+
+class _Watch(Protocol):
+    def close(self) -> None: ...
+
+
+if sys.platform == "win32":
+    from . import _winwait
+
+    class _HandleWatch:
+        """``loop.add_reader`` for the client's event HANDLE on Windows: a thread waits on the
+        handle (set while events are queued or the client is closed) and has the loop call
+        ``on_ready`` (``call_soon_threadsafe``); the handle stays set until the loop took the
+        events, so the thread waits for that before it waits on the handle again. A failed
+        wait goes to ``on_failure`` on the loop. ``close`` (on the loop) stops and joins the
+        thread: the client may be freed after it, never before."""
+
+        def __init__(self, loop: asyncio.AbstractEventLoop, handle: int, on_ready: Callable[[], None],
+                     on_failure: Callable[[OSError], None], name: str):
+            self._loop = loop
+            self._handle = handle
+            self._on_ready = on_ready
+            self._on_failure = on_failure
+            self._stop = _winwait.WakeEvent()
+            self._taken = _winwait.WakeEvent()
+            self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+            self._thread.start()
+
+        def _run(self) -> None:
+            # The stop event first: of several signalled handles the wait names the first.
+            try:
+                while _winwait.wait_any((self._stop.handle, self._handle)) == 1:
+                    self._loop.call_soon_threadsafe(self._ready)
+                    if _winwait.wait_any((self._stop.handle, self._taken.handle)) != 1:
+                        return
+            except RuntimeError:
+                return  # the loop was closed under a client nobody closed
+            except OSError as exc:
+                try:
+                    self._loop.call_soon_threadsafe(self._on_failure, exc)
+                except RuntimeError:
+                    pass
+
+        def _ready(self) -> None:
+            try:
+                self._on_ready()
+            finally:
+                self._taken.set()
+
+        def close(self) -> None:
+            self._stop.set()
+            self._thread.join()
+            self._stop.close()
+            self._taken.close()
 
 _pools: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
@@ -277,6 +334,7 @@ class AsyncRpcClient(_AsyncCommands):
         self._session: _Session | None = None
         self._stopped = False  # close() ended a session: a call now is CLOSED, not "not started"
         self._fd = -1
+        self._watch: _Watch | None = None  # Windows: the _HandleWatch in place of add_reader
         self._subscribers: list[_Subscriber] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._failure: RpcError | None = None
@@ -297,13 +355,6 @@ class AsyncRpcClient(_AsyncCommands):
         """Spawns the agent and waits for it (on the pool), then watches its event queue."""
         if self._session is not None:
             raise RpcError("RPC client is already started")
-        if not _session_module.POLL_EVENT_FD:
-            # Refused before anything starts: there is no descriptor for the loop to watch.
-            raise RpcError(
-                "omprpc.aio watches the library's event descriptor (loop.add_reader), which Windows "
-                "does not have: the event handle that replaces it is not ported yet "
-                "(docs/windows.md). Use omprpc.RpcClient, or run it in a thread."
-            )
         loop = asyncio.get_running_loop()
         starting = asyncio.ensure_future(self._pooled(self._core.start))
         try:
@@ -316,9 +367,13 @@ class AsyncRpcClient(_AsyncCommands):
             raise
         session = self._core._require()
         self._loop, self._session, self._failure, self._stopped = loop, session, None, False
-        assert session.event_fd is not None  # _session_module.POLL_EVENT_FD, checked above
-        self._fd = session.event_fd
-        loop.add_reader(self._fd, self._on_readable)
+        if sys.platform == "win32":
+            # Named like the sync client's dispatcher: omprpc-aio-wait-<agent pid>.
+            name = session.thread.name.replace("omprpc-dispatch", "omprpc-aio-wait", 1)
+            self._watch = _HandleWatch(loop, session.handle.event_handle(), self._on_readable, self._watch_failed, name)
+        else:
+            self._fd = session.handle.event_fd()
+            loop.add_reader(self._fd, self._on_readable)
         return self
 
     async def close(self) -> None:
@@ -429,7 +484,8 @@ class AsyncRpcClient(_AsyncCommands):
     # -- events --
 
     def _on_readable(self) -> None:
-        """The event fd is readable: take every queued event (never blocking) and hand each on."""
+        """The event fd is readable (Windows: the event handle is set): take every queued event
+        (never blocking) and hand each on."""
         session = self._session
         if session is None:
             return
@@ -468,10 +524,21 @@ class AsyncRpcClient(_AsyncCommands):
         for subscriber in self._subscribers:
             subscriber.put(frame, raw)
 
+    def _watch_failed(self, exc: OSError) -> None:
+        """Windows: the wait on the event handle failed; the events end with that error."""
+        if self._session is None:
+            return
+        self._unwatch()
+        self._failure = RpcError(f"waiting on the client's event handle failed: {exc}")
+        self._end_subscribers(self._failure)
+
     def _unwatch(self) -> None:
         if self._fd >= 0 and self._loop is not None:
             self._loop.remove_reader(self._fd)
         self._fd = -1
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.close()
 
     def _end_subscribers(self, failure: RpcError | None) -> None:
         for subscriber in self._subscribers:

@@ -3,8 +3,10 @@ public API (tests/windows/bindings/run.sh runs it).
 
     python check.py full      the library found where expected, a call with an owned string
                               out and back, an option error as its typed exception, then the
-                              fake agent: a streamed turn, or — while the core cannot start an
-                              agent on Windows — the start's "not ported yet" IO error, typed
+                              fake agent: a streamed turn; the dispatcher's wait on the event
+                              handle (blocked when the turn's events arrive, woken by settle()
+                              and by stop()); omprpc.aio: a streamed turn, a turn cancelled
+                              through its task, the agent's exit ending a stream
     python check.py lookup    only: the library found where expected
     python check.py missing   no library anywhere: the ImportError names every place it tried
 
@@ -17,9 +19,12 @@ by name at an installed omprpc.dll). Prints PASS lines; any failure raises.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import threading
+import time
+from typing import Any
 
 
 def same_place(loaded: str, expected: str) -> bool:
@@ -47,7 +52,7 @@ def main(mode: str) -> None:
         return
 
     import omprpc
-    from omprpc import RpcClient, RpcInvalidArgumentError, RpcIOError
+    from omprpc import RpcClient, RpcInvalidArgumentError
 
     assert sys.platform == "win32", sys.platform
     loaded = omprpc.LIBRARY_PATH
@@ -71,6 +76,22 @@ def main(mode: str) -> None:
         raise AssertionError("flavor 'bogus' was accepted")
     print("windows-bindings-test: PASS python: prompt_from_content round trip; a bad option is RpcInvalidArgumentError")
 
+    agent = os.environ["OMPRPC_AGENT"]
+    check_streamed_turn(agent)
+    check_dispatcher_wait(agent)
+    asyncio.run(check_aio(agent))
+
+
+def dispatcher_of(pid: int, prefix: str) -> threading.Thread:
+    """The client's thread named ``<prefix>-<agent pid>`` (how the binding names them)."""
+    found = [t for t in threading.enumerate() if t.name == f"{prefix}-{pid}"]
+    assert len(found) == 1, [t.name for t in threading.enumerate()]
+    return found[0]
+
+
+def check_streamed_turn(agent: str) -> None:
+    from omprpc import RpcClient
+
     deltas: list[str] = []
     lock = threading.Lock()
 
@@ -80,19 +101,9 @@ def main(mode: str) -> None:
             with lock:
                 deltas.append(ame["delta"])
 
-    client = RpcClient(command=[os.environ["OMPRPC_AGENT"]], startup_timeout=30.0)
+    client = RpcClient(command=[agent], startup_timeout=30.0)
     client.on_message_update(on_update)
-    try:
-        client.start()
-    except RpcIOError as exc:
-        # The core's Windows port does not spawn yet (docs/windows.md): the start must fail with
-        # exactly that IO error, nothing else. Once it spawns, this branch is never taken.
-        if "is not ported yet" not in str(exc):
-            raise
-        assert exc.status_name == "IO", exc.status_name
-        print(f"windows-bindings-test: NOT PORTED python: starting the fake agent fails as the core says, "
-              f"RpcIOError: {exc}")
-        return
+    client.start()
     try:
         turn = client.prompt_and_wait("ping")
     finally:
@@ -101,6 +112,95 @@ def main(mode: str) -> None:
     with lock:
         assert "".join(deltas) == "pong", deltas
     print(f"windows-bindings-test: PASS python: a turn from the fake agent, streamed {deltas}")
+
+
+def check_dispatcher_wait(agent: str) -> None:
+    """The dispatcher sleeps on the client's event handle with nothing queued: the turn's
+    events wake it, settle() wakes it (each prompt_and_wait returns long before the listeners'
+    sync timeout), and stop() ends it."""
+    from omprpc import RpcClient
+
+    types: list[str] = []
+    ended = threading.Event()
+
+    def on_event(event: object) -> None:
+        types.append(getattr(event, "type"))
+        if types[-1] == "agent_end":
+            ended.set()
+
+    sync_timeout = 30.0  # a lost wake-up would hold each prompt_and_wait this long
+    client = RpcClient(command=[agent], startup_timeout=30.0, listener_sync_timeout=sync_timeout)
+    client.on_event(on_event)
+    client.start()
+    try:
+        dispatcher = dispatcher_of(client.info()["pid"], "omprpc-dispatch")
+        time.sleep(0.5)  # the ready event dispatched: the dispatcher waits, nothing queued
+        assert dispatcher.is_alive() and not ended.is_set(), types
+        client.prompt("say hello")  # acknowledged; the events reach the listener only through the wait
+        assert ended.wait(30.0), f"the blocked dispatcher never delivered the turn: {types}"
+        took = 0.0
+        for n in range(5):
+            started = time.monotonic()
+            assert client.prompt_and_wait(f"ping {n}").assistant_text == "pong"
+            assert types.count("agent_end") == n + 2, types  # settle(): the listener saw the turn
+            took += time.monotonic() - started
+            assert took < sync_timeout, f"{n + 1} turns took {took:.1f} s: settle() waited out its timeout"
+        time.sleep(0.3)  # waiting again
+    finally:
+        client.stop()
+    dispatcher.join(10.0)  # hang guard only: stop() closed the client, which sets the handle
+    assert not dispatcher.is_alive(), "stop() did not end the dispatcher's wait"
+    print(f"windows-bindings-test: PASS python: the dispatcher waits on the event handle: woken by a turn's "
+          f"events, by settle() (5 turns in {took:.2f} s) and by stop()")
+
+
+async def check_aio(agent: str) -> None:
+    from omprpc import RpcProcessExitError
+    from omprpc.aio import AsyncRpcClient, TextChunk, TurnComplete
+
+    async def texts_of(stream: Any) -> str:
+        items = [item async for item in stream]
+        assert isinstance(items[-1], TurnComplete), items
+        return "".join(i.text for i in items if isinstance(i, TextChunk))
+
+    async with AsyncRpcClient(command=[agent], startup_timeout=30.0) as client:
+        watcher = dispatcher_of((await client.info())["pid"], "omprpc-aio-wait")
+        await asyncio.sleep(0.3)  # the watcher waits on the handle, nothing queued
+        assert await asyncio.wait_for(texts_of(client.stream("ping")), 30.0) == "pong"
+        # A turn cancelled through its task: the run is aborted, and the next turn is clean.
+        streaming = asyncio.Event()
+
+        async def consume() -> None:
+            async for item in client.stream("stream until abort"):
+                if isinstance(item, TextChunk):
+                    streaming.set()
+
+        task = asyncio.ensure_future(consume())
+        await asyncio.wait_for(streaming.wait(), 30.0)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        assert task.cancelled()
+        assert await asyncio.wait_for(texts_of(client.stream("hello")), 30.0) == "pong"
+        assert not (await client.get_state()).is_streaming
+    watcher.join(0)
+    assert not watcher.is_alive(), "close() left the handle's watcher running"
+
+    # The agent's exit closes the client, which sets the handle: the watcher hands the end on.
+    async with AsyncRpcClient(command=[agent], startup_timeout=30.0) as client:
+        watcher = dispatcher_of((await client.info())["pid"], "omprpc-aio-wait")
+        try:
+            await asyncio.wait_for(texts_of(client.stream("crash")), 30.0)
+        except RpcProcessExitError as exc:
+            assert "exited with code 3" in str(exc), str(exc)
+        else:
+            raise AssertionError("a crashing agent's stream ended normally")
+        watcher.join(10.0)  # hang guard only
+        assert not watcher.is_alive(), "the watcher still waits after the client closed"
+    print("windows-bindings-test: PASS python: omprpc.aio on the event handle: a streamed turn, a turn "
+          "cancelled through its task then a clean one, an agent's exit ending the stream")
 
 
 if __name__ == "__main__":

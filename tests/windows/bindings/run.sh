@@ -9,8 +9,11 @@
 #           --os=win32): prebuilds/win32-x64, OMPRPC_LIBRARY, by name through PATH, and none;
 #   Go      the binding cross-built with cgo and mingw-w64 (link_debug_windows.go: the import
 #           library), omprpc.dll beside the .exe.
-# The full check of each also starts the fake agent (omprpc-fake-agent.exe): a streamed turn, or
-# while the core cannot spawn on Windows its "not ported yet" IO error, typed (NOT PORTED lines).
+# The full check of each then runs the fake agent (omprpc-fake-agent.exe): a streamed turn, and
+# the binding's wait on the client's event HANDLE — blocked when a turn's events arrive, woken
+# by close (Python: the dispatcher thread and omprpc.aio's watcher; Node: the reactor's
+# WaitForMultipleObjects in libuv's pool; Go: EventHandle in a wait of the program's own) —
+# with cancellation (omprpc.aio task cancel, AbortSignal, context).
 #
 # Everything it needs is installed once under $WB_DIR (target/windows-bindings; node.exe under
 # $WINDOWS_NODE_DIR, shared with make windows-real-pi), again only when its pinned manifest

@@ -117,7 +117,8 @@ export async function main(fake: string): Promise<string | null> {
   void [sanitized.schema, sanitized.dropped[0]?.path, skills.flags, skills.needsRead, skills.tools?.length];
   void buildArgv({ skills: 'none', sanitizeToolSchemas: true });
   const info = client.info();
-  void [info.pid, client.stderr(), client.protocolErrors(), client.eventFd(), client.closed];
+  const handle: bigint = client.eventHandle();
+  void [info.pid, client.stderr(), client.protocolErrors(), client.eventFd(), handle, client.closed];
   client.unref().ref();
   await client.close();
   void omprpc.version();
