@@ -10,8 +10,8 @@
 #   omprpc-<v>-windows-x86_64.zip        the C library for Windows: omprpc.dll, its import library,
 #                                        header, a relocatable omprpc.pc, README
 # The npm package carries omprpc.dll too (prebuilds/win32-x64/). The Windows library is the
-# release build of the partial port (docs/windows.md), cross-built with mingw-w64: it loads
-# and answers every call that needs no agent, and cannot start one yet.
+# release build of the port (docs/windows.md), cross-built with mingw-w64: tested under Wine,
+# not on a real Windows machine yet.
 #
 # The libraries are the release build with the debug info stripped (the release profile keeps
 # line tables for backtraces: 10 MB of the 11 MB .so). The wheel's platform tag, and why, is
