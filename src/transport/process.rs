@@ -3,7 +3,8 @@
 //! issue 25 — docs/windows.md — over the system calls declared in `win32`).
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 #[cfg(unix)]
 mod unix;
@@ -26,6 +27,25 @@ pub struct SpawnSpec {
     pub cwd: Option<PathBuf>,
     pub env: Vec<(String, String)>,
     pub inherit_env: bool,
+}
+
+impl SpawnSpec {
+    /// A command running `exe` (no arguments yet: each platform adds its own) with this
+    /// spec's environment and working directory, and three pipes.
+    fn piped_command(&self, exe: &Path) -> Command {
+        let mut cmd = Command::new(exe);
+        if !self.inherit_env {
+            cmd.env_clear();
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        if let Some(cwd) = &self.cwd {
+            cmd.current_dir(cwd);
+        }
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd
+    }
 }
 
 /// How the agent ended.

@@ -135,18 +135,8 @@ pub fn program_path(spec: &SpawnSpec) -> io::Result<PathBuf> {
 pub fn spawn(spec: &SpawnSpec) -> io::Result<(Process, Pipes)> {
     let program = spec.argv.first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "argv is empty"))?;
     let exe = program_path(spec)?;
-    let mut cmd = Command::new(&exe);
+    let mut cmd = spec.piped_command(&exe);
     cmd.arg0(program).args(&spec.argv[1..]);
-    if !spec.inherit_env {
-        cmd.env_clear();
-    }
-    for (k, v) in &spec.env {
-        cmd.env(k, v);
-    }
-    if let Some(cwd) = &spec.cwd {
-        cmd.current_dir(cwd);
-    }
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     // Own process group: teardown signals the group, so the agent's children die with it.
     cmd.process_group(0);
     let mut child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("failed to spawn {}: {e}", exe.display())))?;

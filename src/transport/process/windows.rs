@@ -19,7 +19,6 @@ use std::io;
 use std::os::windows::io::{AsRawHandle, OwnedHandle, RawHandle};
 use std::os::windows::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -56,18 +55,8 @@ pub fn program_path(spec: &SpawnSpec) -> io::Result<PathBuf> {
 pub fn spawn(spec: &SpawnSpec) -> io::Result<(Process, Pipes)> {
     let resolved = windows_path::resolve(spec)?;
     let exe = resolved.exe;
-    let mut cmd = Command::new(&exe);
+    let mut cmd = spec.piped_command(&exe);
     cmd.args(&resolved.prefix_args).args(&spec.argv[1..]);
-    if !spec.inherit_env {
-        cmd.env_clear();
-    }
-    for (k, v) in &spec.env {
-        cmd.env(k, v);
-    }
-    if let Some(cwd) = &spec.cwd {
-        cmd.current_dir(cwd);
-    }
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd.creation_flags(CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP | console_flags());
     // Made first: an agent that cannot be put in a job is never started.
     let job = Job::new().map_err(|e| io::Error::new(e.kind(), format!("creating the agent's job object: {e}")))?;
