@@ -1,8 +1,9 @@
 /*
  * Host tools from an event loop: this program offers the agent a tool of its own
  * ("echo_host"), sends a prompt, then waits on the client's event descriptor with poll(2) —
- * as an application with its own loop (epoll, libuv, a GUI toolkit) would — and answers each
- * host_tool_call as it arrives, until the run ends.
+ * as an application with its own loop (epoll, libuv, a GUI toolkit) would; on Windows on its
+ * event HANDLE with WaitForSingleObject — and answers each host_tool_call as it arrives, until
+ * the run ends.
  *
  *   host_tools_event_loop AGENT [ARG...]     `make examples` passes the fake agent
  *
@@ -11,7 +12,12 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#else
 #include <poll.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +36,40 @@
     "{\"name\":\"echo_host\",\"description\":\"Echoes a message back, from the host\","   \
     "\"parameters\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\"}}," \
     "\"required\":[\"message\"]}}"
+
+/* What the loop waits on: the client's event descriptor on Unix (poll(2) here; epoll, libuv
+ * or a GUI toolkit's loop alike), its event HANDLE on Windows (WaitForSingleObject here;
+ * WaitForMultipleObjects or MsgWaitForMultipleObjects alike). Either is the client's: never
+ * read, reset or close it. It is ready while events are queued, and once the client closed. */
+#ifdef _WIN32
+typedef HANDLE event_source;
+
+static omprpc_status get_event_source(omprpc_client *client, event_source *out, char **err) {
+    void *handle = NULL;
+    omprpc_status st = omprpc_client_event_handle(client, &handle, err);
+    *out = (HANDLE)handle;
+    return st;
+}
+
+/* 1: ready, 0: nothing within `ms`, -1: the wait failed. */
+static int wait_ready(event_source source, int ms) {
+    DWORD r = WaitForSingleObject(source, (DWORD)ms);
+    return r == WAIT_OBJECT_0 ? 1 : r == WAIT_TIMEOUT ? 0 : -1;
+}
+#else
+typedef int event_source;
+
+static omprpc_status get_event_source(omprpc_client *client, event_source *out, char **err) {
+    return omprpc_client_event_fd(client, out, err);
+}
+
+static int wait_ready(event_source source, int ms) {
+    struct pollfd pfd;
+    pfd.fd = source;
+    pfd.events = POLLIN;
+    return poll(&pfd, 1, ms);
+}
+#endif
 
 static void report(const char *what, omprpc_status st, char *err) {
     jval *e = json_parse(err);
@@ -112,8 +152,8 @@ int main(int argc, char **argv) {
     omprpc_client *client = NULL;
     char *options, *err = NULL, *request_id = NULL;
     omprpc_status st;
-    struct pollfd pfd;
-    int fd = -1, calls_answered = 0, results_seen = 0, run_over = 0, rc = 1;
+    event_source source;
+    int calls_answered = 0, results_seen = 0, run_over = 0, rc = 1;
 
     if (argc < 2) {
         fprintf(stderr, "usage: %s AGENT [ARG...]\n", argv[0]);
@@ -133,11 +173,10 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    /* 2. The descriptor to wait on. It is the client's: never read or close it. It polls
-     *    readable while events are queued (or once the client closed). */
-    st = omprpc_client_event_fd(client, &fd, &err);
+    /* 2. What to wait on (see event_source above). */
+    st = get_event_source(client, &source, &err);
     if (st != OMPRPC_STATUS_OK) {
-        report("event_fd", st, err);
+        report("event source", st, err);
         goto done;
     }
 
@@ -150,20 +189,18 @@ int main(int argc, char **argv) {
     }
     omprpc_string_free(request_id);
 
-    /* 4. The event loop. A real application would add its own descriptors to this poll. */
-    pfd.fd = fd;
-    pfd.events = POLLIN;
+    /* 4. The event loop. A real application would wait on its own descriptors (handles) too. */
     while (!run_over) {
-        int ready = poll(&pfd, 1, WAIT_MS);
+        int ready = wait_ready(source, WAIT_MS);
         if (ready < 0) {
-            perror("host_tools_event_loop: poll");
+            fprintf(stderr, "host_tools_event_loop: waiting for events failed\n");
             goto done;
         }
         if (ready == 0) {
             fprintf(stderr, "host_tools_event_loop: no event for %d ms\n", WAIT_MS);
             goto done;
         }
-        /* Readable: take everything queued without blocking (timeout 0), then poll again. */
+        /* Ready: take everything queued without blocking (timeout 0), then wait again. */
         for (;;) {
             char *event_json = NULL;
             jval *event;

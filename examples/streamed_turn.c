@@ -191,8 +191,9 @@ done:
     json_free(summary);
     omprpc_string_free(summary_json);
     omprpc_summarizer_free(summarizer);
-    /* close stops the agent (stdin EOF, then signals to its process group) and reports how
-     * that went; free releases the handle (and would close it too). */
+    /* close stops the agent (stdin EOF, then signals to its process group; on Windows, its job
+     * object is ended) and reports how that went; free releases the handle (and would close it
+     * too). */
     if (client) {
         st = omprpc_client_close(client, &err);
         if (st != OMPRPC_STATUS_OK) {

@@ -1,5 +1,6 @@
 /*
- * A tiny test harness for the omprpc C test programs (C99 + POSIX + pthread).
+ * A tiny test harness for the omprpc C test programs (C99 + pthread; what differs between
+ * POSIX and Windows is in platform.h).
  *
  *   static void test_something(void) { CHECK(1 + 1 == 2); }
  *   int main(void) { h_init(); RUN(test_something); return h_summary(); }
@@ -10,11 +11,14 @@
  *   and verify the error contract on every call (out_error written only on failure, as
  *   `{"code":<status name>,"status":<number>,"message":"…"}`). CHECK_OK frees `err`;
  *   CHECK_STATUS leaves it for the test to inspect and free (h_strfree(&err)).
- * - The last line printed is exactly `N passed, N failed` (tests, not checks); the exit
- *   status is non-zero when anything failed.
+ * - SKIP_IF(cond, reason) ends a test that cannot run here (a POSIX-only subject on Windows,
+ *   say) as skipped, printing the reason; a skipped test never counts as passed.
+ * - The last line printed is exactly `N passed, N failed, N skipped` (tests, not checks); the
+ *   exit status is non-zero when anything failed.
  * - OMPRPC_TEST_FILTER=substring runs only the matching tests.
- * - A watchdog (SIGALRM) aborts a test that runs longer than H_TEST_DEADLINE_S with a message
- *   naming it, so a hang inside the library never hangs CI silently.
+ * - A watchdog (SIGALRM, or a thread on Windows) aborts a test that runs longer than
+ *   H_TEST_DEADLINE_S with a message naming it, so a hang inside the library never hangs CI
+ *   silently.
  * - Every blocking call in the tests uses at most WAIT_MS (10 s).
  */
 #ifndef OMPRPC_TEST_HARNESS_H
@@ -26,17 +30,15 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "omprpc.h"
 #include "json.h"
+#include "platform.h"
 
 /* The longest any single wait in a test may take. */
 /* OMPRPC_TEST_WAIT_MS raises it for slow runs (valgrind). */
@@ -45,24 +47,14 @@ static long h_wait_ms_value = 10000;
 /* Watchdog per test; generous so that slow sanitizer builds still pass. */
 #define H_TEST_DEADLINE_S 120
 
-static int h_passed, h_failed, h_current_failed;
+static int h_passed, h_failed, h_skipped, h_current_failed, h_current_skipped;
 static const char *h_current = "(none)";
 static pthread_mutex_t h_lock = PTHREAD_MUTEX_INITIALIZER;
 static char h_alarm_msg[256];
 
-static inline int64_t h_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static inline int64_t h_now_ms(void) { return plat_now_ms(); }
 
-static inline void h_sleep_ms(long ms) {
-    struct timespec ts;
-    ts.tv_sec = ms / 1000;
-    ts.tv_nsec = (ms % 1000) * 1000000L;
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
+static inline void h_sleep_ms(long ms) { plat_sleep_ms(ms); }
 
 static inline void h_fail(const char *file, int line, const char *fmt, ...) {
     va_list ap;
@@ -76,6 +68,23 @@ static inline void h_fail(const char *file, int line, const char *fmt, ...) {
     fflush(stderr);
     pthread_mutex_unlock(&h_lock);
 }
+
+/* Marks the running test skipped, with the reason printed (the caller then returns). */
+static char h_skip_reason[256];
+static inline void h_skip(const char *reason) {
+    pthread_mutex_lock(&h_lock);
+    h_current_skipped = 1;
+    snprintf(h_skip_reason, sizeof h_skip_reason, "%s", reason);
+    pthread_mutex_unlock(&h_lock);
+}
+
+#define SKIP_IF(cond, reason) \
+    do {                      \
+        if (cond) {           \
+            h_skip(reason);   \
+            return;           \
+        }                     \
+    } while (0)
 
 #define CHECK(cond) ((cond) ? (void)0 : h_fail(__FILE__, __LINE__, "CHECK(%s) failed", #cond))
 #define CHECKF(cond, ...) ((cond) ? (void)0 : h_fail(__FILE__, __LINE__, __VA_ARGS__))
@@ -307,29 +316,21 @@ static inline jval *h_find_type(const jval *arr, const char *type, int nth) {
 
 /* --- running tests ------------------------------------------------------------------- */
 
-static void h_on_alarm(int sig) {
-    ssize_t r;
-    (void)sig;
-    r = write(2, h_alarm_msg, strlen(h_alarm_msg));
-    (void)r;
-    _exit(3);
-}
+static char h_fake_agent_buf[4096];
 
 static inline void h_init(void) {
-    struct sigaction sa;
-    h_fake_agent_path = getenv("OMPRPC_FAKE_AGENT");
+    const char *fake = getenv("OMPRPC_FAKE_AGENT");
     if (getenv("OMPRPC_TEST_WAIT_MS")) h_wait_ms_value = atol(getenv("OMPRPC_TEST_WAIT_MS"));
-    if (!h_fake_agent_path || !*h_fake_agent_path) {
+    if (!fake || !*fake || strlen(fake) >= sizeof h_fake_agent_buf) {
         fprintf(stderr, "OMPRPC_FAKE_AGENT must name the omprpc-fake-agent binary (make c-tests sets it)\n");
         exit(2);
     }
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = h_on_alarm;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGALRM, &sa, NULL);
-    /* A closed pipe must surface as an error from write(), not kill the test. */
-    signal(SIGPIPE, SIG_IGN);
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    /* A copy: a test that changes the environment may move getenv's strings (Windows' CRT does). */
+    strcpy(h_fake_agent_buf, fake);
+    h_fake_agent_path = h_fake_agent_buf;
+    plat_watchdog_start();
+    plat_sigpipe_ignore();
+    plat_stdout_by_line();
 }
 
 typedef void (*h_test_fn)(void);
@@ -341,16 +342,20 @@ static inline void h_run(const char *name, h_test_fn fn) {
     if (filter && *filter && !strstr(name, filter)) return;
     h_current = name;
     h_current_failed = 0;
+    h_current_skipped = 0;
     snprintf(h_alarm_msg, sizeof h_alarm_msg,
              "\nWATCHDOG: test %s ran longer than %d s (a call that should have returned is stuck)\n",
              name, H_TEST_DEADLINE_S);
-    alarm(H_TEST_DEADLINE_S);
+    plat_watchdog_arm(H_TEST_DEADLINE_S, h_alarm_msg);
     t0 = h_now_ms();
     fn();
-    alarm(0);
+    plat_watchdog_disarm();
     if (h_current_failed) {
         h_failed++;
         printf("FAIL %s (%lld ms)\n", name, (long long)(h_now_ms() - t0));
+    } else if (h_current_skipped) {
+        h_skipped++;
+        printf("SKIP %s: %s\n", name, h_skip_reason);
     } else {
         h_passed++;
         printf("ok   %s (%lld ms)\n", name, (long long)(h_now_ms() - t0));
@@ -360,7 +365,7 @@ static inline void h_run(const char *name, h_test_fn fn) {
 }
 
 static inline int h_summary(void) {
-    printf("%d passed, %d failed\n", h_passed, h_failed);
+    printf("%d passed, %d failed, %d skipped\n", h_passed, h_failed, h_skipped);
     fflush(stdout);
     return h_failed ? 1 : 0;
 }

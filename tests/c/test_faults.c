@@ -1,12 +1,12 @@
 /*
  * Faults through the C API: broken and early-exiting agents, startup timeouts, crashes and
  * hangs mid-turn, invalid frames (fatal and skipped), stdout closed early, stderr floods,
- * v2 chunk violations, teardown of the whole process group (grandchild, SIGTERM ignored).
+ * v2 chunk violations, teardown of the whole process group (grandchild, SIGTERM ignored; on
+ * Windows the agent's Job object, and an agent that outlives its input).
  */
 #include "harness.h"
 #include "proc.h"
 
-#include <signal.h>
 #include <sys/stat.h>
 
 /* Starts with `args`/`extra` expecting failure `want`; returns the error message (malloc'd). */
@@ -191,26 +191,36 @@ static void test_invalid_frames_skipped(void) {
     omprpc_client_free(c);
 }
 
-static void test_stdout_closed_and_half_line(void) {
-    static const char *const scenarios[] = {"\"--scenario\",\"stdout-close\"", "\"--scenario\",\"half-line\""};
-    int i;
-    for (i = 0; i < 2; i++) {
-        omprpc_client *c = START(scenarios[i], NULL);
-        char *out = NULL, *err = NULL;
-        omprpc_status st;
-        int64_t t0 = h_now_ms();
-        if (!c) continue;
-        st = omprpc_client_get_state(c, WAIT_MS, &out, &err);
-        /* half-line: the unterminated last line may also be reported as a protocol fault */
-        CHECKF(st == OMPRPC_STATUS_PROCESS_EXITED || st == OMPRPC_STATUS_CLOSED ||
-                   (i == 1 && st == OMPRPC_STATUS_PROTOCOL),
-               "%s: get_state returned %s; %s", scenarios[i], h_name(st), err ? err : "");
-        CHECKF(h_now_ms() - t0 < 3000, "%s: noticing EOF took %lld ms", scenarios[i], (long long)(h_now_ms() - t0));
-        h_strfree(&out);
-        h_strfree(&err);
-        omprpc_client_free(c);
-    }
+/* The agent's stdout ends (closed while it lives, or after half a line): the call in flight
+ * ends at once. */
+static void check_stdout_ends(const char *scenario, int half_line) {
+    omprpc_client *c = START(scenario, NULL);
+    char *out = NULL, *err = NULL;
+    omprpc_status st;
+    int64_t t0 = h_now_ms();
+    if (!c) return;
+    st = omprpc_client_get_state(c, WAIT_MS, &out, &err);
+    /* half-line: the unterminated last line may also be reported as a protocol fault */
+    CHECKF(st == OMPRPC_STATUS_PROCESS_EXITED || st == OMPRPC_STATUS_CLOSED || (half_line && st == OMPRPC_STATUS_PROTOCOL),
+           "%s: get_state returned %s; %s", scenario, h_name(st), err ? err : "");
+    CHECKF(h_now_ms() - t0 < 3000, "%s: noticing EOF took %lld ms", scenario, (long long)(h_now_ms() - t0));
+    h_strfree(&out);
+    h_strfree(&err);
+    omprpc_client_free(c);
 }
+
+/* Under Wine, a program without a console window (as under make) starts each agent with a hidden
+ * console, whose host process (conhost.exe --headless) inherits the agent's pipe ends: the
+ * agent's closing its own stdin or stdout is then not seen until it exits (docs/windows.md;
+ * tests/client.rs skips its stdout case under Wine the same way). */
+#define WINE_CONSOLE_HOLDS_PIPES "under Wine the agent's hidden console host holds its pipe ends open"
+
+static void test_stdout_closed_while_the_agent_runs(void) {
+    SKIP_IF(plat_under_wine(), WINE_CONSOLE_HOLDS_PIPES);
+    check_stdout_ends("\"--scenario\",\"stdout-close\"", 0);
+}
+
+static void test_half_line_then_exit(void) { check_stdout_ends("\"--scenario\",\"half-line\"", 1); }
 
 static void test_stderr_lines_and_flood(void) {
     omprpc_client *c = START(NULL, "\"max_stderr_lines\":3");
@@ -254,15 +264,9 @@ static void test_chunk_violation(void) {
     omprpc_client_free(c);
 }
 
-static int read_file(const char *path, char *buf, size_t cap) {
-    FILE *f = fopen(path, "r");
-    size_t n;
-    if (!f) return 0;
-    n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return 1;
-}
+/* The agents write these files by rename over the old one: read them without getting in its way
+ * (platform.h). */
+static int read_file(const char *path, char *buf, size_t cap) { return plat_read_file(path, buf, cap); }
 
 /* Waits until `path` exists; 1 if it did within WAIT_MS. */
 static int wait_file(const char *path) {
@@ -276,14 +280,13 @@ static int wait_file(const char *path) {
 }
 
 static void check_grandchild_killed(const char *args, int prompt) {
-    char dir[] = "/tmp/omprpc-gc-XXXXXX";
-    char base[64], pidf[80], beatf[80], extra[256], b1[64], b2[64], pidbuf[32];
+    char dir[512], base[600], pidf[640], beatf[640], extra[1024], message[700], b1[64], b2[64], pidbuf[32];
     omprpc_client *c;
     char *out = NULL, *err = NULL;
-    pid_t pid = 0;
+    long pid = 0;
     int64_t t0;
-    if (!mkdtemp(dir)) {
-        CHECKF(0, "mkdtemp failed");
+    if (!plat_make_temp_dir("omprpc-gc", dir, sizeof dir)) {
+        CHECKF(0, "cannot make a temp dir");
         return;
     }
     snprintf(base, sizeof base, "%s/gc", dir);
@@ -297,13 +300,12 @@ static void check_grandchild_killed(const char *args, int prompt) {
     }
     if (!c) return;
     if (prompt) {
-        char message[128];
         snprintf(message, sizeof message, "grandchild %s", base);
         if (CHECK_OK(omprpc_client_prompt_and_wait(c, message, NULL, WAIT_MS, &out, &err), err)) h_strfree(&out);
     }
     CHECKF(wait_file(pidf) && wait_file(beatf), "the grandchild never started");
-    if (read_file(pidf, pidbuf, sizeof pidbuf)) pid = (pid_t)atol(pidbuf);
-    CHECK(pid > 0 && kill(pid, 0) == 0);
+    if (read_file(pidf, pidbuf, sizeof pidbuf)) pid = atol(pidbuf);
+    CHECK(pid > 0 && proc_pid_left(pid));
     /* alive: the heartbeat moves */
     read_file(beatf, b1, sizeof b1);
     t0 = h_now_ms();
@@ -322,7 +324,7 @@ static void check_grandchild_killed(const char *args, int prompt) {
     read_file(beatf, b2, sizeof b2);
     CHECKF(!strcmp(b1, b2), "the grandchild kept running after close: the process group leaked");
     omprpc_client_free(c);
-    if (pid > 0) kill(pid, SIGKILL); /* never leave it behind, whatever happened */
+    proc_kill(pid); /* never leave it behind, whatever happened */
     remove(pidf);
     remove(beatf);
     rmdir(dir);
@@ -336,12 +338,12 @@ static void test_close_kills_grandchildren(void) {
 static void test_close_kills_an_agent_ignoring_sigterm(void) {
     omprpc_client *c = START("\"--scenario\",\"ignore-term\"", "\"stop_grace_ms\":200,\"kill_grace_ms\":200");
     char *out = NULL, *err = NULL;
-    pid_t pid = 0;
+    long pid = 0;
     int64_t t0;
     if (!c) return;
     if (CHECK_OK(omprpc_client_info(c, &out, &err), err)) {
         jval *v = PARSE(out);
-        pid = (pid_t)jnum(jget(v, "pid"), NULL);
+        pid = (long)jnum(jget(v, "pid"), NULL);
         json_free(v);
         h_strfree(&out);
     }
@@ -349,7 +351,7 @@ static void test_close_kills_an_agent_ignoring_sigterm(void) {
     CHECK_OK(omprpc_client_close(c, &err), err);
     CHECKF(h_now_ms() - t0 < 5000, "close of a SIGTERM-ignoring agent took %lld ms", (long long)(h_now_ms() - t0));
     /* gone and reaped (no zombie left behind by the library) */
-    CHECKF(pid > 0 && kill(pid, 0) == -1 && errno == ESRCH, "agent pid %ld still exists after close", (long)pid);
+    CHECKF(pid > 0 && !proc_pid_left(pid), "agent pid %ld still exists after close", pid);
     omprpc_client_free(c);
 }
 
@@ -374,10 +376,12 @@ static void test_duplicate_response_is_ignored(void) {
 }
 
 static void test_argv_and_env_reach_the_agent(void) {
-    char dir[] = "/tmp/omprpc-env-XXXXXX";
-    char argvf[64], envf[64], extra[512], buf[65536];
+    char dir[512], argvf[600], envf[600], extra[1536], buf[65536];
     omprpc_client *c;
-    if (!mkdtemp(dir)) return;
+    if (!plat_make_temp_dir("omprpc-env", dir, sizeof dir)) {
+        CHECKF(0, "cannot make a temp dir");
+        return;
+    }
     snprintf(argvf, sizeof argvf, "%s/argv.json", dir);
     snprintf(envf, sizeof envf, "%s/env.json", dir);
     snprintf(extra, sizeof extra,
@@ -403,19 +407,29 @@ static void test_argv_and_env_reach_the_agent(void) {
     rmdir(dir);
 }
 
+/* How many of the names in an agent's environment (as the fake agent wrote it) were not added
+ * by the system itself to every process (platform.h). */
+static size_t own_env_names(const jval *env) {
+    size_t i, n = 0;
+    for (i = 0; jis(env, J_OBJ) && i < env->n; i++) n += !plat_added_env_name(env->keys[i]);
+    return n;
+}
+
 /* The agent's environment per inherit_env: unset, the allow-list with the provider keys pi and
  * omp read (PATH, HOME, ANTHROPIC_API_KEY pass; an unlisted secret does not); false, exactly
  * `env`; true, all of ours under `env`. */
 static void test_inherit_env_policies(void) {
     static const char *const modes[] = {NULL, "false", "true"};
-    char dir[] = "/tmp/omprpc-inherit-XXXXXX";
-    char envf[64], extra[256], buf[65536];
+    char dir[512], envf[600], extra[1024], buf[65536];
     size_t i;
-    if (!mkdtemp(dir)) return;
+    if (!plat_make_temp_dir("omprpc-inherit", dir, sizeof dir)) {
+        CHECKF(0, "cannot make a temp dir");
+        return;
+    }
     snprintf(envf, sizeof envf, "%s/env.json", dir);
-    setenv("ANTHROPIC_API_KEY", "sk-ant-c-test", 1);
-    setenv("OMPRPC_C_TEST_SECRET", "hunter2", 1);
-    if (!getenv("HOME")) setenv("HOME", dir, 1);
+    plat_setenv("ANTHROPIC_API_KEY", "sk-ant-c-test");
+    plat_setenv("OMPRPC_C_TEST_SECRET", "hunter2");
+    if (!getenv("HOME")) plat_setenv("HOME", dir);
     for (i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         omprpc_client *c;
         snprintf(extra, sizeof extra, "\"env\":{\"OMPRPC_FAKE_ENV_FILE\":\"%s\"}%s%s", envf,
@@ -432,7 +446,7 @@ static void test_inherit_env_policies(void) {
                 CHECKF(key && !strcmp(key, "sk-ant-c-test"), "default: the provider key is %s", key ? key : "(absent)");
                 CHECKF(!secret, "default: an unlisted secret passed");
             } else if (!strcmp(modes[i], "false")) {
-                CHECKF(jlen(v) == 1 && !path && !key, "false: %s", buf);
+                CHECKF(own_env_names(v) == 1 && !path && !key, "false: %s", buf);
             } else {
                 CHECKF(path && key && secret && !strcmp(secret, "hunter2"), "true: %s", buf);
             }
@@ -442,19 +456,21 @@ static void test_inherit_env_policies(void) {
         }
         omprpc_client_free(c);
     }
-    unsetenv("ANTHROPIC_API_KEY");
-    unsetenv("OMPRPC_C_TEST_SECRET");
+    plat_unsetenv("ANTHROPIC_API_KEY");
+    plat_unsetenv("OMPRPC_C_TEST_SECRET");
     remove(envf);
     rmdir(dir);
 }
 
 /* A C host that keeps SIGPIPE's default action must not be killed when the agent stops
- * reading: the write fails with a status instead. */
+ * reading: the write fails with a status instead. (Windows has no SIGPIPE; the write to the
+ * closed pipe must fail there the same way.) */
 static void test_dead_stdin_is_a_status_not_sigpipe(void) {
     omprpc_client *c;
     char *err = NULL;
     omprpc_status st;
-    signal(SIGPIPE, SIG_DFL);
+    SKIP_IF(plat_under_wine(), WINE_CONSOLE_HOLDS_PIPES);
+    plat_sigpipe_default();
     c = START("\"--scenario\",\"stdin-close\"", "\"stop_grace_ms\":100,\"kill_grace_ms\":100");
     if (c) {
         h_sleep_ms(200); /* the agent has closed its stdin by now */
@@ -467,7 +483,7 @@ static void test_dead_stdin_is_a_status_not_sigpipe(void) {
         CHECKF(st == OMPRPC_STATUS_PROCESS_EXITED, "write to a closed stdin returned %s", h_name(st));
         omprpc_client_free(c);
     }
-    signal(SIGPIPE, SIG_IGN);
+    plat_sigpipe_ignore();
 }
 
 /* Last: every fault above left no agent behind, running or unreaped (the per-scenario group
@@ -520,7 +536,8 @@ int main(void) {
     RUN(test_hang_times_out_and_client_survives);
     RUN(test_invalid_frames_fatal);
     RUN(test_invalid_frames_skipped);
-    RUN(test_stdout_closed_and_half_line);
+    RUN(test_stdout_closed_while_the_agent_runs);
+    RUN(test_half_line_then_exit);
     RUN(test_stderr_lines_and_flood);
     RUN(test_chunk_violation);
     RUN(test_close_kills_grandchildren);

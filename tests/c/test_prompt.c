@@ -1,12 +1,10 @@
 /*
  * The prompt lifecycle through the C API: prompt_and_wait and its turn JSON, late and
  * id-less failures, collect_events, wait_for_idle, the single-flight rule, stop during a
- * wait, the event queue (next_event / next_events / event_fd + poll(2), overflow), history
- * limits, protocol v2.
+ * wait, the event queue (next_event / next_events, waited on with the event fd + poll(2) or, on
+ * Windows, the event handle + WaitForSingleObject; overflow), history limits, protocol v2.
  */
 #include "harness.h"
-
-#include <poll.h>
 
 /* prompt_and_wait(message) on `c`; the parsed turn, or NULL (and a failed check). */
 #define TURN(c, message) h_turn(__FILE__, __LINE__, (c), (message))
@@ -380,28 +378,27 @@ static int count_through_agent_end(omprpc_client *c) {
     return n;
 }
 
-static void test_event_queue_and_fd(void) {
+/* The event queue as a host's wait loop sees it: the client's event source (the descriptor, or
+ * Windows' event handle) is ready exactly while events are queued, and once the client closed. */
+static void test_event_queue_and_its_wait_source(void) {
     omprpc_client *c = START(NULL, NULL);
     char *out = NULL, *err = NULL;
-    int fd = -1, fd2 = -1, ends = 0, i;
-    struct pollfd p;
+    int ends = 0, i;
+    plat_events ev, ev2;
     int64_t t0;
     if (!c) return;
-    if (!CHECK_OK(omprpc_client_event_fd(c, &fd, &err), err)) {
+    if (!CHECK_OK(plat_event_source(c, &ev, &err), err)) {
         omprpc_client_free(c);
         return;
     }
-    CHECK(fd >= 0);
-    CHECK_OK(omprpc_client_event_fd(c, &fd2, &err), err);
-    CHECK(fd2 == fd);
-    p.fd = fd;
-    p.events = POLLIN;
-    /* `ready` is queued: readable */
-    CHECK(poll(&p, 1, WAIT_MS) == 1 && (p.revents & POLLIN));
+    CHECK(plat_event_source_valid(&ev));
+    CHECK_OK(plat_event_source(c, &ev2, &err), err);
+    CHECK(plat_events_same(&ev, &ev2));
+    /* `ready` is queued: ready */
+    CHECK(plat_event_wait(&ev, WAIT_MS) == 1);
     CHECK(drain(c, NULL) >= 1);
-    /* drained: not readable, next_event times out (and honours its timeout) */
-    p.revents = 0;
-    CHECKF(poll(&p, 1, 0) == 0, "event fd readable with an empty queue");
+    /* drained: not ready, next_event times out (and honours its timeout) */
+    CHECKF(plat_event_wait(&ev, 0) == 0, "%s ready with an empty queue", PLAT_EVENT_SOURCE_NAME);
     CHECK_STATUS(omprpc_client_next_event(c, 0, &out, &err), OMPRPC_STATUS_TIMEOUT, err);
     h_strfree(&err);
     t0 = h_now_ms();
@@ -412,11 +409,10 @@ static void test_event_queue_and_fd(void) {
     CHECK_STATUS(omprpc_client_next_events(c, 8, 0, &out, &err), OMPRPC_STATUS_TIMEOUT, err);
     h_strfree(&err);
     CHECK(out == NULL);
-    /* a turn, consumed with poll(2) + batches */
+    /* a turn, consumed with waits on the source + batches */
     if (CHECK_OK(omprpc_client_prompt(c, "say hello", NULL, WAIT_MS, &out, &err), err)) h_strfree(&out);
     for (i = 0; i < 100 && !ends; i++) {
-        p.revents = 0;
-        if (poll(&p, 1, WAIT_MS) != 1) break;
+        if (plat_event_wait(&ev, WAIT_MS) != 1) break;
         drain(c, &ends);
     }
     CHECK(ends == 1);
@@ -439,10 +435,9 @@ static void test_event_queue_and_fd(void) {
         CHECK(count_through_agent_end(c) == 56 - 10);
         CHECK(drain(c, NULL) == 0);
     }
-    /* after close: readable, and CLOSED once drained */
+    /* after close: ready, and CLOSED once drained */
     CHECK_OK(omprpc_client_close(c, &err), err);
-    p.revents = 0;
-    CHECK(poll(&p, 1, WAIT_MS) == 1);
+    CHECK(plat_event_wait(&ev, WAIT_MS) == 1);
     drain(c, NULL);
     CHECK_STATUS(omprpc_client_next_event(c, WAIT_MS, &out, &err), OMPRPC_STATUS_CLOSED, err);
     h_strfree(&err);
@@ -573,6 +568,83 @@ static void test_protocol_v2(void) {
     omprpc_client_free(c);
 }
 
+/* The client's counter `name` (omprpc_client_counters); -1 when it cannot be read. */
+static double counter(omprpc_client *c, const char *name) {
+    char *out = NULL, *err = NULL;
+    double n = -1;
+    if (CHECK_OK(omprpc_client_counters(c, &out, &err), err)) {
+        jval *v = PARSE(out);
+        int ok = 0;
+        n = jnum(jget(v, name), &ok);
+        CHECKF(ok, "counters without %s: %s", name, out);
+        json_free(v);
+    }
+    h_strfree(&out);
+    return n;
+}
+
+/* Whether `text` is a string of exactly `n` bytes of the fake agent's pattern (byte i is
+ * 'a' + i % 26), so that a chunk lost, doubled or out of order shows. */
+static int is_pattern(const jval *text, size_t n) {
+    size_t i;
+    if (!jis(text, J_STR) || text->str_len != n) return 0;
+    for (i = 0; i < n; i++)
+        if (text->str[i] != (char)('a' + i % 26)) return 0;
+    return 1;
+}
+
+/* A 3 MB payload under protocol v2: the agent splits each frame over 1 MiB into rpc_chunk
+ * frames of 256 KiB (base64), the client puts it back together. The message arrives whole and
+ * in order, in the turn and in the event queue, and so does a 3 MB tool result. */
+static void test_a_3_mb_v2_payload_arrives_whole(void) {
+    enum { N = 3000000, CHUNK = 262144 };
+    omprpc_client *c = START("\"--v2\"", NULL);
+    double frames, bytes;
+    jval *turn, *ev;
+    int ok;
+    char *out = NULL, *err = NULL;
+    if (!c) return;
+    if (CHECK_OK(omprpc_client_info(c, &out, &err), err)) {
+        jval *v = PARSE(out);
+        CHECKF(jnum(jget(v, "protocolVersion"), &ok) == 2 && ok, "info after --v2: %s", out);
+        json_free(v);
+        h_strfree(&out);
+    }
+    drain(c, NULL);
+    frames = counter(c, "frames_in");
+    bytes = counter(c, "bytes_in");
+    turn = TURN(c, "big 3000000");
+    if (turn) {
+        const jval *text = jget(turn, "assistantText");
+        CHECKF(is_pattern(text, N), "assistantText: %u bytes, not the 3,000,000 of the pattern",
+               jis(text, J_STR) ? (unsigned)text->str_len : 0u);
+        CHECKF(is_pattern(jpath(turn, "messages.0.content.0.text"), N), "the turn's message is not the 3 MB text");
+    }
+    json_free(turn);
+    /* on the wire: at least ceil(3 MB / 256 KiB) chunk lines, base64 (4 bytes per 3) */
+    frames = counter(c, "frames_in") - frames;
+    bytes = counter(c, "bytes_in") - bytes;
+    CHECKF(frames >= (N + CHUNK - 1) / CHUNK, "%.0f frames in for a 3 MB message: not chunked", frames);
+    CHECKF(bytes >= (double)N / 3 * 4, "%.0f bytes in for a 3 MB message: not base64 chunks", bytes);
+    /* the queue holds the same reassembled event */
+    ev = h_wait_event(c, "message_end", WAIT_MS);
+    CHECKF(ev && is_pattern(jpath(ev, "message.content.0.text"), N), "the queued message_end is not the 3 MB text");
+    json_free(ev);
+    drain(c, NULL);
+    /* a tool's 3 MB result */
+    turn = TURN(c, "huge 3000000");
+    if (turn) {
+        const jval *end = h_find_type(jget(turn, "events"), "tool_execution_end", 0);
+        CHECKF(is_pattern(jpath(end, "result.content.0.text"), N), "the 3 MB tool result did not arrive whole");
+    }
+    json_free(turn);
+    /* and the client carries on */
+    turn = TURN(c, "say hello");
+    CHECK_STR(jpath_str(turn, "assistantText"), "pong");
+    json_free(turn);
+    omprpc_client_free(c);
+}
+
 /* Frames bigger than max_frame_bytes under v1. */
 static void test_max_frame_bytes(void) {
     omprpc_client *c = START(NULL, "\"max_frame_bytes\":8388608");
@@ -608,10 +680,11 @@ int main(void) {
     RUN(test_collect_events_and_wait_for_idle);
     RUN(test_single_flight_collectors);
     RUN(test_close_wakes_prompt_and_wait);
-    RUN(test_event_queue_and_fd);
+    RUN(test_event_queue_and_its_wait_source);
     RUN(test_event_queue_overflow_is_reported);
     RUN(test_event_history_limit);
     RUN(test_protocol_v2);
+    RUN(test_a_3_mb_v2_payload_arrives_whole);
     RUN(test_max_frame_bytes);
     return h_summary();
 }

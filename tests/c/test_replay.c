@@ -1,25 +1,21 @@
 /*
  * Session recording and replay through the C API: the `record_path` start option writes the
- * session (0600), the fake agent's `--replay FILE` plays it back to a fresh client, and the
+ * session (private: 0600, or an owner-only DACL on Windows), the fake agent's `--replay FILE` plays it back to a fresh client, and the
  * committed real-pi recording (tests/fixtures/recordings/pi-text-turn.jsonl, read relative to
  * the repository root where `make` runs the tests, or from OMPRPC_RECORDING_FIXTURE) replays
  * without pi.
  */
 #include "harness.h"
 
-#include <sys/stat.h>
-
 static const char *fixture(void) {
     const char *p = getenv("OMPRPC_RECORDING_FIXTURE");
     return (p && *p) ? p : "tests/fixtures/recordings/pi-text-turn.jsonl";
 }
 
-/* A private directory under $TMPDIR (else /tmp); `buf` receives its path. */
+/* A new directory in the temp dir; `buf` receives its path. */
 static int make_dir(char *buf, size_t cap) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(buf, cap, "%s/omprpc-replay-XXXXXX", (tmp && *tmp) ? tmp : "/tmp");
-    if (!mkdtemp(buf)) {
-        CHECKF(0, "mkdtemp(%s) failed", buf);
+    if (!plat_make_temp_dir("omprpc-replay", buf, cap)) {
+        CHECKF(0, "cannot make a temp dir (%s)", buf);
         return 0;
     }
     return 1;
@@ -89,8 +85,8 @@ static void test_committed_pi_recording_replays(void) {
 static void test_record_then_replay(void) {
     char dir[512], path[600];
     char *opt, *args, *live = NULL, *again = NULL, *err = NULL;
-    char *state1 = NULL, *state2 = NULL;
-    struct stat st;
+    char *state1 = NULL, *state2 = NULL, why[1024];
+    FILE *recording;
     omprpc_client *c;
     if (!make_dir(dir, sizeof dir)) return;
     snprintf(path, sizeof path, "%s/session.jsonl", dir);
@@ -103,8 +99,10 @@ static void test_record_then_replay(void) {
         CHECK_OK(omprpc_client_close(c, &err), err);
         omprpc_client_free(c);
     }
-    CHECKF(stat(path, &st) == 0, "no recording at %s", path);
-    CHECKF((st.st_mode & 0777) == 0600, "the recording's mode is %o, not 600", (unsigned)(st.st_mode & 0777));
+    recording = fopen(path, "rb");
+    CHECKF(recording != NULL, "no recording at %s", path);
+    if (recording) fclose(recording);
+    CHECKF(plat_file_is_private(path, why, sizeof why), "the recording is not private: %s", why);
 
     args = replay_args(path);
     c = START(args, NULL);

@@ -89,11 +89,10 @@ static void test_skills_flags(void) {
 /* The start options: skills flags reach the spawned argv; the host tools reach the agent
  * sanitized (the recording shows what was sent). */
 static void test_start_options(void) {
-    char path[] = "/tmp/omprpc-c-schema-XXXXXX";
-    char rec[sizeof path + 32], extra[2048], *info = NULL, *err = NULL;
+    char path[512], rec[600], extra[2048], *info = NULL, *err = NULL;
     omprpc_client *c;
-    if (!mkdtemp(path)) {
-        CHECKF(0, "mkdtemp failed");
+    if (!plat_make_temp_dir("omprpc-c-schema", path, sizeof path)) {
+        CHECKF(0, "cannot make a temp dir");
         return;
     }
     snprintf(rec, sizeof rec, "%s/s.jsonl", path);

@@ -4,12 +4,11 @@
  * (omprpc_event_batch_events) hand out
  * the same events and metadata as the JSON forms, as borrowed views — checked against the
  * turn JSON the same turn carries; the local outcomes; bad arguments; close. A turn split for
- * an event loop: omprpc_client_prompt_begin, poll(2) on the event fd until the turn's
- * prompt_complete, omprpc_client_take_turn.
+ * an event loop: omprpc_client_prompt_begin, a wait on the event fd (poll(2); Windows: the event
+ * handle, WaitForSingleObject) until the turn's prompt_complete, omprpc_client_take_turn.
  */
 #include "harness.h"
 
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,26 +213,23 @@ static void test_collected_batch(void) {
     omprpc_client_free(c);
 }
 
-/* Reads events, waiting on the event fd (poll(2)) rather than in the library, until the
- * prompt_complete of `request_id`; 1 when it came. */
-static int await_completion_on_fd(omprpc_client *c, const char *request_id) {
+/* Reads events, waiting on the event source (the fd, or Windows' event handle) rather than in
+ * the library, until the prompt_complete of `request_id`; 1 when it came. */
+static int await_completion_on_event_source(omprpc_client *c, const char *request_id) {
     char *ev = NULL, *err = NULL;
-    struct pollfd p;
-    int fd = -1, rounds;
-    if (!CHECK_OK(omprpc_client_event_fd(c, &fd, &err), err)) return 0;
-    p.fd = fd;
-    p.events = POLLIN;
+    plat_events source;
+    int rounds;
+    if (!CHECK_OK(plat_event_source(c, &source, &err), err)) return 0;
     for (rounds = 0; rounds < 10000; rounds++) {
         omprpc_status st;
         jval *v;
         int done;
-        p.revents = 0;
-        if (poll(&p, 1, WAIT_MS) != 1) {
-            CHECKF(0, "no prompt_complete for %s on the event fd", request_id);
+        if (plat_event_wait(&source, WAIT_MS) != 1) {
+            CHECKF(0, "no prompt_complete for %s on %s", request_id, PLAT_EVENT_SOURCE_NAME);
             return 0;
         }
         st = omprpc_client_next_event(c, 0, &ev, &err);
-        if (st == OMPRPC_STATUS_TIMEOUT) { /* taken between poll and read: poll again */
+        if (st == OMPRPC_STATUS_TIMEOUT) { /* taken between the wait and the read: wait again */
             h_strfree(&err);
             continue;
         }
@@ -248,7 +244,7 @@ static int await_completion_on_fd(omprpc_client *c, const char *request_id) {
     return 0;
 }
 
-/* begin → wait on the event fd for prompt_complete → take: the same turn prompt_and_wait_turn
+/* begin → wait on the event source for prompt_complete → take: the same turn prompt_and_wait_turn
  * returns, with nothing blocked in the library while the agent works. */
 static void test_begun_turn_taken_after_its_completion(void) {
     omprpc_client *c = START(NULL, "\"prompt_complete_events\":true");
@@ -261,7 +257,7 @@ static void test_begun_turn_taken_after_its_completion(void) {
         return;
     }
     CHECK(id != NULL);
-    if (await_completion_on_fd(c, id) && CHECK_OK(omprpc_client_take_turn(c, id, &turn, &err), err)) {
+    if (await_completion_on_event_source(c, id) && CHECK_OK(omprpc_client_take_turn(c, id, &turn, &err), err)) {
         CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err);
         CHECK(info.outcome == OMPRPC_TURN_OUTCOME_AGENT_END);
         CHECK(h_str_is(info.assistant_text, "pong"));
@@ -310,7 +306,7 @@ static void test_begun_turn_holds_the_slot_until_taken(void) {
     CHECK_STATUS(omprpc_client_prompt_and_wait_turn(c, "say hello", NULL, WAIT_MS, &turn, &err), OMPRPC_STATUS_CONCURRENCY, err);
     h_strfree(&err);
     CHECK_OK(omprpc_client_abort(c, WAIT_MS, &err), err);
-    if (await_completion_on_fd(c, id) && CHECK_OK(omprpc_client_take_turn(c, id, &turn, &err), err)) {
+    if (await_completion_on_event_source(c, id) && CHECK_OK(omprpc_client_take_turn(c, id, &turn, &err), err)) {
         CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err);
         CHECKF(info.outcome == OMPRPC_TURN_OUTCOME_ABORTED || info.outcome == OMPRPC_TURN_OUTCOME_AGENT_END,
                "outcome %d", (int)info.outcome);
@@ -362,7 +358,7 @@ static void test_released_turn_keeps_running(void) {
     h_strfree(&err);
     CHECK(next == NULL);
     CHECK_OK(omprpc_client_abort(c, WAIT_MS, &err), err);
-    CHECK(await_completion_on_fd(c, id));
+    CHECK(await_completion_on_event_source(c, id));
     if (CHECK_OK(omprpc_client_prompt_and_wait_turn(c, "say hello", NULL, WAIT_MS, &turn, &err), err)) {
         CHECK_OK(omprpc_turn_get_info(turn, &info, &err), err);
         CHECK(h_str_is(info.assistant_text, "pong"));
@@ -379,25 +375,21 @@ static void test_begun_turn_idle_timeout_through_take(void) {
     omprpc_client *c = START(PI_ARGS, PI_OPTS ",\"prompt_complete_events\":true,\"turn_idle_timeout_ms\":300");
     omprpc_turn *turn = NULL;
     char *id = NULL, *next = NULL, *state = NULL, *err = NULL;
-    struct pollfd p;
+    plat_events source;
     omprpc_status st = OMPRPC_STATUS_OK;
     int64_t t0;
-    int fd = -1;
     if (!c) return;
-    if (!CHECK_OK(omprpc_client_event_fd(c, &fd, &err), err)
+    if (!CHECK_OK(plat_event_source(c, &source, &err), err)
         || !CHECK_OK(omprpc_client_prompt_begin(c, "hang", NULL, WAIT_MS, &id, &err), err)) {
         omprpc_client_free(c);
         return;
     }
     t0 = h_now_ms();
-    p.fd = fd;
-    p.events = POLLIN;
-    /* a host's idle timer: take again whenever the fd or a short poll interval says so */
+    /* a host's idle timer: take again whenever the event source or a short wait says so */
     while (h_now_ms() - t0 < WAIT_MS) {
         st = omprpc_client_take_turn(c, id, &turn, &err);
         if (st != OMPRPC_STATUS_OK || turn != NULL) break;
-        p.revents = 0;
-        (void)poll(&p, 1, 50);
+        (void)plat_event_wait(&source, 50);
     }
     CHECK_STATUS(st, OMPRPC_STATUS_TIMEOUT, err);
     CHECKF(err && strstr(err, "turn_idle_timeout_ms"), "error: %s", err ? err : "(none)");

@@ -100,8 +100,8 @@ static void test_policy_verdict_arguments(void) {
 
 static void test_helpers(void) {
     char *out = NULL, *err = NULL;
-    setenv("OMPRPC_C_TEST_SECRET", "x", 1);
-    setenv("OMPRPC_C_TEST_OPTIN", "y", 1);
+    plat_setenv("OMPRPC_C_TEST_SECRET", "x");
+    plat_setenv("OMPRPC_C_TEST_OPTIN", "y");
     if (CHECK_OK(omprpc_env_allowlisted("{\"passthrough\":[\"OMPRPC_C_TEST_OPTIN\"]}", &out, &err), err)) {
         jval *env = PARSE(out);
         CHECK(jget(env, "OMPRPC_C_TEST_SECRET") == NULL);
