@@ -13,7 +13,7 @@
 #   make fault-table    every injected fault: status, time to error, processes left
 #   make fuzz / fuzz-smoke / miri   cargo-fuzz targets (300 s each / fixed seed and runs); Miri (docs/testing.md)
 #   make check-macos    the library and binaries type-check for aarch64-apple-darwin (no macOS here to run them)
-#   make windows-check / windows-test   the partial Windows port, cross-built, run under Wine (docs/windows.md)
+#   make windows-check / windows-test   the library for Windows, cross-built; its Rust suites under Wine (docs/windows.md)
 #   make windows-bindings-test   Python, Node and Go load omprpc.dll on Windows runtimes under Wine
 #   make windows-real-pi   the real pi 1.6.0 for Windows on node.exe under Wine, driven by the Rust client
 #   make windows-go-tests        the Go binding's tests, cross-built, under Wine
@@ -239,19 +239,21 @@ node-tests: build
 
 # make test runs in two lanes side by side, each one suite after another: most suites wait
 # (on agents starting, on a single-threaded valgrind or Miri) more than they use both cores.
-# Lane A holds every suite that drives a real agent, in the order that installs them
+# Lane A holds every suite that drives a real agent on Linux, in the order that installs them
 # (cargo-test installs pi, test-omp omp; c-real-agents and the bindings' suites then use those
-# installs: REAL_AGENT_PATHS), then install-test, ray-test and Miri. Lane B holds the rest, on
-# the fake agent: the C test programs plain and sanitized, the examples, dist-test, TSan and
-# fuzz-smoke. No file is linked by both lanes (c-real-agents links only real_agents); cargo's
-# lock on the target directory serialises the lanes' builds. Measured on a fresh clone on a
-# 2-core machine (agents cached), the other suites take ~990 s in lane A and ~805 s in lane B,
-# and Miri ~125 s, fuzz-smoke ~200 s: the longer goes to the shorter lane. Lane A's
+# installs: REAL_AGENT_PATHS), then install-test, ray-test, Miri and fuzz-smoke. Lane B holds
+# the rest: every Windows suite (they share one Wine prefix, and windows-c-tests counts the
+# prefix's agents left running, so they must not overlap), the C test programs plain and
+# sanitized, the examples, dist-test and TSan. No file is linked by both lanes (c-real-agents
+# links only real_agents); cargo's lock on the target directory serialises the lanes' builds.
+# Measured on a fresh clone on this 2-core machine (agents cached): lane A ~860 s without
+# fuzz-smoke (~120 s), lane B ~1010 s with it before the Windows C suites (~50 s) came, so
+# fuzz-smoke moved to lane A. Lane A's
 # output streams; lane B's goes to $(LANE_B_LOG), printed once both are done, then each
 # suite's time. A lane goes on after a failing suite (as `make -k` would), and make test fails
 # if any suite did. make test-serial runs the same suites one after another.
-TEST_LANE_A := cargo-test test-pi-oldest test-pi-previous test-omp c-real-agents python-tests go-tests node-tests install-test ray-test miri
-TEST_LANE_B := check-macos windows-test windows-real-pi windows-bindings-test windows-go-tests check-header c-tests examples c-tests-asan c-tests-valgrind fault-table dist-test c-tests-tsan fuzz-smoke
+TEST_LANE_A := cargo-test test-pi-oldest test-pi-previous test-omp c-real-agents python-tests go-tests node-tests install-test ray-test miri fuzz-smoke
+TEST_LANE_B := check-macos windows-test windows-real-pi windows-bindings-test windows-go-tests windows-c-tests windows-examples check-header c-tests examples c-tests-asan c-tests-valgrind fault-table dist-test c-tests-tsan
 LANE_B_LOG  := $(TARGET_DIR)/test-lane-b.log
 LANE_TIMES  := $(TARGET_DIR)/test-lane-times.txt
 
@@ -285,37 +287,34 @@ test-serial: $(TEST_LANE_A) $(TEST_LANE_B)
 # the Linux-only calls (eventfd, pidfd_open, F_SETPIPE_SZ, sigtimedwait) have fallbacks behind
 # cfg (src/transport/process.rs), and this checks them with the target's prebuilt std from
 # rustup (`rustup target add aarch64-apple-darwin`; .ci/run adds it). Warnings are errors: an
-# unused import behind a cfg is how a fallback rots. Windows is not supported yet (below).
+# unused import behind a cfg is how a fallback rots. Windows is tested under Wine (below).
 MACOS_TARGET := aarch64-apple-darwin
 .PHONY: check-macos
 check-macos:
 	RUSTFLAGS="-D warnings" $(CARGO) check $(LOCKED) --target $(MACOS_TARGET) --lib --bins
 
 # --- Windows (docs/windows.md) -------------------------------------------------------------
-# Not supported yet: src/lib.rs refuses Windows unless the port's cfg is given, which only these
-# targets do. They cross-build for x86_64-pc-windows-gnu (rustup's target, Debian's mingw-w64)
+# Tested under Wine, not supported: no real Windows machine has run it (README, Platforms).
+# These targets cross-build for x86_64-pc-windows-gnu (rustup's target, Debian's mingw-w64)
 # and run the result under Wine (Debian's wine64) through tests/windows/wine-run.sh: headless,
 # in a throw-away prefix under target/ (made on the first run, ~10 s). .ci/run installs all
-# three. make test runs windows-test (lane B), so that a Unix-only call in shared code fails
-# there and not on a Windows user's machine: ~35 s from a clean target dir and no prefix (the
-# Windows build ~22 s, the prefix ~3-5 s), 7-11 s with the build done, 3 s with the prefix too.
+# three. make test runs every one of them in lane B (the lanes' comment above); windows-test
+# there took 124-170 s on a fresh clone (the Windows build of the tests most of it).
 #   make windows-shim   the ProcessPrng DLL Wine 8.0 lacks (tests/windows/bcryptprimitives.c)
-#   make windows-check  the library and the binaries build for Windows with the port's cfg,
-#                       warnings as errors
-#   make windows-test   under Wine: the library's unit tests (those that need an unported piece
-#                       are Unix-only in the source) and tests/windows_port.rs; WINDOWS_TESTS
-#                       filters them by name
+#   make windows-check  the library and the binaries build for Windows, warnings as errors
+#   make windows-test   under Wine: the library's unit tests (the few that test a Unix mode are
+#                       Unix-only in the source), tests/windows_port.rs and the integration
+#                       suites on the fake agent listed below; WINDOWS_TESTS filters them by name
 WINDOWS_TARGET := x86_64-pc-windows-gnu
 WINDOWS_DIR    := $(TARGET_DIR)/$(WINDOWS_TARGET)/debug
 WINDOWS_RELEASE_DIR := $(TARGET_DIR)/$(WINDOWS_TARGET)/release
-WINDOWS_CFG    := --cfg omprpc_windows_port
 # mingw-w64's tools (gcc, strip, objdump, nm) by their prefix.
 MINGW_PREFIX   ?= x86_64-w64-mingw32-
 MINGW_CC       ?= $(MINGW_PREFIX)gcc
 WINE_SHIM      := $(TARGET_DIR)/windows/bcryptprimitives.dll
 WINE_PREFIX    ?= $(TARGET_DIR)/wine-prefix
 # Only the target's own RUSTFLAGS: the build script and proc macros are built for Linux as usual.
-WINDOWS_CARGO_ENV := CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUSTFLAGS="$(WINDOWS_CFG) -D warnings" \
+WINDOWS_CARGO_ENV := CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUSTFLAGS="-D warnings" \
                   CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$(CURDIR)/tests/windows/wine-run.sh" \
                   WINEPREFIX=$(WINE_PREFIX) OMPRPC_WINE_SHIM=$(WINE_SHIM)
 WINDOWS_CARGO  := $(WINDOWS_CARGO_ENV) $(CARGO)
@@ -335,7 +334,7 @@ windows-check:
 # that differs between the two ABIs would show here.
 WINDOWS_MSVC_TARGET := x86_64-pc-windows-msvc
 windows-check-msvc:
-	CARGO_TARGET_X86_64_PC_WINDOWS_MSVC_RUSTFLAGS="$(WINDOWS_CFG) -D warnings" \
+	CARGO_TARGET_X86_64_PC_WINDOWS_MSVC_RUSTFLAGS="-D warnings" \
 	  $(CARGO) check $(LOCKED) --target $(WINDOWS_MSVC_TARGET) --lib --bins
 
 # The optimised omprpc.dll that make dist packs (~35 s from clean: LTO).

@@ -17,8 +17,6 @@ use std::path::{Path, PathBuf};
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=src/ffi/mod.rs");
-    // The Windows port's switch (src/lib.rs, docs/windows.md), set only by `make windows-*`.
-    println!("cargo:rustc-check-cfg=cfg(omprpc_windows_port)");
 
     let abi = abi_version();
     // Only ELF platforms with GNU-style linkers take -soname; macOS uses install names and

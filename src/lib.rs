@@ -92,12 +92,11 @@
 #![warn(missing_docs)]
 
 // Linux is supported and tested; macOS compiles (`make check-macos`, in `make test`) with
-// fallbacks for what only Linux has (eventfd, pidfd, F_SETPIPE_SZ, sigtimedwait). Anything
-// else is refused here rather than failing deep inside libc calls. The Windows port is under
-// way (docs/windows.md): `make windows-check` / `windows-test` build it with the cfg
-// `omprpc_windows_port`, which nobody else should set until the port works.
-#[cfg(not(any(unix, all(windows, omprpc_windows_port))))]
-compile_error!("omprpc supports Linux (tested) and macOS (compiles); Windows (being ported, docs/windows.md) and other non-Unix targets are not supported");
+// fallbacks for what only Linux has (eventfd, pidfd, F_SETPIPE_SZ, sigtimedwait); Windows
+// builds and is tested under Wine (`make windows-*`, docs/windows.md). Anything else is
+// refused here rather than failing deep inside a platform module.
+#[cfg(not(any(unix, windows)))]
+compile_error!("omprpc supports Linux (tested), Windows (tested under Wine, docs/windows.md) and macOS (compiles); other targets are not supported");
 
 // Only `ffi` and `error` (the status enum) define the C API; cbindgen skips the rest. Every
 // module is hidden from the docs: the documented surface is what this file re-exports.

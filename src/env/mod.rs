@@ -173,12 +173,6 @@ pub fn random_hex(bytes: usize) -> io::Result<String> {
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The error every unported piece returns on Windows; `what` names the piece.
-#[cfg(windows)]
-pub fn not_ported(what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::Unsupported, format!("omprpc on Windows: {what} is not ported yet (docs/windows.md)"))
-}
-
 /// What `private_file` does when the file exists already.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Existing {
