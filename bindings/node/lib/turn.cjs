@@ -132,10 +132,15 @@ class EventSource {
     // its own copy, outside the turn JSON.
     this.decodeType = (t, len) => (t >= base && t + len <= base + n ? this.buf.utf8Slice(t - base, t - base + len) : koffi.decode.string(t, len));
     if (this.turn !== null) {
+      // The turn's n bytes are the library's, outside V8's accounting, so a loop holding big
+      // turns would not prompt the GC to collect them (and free the library's copies). A
+      // never-written ArrayBuffer of the same size is counted as external memory by V8; its
+      // zeroed pages are mapped lazily, so a big one costs address space, not resident memory.
+      // When it cannot be had, the GC merely misses the hint.
       try {
         this.pressure = new ArrayBuffer(n);
       } catch {
-        // no address space for the stand-in: the GC just sees less
+        this.pressure = null;
       }
       turnMemory.register(this, turnPtr, this);
       turnsHeld++;
