@@ -463,14 +463,15 @@ examples: $(addprefix $(EXAMPLE_DIR)/,$(EXAMPLE_NAMES))
 #                          then examples/installed.c linked against the DLL and again statically
 #                          against libomprpc.a (the Windows static library's native libraries
 #                          below, from `cargo rustc --crate-type staticlib -- --print
-#                          native-static-libs` for x86_64-pc-windows-gnu). No valgrind on Windows;
-#                          installed.cpp needs a mingw C++ compiler (not installed here).
+#                          native-static-libs` for x86_64-pc-windows-gnu), and installed.cpp with
+#                          mingw-w64's g++ against the DLL. No valgrind on Windows.
 WINDOWS_C_DIR      := $(TARGET_DIR)/windows-c
 WINDOWS_C_CFLAGS   := -std=c99 $(C_WARNINGS) -g -Iinclude -Itests/c
 WINDOWS_C_LIBS     := -L$(WINDOWS_DIR) -lomprpc -static-libgcc -Wl,-Bstatic -lwinpthread -Wl,-Bdynamic -lpsapi
 WINDOWS_NATIVE_LIBS := -lkernel32 -lntdll -luserenv -lws2_32 -ldbghelp -ladvapi32
 WINDOWS_FAKE_AGENT := Z:$(subst /,\,$(WINDOWS_DIR)/omprpc-fake-agent.exe)
 WINDOWS_C_JOBS     ?= 2
+MINGW_CXX          ?= $(MINGW_PREFIX)g++
 WINE_RUN           := env WINEPREFIX=$(WINE_PREFIX) OMPRPC_WINE_SHIM=$(WINE_SHIM) $(CURDIR)/tests/windows/wine-run.sh
 WINDOWS_EXAMPLES   := $(EXAMPLE_NAMES) demo
 
@@ -492,6 +493,10 @@ $(WINDOWS_C_DIR)/%.exe: examples/%.c tests/c/json.h $(HEADER) windows-build
 
 $(WINDOWS_C_DIR)/installed-static.exe: examples/installed.c $(HEADER) windows-build
 	$(MINGW_CC) $(WINDOWS_C_CFLAGS) $< -o $@ $(WINDOWS_DIR)/libomprpc.a $(WINDOWS_NATIVE_LIBS)
+
+# libstdc++ and libgcc linked statically, as winpthreads above: no mingw runtime DLL to find.
+$(WINDOWS_C_DIR)/installed-cpp.exe: examples/installed.cpp $(HEADER) windows-build
+	$(MINGW_CXX) -std=c++11 $(C_WARNINGS) -g -Iinclude $< -o $@ -L$(WINDOWS_DIR) -lomprpc -static-libgcc -static-libstdc++
 
 # Once the programs ended, no agent of this prefix may still run as a Unix process: the
 # library ended each one, and the programs checked that through Windows. One left here is one
@@ -532,13 +537,13 @@ windows-c-tests: $(addprefix $(WINDOWS_C_DIR)/,$(addsuffix .exe,$(C_TEST_NAMES))
 	echo "C tests passed (windows, wine)"
 
 # One at a time: each is a single flow, and their output is short.
-windows-examples: $(addprefix $(WINDOWS_C_DIR)/,$(addsuffix .exe,$(WINDOWS_EXAMPLES) installed)) $(WINDOWS_C_DIR)/installed-static.exe
+windows-examples: $(addprefix $(WINDOWS_C_DIR)/,$(addsuffix .exe,$(WINDOWS_EXAMPLES) installed installed-static installed-cpp))
 	@failed=""; \
 	$(foreach e,$(WINDOWS_EXAMPLES), \
 	  echo "=== $(e) (windows, wine)"; \
 	  if ! $(EXAMPLE_TIMEOUT) $(WINE_RUN) $(WINDOWS_C_DIR)/$(e).exe '$(WINDOWS_FAKE_AGENT)' $(EXAMPLE_ARGS_$(e)); then failed="$$failed $(e)"; fi; \
 	) \
-	for e in installed installed-static; do \
+	for e in installed installed-static installed-cpp; do \
 	  echo "=== $$e (windows, wine)"; \
 	  if ! $(EXAMPLE_TIMEOUT) $(WINE_RUN) $(WINDOWS_C_DIR)/$$e.exe '$(subst \,/,$(WINDOWS_FAKE_AGENT))'; then failed="$$failed $$e"; fi; \
 	done; \
