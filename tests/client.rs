@@ -540,6 +540,41 @@ fn turn_summary_and_idle_timeout() {
     assert_eq!(parse(&c.info())["closed"], false);
 }
 
+/// Arguments reach the agent exactly as given. On Windows a process gets one command line,
+/// which std quotes by the MSVC rules and the agent's C runtime splits again: spaces, quotes,
+/// backslashes before a quote or at the end, empty arguments and non-ASCII text are where the
+/// two can disagree. Nothing here may be read by a shell either (`%PATH%`, `$HOME`, `^&|<>`).
+#[test]
+fn arguments_reach_the_agent_exactly_as_given() {
+    let argv_file = std::env::temp_dir().join(format!("omprpc-argvtest-{}.json", std::process::id()));
+    let given = [
+        "",
+        "two words",
+        "\"quoted\"",
+        "say \"hi\" twice",
+        "back\\slash",
+        "trailing\\",
+        "trailing two\\\\",
+        "\\\"escaped\\\"",
+        "tab\there",
+        "line\nbreak",
+        "%PATH%",
+        "$HOME",
+        "^&|<>()",
+        "*?[]",
+        "it's",
+        "--model=a b",
+        "ü ✓ 日本語 🦀",
+    ];
+    let mut command = vec![FAKE.to_string()];
+    command.extend(given.iter().map(|a| a.to_string()));
+    let c = start_with(json!({"command": command, "env": {"OMPRPC_FAKE_ARGV_FILE": argv_file.to_str().unwrap()}}));
+    let got: Vec<String> = serde_json::from_str(&std::fs::read_to_string(&argv_file).unwrap()).unwrap();
+    assert_eq!(got, given, "the agent's arguments differ from those given");
+    c.close().unwrap();
+    let _ = std::fs::remove_file(&argv_file);
+}
+
 #[test]
 fn environment_is_deny_by_default_and_system_prompts_can_go_through_files() {
     let dir = std::env::temp_dir().join(format!("omprpc-envtest-{}", std::process::id()));
