@@ -35,13 +35,7 @@ pub mod extension;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{self, BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-#[cfg(unix)]
-use std::os::fd::AsRawFd;
-#[cfg(unix)]
-use std::os::unix::fs::PermissionsExt;
-#[cfg(unix)]
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -52,9 +46,8 @@ use serde_json::{json, Map, Value};
 use crate::env::{private_dir, random_hex};
 use crate::error::{Error, Result, Status};
 use crate::protocol::argv::Flavor;
-#[cfg(unix)]
-use crate::transport::process::{poll_any_readable, poll_readable};
 use crate::transport::process::Signal;
+use crate::transport::socket::{self, Listener, Stream};
 use crate::wait::lock;
 
 /// Connections one bridge serves at once (the extension keeps one; reconnects replace it).
@@ -166,63 +159,6 @@ impl Drop for ClosesOnPanic<'_> {
     }
 }
 
-enum Stream {
-    #[cfg(unix)]
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
-
-impl Stream {
-    fn set_write_timeout(&self, t: std::time::Duration) {
-        // A stream that cannot take a timeout (it never fails for sockets) writes without one.
-        let _ = match self {
-            #[cfg(unix)]
-            Stream::Unix(s) => s.set_write_timeout(Some(t)),
-            Stream::Tcp(s) => s.set_write_timeout(Some(t)),
-        };
-    }
-
-    fn try_clone(&self) -> io::Result<Stream> {
-        Ok(match self {
-            #[cfg(unix)]
-            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
-            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
-        })
-    }
-
-    fn shutdown(&self) {
-        let _ = match self {
-            #[cfg(unix)]
-            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
-            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
-        };
-    }
-}
-
-impl io::Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            #[cfg(unix)]
-            Stream::Unix(s) => s.read(buf),
-            Stream::Tcp(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            #[cfg(unix)]
-            Stream::Unix(s) => s.write(buf),
-            Stream::Tcp(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// One connection from the extension. Replies may be sent from any thread.
 pub struct Conn {
     stream: Mutex<Stream>,
@@ -265,12 +201,6 @@ impl Conn {
     }
 }
 
-enum Listener {
-    #[cfg(unix)]
-    Unix(UnixListener),
-    Tcp(TcpListener),
-}
-
 /// A bridge, prepared before the agent is spawned and served once the client exists.
 pub struct Bridge {
     dir: PathBuf,
@@ -305,13 +235,12 @@ impl Bridge {
         let dir = private_dir(DIR_PREFIX).map_err(io_err("creating its directory"))?;
         // Until the bridge owns it, a failure below removes it again.
         let unowned = crate::env::RemoveDir(Some(dir.clone()));
-        // Not on Windows yet: which processes still run is asked differently there.
-        #[cfg(unix)]
-        sweep_stale_dirs(&dir);
+        socket::sweep_stale_dirs(&dir, DIR_PREFIX, OWNER_FILE);
         fs::write(dir.join(OWNER_FILE), std::process::id().to_string()).map_err(io_err("marking its owner"))?;
         let token = random_hex(32).map_err(io_err("making a token"))?;
         let client_id = random_hex(8).map_err(io_err("making a client id"))?;
         let (listener, endpoint, shown) = match &plan.transport {
+            // Windows' bridge is TCP only (docs/windows.md, the tool bridge): refused by name.
             #[cfg(windows)]
             Transport::Unix => {
                 return Err(Error::invalid(
@@ -320,18 +249,19 @@ impl Bridge {
             }
             #[cfg(unix)]
             Transport::Unix => {
+                use std::os::unix::fs::PermissionsExt;
                 let path = dir.join("bridge.sock");
-                let l = UnixListener::bind(&path).map_err(io_err("binding its socket"))?;
+                let l = Listener::bind_unix(&path).map_err(io_err("binding its socket"))?;
                 fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).map_err(io_err("securing its socket"))?;
                 let shown = json!({"transport": "unix", "socket": path.to_string_lossy()});
-                (Listener::Unix(l), extension::Endpoint::Unix(path), shown)
+                (l, extension::Endpoint::Unix(path), shown)
             }
             Transport::Tcp(addresses) => {
                 let l = TcpListener::bind(addresses.listen).map_err(io_err(&format!("binding TCP {}", addresses.listen)))?;
                 let bound = l.local_addr().map_err(io_err("reading its bound address"))?;
                 let dialled = addresses.dialled(bound);
                 let shown = json!({"transport": "tcp", "listen": bound.to_string(), "advertise": dialled.display()});
-                (Listener::Tcp(l), extension::Endpoint::Tcp(dialled), shown)
+                (Listener::from(l), extension::Endpoint::Tcp(dialled), shown)
             }
         };
         let config = extension::Config {
@@ -428,30 +358,6 @@ pub fn dialled(endpoint: &Value) -> String {
 const DIR_PREFIX: &str = "omprpc-bridge";
 const OWNER_FILE: &str = "owner.pid";
 
-/// Removes the bridge directories a process of this user left behind when it died without
-/// closing its clients (its `owner.pid` names a process that is gone). `ours`: a directory
-/// just made, whose owner is this user. Directories of other users, without an owner file, or
-/// whose owner runs are left alone.
-#[cfg(unix)]
-fn sweep_stale_dirs(ours: &Path) {
-    use std::os::unix::fs::MetadataExt;
-    let (Some(base), Ok(me)) = (ours.parent(), fs::metadata(ours)) else { return };
-    let Ok(entries) = fs::read_dir(base) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let stale = path != ours
-            && entry.file_name().to_string_lossy().starts_with(&format!("{DIR_PREFIX}-"))
-            && fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me.uid())
-            && fs::read_to_string(path.join(OWNER_FILE))
-                .ok()
-                .and_then(|t| t.trim().parse::<u32>().ok())
-                .is_some_and(|pid| !Path::new("/proc").join(pid.to_string()).exists());
-        if stale {
-            let _ = fs::remove_dir_all(&path);
-        }
-    }
-}
-
 impl Drop for Bridge {
     fn drop(&mut self) {
         self.shutdown();
@@ -465,59 +371,9 @@ pub struct Auth {
     pub rules: Option<Rules>,
 }
 
-/// Waits for a connection (true) or the stop signal (false).
-#[cfg(unix)]
-fn wait_for_connection(listener: &Listener, stop: &Signal) -> bool {
-    let fd = match listener {
-        Listener::Unix(l) => l.as_raw_fd(),
-        Listener::Tcp(l) => l.as_raw_fd(),
-    };
-    let stop = stop.raw();
-    let Ok(ready) = poll_any_readable(&[fd, stop], None) else { return false };
-    !(ready[1] || poll_readable(stop, Some(std::time::Duration::ZERO)))
-}
-
-/// Waits for a connection (true) or the stop signal (false): the listener's "can accept"
-/// becomes an event (which also makes it non-blocking; `accepted` undoes that for each
-/// connection).
-#[cfg(windows)]
-fn wait_for_connection(listener: &Listener, stop: &Signal) -> bool {
-    use crate::transport::process::win32::{signal_on_accept, wait_any, Event};
-    use std::os::windows::io::AsRawSocket;
-    let Listener::Tcp(l) = listener;
-    let Ok(acceptable) = Event::new() else { return false };
-    if signal_on_accept(l.as_raw_socket() as usize, &acceptable).is_err() {
-        return false;
-    }
-    matches!(wait_any(&[acceptable.raw(), stop.raw()], None), Ok(Some(0))) && !stop.is_set()
-}
-
-/// A connection accepted on Windows inherits the listener's event selection and non-blocking
-/// mode (`wait_for_connection`); its reader blocks, so both are undone.
-#[cfg(windows)]
-fn accepted(s: TcpStream) -> io::Result<TcpStream> {
-    use std::os::windows::io::AsRawSocket;
-    crate::transport::process::win32::clear_socket_events(s.as_raw_socket() as usize)?;
-    s.set_nonblocking(false)?;
-    Ok(s)
-}
-
-#[cfg(unix)]
-fn accepted(s: TcpStream) -> io::Result<TcpStream> {
-    Ok(s)
-}
-
 fn accept_loop(listener: Listener, stop: Arc<Signal>, conns: Arc<Mutex<Vec<Arc<Conn>>>>, auth: Arc<Auth>, host: Arc<dyn Host>) {
     let mut readers: Vec<JoinHandle<()>> = Vec::new();
-    loop {
-        if !wait_for_connection(&listener, &stop) {
-            break;
-        }
-        let stream = match &listener {
-            #[cfg(unix)]
-            Listener::Unix(l) => l.accept().map(|(s, _)| Stream::Unix(s)),
-            Listener::Tcp(l) => l.accept().and_then(|(s, _)| accepted(s)).map(Stream::Tcp),
-        };
+    while let Some(stream) = listener.accept(&stop) {
         let Ok(stream) = stream else { continue };
         // Declared after `stream`, so dropped before it while unwinding: a panic from here on
         // closes the client (PANIC) before the accepted connection closes — else the agent
@@ -533,15 +389,8 @@ fn accept_loop(listener: Listener, stop: Arc<Signal>, conns: Arc<Mutex<Vec<Arc<C
             conn.close();
             continue;
         }
-        let Ok(read_half) = stream.try_clone() else { continue };
-        // Windows: close must be able to end a read blocked in another thread (Unix's shutdown
-        // does that; Windows' does not).
-        #[cfg(windows)]
-        let Ok(read_half) = (match read_half {
-            Stream::Tcp(s) => crate::transport::process::StoppableRead::new(s, stop.clone()),
-        }) else {
-            continue;
-        };
+        // Its blocked read ends at close (`Stream::reader`).
+        let Ok(read_half) = stream.reader(&stop) else { continue };
         let conn = Arc::new(Conn::new(stream));
         host.note(crate::observe::Level::Debug, "bridge connection accepted");
         lock(&conns).push(conn.clone());
@@ -733,6 +582,7 @@ mod tests {
     #[test]
     #[cfg(unix)] // the Unix socket and private directories: not on Windows (docs/windows.md)
     fn private_dir_and_socket_modes() {
+        use std::os::unix::fs::PermissionsExt;
         let plan = Plan { flavor: Flavor::Pi, transport: Transport::Unix, tools: vec![], gate: None, call_timeout_ms: 0 };
         let b = Bridge::prepare(&plan).unwrap();
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;

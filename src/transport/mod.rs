@@ -1,20 +1,19 @@
-//! Transport: the agent process, its pipes, LF framing, v2 chunk reassembly and the stderr ring.
+//! Transport: the agent process, its pipes, LF framing, v2 chunk reassembly and the stderr ring;
+//! the tool bridge's sockets. What differs per platform is in `process`, `pump` and `socket`,
+//! each with a `unix` and a `windows` half.
 
 pub mod bytes;
 pub mod process;
+mod pump;
 pub mod record;
+pub mod socket;
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io;
-#[cfg(unix)]
-use std::io::Read;
 use std::ops::Range;
-#[cfg(unix)]
-use std::os::fd::{AsRawFd, RawFd};
-use std::sync::{Arc, Mutex};
-use crate::wait::lock;
-use process::Signal;
+use std::sync::Arc;
+
+pub use pump::pump;
 
 /// A stderr "line" longer than this is cut into pieces, so a flood without newlines cannot
 /// grow memory without bound.
@@ -138,6 +137,8 @@ pub enum Framed {
 /// LF framing of the stdout byte stream, apart from the reading itself (so the fuzzer drives
 /// exactly this code with arbitrary read boundaries). A line ends at LF; one CR before the LF
 /// is dropped with it; anything else, empty lines included, goes to the sink as is.
+/// Each platform's pump adds how its reads land in the buffer (`pump/unix.rs`: `read_from`;
+/// `pump/windows.rs`: `commit_bytes`).
 pub struct Framer {
     buf: Vec<u8>,
     /// Bytes of `buf` already searched for LF, so a long frame is scanned once, not per read.
@@ -167,36 +168,6 @@ impl Framer {
         let room = self.begin_read();
         self.buf.resize(self.filled + room, 0);
         &mut self.buf[self.filled..]
-    }
-
-    /// One read(2) of `fd` into the buffer's spare capacity, not zeroed first: pages of the
-    /// buffer the agent's output never reached are never touched, so an idle client holds
-    /// none of them (issue 24: ~125 KiB of each client's memory was a zeroed read buffer).
-    /// Follow with `commit` when it returned n > 0.
-    #[cfg(unix)]
-    pub fn read_from(&mut self, fd: RawFd) -> io::Result<usize> {
-        let room = self.begin_read();
-        self.buf.reserve(room);
-        let spare = self.buf.spare_capacity_mut();
-        // SAFETY: read(2) writes at most `room` bytes to the spare capacity, which `reserve`
-        // made at least that long; the buffer stays valid and unaliased for the call.
-        let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), room) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let n = n as usize;
-        // SAFETY: the kernel initialised exactly the n bytes after the old length.
-        unsafe { self.buf.set_len(self.filled + n) };
-        Ok(n)
-    }
-
-    /// `data`, read elsewhere (Windows' overlapped reads land in a buffer of their own):
-    /// appended without zeroing first, then handed over as `commit` does.
-    #[cfg(windows)]
-    pub fn commit_bytes(&mut self, data: &[u8], sink: &mut dyn LineSink) -> Framed {
-        self.begin_read();
-        self.buf.extend_from_slice(data);
-        self.commit(data.len(), sink)
     }
 
     /// The read failed or hit EOF: drop the tail `read_buf` added.
@@ -280,178 +251,11 @@ fn each_line(lines: &[u8], scanned: usize, max_frame: Option<usize>, mut sink: i
     Framed::More
 }
 
-/// Reads stdout and stderr until stdout closes, feeding frame lines to `sink` and stderr to
-/// `stderr`. One thread serves both pipes (poll), so the stderr tail is current whenever a
-/// frame is handled, and nothing is lost when stdout closes first.
-#[cfg(unix)]
-pub fn pump(
-    stdout: File,
-    mut stderr: File,
-    sink: &mut dyn LineSink,
-    ring: &Mutex<StderrRing>,
-    max_frame: Option<usize>,
-    stop: &Signal,
-) -> PumpEnd {
-    let stop = stop.raw();
-    let mut framer = Framer::new(max_frame);
-    let mut stderr_open = true;
-    let mut errbuf = vec![0u8; 64 * 1024];
-    let end = loop {
-        let mut fds = [
-            libc::pollfd { fd: stdout.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: if stderr_open { stderr.as_raw_fd() } else { -1 }, events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: stop, events: libc::POLLIN, revents: 0 },
-        ];
-        // SAFETY: three valid pollfds (fd -1 is ignored by poll).
-        let r = unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            break PumpEnd::Io(e);
-        }
-        if stderr_open && fds[1].revents != 0 {
-            stderr_open = drain_stderr(&mut stderr, &mut errbuf, ring);
-        }
-        if fds[2].revents != 0 && fds[0].revents == 0 {
-            // The client tore the agent down and everything it wrote has been read.
-            break PumpEnd::Stopped;
-        }
-        if fds[0].revents == 0 {
-            continue;
-        }
-        let n = match framer.read_from(stdout.as_raw_fd()) {
-            Ok(n) => n,
-            Err(e) => match e.kind() {
-                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
-                _ => break PumpEnd::Io(e),
-            },
-        };
-        if n == 0 {
-            break PumpEnd::Eof { partial: framer.partial() };
-        }
-        match framer.commit(n, sink) {
-            Framed::More => {}
-            Framed::Stopped => break PumpEnd::Stopped,
-            Framed::TooLong { limit } => break PumpEnd::FrameTooLong { limit },
-        }
-    };
-    finish(end, &mut stderr, &mut errbuf, ring, stderr_open)
-}
-
-/// Windows' pump (docs/windows.md): the same loop as Unix's, over overlapped reads of the two
-/// pipes, whose events are waited on together with the stop signal. stdout's reads go through
-/// a buffer of the reader's own and are copied into the framer (the framer's buffer moves as
-/// it grows, and the system may write an overlapped read's buffer until it finishes).
-#[cfg(windows)]
-pub fn pump(
-    stdout: File,
-    stderr: File,
-    sink: &mut dyn LineSink,
-    ring: &Mutex<StderrRing>,
-    max_frame: Option<usize>,
-    stop: &Signal,
-) -> PumpEnd {
-    use process::win32::{wait_any, PipeReader};
-    let (mut out, mut err) = match (PipeReader::new(stdout, READ_SIZE), PipeReader::new(stderr, 64 * 1024)) {
-        (Ok(out), Ok(err)) => (out, err),
-        (Err(e), _) | (_, Err(e)) => return PumpEnd::Io(e),
-    };
-    let mut framer = Framer::new(max_frame);
-    let mut stderr_open = true;
-    let end = loop {
-        if let Err(e) = out.start() {
-            break PumpEnd::Io(e);
-        }
-        if stderr_open && err.start().is_err() {
-            stderr_open = false;
-        }
-        let waited = if stderr_open {
-            wait_any(&[out.event(), err.event(), stop.raw()], None)
-        } else {
-            wait_any(&[out.event(), stop.raw()], None)
-        };
-        if let Err(e) = waited {
-            break PumpEnd::Io(e);
-        }
-        if stderr_open {
-            stderr_open = read_stderr(&mut err, ring);
-        }
-        if !out.ready() {
-            if stop.is_set() {
-                // The client tore the agent down and everything it wrote has been read.
-                break PumpEnd::Stopped;
-            }
-            continue;
-        }
-        let data = match out.finish() {
-            Ok(data) => data,
-            Err(e) => break PumpEnd::Io(e),
-        };
-        if data.is_empty() {
-            break PumpEnd::Eof { partial: framer.partial() };
-        }
-        match framer.commit_bytes(data, sink) {
-            Framed::More => {}
-            Framed::Stopped => break PumpEnd::Stopped,
-            Framed::TooLong { limit } => break PumpEnd::FrameTooLong { limit },
-        }
-    };
-    if stderr_open {
-        read_stderr(&mut err, ring);
-    }
-    end
-}
-
-/// Feeds `ring` what stderr has now: every read that has finished, putting the next one in
-/// flight each time. Returns false once stderr is closed.
-#[cfg(windows)]
-fn read_stderr(err: &mut process::win32::PipeReader, ring: &Mutex<StderrRing>) -> bool {
-    while err.ready() {
-        match err.finish() {
-            Ok(data) if !data.is_empty() => lock(ring).feed(data),
-            _ => {
-                lock(ring).finish();
-                return false;
-            }
-        }
-        if err.start().is_err() {
-            lock(ring).finish();
-            return false;
-        }
-    }
-    true
-}
-
-#[cfg(unix)]
-fn finish(end: PumpEnd, stderr: &mut File, errbuf: &mut [u8], ring: &Mutex<StderrRing>, open: bool) -> PumpEnd {
-    if open {
-        drain_stderr(stderr, errbuf, ring);
-    }
-    end
-}
-
-/// Reads what stderr has now. Returns false once it is closed.
-#[cfg(unix)]
-pub fn drain_stderr(stderr: &mut File, buf: &mut [u8], ring: &Mutex<StderrRing>) -> bool {
-    loop {
-        match stderr.read(buf) {
-            Ok(0) => {
-                lock(&ring).finish();
-                return false;
-            }
-            Ok(n) => lock(&ring).feed(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
-            Err(_) => return false,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wait::lock;
+    use std::sync::Mutex;
 
     #[test]
     fn stderr_ring_keeps_the_last_lines() {
@@ -468,7 +272,8 @@ mod tests {
         assert_eq!(r.tail(), "line 7\nline 8\nline 9\nno newline");
     }
 
-    struct Lines(Vec<Vec<u8>>);
+    /// Keeps every line it is handed (the platforms' pump tests use it too).
+    pub(super) struct Lines(pub(super) Vec<Vec<u8>>);
     impl LineSink for Lines {
         fn line(&mut self, line: &[u8]) -> bool {
             self.0.push(line.to_vec());
@@ -476,26 +281,10 @@ mod tests {
         }
     }
 
-    #[cfg(unix)]
-    fn pipe() -> (File, File) {
-        let mut fds = [0; 2];
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        use std::os::fd::FromRawFd;
-        unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
-    }
-
-    /// std's pipe: on Windows its read end is opened for overlapped I/O, as a child's is.
-    #[cfg(windows)]
-    fn pipe() -> (File, File) {
-        use std::os::windows::io::OwnedHandle;
-        let (r, w) = std::io::pipe().unwrap();
-        (File::from(OwnedHandle::from(r)), File::from(OwnedHandle::from(w)))
-    }
-
     fn pump_bytes(data: &[u8], max_frame: Option<usize>) -> (Vec<Vec<u8>>, PumpEnd, String) {
         use std::io::Write;
-        let (out_r, mut out_w) = pipe();
-        let (err_r, mut err_w) = pipe();
+        let (out_r, mut out_w) = pump::pipe();
+        let (err_r, mut err_w) = pump::pipe();
         let data = data.to_vec();
         let writer = std::thread::spawn(move || {
             err_w.write_all(b"warn: one\nwarn: two").unwrap();
@@ -559,17 +348,6 @@ mod tests {
         assert_eq!(sink.0.len(), 1999 + 2);
         assert_eq!(sink.0.remove(1999), long, "the long frame whole");
         assert!(sink.0.iter().all(|l| l[..] == line[..line.len() - 1]), "every line whole and in order");
-        // The pump's read(2) into spare capacity: what the pipe held, and nothing more.
-        #[cfg(unix)]
-        {
-            use std::io::Write;
-            let (r, mut w) = pipe();
-            w.write_all(&line).unwrap();
-            let n = framer.read_from(r.as_raw_fd()).unwrap();
-            assert_eq!(n, line.len());
-            assert_eq!(framer.commit(n, &mut sink), Framed::More);
-            assert_eq!(sink.0.last().unwrap()[..], line[..line.len() - 1]);
-        }
     }
 
     /// Records each line, and whether it came as a range of a read kept whole.

@@ -1,24 +1,22 @@
 //! The agent process: what to run, how it ended, its pipes; spawning, waiting, teardown and
-//! the wake-up signals are per platform (`unix`: Linux and macOS; `windows`: the port of
-//! issue 25 — docs/windows.md — over the system calls declared in `win32`).
+//! the wake-up signals are per platform (`process/unix.rs`: Linux and macOS;
+//! `process/windows.rs`: the port of issue 25 — docs/windows.md — over the system calls
+//! declared in `win32`).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-#[cfg(unix)]
-mod unix;
-#[cfg(unix)]
-pub use unix::*;
+// This target's half (src/lib.rs refuses targets that are neither).
+#[cfg_attr(unix, path = "process/unix.rs")]
+#[cfg_attr(windows, path = "process/windows.rs")]
+mod platform;
+pub use platform::*;
 
 #[cfg(windows)]
 pub mod win32;
 #[cfg(windows)]
-mod windows;
-#[cfg(windows)]
 pub mod windows_path;
-#[cfg(windows)]
-pub use windows::*;
 
 /// What to run and how.
 #[derive(Clone, Debug, Default)]

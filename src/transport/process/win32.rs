@@ -455,8 +455,8 @@ pub fn has_console_window() -> bool {
 }
 
 /// Makes `event` signalled while `socket` (a listener) has a connection to accept. This also
-/// makes the socket non-blocking; what it accepts inherits that and must be handed to
-/// `socket_blocking_again` before use.
+/// makes the socket non-blocking; what it accepts inherits both and must be handed to
+/// `clear_socket_events` and made blocking again before use (`transport::socket`).
 pub fn signal_on_accept(socket: usize, event: &Event) -> io::Result<()> {
     // SAFETY: a socket and an event handle the caller keeps open.
     if unsafe { WSAEventSelect(socket, event.raw(), FD_ACCEPT) } != 0 {
