@@ -122,19 +122,20 @@ fn files_are_private_and_tokens_differ_per_client() {
 }
 
 /// A host that died without closing left its bridge directory behind: the next bridge made
-/// on this machine removes it (its owner is gone); a live owner's directory stays.
+/// on this machine removes it (its owner has ended); a live owner's directory stays, and so
+/// does one whose owner file names no process id.
 #[test]
-#[cfg(unix)] // the sweep reads /proc (not ported to Windows)
 fn bridge_directories_of_dead_hosts_are_swept() {
-    let tmp = std::env::temp_dir();
-    let mut child = std::process::Command::new("true").spawn().unwrap();
+    // A process that has ended. Its handle (`child`, on Windows) is kept until the sweep ran,
+    // so that Windows cannot give its id to a new process meanwhile (Wine does at once).
+    let mut child = std::process::Command::new(FAKE).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).spawn().unwrap();
     let dead = child.id();
     child.wait().unwrap();
-    let stale = tmp.join(format!("omprpc-bridge-stale{}", std::process::id()));
-    let alive = tmp.join(format!("omprpc-bridge-alive{}", std::process::id()));
-    for (dir, owner) in [(&stale, dead), (&alive, std::process::id())] {
-        std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(dir.join("owner.pid"), owner.to_string()).unwrap();
+    // Made as the library makes its own (private, owned by this user), so the owner check
+    // holds on every platform.
+    let [stale, alive, unreadable] = ["omprpc-bridge", "omprpc-bridge", "omprpc-bridge"].map(|p| omprpc::env::private_dir(p).unwrap());
+    for (dir, owner) in [(&stale, dead.to_string()), (&alive, std::process::id().to_string()), (&unreadable, "not a pid".into())] {
+        std::fs::write(dir.join("owner.pid"), owner).unwrap();
         std::fs::write(dir.join("bridge.sock"), "").unwrap();
     }
     let c = start(json!({}));
@@ -143,9 +144,12 @@ fn bridge_directories_of_dead_hosts_are_swept() {
     assert_eq!(std::fs::read_to_string(own.join("owner.pid")).unwrap(), std::process::id().to_string());
     assert!(!stale.exists(), "a dead host's bridge directory stayed");
     assert!(alive.exists(), "a live host's bridge directory was removed");
+    assert!(unreadable.exists(), "a directory whose owner is unknown was removed");
+    drop(child);
     c.close().unwrap();
     assert!(!own.exists(), "close removes the bridge's own directory");
     std::fs::remove_dir_all(&alive).unwrap();
+    std::fs::remove_dir_all(&unreadable).unwrap();
 }
 
 #[test]

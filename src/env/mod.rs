@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub use windows::random_hex;
+pub use windows::{owner_of, random_hex};
 
 /// Names passed when they start with one of these (case-sensitive, as on POSIX).
 pub const ALLOWED_PREFIXES: [&str; 10] = ["PI_", "HTTP_", "HTTPS_", "ALL_PROXY", "NO_PROXY", "SSL_", "NODE_", "XDG_", "LANG", "LC_"];
@@ -228,6 +228,22 @@ impl Drop for RemoveDir {
             let _ = std::fs::remove_dir_all(d);
         }
     }
+}
+
+/// Who owns a file or directory: a uid on Unix, a SID (in its string form) on Windows. Two
+/// are equal when the same user owns both.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner(OwnerId);
+#[cfg(unix)]
+type OwnerId = u32;
+#[cfg(windows)]
+type OwnerId = String;
+
+/// Who owns the file or directory at `path` (a final symbolic link itself, not its target).
+#[cfg(unix)]
+pub fn owner_of(path: &Path) -> io::Result<Owner> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).map(|m| Owner(m.uid()))
 }
 
 /// A new directory only this user can enter, under the system temp dir: mode 0700 on Unix;

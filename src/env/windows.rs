@@ -40,7 +40,10 @@ const CREATE_ALWAYS: u32 = 2;
 const FILE_ATTRIBUTE_NORMAL: u32 = 0x80;
 const FILE_TYPE_DISK: u32 = 1;
 const ERROR_ALREADY_EXISTS: i32 = 183;
+const OWNER_SECURITY_INFORMATION: u32 = 0x1;
 const DACL_SECURITY_INFORMATION: u32 = 0x4;
+/// SE_OBJECT_TYPE::SE_FILE_OBJECT.
+const SE_FILE_OBJECT: u32 = 1;
 const PROTECTED_DACL_SECURITY_INFORMATION: u32 = 0x8000_0000;
 const INVALID_HANDLE_VALUE: RawHandle = -1isize as RawHandle;
 
@@ -56,6 +59,16 @@ extern "system" {
         size: *mut u32,
     ) -> Bool;
     fn SetKernelObjectSecurity(handle: RawHandle, info: u32, descriptor: *mut c_void) -> Bool;
+    fn GetNamedSecurityInfoW(
+        name: *const u16,
+        object_type: u32,
+        info: u32,
+        owner: *mut *mut c_void,
+        group: *mut *mut c_void,
+        dacl: *mut *mut c_void,
+        sacl: *mut *mut c_void,
+        descriptor: *mut *mut c_void,
+    ) -> u32;
     // RtlGenRandom's exported name.
     #[link_name = "SystemFunction036"]
     fn rtl_gen_random(buffer: *mut u8, length: u32) -> u8;
@@ -134,11 +147,15 @@ fn current_user_sid() -> io::Result<String> {
         return Err(io::Error::last_os_error());
     }
     // TOKEN_USER { SID_AND_ATTRIBUTES { PSID Sid; DWORD Attributes } }: the SID pointer is
-    // the first field, pointing into `buf`.
-    let sid = buf[0] as usize as *mut c_void;
+    // the first field, pointing into `buf`, alive for the call.
+    sid_text(buf[0] as usize as *mut c_void)
+}
+
+/// A SID's string form (`S-1-5-21-…`). `sid` must point to a valid SID.
+fn sid_text(sid: *mut c_void) -> io::Result<String> {
     let mut text: *mut u16 = std::ptr::null_mut();
-    // SAFETY: `sid` points into `buf`, alive for this call; the string it writes is ours,
-    // released by `Local`.
+    // SAFETY: `sid` is valid (the callers' rule); the string it writes is ours, released by
+    // `Local`.
     if unsafe { ConvertSidToStringSidW(sid, &mut text) } == 0 {
         return Err(io::Error::last_os_error());
     }
@@ -150,6 +167,20 @@ fn current_user_sid() -> io::Result<String> {
         std::slice::from_raw_parts(p, len)
     };
     Ok(String::from_utf16_lossy(units))
+}
+
+/// Who owns the file or directory at `path`: its owner's SID, in its string form.
+pub fn owner_of(path: &Path) -> io::Result<super::Owner> {
+    let name = wide(path.as_os_str())?;
+    let (mut owner, mut sd, none) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: `name` is NUL-terminated; the descriptor written into `sd` is ours, released by
+    // `Local`, and `owner` points into it.
+    let r = unsafe { GetNamedSecurityInfoW(name.as_ptr(), SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION, &mut owner, none, none, none, &mut sd) };
+    if r != 0 {
+        return Err(io::Error::from_raw_os_error(r as i32));
+    }
+    let _descriptor = Local(sd);
+    Ok(super::Owner(sid_text(owner)?))
 }
 
 /// The security descriptor of a private object in SDDL: owned by `sid`; a protected DACL
@@ -233,21 +264,8 @@ mod tests {
     use super::*;
     use std::io::{Read, Write};
 
-    const SE_FILE_OBJECT: u32 = 1;
-    const OWNER_SECURITY_INFORMATION: u32 = 0x1;
-
     #[link(name = "advapi32")]
     extern "system" {
-        fn GetNamedSecurityInfoW(
-            name: *const u16,
-            object_type: u32,
-            info: u32,
-            owner: *mut *mut c_void,
-            group: *mut *mut c_void,
-            dacl: *mut *mut c_void,
-            sacl: *mut *mut c_void,
-            descriptor: *mut *mut c_void,
-        ) -> u32;
         fn ConvertSecurityDescriptorToStringSecurityDescriptorW(
             descriptor: *mut c_void,
             revision: u32,
@@ -354,6 +372,15 @@ mod tests {
         let sid = current_user_sid().unwrap();
         assert!(sid.starts_with("S-1-5-") && sid.len() > 8, "{sid}");
         assert_eq!(private_sddl(&sid, false), format!("O:{sid}D:P(A;;FA;;;SY)(A;;FA;;;{sid})"));
+    }
+
+    #[test]
+    fn a_private_directory_is_owned_by_the_current_user() {
+        let dir = crate::env::private_dir("omprpc-owner-test").unwrap();
+        let owner = owner_of(&dir);
+        std::fs::remove_dir(&dir).unwrap();
+        assert_eq!(owner.unwrap(), crate::env::Owner(current_user_sid().unwrap()));
+        assert!(owner_of(&dir).is_err(), "a path that does not exist has no owner");
     }
 
     #[test]

@@ -89,4 +89,20 @@ mod tests {
         assert_eq!(Exit::Signal(9).to_string(), "was killed by signal 9");
         assert_eq!(Exit::Code(0xC000_013Au32 as i32).to_string(), "exited with code 0xC000013A");
     }
+
+    #[test]
+    fn a_process_has_ended_once_it_exited_and_not_while_it_runs() {
+        assert!(!super::has_ended(std::process::id()), "this process");
+        // The test binary itself, run to list its tests: it exits at once. Its handle (held by
+        // `child` on Windows) keeps its id from being given to another process meanwhile.
+        let exe = std::env::current_exe().unwrap();
+        let mut child = std::process::Command::new(exe).arg("--list").stdout(std::process::Stdio::null()).spawn().unwrap();
+        child.wait().unwrap();
+        assert!(super::has_ended(child.id()), "a process that exited");
+        // Ids that name no single process (0; on Unix the negative ones, process groups) are
+        // never taken for an ended process.
+        assert!(!super::has_ended(0));
+        #[cfg(unix)]
+        assert!(!super::has_ended(u32::MAX), "a negative pid_t names a process group");
+    }
 }

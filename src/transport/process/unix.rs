@@ -240,6 +240,18 @@ fn pidfd_open(_pid: libc::pid_t) -> Option<OwnedFd> {
     None
 }
 
+/// Whether process `pid` (not a child of ours: any process) is known to have ended. False while
+/// it runs, as a zombie, when it is another user's, and for ids that name no single process.
+/// kill(2) with signal 0 checks without signalling, and works on every Unix (/proc does not:
+/// macOS has none).
+pub fn has_ended(pid: u32) -> bool {
+    // 0 and negative ids (a u32 past i32::MAX) name process groups, not a process.
+    let Some(pid) = libc::pid_t::try_from(pid).ok().filter(|&p| p > 0) else { return false };
+    // SAFETY: signal 0 delivers nothing; kill only checks that `pid` exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
 /// Waits until `fd` is readable or `timeout` passes. Returns true when readable.
 pub fn poll_readable(fd: RawFd, timeout: Option<Duration>) -> bool {
     poll_any_readable(&[fd], timeout).is_ok_and(|r| r[0])

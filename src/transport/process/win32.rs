@@ -24,6 +24,10 @@ const ERROR_IO_PENDING: i32 = 997;
 const ERROR_BROKEN_PIPE: i32 = 109;
 const ERROR_OPERATION_ABORTED: i32 = 995;
 const ERROR_HANDLE_EOF: i32 = 38;
+/// OpenProcess's answer for an id no process has.
+const ERROR_INVALID_PARAMETER: i32 = 87;
+/// The right to wait on a process: enough to see whether it has exited.
+const SYNCHRONIZE: u32 = 0x0010_0000;
 const JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS: u32 = 9;
 const JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE: u32 = 0x2000;
 const TH32CS_SNAPTHREAD: u32 = 0x4;
@@ -93,6 +97,7 @@ extern "system" {
     fn AssignProcessToJobObject(job: Handle, process: Handle) -> Bool;
     fn TerminateJobObject(job: Handle, exit_code: u32) -> Bool;
     fn GetExitCodeProcess(process: Handle, exit_code: *mut u32) -> Bool;
+    fn OpenProcess(access: u32, inherit: Bool, pid: u32) -> Handle;
     fn CreateToolhelp32Snapshot(flags: u32, process_id: u32) -> Handle;
     fn Thread32First(snapshot: Handle, entry: *mut ThreadEntry32) -> Bool;
     fn Thread32Next(snapshot: Handle, entry: *mut ThreadEntry32) -> Bool;
@@ -407,6 +412,24 @@ impl Job {
         // SAFETY: a job handle we own.
         unsafe { TerminateJobObject(self.0.as_raw_handle(), code) };
     }
+}
+
+/// Whether process `pid` (any process) is known to have ended: no process has that id, or one
+/// that has exited still does (its object kept by someone's handle). False while it runs, and
+/// when it cannot be opened for another reason (another user's, access denied).
+pub fn process_has_ended(pid: u32) -> bool {
+    // 0 is the System Idle Process's id, which OpenProcess refuses as it refuses a missing one.
+    if pid == 0 {
+        return false;
+    }
+    // SAFETY: no pointers; a handle returned is ours, owned below.
+    let raw = unsafe { OpenProcess(SYNCHRONIZE, 0, pid) };
+    if raw.is_null() {
+        return io::Error::last_os_error().raw_os_error() == Some(ERROR_INVALID_PARAMETER);
+    }
+    // SAFETY: the handle just opened, owned by nothing else.
+    let process = unsafe { OwnedHandle::from_raw_handle(raw) };
+    wait_one(process.as_raw_handle(), Some(Duration::ZERO))
 }
 
 /// The exit code of an exited process, None while it runs.

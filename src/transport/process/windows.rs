@@ -35,6 +35,8 @@ const CREATE_SUSPENDED: u32 = 0x4;
 const CREATE_NEW_PROCESS_GROUP: u32 = 0x200;
 const CREATE_NO_WINDOW: u32 = 0x0800_0000;
 
+pub use win32::process_has_ended as has_ended;
+
 /// Bytes asked of one read of the agent's output by `run_to_end`.
 const SHORT_READ: usize = 8 * 1024;
 

@@ -1,11 +1,9 @@
 //! The bridge's sockets on Unix: a Unix socket or TCP, the listener polled together with the
 //! stop signal; a connection's blocked read is ended by shutting the socket down.
 
-use std::fs;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::sync::Arc;
@@ -100,27 +98,5 @@ impl Write for Stream {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
-    }
-}
-
-/// Removes the bridge directories a process of this user left behind when it died without
-/// closing its clients: `<prefix>-…` beside `ours`, whose `owner_file` names a process that is
-/// gone. `ours`: a directory just made, whose owner is this user. Directories of other users,
-/// without an owner file, or whose owner runs are left alone.
-pub fn sweep_stale_dirs(ours: &Path, prefix: &str, owner_file: &str) {
-    let (Some(base), Ok(me)) = (ours.parent(), fs::metadata(ours)) else { return };
-    let Ok(entries) = fs::read_dir(base) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let stale = path != ours
-            && entry.file_name().to_string_lossy().starts_with(&format!("{prefix}-"))
-            && fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me.uid())
-            && fs::read_to_string(path.join(owner_file))
-                .ok()
-                .and_then(|t| t.trim().parse::<u32>().ok())
-                .is_some_and(|pid| !Path::new("/proc").join(pid.to_string()).exists());
-        if stale {
-            let _ = fs::remove_dir_all(&path);
-        }
     }
 }

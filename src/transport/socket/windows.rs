@@ -5,7 +5,6 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::windows::io::AsRawSocket;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,10 +69,6 @@ impl Write for Stream {
         Ok(())
     }
 }
-
-/// Not on Windows yet: which processes still run is asked differently there (docs/windows.md,
-/// the tool bridge), so the directories of dead processes stay.
-pub fn sweep_stale_dirs(_ours: &Path, _prefix: &str, _owner_file: &str) {}
 
 /// A connection's reading side that a stop signal ends: a blocked read returns end of stream
 /// once `stop` is set (the tool bridge's readers, woken at close). Windows does not wake a read
