@@ -508,18 +508,25 @@ static void test_event_history_limit(void) {
     omprpc_client_free(c);
 }
 
-static void test_protocol_v2(void) {
-    omprpc_client *c = START("\"--v2\"", NULL);
+/* The client's info says protocol v2 was negotiated (the agent started with --v2). */
+static void check_v2_negotiated(omprpc_client *c) {
     char *out = NULL, *err = NULL;
-    jval *turn;
     int ok;
-    if (!c) return;
     if (CHECK_OK(omprpc_client_info(c, &out, &err), err)) {
         jval *v = PARSE(out);
         CHECKF(jnum(jget(v, "protocolVersion"), &ok) == 2 && ok, "info after --v2: %s", out);
         json_free(v);
         h_strfree(&out);
     }
+}
+
+static void test_protocol_v2(void) {
+    omprpc_client *c = START("\"--v2\"", NULL);
+    char *out = NULL, *err = NULL;
+    jval *turn;
+    int ok;
+    if (!c) return;
+    check_v2_negotiated(c);
     /* 2,000,000 bytes of text: chunked message_end, compacted agent_end, rebuilt turn */
     turn = TURN(c, "big 2000000");
     if (turn) {
@@ -601,15 +608,8 @@ static void test_a_3_mb_v2_payload_arrives_whole(void) {
     omprpc_client *c = START("\"--v2\"", NULL);
     double frames, bytes;
     jval *turn, *ev;
-    int ok;
-    char *out = NULL, *err = NULL;
     if (!c) return;
-    if (CHECK_OK(omprpc_client_info(c, &out, &err), err)) {
-        jval *v = PARSE(out);
-        CHECKF(jnum(jget(v, "protocolVersion"), &ok) == 2 && ok, "info after --v2: %s", out);
-        json_free(v);
-        h_strfree(&out);
-    }
+    check_v2_negotiated(c);
     drain(c, NULL);
     frames = counter(c, "frames_in");
     bytes = counter(c, "bytes_in");
