@@ -739,15 +739,20 @@ def test_an_events_reader_that_falls_behind_is_told_how_many_it_lost(fake_agent:
             await asyncio.sleep(0)
             turn = await client.prompt_and_wait("burst 200")  # the library's own collector
             seen = [await reading]
-            # The reader took one frame, BOUND more were buffered, the rest were dropped and
-            # counted: the count comes where they went missing, once the buffer is read.
+            # BOUND frames were buffered, the rest were dropped and counted: the count comes
+            # where they went missing, once the buffer is read. One frame more gets through when
+            # the reader had taken its first before the next arrived; when the library handed
+            # the first frames over in one batch it had not (both seen: a timing of the run).
             while not isinstance(seen[-1], EventOverflow):
                 seen.append(await events.__anext__())
             ready = 1 if seen[0].type == "ready" else 0  # the agent's, if still queued at subscribe
-            assert [e.type for e in seen[ready:-1]] == [e.type for e in turn.events[:BOUND + 1 - ready]]
+            got = seen[ready:-1]
+            assert len(seen) - 1 in (BOUND, BOUND + 1)
+            assert [e.type for e in got] == [e.type for e in turn.events[:len(got)]]
+            # Nothing lost silently: each of the turn's events was read or counted.
             lost = seen[-1]
-            assert isinstance(lost, EventOverflow) and len(seen) == BOUND + 2
-            assert lost.dropped == len(turn.events) + ready - BOUND - 1 and lost.dropped >= 180
+            assert isinstance(lost, EventOverflow)
+            assert lost.dropped == len(turn.events) - len(got) and lost.dropped >= 180
             # Later frames come through again.
             assert (await client.run("hello")).text == "pong"
             nxt = await events.__anext__()
