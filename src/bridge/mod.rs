@@ -373,8 +373,21 @@ pub struct Auth {
 
 fn accept_loop(listener: Listener, stop: Arc<Signal>, conns: Arc<Mutex<Vec<Arc<Conn>>>>, auth: Arc<Auth>, host: Arc<dyn Host>) {
     let mut readers: Vec<JoinHandle<()>> = Vec::new();
-    while let Some(stream) = listener.accept(&stop) {
-        let Ok(stream) = stream else { continue };
+    loop {
+        // A failure is a log record, never silence: the agent's tool calls then fail at its end
+        // ("bridge unreachable"), and the log says why.
+        let stream = match listener.accept(&stop) {
+            Ok(Some(Ok(stream))) => stream,
+            Ok(Some(Err(e))) => {
+                host.note(crate::observe::Level::Warn, &format!("bridge connection lost: accepting it failed: {e}"));
+                continue;
+            }
+            Ok(None) => break,
+            Err(e) => {
+                host.note(crate::observe::Level::Error, &format!("bridge stopped accepting connections: waiting on its socket failed: {e}"));
+                break;
+            }
+        };
         // Declared after `stream`, so dropped before it while unwinding: a panic from here on
         // closes the client (PANIC) before the accepted connection closes — else the agent
         // would see its hello's connection reset, exit, and the client might close first as
@@ -390,13 +403,28 @@ fn accept_loop(listener: Listener, stop: Arc<Signal>, conns: Arc<Mutex<Vec<Arc<C
             continue;
         }
         // Its blocked read ends at close (`Stream::reader`).
-        let Ok(read_half) = stream.reader(&stop) else { continue };
+        let read_half = match stream.reader(&stop) {
+            Ok(r) => r,
+            Err(e) => {
+                host.note(crate::observe::Level::Warn, &format!("bridge connection closed: making its reader failed: {e}"));
+                continue;
+            }
+        };
         let conn = Arc::new(Conn::new(stream));
         host.note(crate::observe::Level::Debug, "bridge connection accepted");
         lock(&conns).push(conn.clone());
-        let (auth, host) = (auth.clone(), host.clone());
-        if let Ok(t) = std::thread::Builder::new().name("omprpc-bridge-conn".into()).spawn(move || guarded(&host.clone(), "bridge connection", || serve_conn(read_half, conn, auth, host))) {
-            readers.push(t);
+        let (serving, auth, serving_host) = (conn.clone(), auth.clone(), host.clone());
+        let spawned = std::thread::Builder::new()
+            .name("omprpc-bridge-conn".into())
+            .spawn(move || guarded(&serving_host.clone(), "bridge connection", || serve_conn(read_half, serving, auth, serving_host)));
+        match spawned {
+            Ok(t) => readers.push(t),
+            Err(e) => {
+                // Nobody would read it: close it, so the extension sees the end and reconnects.
+                host.note(crate::observe::Level::Warn, &format!("bridge connection closed: starting its reader failed: {e}"));
+                lock(&conns).retain(|c| !Arc::ptr_eq(c, &conn));
+                conn.close();
+            }
         }
     }
     for t in readers {

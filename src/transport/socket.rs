@@ -44,9 +44,10 @@ pub fn sweep_stale_dirs(ours: &Path, prefix: &str, owner_file: &str) {
 }
 
 impl Listener {
-    /// Waits for a connection or the stop signal: the connection accepted (an error loses that
-    /// one connection, not the listener), or None once `stop` is set or the wait itself failed.
-    pub fn accept(&self, stop: &Signal) -> Option<io::Result<Stream>> {
-        self.wait_for_connection(stop).then(|| self.accept_waiting())
+    /// Waits for a connection or the stop signal: `Some` with the connection accepted (or the
+    /// error that lost that one connection, not the listener), `None` once `stop` is set. An
+    /// error when the wait itself failed: no more connections can be waited for.
+    pub fn accept(&self, stop: &Signal) -> io::Result<Option<io::Result<Stream>>> {
+        Ok(self.wait_for_connection(stop)?.then(|| self.accept_waiting()))
     }
 }

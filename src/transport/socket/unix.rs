@@ -28,15 +28,15 @@ impl Listener {
         UnixListener::bind(path).map(Listener::Unix)
     }
 
-    /// Waits for a connection (true) or the stop signal (false).
-    pub(super) fn wait_for_connection(&self, stop: &Signal) -> bool {
+    /// Waits for a connection (true) or the stop signal (false); an error when poll failed.
+    pub(super) fn wait_for_connection(&self, stop: &Signal) -> io::Result<bool> {
         let fd = match self {
             Listener::Unix(l) => l.as_raw_fd(),
             Listener::Tcp(l) => l.as_raw_fd(),
         };
         let stop = stop.raw();
-        let Ok(ready) = poll_any_readable(&[fd, stop], None) else { return false };
-        !(ready[1] || poll_readable(stop, Some(Duration::ZERO)))
+        let ready = poll_any_readable(&[fd, stop], None)?;
+        Ok(!(ready[1] || poll_readable(stop, Some(Duration::ZERO))))
     }
 
     /// The connection `wait_for_connection` saw.

@@ -20,15 +20,13 @@ impl From<TcpListener> for Listener {
 }
 
 impl Listener {
-    /// Waits for a connection (true) or the stop signal (false): the listener's "can accept"
-    /// becomes an event (which also makes it non-blocking; `accept_waiting` undoes that for
-    /// each connection).
-    pub(super) fn wait_for_connection(&self, stop: &Signal) -> bool {
-        let Ok(acceptable) = Event::new() else { return false };
-        if signal_on_accept(self.0.as_raw_socket() as usize, &acceptable).is_err() {
-            return false;
-        }
-        matches!(wait_any(&[acceptable.raw(), stop.raw()], None), Ok(Some(0))) && !stop.is_set()
+    /// Waits for a connection (true) or the stop signal (false); an error when the wait could
+    /// not be set up or failed. The listener's "can accept" becomes an event (which also makes
+    /// it non-blocking; `accept_waiting` undoes that for each connection).
+    pub(super) fn wait_for_connection(&self, stop: &Signal) -> io::Result<bool> {
+        let acceptable = Event::new()?;
+        signal_on_accept(self.0.as_raw_socket() as usize, &acceptable)?;
+        Ok(wait_any(&[acceptable.raw(), stop.raw()], None)? == Some(0) && !stop.is_set())
     }
 
     /// The connection `wait_for_connection` saw. It inherits the listener's event selection and
