@@ -13,6 +13,7 @@
 #   make fault-table    every injected fault: status, time to error, processes left
 #   make fuzz / fuzz-smoke / miri   cargo-fuzz targets (300 s each / fixed seed and runs); Miri (docs/testing.md)
 #   make check-macos    the library and binaries type-check for aarch64-apple-darwin (no macOS here to run them)
+#   make msrv           the library and binaries build with Cargo.toml's rust-version (Linux, Windows, macOS)
 #   make windows-check / windows-test   the library for Windows, cross-built; its Rust suites under Wine (docs/windows.md)
 #   make windows-bindings-test   Python, Node and Go load omprpc.dll on Windows runtimes under Wine
 #   make windows-real-pi   the real pi 1.6.0 for Windows on node.exe under Wine, driven by the Rust client
@@ -253,7 +254,7 @@ node-tests: build
 # suite's time. A lane goes on after a failing suite (as `make -k` would), and make test fails
 # if any suite did. make test-serial runs the same suites one after another.
 TEST_LANE_A := cargo-test test-pi-oldest test-pi-previous test-omp c-real-agents python-tests go-tests node-tests install-test ray-test miri fuzz-smoke
-TEST_LANE_B := check-macos windows-test windows-real-pi windows-bindings-test windows-go-tests windows-c-tests windows-examples check-header c-tests examples c-tests-asan c-tests-valgrind fault-table dist-test c-tests-tsan
+TEST_LANE_B := check-macos msrv windows-test windows-real-pi windows-bindings-test windows-go-tests windows-c-tests windows-examples check-header c-tests examples c-tests-asan c-tests-valgrind fault-table dist-test c-tests-tsan
 LANE_B_LOG  := $(TARGET_DIR)/test-lane-b.log
 LANE_TIMES  := $(TARGET_DIR)/test-lane-times.txt
 
@@ -289,6 +290,21 @@ test-serial: $(TEST_LANE_A) $(TEST_LANE_B)
 # rustup (`rustup target add aarch64-apple-darwin`; .ci/run adds it). Warnings are errors: an
 # unused import behind a cfg is how a fallback rots. Windows is tested under Wine (below).
 MACOS_TARGET := aarch64-apple-darwin
+
+# The oldest Rust the crate claims (Cargo.toml's rust-version, read from there) builds the
+# library and the binaries, for Linux, Windows and macOS, with the locked dependencies: a
+# newer std call (Option::is_none_or, say) fails here, not on a user's older toolchain. The
+# tests are not built: their dev-dependencies (cbindgen's) need a newer cargo. .ci/run
+# installs the toolchain; its own target dir keeps its build apart. ~40 s from clean.
+MSRV := $(shell sed -n 's/^rust-version = "\(.*\)"$$/\1/p' Cargo.toml)
+.PHONY: msrv
+msrv:
+	@test -n "$(MSRV)" || { echo "msrv: no rust-version in Cargo.toml" >&2; exit 1; }
+	@$(CARGO) +$(MSRV) --version >/dev/null 2>&1 || { echo "msrv: needs the Rust $(MSRV) toolchain (.ci/run installs it: rustup toolchain install $(MSRV) --profile minimal --target $(WINDOWS_TARGET) --target $(MACOS_TARGET))" >&2; exit 1; }
+	$(foreach t,$(shell rustc -vV | sed -n 's/^host: //p') $(WINDOWS_TARGET) $(MACOS_TARGET), \
+	  RUSTFLAGS="-D warnings" CARGO_TARGET_DIR=$(TARGET_DIR)/msrv $(CARGO) +$(MSRV) check $(LOCKED) --target $(t) --lib --bins &&) true
+	@echo "msrv: the library and the binaries build with Rust $(MSRV)"
+
 .PHONY: check-macos
 check-macos:
 	RUSTFLAGS="-D warnings" $(CARGO) check $(LOCKED) --target $(MACOS_TARGET) --lib --bins

@@ -247,7 +247,7 @@ fn dump(agent: &str, d: &Declared) {
 // --- the table's side -----------------------------------------------------------------------
 
 fn has_agent(row: &Value, agent: &str) -> bool {
-    row.get("agents").and_then(Value::as_array).is_none_or(|a| a.iter().any(|x| x == agent))
+    row.get("agents").and_then(Value::as_array).map_or(true, |a| a.iter().any(|x| x == agent))
 }
 
 /// `X.Y.Z` as numbers, for ordering.
@@ -258,7 +258,7 @@ fn version(v: &str) -> Vec<u32> {
 /// Whether a row, field or data exists for `agent` at `at`: it names the agent (or none) and
 /// its `since` for the agent, if any, is not newer than `at`.
 fn exists(row: &Value, agent: &str, at: &str) -> bool {
-    has_agent(row, agent) && row.get("since").and_then(|s| s.get(agent)).and_then(Value::as_str).is_none_or(|since| version(since) <= version(at))
+    has_agent(row, agent) && row.get("since").and_then(|s| s.get(agent)).and_then(Value::as_str).map_or(true, |since| version(since) <= version(at))
 }
 
 /// `optional`: `true`, or the agents for which it may be missing.
@@ -597,7 +597,7 @@ fn the_table_is_well_formed() {
             problems.push(format!("types.{name}: exactly one of fields / enum / string / json / union"));
         }
         if let Some(u) = ty.get("union") {
-            if u["tag"].as_str().is_none() || u["variants"].as_object().is_none_or(|v| v.is_empty()) {
+            if u["tag"].as_str().is_none() || u["variants"].as_object().map_or(true, |v| v.is_empty()) {
                 problems.push(format!("types.{name}.union: a tag (the member naming the variant) and variants {{tag value: {{name, fields}}}}"));
             }
             for (tag, v) in u["variants"].as_object().into_iter().flatten() {

@@ -323,7 +323,7 @@ impl Client {
     /// the command (`src/protocol/table.json`), else INVALID_ARGUMENT before anything is sent.
     /// A refusal is COMMAND_FAILED with the agent's words in [`Error::failure`](Error).
     pub fn request(&self, ty: &str, params: Option<&Map<String, Value>>, deadline: Deadline) -> Result<String> {
-        if ty == "get_messages" && params.is_none_or(Map::is_empty) {
+        if ty == "get_messages" && params.map_or(true, Map::is_empty) {
             return self.get_messages(deadline);
         }
         self.command(ty, params, deadline)

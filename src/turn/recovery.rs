@@ -109,7 +109,7 @@ impl Recovery {
                 self.compactions.push(json!({"reason": reason, "aborted": null, "willRetry": null, "errorMessage": null}));
             }
             "compaction_end" | "auto_compaction_end" => {
-                if self.compactions.last().is_none_or(|c| !c["aborted"].is_null()) {
+                if self.compactions.last().map_or(true, |c| !c["aborted"].is_null()) {
                     // An end without its start (the turn began mid-compaction).
                     self.compactions.push(json!({"reason": ev["reason"].as_str().unwrap_or("threshold")}));
                 }

@@ -88,7 +88,7 @@ fn strip_comments(src: &str) -> String {
         let block = rest.find("/*");
         let line = rest.find("//");
         match (block, line) {
-            (Some(b), l) if l.is_none_or(|l| b < l) => {
+            (Some(b), l) if l.map_or(true, |l| b < l) => {
                 out.push_str(&rest[..b]);
                 let end = rest[b + 2..].find("*/").expect("an unterminated /* comment in the header");
                 out.push(' ');
