@@ -14,6 +14,7 @@
 #   make fuzz / fuzz-smoke / miri   cargo-fuzz targets (300 s each / fixed seed and runs); Miri (docs/testing.md)
 #   make check-macos    the library and binaries type-check for aarch64-apple-darwin (no macOS here to run them)
 #   make msrv           the library and binaries build with Cargo.toml's rust-version (Linux, Windows, macOS)
+#   make lint           clippy, warnings as errors (Linux: every target; Windows, macOS: library and binaries)
 #   make windows-check / windows-test   the library for Windows, cross-built; its Rust suites under Wine (docs/windows.md)
 #   make windows-bindings-test   Python, Node and Go load omprpc.dll on Windows runtimes under Wine
 #   make windows-real-pi   the real pi 1.6.0 for Windows on node.exe under Wine, driven by the Rust client
@@ -254,7 +255,7 @@ node-tests: build
 # suite's time. A lane goes on after a failing suite (as `make -k` would), and make test fails
 # if any suite did. make test-serial runs the same suites one after another.
 TEST_LANE_A := cargo-test test-pi-oldest test-pi-previous test-omp c-real-agents python-tests go-tests node-tests install-test ray-test miri fuzz-smoke
-TEST_LANE_B := check-macos msrv windows-test windows-real-pi windows-bindings-test windows-go-tests windows-c-tests windows-examples check-header c-tests examples c-tests-asan c-tests-valgrind fault-table dist-test c-tests-tsan
+TEST_LANE_B := check-macos msrv lint windows-test windows-real-pi windows-bindings-test windows-go-tests windows-c-tests windows-examples check-header c-tests examples c-tests-asan c-tests-valgrind fault-table dist-test c-tests-tsan
 LANE_B_LOG  := $(TARGET_DIR)/test-lane-b.log
 LANE_TIMES  := $(TARGET_DIR)/test-lane-times.txt
 
@@ -297,6 +298,19 @@ MACOS_TARGET := aarch64-apple-darwin
 # tests are not built: their dev-dependencies (cbindgen's) need a newer cargo. .ci/run
 # installs the toolchain; its own target dir keeps its build apart. ~40 s from clean.
 MSRV := $(shell sed -n 's/^rust-version = "\(.*\)"$$/\1/p' Cargo.toml)
+# Clippy with warnings as errors: every target on Linux (tests, examples, the bench driver),
+# the library and binaries for Windows and macOS (their cfg'd halves). Pinned: each Rust
+# release adds lints, and CI must not turn red because a day passed. .ci/run installs it;
+# raising it is a change of its own, with the new lints' fixes.
+LINT_TOOLCHAIN ?= 1.95.0
+LINT_CARGO := $(CARGO) +$(LINT_TOOLCHAIN) clippy $(LOCKED)
+.PHONY: lint
+lint:
+	@$(CARGO) +$(LINT_TOOLCHAIN) clippy --version >/dev/null 2>&1 || { echo "lint: needs Rust $(LINT_TOOLCHAIN) with clippy (.ci/run installs it)" >&2; exit 1; }
+	$(LINT_CARGO) --all-targets -- -D warnings
+	$(LINT_CARGO) --target $(WINDOWS_TARGET) --lib --bins -- -D warnings
+	$(LINT_CARGO) --target $(MACOS_TARGET) --lib --bins -- -D warnings
+
 .PHONY: msrv
 msrv:
 	@test -n "$(MSRV)" || { echo "msrv: no rust-version in Cargo.toml" >&2; exit 1; }

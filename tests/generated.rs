@@ -48,7 +48,7 @@ fn check(rel: &str, fresh: &str) {
     }
     let current = std::fs::read_to_string(&path).unwrap_or_default();
     if current != fresh {
-        let line = current.lines().zip(fresh.lines()).position(|(a, b)| a != b).map_or_else(|| current.lines().count().min(fresh.lines().count()), |i| i) + 1;
+        let line = current.lines().zip(fresh.lines()).position(|(a, b)| a != b).unwrap_or_else(|| current.lines().count().min(fresh.lines().count())) + 1;
         panic!("{rel} is stale: run make generate (first difference at line {line})");
     }
 }

@@ -164,7 +164,7 @@ fn define(header: &str, name: &str) -> Option<String> {
 /// accepted (the ABI macros are plain literals).
 fn c_int(value: &str) -> Option<i64> {
     let v = value.trim().trim_start_matches('(').trim_end_matches(')').trim();
-    let v = v.trim_end_matches(|c: char| c == 'u' || c == 'U' || c == 'l' || c == 'L');
+    let v = v.trim_end_matches(['u', 'U', 'l', 'L']);
     v.parse().ok()
 }
 

@@ -62,9 +62,12 @@ fn without(fields: Vec<Field>, names: &[&str]) -> Vec<Field> {
     fields.into_iter().filter(|f| !names.contains(&f.name.as_str())).collect()
 }
 
+/// A union's object members: each variant's key literal and its fields.
+type Members = Vec<(String, Vec<Field>)>;
+
 /// The object members of union `name` in `src`, keyed by their `key` literal; members that
 /// are not object types are resolved through `resolve` (another alias, `Exclude<…>`, `Extract<…> & {…}`).
-fn members(src: &str, name: &str, key: &str, resolve: &dyn Fn(&str) -> Vec<(String, Vec<Field>)>) -> Vec<(String, Vec<Field>)> {
+fn members(src: &str, name: &str, key: &str, resolve: &dyn Fn(&str) -> Members) -> Members {
     let body = ts_decls::type_alias(src, name).unwrap_or_else(|| panic!("the agent no longer declares type {name}"));
     let mut out = Vec::new();
     for member in ts_decls::union_members(&body) {
@@ -789,10 +792,12 @@ fn a_since_is_held_against_each_version() {
 /// fields type that drifted is reported.
 #[test]
 fn drift_in_a_payload_union_is_reported() {
-    let mut d = Declared::default();
-    d.payloads = "export type Ev = { type: \"a\"; delta: string } | { type: \"b\"; n?: number } | { type: \"new\" };\n\
-                  export interface U { input: number; extra: string; cost: { total: number; more: number } }"
-        .into();
+    let d = Declared {
+        payloads: "export type Ev = { type: \"a\"; delta: string } | { type: \"b\"; n?: number } | { type: \"new\" };\n\
+                   export interface U { input: number; extra: string; cost: { total: number; more: number } }"
+            .into(),
+        ..Default::default()
+    };
     let table = json!({
         "types": {
             "Ev": {"declared": ["Ev"], "union": {"tag": "type", "variants": {

@@ -813,7 +813,7 @@ impl Client {
     /// ready frame, whether and why it closed, …
     pub fn info(&self) -> String {
         let s = &self.shared;
-        let pending = lock(&s.pending).len();
+        let pending = lock(&s.pending).count();
         let st = s.state();
         let ready = st.ready.as_ref().and_then(|r| serde_json::from_slice::<Value>(r).ok()).unwrap_or(Value::Null);
         json!({
@@ -848,7 +848,7 @@ impl Client {
         m.insert("events_dropped".into(), json!(q.dropped));
         m.insert("events_held".into(), json!(q.held));
         m.insert("events_held_bytes".into(), json!(q.held_bytes));
-        m.insert("requests_pending".into(), json!(lock(&s.pending).len()));
+        m.insert("requests_pending".into(), json!(lock(&s.pending).count()));
         m.insert("closed".into(), json!(s.closed.load(Ordering::SeqCst)));
         Value::Object(m).to_string()
     }

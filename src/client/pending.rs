@@ -148,7 +148,8 @@ impl Pending {
         self.by_command.clear();
     }
 
-    pub fn len(&self) -> usize {
+    /// How many requests wait for their answer.
+    pub fn count(&self) -> usize {
         self.entries.len()
     }
 }
@@ -174,7 +175,7 @@ mod tests {
         assert_eq!(p.settled("req_1"), Some(("get_state", Settled::Answered)));
         p.abandon("req_2");
         assert_eq!(p.settled("req_2"), Some(("get_state", Settled::TimedOut)));
-        assert_eq!(p.len(), 0);
+        assert_eq!(p.count(), 0);
     }
 
     #[test]

@@ -674,7 +674,7 @@ mod tests {
         p.insert("req_1".into(), "bash", slot.clone()).unwrap();
         let got = correlate_line(r#"{"type":"response","id":"\ud800","command":"bash","success":false}"#, &mut p);
         assert!(matches!(&got, Correlation::Unmatched { id: Some(id), .. } if id == "\\ud800"), "{got:?}");
-        assert_eq!(p.len(), 1, "the pending bash request is untouched");
+        assert_eq!(p.count(), 1, "the pending bash request is untouched");
         assert!(slot.wait(Some(std::time::Instant::now())).is_none());
         // A real id-less failure still finds it.
         let got = correlate_line(r#"{"type":"response","command":"bash","success":false,"error":"x"}"#, &mut p);

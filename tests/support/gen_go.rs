@@ -175,11 +175,10 @@ fn command_method(out: &mut String, c: &Command, types: &BTreeMap<String, TypeDe
 /// A parameter name: the JSON name in lowerCamel with Go initialisms (`modelID`).
 fn arg_name(json_name: &str) -> String {
     let g = go_name(json_name);
-    let lower: String = g.chars().take_while(|c| c.is_uppercase()).count().min(1).eq(&1).then(|| {
-        let mut c = g.chars();
-        let first = c.next().unwrap().to_lowercase().collect::<String>();
-        first + c.as_str()
-    }).unwrap_or(g);
+    let lower: String = match g.chars().next() {
+        Some(first) if first.is_uppercase() => first.to_lowercase().chain(g[first.len_utf8()..].chars()).collect(),
+        _ => g,
+    };
     match lower.as_str() {
         "type" | "range" | "func" | "interface" | "map" | "chan" | "go" | "select" | "default" => format!("{lower}_"),
         _ => lower,

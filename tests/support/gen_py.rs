@@ -269,7 +269,7 @@ pub fn generate(t: &Table) -> String {
     // The named types: their own module (_payloads_gen), which protocol.py re-exports without
     // importing the client classes this one needs.
     out.push_str("# --- named types (_payloads_gen) ----------------------------------------------------------\n\nfrom ._payloads_gen import *  # noqa: E402,F403\n\n");
-    for (name, _) in types {
+    for name in types.keys() {
         claim(name.clone());
     }
     for (name, def) in types {

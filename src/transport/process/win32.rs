@@ -6,6 +6,12 @@
 //! Every `unsafe` here is a call of one of these functions on handles this module's types own
 //! (or borrow for the call) and on memory that stays valid and unmoved for as long as the
 //! system may write it; each says which.
+//!
+//! A `RawHandle` is a pointer type, but a handle is not memory: it names a kernel object that
+//! the system looks up and checks on every call (a stale or wrong one fails the call with
+//! `ERROR_INVALID_HANDLE`). So the functions taking one stay safe, and clippy's "might
+//! dereference a raw pointer" does not apply to them.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ffi::c_void;
 use std::fs::File;
@@ -349,10 +355,7 @@ pub fn write_overlapped(file: &File, mut data: &[u8], deadline: Option<std::time
                 return Err(e);
             }
         }
-        let left = match deadline {
-            Some(d) => Some(d.saturating_duration_since(std::time::Instant::now())),
-            None => None,
-        };
+        let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
         let woke = match wait_any(&[io.event.raw(), wake], left) {
             Ok(Some(0)) => None,
             Ok(Some(_)) => Some(io::Error::new(io::ErrorKind::BrokenPipe, "the client is closing")),
