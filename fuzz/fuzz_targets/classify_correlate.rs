@@ -173,7 +173,7 @@ fn response(line: &[u8], f: &Fields, table: &mut Pending, model: &mut Model) {
             assert!(matches!(&got, Correlation::BadId { command: c } if *c == command), "{got:?}");
         }
     }
-    assert_eq!(table.len(), model.pending.len());
+    assert_eq!(table.count(), model.pending.len());
 }
 
 fn check_outcome(got: Correlation, target: Option<String>, id: Option<String>, command: &str, success: bool, model: &mut Model) {
@@ -268,7 +268,7 @@ fuzz_target!(|input: &[u8]| {
                 } else {
                     table.remove(&id);
                 }
-                assert_eq!(table.len(), model.pending.len());
+                assert_eq!(table.count(), model.pending.len());
                 continue;
             }
             b'X' => {
@@ -278,7 +278,7 @@ fuzz_target!(|input: &[u8]| {
                     assert!(matches!(r, Some(Err(ref e)) if e.status == omprpc::Status::Closed));
                 }
                 model.closed = true;
-                assert_eq!(table.len(), 0);
+                assert_eq!(table.count(), 0);
                 continue;
             }
             b'S' => synthesize(rest, &model),
