@@ -18,31 +18,13 @@ mod pi;
 use std::time::{Duration, Instant};
 
 use omp::OmpEnv;
-use common::{parse, secs, turn, wait_event, wait_event_after};
+use common::{answer_host_add, events, one, parse, result_text, secs, tool_names, turn, wait_event, wait_event_after};
 use omprpc::client::{deadline_after, parse_params};
 use omprpc::{Client, Status};
 use serde_json::{json, Value};
 
 fn start(env: &OmpEnv, extra_args: &[&str], extra_opts: Value) -> Client {
     common::start_with("omp", env.options(extra_args), extra_opts)
-}
-
-fn events<'a>(turn: &'a Value, ty: &str) -> Vec<&'a Value> {
-    turn["events"].as_array().unwrap().iter().filter(|e| e["type"] == ty).collect()
-}
-
-fn one<'a>(turn: &'a Value, ty: &str) -> &'a Value {
-    let evs = events(turn, ty);
-    assert_eq!(evs.len(), 1, "expected one {ty} event, got {}: {:#}", evs.len(), turn["events"]);
-    evs[0]
-}
-
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"].as_array().map(|t| t.iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect()).unwrap_or_default()
-}
-
-fn result_text(v: &Value) -> String {
-    v["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect::<Vec<_>>().join("")
 }
 
 fn system_prompt(request: &Value) -> String {
@@ -331,13 +313,8 @@ fn native_host_tool() {
         assert_eq!(call["toolName"], "host_add");
         assert_eq!(call["arguments"], json!({"a": 2, "b": 3}));
         assert!(call.get("bridged").is_none(), "{call}");
-        let id = call["id"].as_str().unwrap();
         std::thread::sleep(Duration::from_millis(5000));
-        c.host_tool_update(id, json!("adding…")).unwrap();
-        let update = wait_event(&c, "tool_execution_update", |e| e["type"] == "tool_execution_update");
-        assert_eq!(update["toolCallId"], call["toolCallId"]);
-        assert_eq!(result_text(&update["partialResult"]), "adding…");
-        c.host_tool_result(id, json!("5"), false).unwrap();
+        answer_host_add(&c, &call);
         let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("host tool turn: {e}\nstderr: {}", c.stderr()))).unwrap();
         assert_eq!(one(&turn, "tool_execution_start")["toolCallId"], call["toolCallId"]);
         let end = one(&turn, "tool_execution_end");

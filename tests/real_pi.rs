@@ -13,7 +13,7 @@ mod pi;
 
 use std::time::{Duration, Instant};
 
-use common::{parse, secs, turn, wait_event, wait_event_after};
+use common::{answer_host_add, events, one, parse, result_text, secs, tool_names, turn, wait_event, wait_event_after};
 use omprpc::client::{deadline_after, parse_params};
 use omprpc::{Client, Status};
 use pi::PiEnv;
@@ -21,24 +21,6 @@ use serde_json::{json, Value};
 
 fn start(env: &PiEnv, extra_args: &[&str], extra_opts: Value) -> Client {
     common::start_with("pi", env.options(extra_args), extra_opts)
-}
-
-fn events<'a>(turn: &'a Value, ty: &str) -> Vec<&'a Value> {
-    turn["events"].as_array().unwrap().iter().filter(|e| e["type"] == ty).collect()
-}
-
-fn one<'a>(turn: &'a Value, ty: &str) -> &'a Value {
-    let evs = events(turn, ty);
-    assert_eq!(evs.len(), 1, "expected one {ty} event, got {}: {:#}", evs.len(), turn["events"]);
-    evs[0]
-}
-
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"].as_array().map(|t| t.iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect()).unwrap_or_default()
-}
-
-fn result_text(v: &Value) -> String {
-    v["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect::<Vec<_>>().join("")
 }
 
 fn system_prompt(request: &Value) -> String {
@@ -371,12 +353,7 @@ fn bridged_host_tool() {
         assert_eq!(call["toolName"], "host_add");
         assert_eq!(call["arguments"], json!({"a": 2, "b": 3}));
         assert_eq!(call["bridged"], true);
-        let id = call["id"].as_str().unwrap();
-        c.host_tool_update(id, json!("adding…")).unwrap();
-        let update = wait_event(&c, "tool_execution_update", |e| e["type"] == "tool_execution_update");
-        assert_eq!(update["toolCallId"], call["toolCallId"]);
-        assert_eq!(result_text(&update["partialResult"]), "adding…");
-        c.host_tool_result(id, json!("5"), false).unwrap();
+        answer_host_add(&c, &call);
         let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("bridged turn: {e}\nstderr: {}", c.stderr()))).unwrap();
         let end = one(&turn, "tool_execution_end");
         assert_eq!((end["toolName"].as_str(), end["isError"].as_bool()), (Some("host_add"), Some(false)));

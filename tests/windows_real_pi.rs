@@ -21,12 +21,15 @@
 #[path = "support/common.rs"]
 #[allow(dead_code)] // shared with the real-agent suites; this one uses a few
 mod common;
+#[path = "support/fake.rs"]
+#[allow(dead_code)] // the fake-agent suites' helpers; this one uses `under_wine`
+mod fake;
 
 use std::os::windows::io::RawHandle;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{parse, secs, turn, wait_event};
+use common::{answer_host_add, one, parse, result_text, secs, tool_names, turn, wait_event};
 use omprpc::protocol::version::PI_NEWEST;
 use omprpc::Client;
 use serde_json::{json, Value};
@@ -40,8 +43,6 @@ extern "system" {
     fn WaitForSingleObject(handle: RawHandle, milliseconds: u32) -> u32;
     fn CloseHandle(handle: RawHandle) -> i32;
     fn GetCurrentProcessId() -> u32;
-    fn GetModuleHandleA(name: *const u8) -> RawHandle;
-    fn GetProcAddress(module: RawHandle, name: *const u8) -> *const std::ffi::c_void;
 }
 
 /// PROCESSENTRY32W.
@@ -129,15 +130,6 @@ fn tree(root: u32) -> Vec<Held> {
     all.into_iter().filter(|p| ids.contains(&p.pid)).filter_map(Held::open).collect()
 }
 
-/// Whether this program runs under Wine (ntdll exports `wine_get_version`).
-fn under_wine() -> bool {
-    // SAFETY: NUL-terminated names; ntdll is loaded in every process and never unloaded.
-    unsafe {
-        let ntdll = GetModuleHandleA(b"ntdll.dll\0".as_ptr());
-        !ntdll.is_null() && !GetProcAddress(ntdll, b"wine_get_version\0".as_ptr()).is_null()
-    }
-}
-
 fn var(name: &str) -> String {
     std::env::var(name).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| panic!("{name} is not set: run this suite with `make windows-real-pi`"))
 }
@@ -177,7 +169,7 @@ impl Env {
             "HOME": self.home, "USERPROFILE": self.home, "PI_CODING_AGENT_DIR": self.agent_dir,
             "PI_OFFLINE": "1", "PATH": path,
         });
-        if under_wine() {
+        if fake::under_wine() {
             // Quoted for a path with spaces; inside quotes NODE_OPTIONS takes `\` as an escape,
             // so the path goes with `/`, which Node takes on Windows too.
             let preload = var("OMPRPC_WINE_NODE_PRELOAD").replace('\\', "/");
@@ -217,14 +209,6 @@ fn llm_requests_for(text: &str) -> Vec<Value> {
             users.last().is_some_and(|m| m["content"].to_string().contains(text))
         })
         .collect()
-}
-
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"].as_array().map(|t| t.iter().filter_map(|t| t["function"]["name"].as_str().map(String::from)).collect()).unwrap_or_default()
-}
-
-fn result_text(v: &Value) -> String {
-    v["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect()
 }
 
 /// The agent is pi on `node.exe`, started by this process directly: the library read npm's
@@ -338,17 +322,11 @@ fn a_host_tool_bridged_over_tcp() {
         let call = wait_event(&c, "host_tool_call", |e| e["type"] == "host_tool_call");
         assert_eq!((call["toolName"].as_str(), call["bridged"].as_bool()), (Some("host_add"), Some(true)), "{call}");
         assert_eq!(call["arguments"], json!({"a": 2, "b": 3}));
-        let id = call["id"].as_str().unwrap();
-        c.host_tool_update(id, json!("adding…")).unwrap();
-        let update = wait_event(&c, "tool_execution_update", |e| e["type"] == "tool_execution_update");
-        assert_eq!(update["toolCallId"], call["toolCallId"]);
-        assert_eq!(result_text(&update["partialResult"]), "adding…");
-        c.host_tool_result(id, json!("5"), false).unwrap();
+        answer_host_add(&c, &call);
         let turn: Value = serde_json::from_str(&t.join().unwrap().unwrap_or_else(|e| panic!("bridged turn: {e}\nstderr: {}", c.stderr()))).unwrap();
-        let end: Vec<&Value> = turn["events"].as_array().unwrap().iter().filter(|e| e["type"] == "tool_execution_end").collect();
-        assert_eq!(end.len(), 1, "{:#}", turn["events"]);
-        assert_eq!((end[0]["toolName"].as_str(), end[0]["isError"].as_bool()), (Some("host_add"), Some(false)));
-        assert_eq!(result_text(&end[0]["result"]), "5");
+        let end = one(&turn, "tool_execution_end");
+        assert_eq!((end["toolName"].as_str(), end["isError"].as_bool()), (Some("host_add"), Some(false)));
+        assert_eq!(result_text(&end["result"]), "5");
         assert_eq!(turn["assistantText"], "sum is 5");
         assert_eq!(turn["outcome"], "agent_settled");
     });

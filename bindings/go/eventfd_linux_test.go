@@ -4,9 +4,9 @@ package omprpc
 
 import (
 	"errors"
-	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // readable polls fd with epoll (level-triggered) for up to ms milliseconds (0: no wait).
@@ -33,14 +33,10 @@ func readable(t *testing.T, fd, ms int) bool {
 	}
 }
 
-// The descriptor wakes a poll loop while events wait in the library, stays readable until
-// they are taken (level-triggered), goes quiet once the pump took them, and is gone with
-// Close. The client shows the library's prompt_complete events: the last event queued for a
-// prompt is its prompt_complete (which the library also queues for a client that hides it).
-func TestEventFD(t *testing.T) {
-	o := fakeOptions()
-	o.PromptCompleteEvents = true
-	c := start(t, o)
+// openWaitSource: the client's event descriptor, polled with epoll. The same descriptor every
+// time it is asked for; quiet at once when the last event is taken.
+func openWaitSource(t *testing.T, c *Client) waitSource {
+	t.Helper()
 	fd, err := c.EventFD()
 	if err != nil || fd < 0 {
 		t.Fatalf("EventFD: %d %v", fd, err)
@@ -48,65 +44,12 @@ func TestEventFD(t *testing.T) {
 	if again, err := c.EventFD(); err != nil || again != fd {
 		t.Fatalf("EventFD again: %d %v, first %d", again, err, fd)
 	}
-	// the agent's ready frame waits in the library's queue from the start: nothing takes
-	// it while nothing subscribes
-	if !readable(t, fd, int(waitFor.Milliseconds())) {
-		t.Fatal("not readable with the ready event queued")
-	}
-	ctx := ctxFor(t)
-	if _, err := c.Prompt(ctx, "say hello", nil); err != nil {
-		t.Fatal(err)
-	}
-	if !readable(t, fd, 0) {
-		t.Fatal("not readable again before the events were taken (level-triggered)")
-	}
-	// a subscriber gets the waiting events first
-	var types []string
-	for ev, err := range c.All(ctx) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		types = append(types, ev.Type)
-		if ev.Type == "prompt_complete" {
-			break
-		}
-	}
-	if len(types) < 4 || types[0] != "ready" || types[1] != "agent_start" || types[len(types)-2] != "agent_end" {
-		t.Fatalf("the waiting events: %v", types)
-	}
-	if readable(t, fd, 0) {
-		t.Fatal("readable after the pump took every event")
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := c.EventFD(); !errors.Is(err, ErrClosed) || got != -1 {
-		t.Fatalf("EventFD after Close: %d %v", got, err)
-	}
-}
-
-// A client the agent's exit closed polls readable with no event left, so a poll loop learns
-// of the end (Close is still the caller's to call).
-func TestEventFDReadableOnceClosed(t *testing.T) {
-	c := startFake(t)
-	fd, err := c.EventFD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := ctxFor(t)
-	if _, err := c.Prompt(ctx, "crash", nil); err != nil {
-		t.Fatal(err)
-	}
-	var end error
-	for _, err := range c.All(ctx) {
-		if err != nil {
-			end = err
-		}
-	}
-	if !errors.Is(end, ErrClosed) || !strings.Contains(end.Error(), "exited with code 3") {
-		t.Fatalf("the events ended with %v, not the agent's exit", end)
-	}
-	if !readable(t, fd, 0) || !readable(t, fd, 0) {
-		t.Fatal("not readable once the client is closed and every event was taken")
+	return waitSource{
+		ready: func(d time.Duration) bool { return readable(t, fd, int(d.Milliseconds())) },
+		gone: func() {
+			if got, err := c.EventFD(); !errors.Is(err, ErrClosed) || got != -1 {
+				t.Fatalf("EventFD after Close: %d %v", got, err)
+			}
+		},
 	}
 }

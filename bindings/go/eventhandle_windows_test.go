@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The event handle, waited on as a Windows program does: eventfd_linux_test.go's checks with
+// The event handle, waited on as a Windows program does: waitsource_test.go's checks with
 // WaitForSingleObject, and a wait that is already blocked when events arrive or the client
 // closes.
 
@@ -44,13 +44,13 @@ func blockedWait(t *testing.T, h syscall.Handle) <-chan bool {
 	return woke
 }
 
-// The handle is set while events wait in the library (a manual-reset event: it stays set
-// until they are taken), is reset once the pump took them, and is gone with Close; EventFD
-// is Unix's and fails here with the library's typed error.
-func TestEventHandle(t *testing.T) {
-	o := fakeOptions()
-	o.PromptCompleteEvents = true
-	c := start(t, o)
+// openWaitSource: the client's event handle, waited on with WaitForSingleObject. EventFD is
+// Unix's and fails here with the library's typed error; the same handle every time it is asked
+// for. The pump takes what the agent wrote after prompt_complete in the background: the handle
+// is reset once it has (manual reset, cleared by the take that empties the queue), so it may
+// stay set for a moment after the last event the test took.
+func openWaitSource(t *testing.T, c *Client) waitSource {
+	t.Helper()
 	if fd, err := c.EventFD(); !errors.Is(err, ErrInvalidArgument) || fd != -1 || !strings.Contains(err.Error(), "omprpc_client_event_handle") {
 		t.Fatalf("EventFD on Windows: %d %v", fd, err)
 	}
@@ -61,43 +61,14 @@ func TestEventHandle(t *testing.T) {
 	if again, err := c.EventHandle(); err != nil || again != h {
 		t.Fatalf("EventHandle again: %#x %v, first %#x", again, err, h)
 	}
-	// the agent's ready event waits in the library's queue from the start
-	if !signalled(t, h, uint32(waitFor.Milliseconds())) {
-		t.Fatal("not signalled with the ready event queued")
-	}
-	ctx := ctxFor(t)
-	if _, err := c.Prompt(ctx, "say hello", nil); err != nil {
-		t.Fatal(err)
-	}
-	if !signalled(t, h, 0) {
-		t.Fatal("not signalled again before the events were taken (manual reset)")
-	}
-	var types []string
-	for ev, err := range c.All(ctx) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		types = append(types, ev.Type)
-		if ev.Type == "prompt_complete" {
-			break
-		}
-	}
-	if len(types) < 4 || types[0] != "ready" || types[1] != "agent_start" || types[len(types)-2] != "agent_end" {
-		t.Fatalf("the waiting events: %v", types)
-	}
-	// The pump takes what the agent wrote after prompt_complete in the background: the
-	// handle must be reset once it has (manual reset, cleared by the take that empties the
-	// queue), within the wait's bound.
-	for deadline := time.Now().Add(waitFor); signalled(t, h, 0); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("still signalled after the pump took every event")
-		}
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := c.EventHandle(); !errors.Is(err, ErrClosed) || got != syscall.InvalidHandle {
-		t.Fatalf("EventHandle after Close: %#x %v", got, err)
+	return waitSource{
+		ready:       func(d time.Duration) bool { return signalled(t, h, uint32(d.Milliseconds())) },
+		resetWithin: waitFor,
+		gone: func() {
+			if got, err := c.EventHandle(); !errors.Is(err, ErrClosed) || got != syscall.InvalidHandle {
+				t.Fatalf("EventHandle after Close: %#x %v", got, err)
+			}
+		},
 	}
 }
 
@@ -151,31 +122,5 @@ func TestEventHandleWakesABlockedWait(t *testing.T) {
 	}
 	if !<-woke {
 		t.Fatal("Close did not wake the blocked wait")
-	}
-}
-
-// A client the agent's exit closed stays signalled with no event left, so a wait loop learns
-// of the end (Close is still the caller's to call).
-func TestEventHandleSignalledOnceClosed(t *testing.T) {
-	c := startFake(t)
-	h, err := c.EventHandle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := ctxFor(t)
-	if _, err := c.Prompt(ctx, "crash", nil); err != nil {
-		t.Fatal(err)
-	}
-	var end error
-	for _, err := range c.All(ctx) {
-		if err != nil {
-			end = err
-		}
-	}
-	if !errors.Is(end, ErrClosed) || !strings.Contains(end.Error(), "exited with code 3") {
-		t.Fatalf("the events ended with %v, not the agent's exit", end)
-	}
-	if !signalled(t, h, 0) || !signalled(t, h, 0) {
-		t.Fatal("not signalled once the client is closed and every event was taken")
 	}
 }

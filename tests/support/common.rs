@@ -1,4 +1,4 @@
-//! Helpers the real-agent suites share (tests/real_pi.rs, tests/real_omp.rs).
+//! Helpers the real-agent suites share (tests/real_pi.rs, tests/real_omp.rs, tests/windows_real_pi.rs, …).
 
 use std::time::{Duration, Instant};
 
@@ -92,4 +92,38 @@ pub fn nothing_after(c: &Client, agent: &str, requests: impl Fn() -> usize, outc
     assert_eq!(requests(), before, "{agent} called the model after the turn returned");
     let next = turn(c, "say hello");
     assert_eq!((next["assistantText"].as_str(), next["outcome"].as_str()), (Some("pong"), Some(outcome)), "{:#}", next["outcome"]);
+}
+
+/// The turn's events of type `ty`.
+pub fn events<'a>(turn: &'a Value, ty: &str) -> Vec<&'a Value> {
+    turn["events"].as_array().unwrap().iter().filter(|e| e["type"] == ty).collect()
+}
+
+/// The turn's one event of type `ty`; more or none fails the test.
+pub fn one<'a>(turn: &'a Value, ty: &str) -> &'a Value {
+    let evs = events(turn, ty);
+    assert_eq!(evs.len(), 1, "expected one {ty} event, got {}: {:#}", evs.len(), turn["events"]);
+    evs[0]
+}
+
+/// The names of the tools a model request offered.
+pub fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"].as_array().map(|t| t.iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect()).unwrap_or_default()
+}
+
+/// A tool result's text: its text blocks, joined.
+pub fn result_text(v: &Value) -> String {
+    v["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect::<Vec<_>>().join("")
+}
+
+/// Answers `call` (a host_tool_call of the host_add tests) as a host does: a progress update,
+/// which must reach the agent and come back as the call's tool_execution_update, then the
+/// result "5".
+pub fn answer_host_add(c: &Client, call: &Value) {
+    let id = call["id"].as_str().unwrap();
+    c.host_tool_update(id, serde_json::json!("adding…")).unwrap();
+    let update = wait_event(c, "tool_execution_update", |e| e["type"] == "tool_execution_update");
+    assert_eq!(update["toolCallId"], call["toolCallId"]);
+    assert_eq!(result_text(&update["partialResult"]), "adding…");
+    c.host_tool_result(id, serde_json::json!("5"), false).unwrap();
 }
