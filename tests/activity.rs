@@ -143,8 +143,10 @@ fn probes_can_be_turned_off() {
 #[test]
 fn waits_in_short_slices_lose_no_probe_answer() {
     // Node's waitForIdle waits in slices: a slice may end while its probe is in flight. The
-    // answer is kept for the next slice; nothing is reported as a late response.
-    let c = agent("pi", json!({"activity_probe_ms": 0}));
+    // answer is kept for the next slice; nothing is reported as a late response. The agent
+    // answers get_state 50 ms late, so a zero-length slice ends with its probe in flight (an
+    // agent that answers at once may settle it within the first slice).
+    let c = agent("pi", json!({"activity_probe_ms": 0, "env": {"OMPRPC_FAKE_STATE_DELAY_MS": "50"}}));
     steer_then_abort(&c);
     let until = Instant::now() + Duration::from_secs(10);
     let mut slices = 0;
@@ -152,7 +154,7 @@ fn waits_in_short_slices_lose_no_probe_answer() {
         slices += 1;
         match c.wait_for_idle(Some(Instant::now())) {
             Ok(()) => break,
-            Err(e) if e.status == Status::Timeout && Instant::now() < until => continue,
+            Err(e) if e.status == Status::Timeout && Instant::now() < until => std::thread::sleep(Duration::from_millis(1)),
             Err(e) => panic!("after {slices} slices: {e}"),
         }
     }

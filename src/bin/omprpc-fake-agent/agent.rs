@@ -178,6 +178,9 @@ pub struct Agent {
     runs: u64,
     /// A retry's delay or an overflow compaction under way (agent/recovery.rs).
     recovery: Option<recovery::Pending>,
+    /// `OMPRPC_FAKE_STATE_DELAY_MS`: how long `get_state` takes to answer (an agent busy
+    /// elsewhere), so a test can end a wait while a probe is in flight.
+    state_delay_ms: u64,
 }
 
 impl Agent {
@@ -203,6 +206,7 @@ impl Agent {
             disposition: None,
             runs: 0,
             recovery: None,
+            state_delay_ms: std::env::var("OMPRPC_FAKE_STATE_DELAY_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
         }
     }
 
@@ -387,6 +391,7 @@ impl Agent {
             "negotiate_protocol" => self.negotiate(cmd),
             "prompt" | "abort_and_prompt" => self.prompt(cmd),
             "get_state" => {
+                sleep_ms(self.state_delay_ms);
                 let state = self.current_state();
                 self.ok(id, ty, state);
             }

@@ -24,6 +24,8 @@
 //! * `OMPRPC_FAKE_V2_FAIL=1` (with `--v2`): advertise v2 but refuse
 //!   `negotiate_protocol` (`success:false`, "Unsupported protocol version").
 //! * `OMPRPC_FAKE_GRANDCHILD=path`: the path of scenario `grandchild`.
+//! * `OMPRPC_FAKE_STATE_DELAY_MS=N`: `get_state` answers N ms late (and nothing else is read
+//!   meanwhile), as an agent busy elsewhere would.
 //! * `--version`, `--extension PATH`, env `OMPRPC_FAKE_VERSION` and
 //!   `OMPRPC_FAKE_DROP_EXTENSION=1`: see `extension.rs` (the bridge hello).
 //! * `OMPRPC_FAKE_VERSION` (pi; default 0.73.1) is also the pi the fake behaves as, in every
