@@ -507,9 +507,21 @@ fn assert_gated_call(t: &Value, ran: bool) -> (String, Value) {
 }
 
 /// The events still queued (the turn's events, and what the bridge added).
-fn queued(c: &Client) -> Vec<Value> {
-    let evs = c.next_events(4096, deadline_after(Some(Duration::from_millis(100)))).unwrap_or_default();
-    evs.iter().map(|e| serde_json::from_slice::<Value>(e).unwrap()).collect()
+/// Every queued event until one of each of `types` has come (at most 10 s), then what follows
+/// within 100 ms. The bridge's events come on the bridge's own thread, so they may trail the
+/// turn's end that the agent wrote after them.
+fn queued_through(c: &Client, types: &[&str]) -> Vec<Value> {
+    let deadline = secs(10);
+    let mut all: Vec<Value> = Vec::new();
+    loop {
+        let missing: Vec<&&str> = types.iter().filter(|t| !all.iter().any(|e| e["type"] == **t)).collect();
+        let wait = if missing.is_empty() { deadline_after(Some(Duration::from_millis(100))) } else { deadline };
+        match c.next_events(4096, wait) {
+            Ok(evs) => all.extend(evs.iter().map(|e| serde_json::from_slice::<Value>(e).unwrap())),
+            Err(_) if missing.is_empty() => return all,
+            Err(e) => panic!("waiting for {missing:?}: {e}; queued: {all:#?}"),
+        }
+    }
 }
 
 #[test]
@@ -596,7 +608,7 @@ fn gated_call_the_host_never_answers_and_the_timeout_blocks() {
     // The question was asked once; when the gate gave up it told the library, which voided the
     // question (policy_eval_cancel) and noted the block with the gate's own words.
     // The queue holds every event: the turn's and the bridge's.
-    let events = queued(&c);
+    let events = queued_through(&c, &["policy_eval_cancel", "tool_blocked"]);
     let of = |ty: &str| -> Vec<&Value> { events.iter().filter(|e| e["type"] == ty).collect() };
     let questions = of("policy_eval");
     assert_eq!(questions.len(), 1, "the host was asked once");
@@ -617,7 +629,7 @@ fn gated_call_the_host_never_answers_and_the_timeout_blocks() {
     let c = start(json!({"tool_policy": {"mode": "host", "timeout_ms": 300, "fail_open": true}}));
     let t = gated_turn(&c, GATED_BASH);
     assert_gated_call(&t, true);
-    let events = queued(&c);
+    let events = queued_through(&c, &["policy_eval_cancel"]);
     assert_eq!(events.iter().filter(|e| e["type"] == "policy_eval_cancel").count(), 1, "{events:#?}");
     assert_eq!(events.iter().filter(|e| e["type"] == "tool_blocked").count(), 0, "{events:#?}");
     c.close().unwrap();

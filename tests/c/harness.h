@@ -44,6 +44,11 @@
 /* OMPRPC_TEST_WAIT_MS raises it for slow runs (valgrind). */
 static long h_wait_ms_value = 10000;
 #define WAIT_MS ((int64_t)h_wait_ms_value)
+/* The host tool the fake agent's "needs host tool" prompt calls (start option host_tools). */
+#define ECHO_TOOL                                                                            \
+    "{\"name\":\"echo_host\",\"description\":\"Echo from the C host\",\"parameters\":"       \
+    "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\"}},"              \
+    "\"required\":[\"message\"],\"additionalProperties\":false}}"
 /* Watchdog per test; generous so that slow sanitizer builds still pass. */
 #define H_TEST_DEADLINE_S 120
 

@@ -7,11 +7,6 @@
  */
 #include "harness.h"
 
-#define ECHO_TOOL                                                                            \
-    "{\"name\":\"echo_host\",\"description\":\"Echo from the C host\",\"parameters\":"       \
-    "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\"}},"              \
-    "\"required\":[\"message\"],\"additionalProperties\":false}}"
-
 #define PI_ARGS "\"--flavor\",\"pi\""
 #define PI_OPTS "\"flavor\":\"pi\""
 
@@ -170,7 +165,7 @@ static void noop_command(const char *args, const char *extra) {
 static void test_omp_noop_command(void) { noop_command(NULL, NULL); }
 static void test_pi_noop_command(void) { noop_command(PI_ARGS, PI_OPTS); }
 
-/* The host answers its tool call after 800 ms, longer than turn_idle_timeout_ms (300). */
+/* The host answers its tool call after 1500 ms, longer than turn_idle_timeout_ms (1000). */
 typedef struct {
     omprpc_client *c;
     int got_call;
@@ -183,7 +178,7 @@ static void *late_host_thread(void *arg) {
     jval *call = h_wait_event(j->c, "host_tool_call", WAIT_MS);
     if (!call) return NULL;
     j->got_call = 1;
-    h_sleep_ms(800); /* the scenario: a slow host */
+    h_sleep_ms(1500); /* the scenario: a host slower than the idle timeout */
     j->result_st = omprpc_client_host_tool_result(j->c, jpath_str(call, "id"), "\"late answer\"", false, &err);
     h_strfree(&err);
     json_free(call);
@@ -191,7 +186,7 @@ static void *late_host_thread(void *arg) {
 }
 
 static void test_idle_timeout_stands_still_for_host_call(void) {
-    omprpc_client *c = START(NULL, "\"turn_idle_timeout_ms\":300,\"host_tools\":[" ECHO_TOOL "]");
+    omprpc_client *c = START(NULL, "\"turn_idle_timeout_ms\":1000,\"host_tools\":[" ECHO_TOOL "]");
     char *out = NULL, *err = NULL;
     late_host j;
     pthread_t th;

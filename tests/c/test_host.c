@@ -5,11 +5,6 @@
  */
 #include "harness.h"
 
-#define ECHO_TOOL                                                                            \
-    "{\"name\":\"echo_host\",\"description\":\"Echo from the C host\",\"parameters\":"       \
-    "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\"}},"              \
-    "\"required\":[\"message\"],\"additionalProperties\":false}}"
-
 static omprpc_client *start_with_echo(void) { return START(NULL, "\"host_tools\":[" ECHO_TOOL "]"); }
 
 /* What the host thread does with the host_tool_call it waits for. */

@@ -19,11 +19,6 @@
 #include "harness.h"
 #include "proc.h"
 
-#define ECHO_TOOL                                                                            \
-    "{\"name\":\"echo_host\",\"description\":\"Echo from the C host\",\"parameters\":"       \
-    "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\"}},"              \
-    "\"required\":[\"message\"],\"additionalProperties\":false}}"
-
 /* valgrind preloads its own core into every program it runs: slow down the scale there. */
 static int under_valgrind(void) {
     const char *p = getenv("LD_PRELOAD");

@@ -224,7 +224,7 @@
 //! | invalid-utf8 | ready, the line `{"type":"x","v":"\xff\xfe"}` (raw bytes), then the default server |
 //! | stderr-flood | ready; a thread writes 50,000,000 bytes to stderr (50,000 lines of 1000 bytes: `stderr flood line 00000000 ###…`) while the default server runs; after stdin EOF the process exits only once all of it was written |
 //! | chunk-violation | forces omp + v2; after a successful negotiate_protocol response emits `{"type":"rpc_chunk","chunkId":"rpc-1","index":1,"count":2,"byteLength":1048577,"data":"e30="}` (sequence not starting at 0), then the default server |
-//! | slow-start | sleeps 500 ms, then the default server |
+//! | slow-start | sleeps 500 ms (env `OMPRPC_FAKE_SLOW_START_MS`: that many), then the default server |
 //!
 //! The grandchild (`--grandchild-loop PATH`, internal) is this binary: stdio
 //! on /dev/null, pid written to PATH.pid, the current time in nanoseconds to

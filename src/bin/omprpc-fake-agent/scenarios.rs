@@ -208,7 +208,8 @@ pub fn run(opts: &Options) -> i32 {
             agent.serve();
         }
         "slow-start" => {
-            thread::sleep(Duration::from_millis(500));
+            let ms = std::env::var("OMPRPC_FAKE_SLOW_START_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(500);
+            thread::sleep(Duration::from_millis(ms));
             agent.ready();
             agent.serve();
         }
@@ -337,7 +338,8 @@ fn close_std_handle(which: u32) {
 
 /// Starts the long-lived grandchild (this binary with `--grandchild-loop`),
 /// which stays in our process group. Its stdio is /dev/null so it never
-/// holds the client's pipes open.
+/// holds the client's pipes open. Returns once the grandchild wrote its pid (at most 10 s),
+/// so a test that has seen this agent ready can read `<path>.pid` without polling.
 pub fn spawn_grandchild(path: &str) -> io::Result<()> {
     let exe = std::env::current_exe()?;
     let mut child = Command::new(exe)
@@ -347,6 +349,14 @@ pub fn spawn_grandchild(path: &str) -> io::Result<()> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;
+    let pid_file = suffixed(path, ".pid");
+    let until = Instant::now() + Duration::from_secs(10);
+    while !pid_file.exists() && Instant::now() < until {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(io::Error::new(io::ErrorKind::Other, format!("the grandchild ended before writing its pid: {status}")));
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
     // Reap it if it dies while we live (no zombie).
     thread::spawn(move || {
         let _ = child.wait();
