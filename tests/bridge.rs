@@ -328,7 +328,8 @@ fn generated_extension_runs_tools_streams_updates_and_maps_errors() {
 #[test]
 #[cfg(unix)] // the harness runs the Linux node
 fn generated_gate_asks_the_host_and_fails_closed() {
-    let c = start(json!({"tool_policy": {"mode": "host", "timeout_ms": 400}}));
+    // Answered questions get a timeout no loaded machine reaches; the silent one its own client.
+    let c = start(json!({"tool_policy": {"mode": "host", "timeout_ms": 10000}}));
     let out = harness(&c, "gate", |c| {
         let q = wait_event(c, "policy_eval");
         assert_eq!(q["toolName"], "bash");
@@ -342,6 +343,7 @@ fn generated_gate_asks_the_host_and_fails_closed() {
     assert_eq!(out["read"], Value::Null, "allowed: no block");
     assert_eq!(out["bridged"], Value::Null, "bridged tools are not gated");
     // Nobody answers: blocked once the gate's timeout passes.
+    let c = start(json!({"tool_policy": {"mode": "host", "timeout_ms": 400}}));
     let out = harness(&c, "gate-silent", |c| {
         wait_event(c, "policy_eval");
     });

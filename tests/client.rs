@@ -333,14 +333,9 @@ fn grandchildren_die_with_the_agent() {
         "env": {"OMPRPC_FAKE_GRANDCHILD": base.to_str().unwrap()},
         "stop_grace_ms": 200,
     }));
-    let pid_file = base.with_extension("pid");
-    let until = Instant::now() + Duration::from_secs(5);
-    while !pid_file.exists() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // The fake is ready only once its grandchild has written its pid and first heartbeat.
     let beat = base.with_extension("beat");
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(beat.exists(), "grandchild never started");
+    assert!(base.with_extension("pid").exists() && beat.exists(), "grandchild never started");
     c.close().unwrap();
     std::thread::sleep(Duration::from_millis(150));
     let first = std::fs::read_to_string(&beat).unwrap();

@@ -114,7 +114,7 @@ fn cancel_operation_ends_a_running_operation() {
     });
     // A deadline that passes while the operation runs is a TIMEOUT; abort_bash then ends it.
     let p = parse_params(Some(r#"{"command":"hang"}"#)).unwrap();
-    let e = c.request("bash", p.as_ref(), deadline_after(Some(Duration::from_millis(300)))).unwrap_err();
+    let e = c.request("bash", p.as_ref(), deadline_after(Some(Duration::from_millis(2000)))).unwrap_err();
     assert_eq!(e.status, Status::Timeout, "{e}");
     assert!(e.message.contains("Timed out waiting for operation op_"), "{e}");
     request(&c, "abort_bash", json!({})).unwrap();

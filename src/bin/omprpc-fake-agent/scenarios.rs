@@ -338,8 +338,8 @@ fn close_std_handle(which: u32) {
 
 /// Starts the long-lived grandchild (this binary with `--grandchild-loop`),
 /// which stays in our process group. Its stdio is /dev/null so it never
-/// holds the client's pipes open. Returns once the grandchild wrote its pid (at most 10 s),
-/// so a test that has seen this agent ready can read `<path>.pid` without polling.
+/// holds the client's pipes open. Returns once the grandchild wrote its pid and its first
+/// heartbeat (at most 10 s), so a test that has seen this agent ready finds both files.
 pub fn spawn_grandchild(path: &str) -> io::Result<()> {
     let exe = std::env::current_exe()?;
     let mut child = Command::new(exe)
@@ -349,11 +349,11 @@ pub fn spawn_grandchild(path: &str) -> io::Result<()> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;
-    let pid_file = suffixed(path, ".pid");
+    let beat_file = suffixed(path, ".beat"); // written after the pid
     let until = Instant::now() + Duration::from_secs(10);
-    while !pid_file.exists() && Instant::now() < until {
+    while !beat_file.exists() && Instant::now() < until {
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(io::Error::new(io::ErrorKind::Other, format!("the grandchild ended before writing its pid: {status}")));
+            return Err(io::Error::new(io::ErrorKind::Other, format!("the grandchild ended before its first heartbeat: {status}")));
         }
         thread::sleep(Duration::from_millis(5));
     }
