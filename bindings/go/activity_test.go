@@ -190,10 +190,10 @@ func TestActivityNoopCommand(t *testing.T) {
 func TestActivityIdleTimeoutStandsStillForASlowHostTool(t *testing.T) {
 	var calls atomic.Int32
 	o := fakeOptions()
-	o.TurnIdleTimeout = 300 * time.Millisecond
+	o.TurnIdleTimeout = time.Second
 	o.HostTools = []HostTool{echoTool(func(ctx context.Context, call HostToolCall, update func(any) error) (ToolResult, error) {
 		calls.Add(1)
-		time.Sleep(800 * time.Millisecond) // the scenario: the host answers after the idle timeout
+		time.Sleep(1500 * time.Millisecond) // the scenario: the host answers after the idle timeout
 		return TextResult("late answer"), nil
 	})}
 	c := start(t, o)

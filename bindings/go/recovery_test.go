@@ -313,8 +313,9 @@ func TestFakeRecovery(t *testing.T) {
 			})
 			t.Run("DeadlineInRetryDelayEndsTheWaitOnly", func(t *testing.T) {
 				// A context ends the call's wait, never the agent's work: the retry still
-				// pends until Abort.
-				ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+				// pends until Abort. The deadline outlasts the prompt's acknowledgement and the
+				// failed attempt, and ends in the retry's 60 s delay.
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				defer cancel()
 				_, err := f.c.PromptAndWait(ctx, "retry until abort", nil)
 				if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {

@@ -310,7 +310,8 @@ func TestStreamDeadline(t *testing.T) {
 	o := fakeOptions("--flavor", "pi")
 	o.Flavor = FlavorPi
 	c := start(t, o)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Long enough for the run to stream some items; the run itself never ends by itself.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	items, err := streamAll(t, c, ctx, "stream until abort")
 	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || len(items) == 0 {

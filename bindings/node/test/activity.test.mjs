@@ -122,13 +122,13 @@ for (const [flavor, args] of [['omp', [[], {}]], ['pi', PI]]) {
 test('turnIdleTimeoutMs stands still while a host tool runs', async (t) => {
   const calls = [];
   const c = await start(t, [], {
-    turnIdleTimeoutMs: 300,
+    turnIdleTimeoutMs: 1000,
     hostTools: [
       {
         ...ECHO_SPEC,
         handler: async (args, ctx) => {
           calls.push(ctx.toolCallId);
-          await sleep(800); // the scenario: the host answers after the idle timeout
+          await sleep(1500); // the scenario: the host answers after the idle timeout
           return 'late answer';
         },
       },

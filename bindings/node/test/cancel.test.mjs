@@ -151,17 +151,22 @@ test('prompt(): aborted before or while it is sent; one the agent accepts late i
 });
 
 test('start: the signal rejects at once and the late client is stopped', async () => {
+  const SLOW_START_MS = 5000;
   const before = children();
   const ac = new AbortController();
-  const starting = Client.start(fakeOptions(['--scenario', 'slow-start'], { signal: ac.signal }));
+  // The agent is ready only after 5 s: a rejection well before that was the signal's.
+  const starting = Client.start(fakeOptions(['--scenario', 'slow-start'], {
+    env: { OMPRPC_FAKE_SLOW_START_MS: String(SLOW_START_MS) },
+    signal: ac.signal,
+  }));
   setTimeout(() => ac.abort(new Error('shutting down')), 50);
   const t0 = Date.now();
   await assert.rejects(starting, (e) => isAbort()(e) && e.cause.message === 'shutting down');
-  assert.ok(Date.now() - t0 < 400, 'before the slow agent was ready');
+  assert.ok(Date.now() - t0 < 2000, `the aborted start rejected after ${Date.now() - t0} ms`);
   await assert.rejects(Client.start(fakeOptions([], { signal: AbortSignal.abort() })), AbortError);
   if (before === null) return; // no /proc: nothing more to see
-  // The late client (ready after ~500 ms) is freed, which stops its agent.
-  const deadline = Date.now() + WAIT_MS;
+  // The late client (ready after SLOW_START_MS) is freed, which stops its agent.
+  const deadline = t0 + SLOW_START_MS + WAIT_MS;
   while (children().length > before.length) {
     assert.ok(Date.now() < deadline, `the abandoned agent is still running: ${children()}`);
     await new Promise((r) => setTimeout(r, 20));

@@ -67,7 +67,8 @@ test('idle waits do not pin libuv\'s pool: 24 idle waits on 8 clients, fs unaffe
   for (let i = 0; i < 5; i++) await fs.readFile(self);
   const dt = performance.now() - t0;
   t.diagnostic(`5 sequential readFile calls with 24 idle waits: ${dt.toFixed(1)} ms`);
-  assert.ok(dt < 200, `5 readFile calls took ${dt} ms`);
+  // A pinned pool would hold the reads until the 5 s waits end.
+  assert.ok(dt < 2000, `5 readFile calls took ${dt} ms`);
   for (const c of clients) await c.close();
 });
 

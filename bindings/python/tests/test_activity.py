@@ -148,11 +148,11 @@ def test_idle_timeout_stands_still_for_a_slow_host_tool(make_client) -> None:
 
     def slow_echo(args: dict, ctx: HostToolContext) -> str:
         calls.append(ctx.tool_call_id)
-        time.sleep(0.8)  # the scenario: the host answers after turn_idle_timeout (0.3 s)
+        time.sleep(1.5)  # the scenario: the host answers after turn_idle_timeout (1 s)
         return "late answer"
 
     tool = host_tool(name="echo_host", description="Echo, slowly", parameters=ECHO_SCHEMA, execute=slow_echo)
-    client = make_client(custom_tools=(tool,), turn_idle_timeout=0.3)
+    client = make_client(custom_tools=(tool,), turn_idle_timeout=1.0)
     turn = client.prompt_and_wait("needs host tool", timeout=GUARD)
     ends = [e for e in turn.events if isinstance(e, ToolExecutionEndEvent)]
     assert [e.result["content"][0]["text"] for e in ends] == ["late answer"]

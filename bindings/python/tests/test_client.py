@@ -16,6 +16,7 @@ import pytest
 from omprpc import (
     AgentEndEvent,
     BashResult,
+    HostToolContext,
     MessageUpdateEvent,
     PromptTurn,
     RpcClient,
@@ -28,8 +29,10 @@ from omprpc import (
     Status,
     TodoItem,
     TodoPhase,
+    ToolExecutionEndEvent,
     TurnStartEvent,
     UnknownNotification,
+    host_tool,
 )
 
 from conftest import agent_command, group_members
@@ -348,20 +351,34 @@ def test_late_failure_in_default_scenario(make_client) -> None:
 
 
 def test_lifecycle_collectors_are_single_flight(make_client) -> None:
-    client = make_client()
-    results: list[str] = []
-    thread = threading.Thread(target=lambda: results.append(client.prompt_and_wait("slow", timeout=10).assistant_text))
+    # The host tool answers only once the test lets it, and the turn cannot end before: the
+    # first collector surely still runs while the others are tried.
+    called = threading.Event()
+    release = threading.Event()
+
+    def echo(args: dict, ctx: HostToolContext) -> str:
+        called.set()
+        release.wait(10)
+        return "done"
+
+    tool = host_tool(name="echo_host", description="Echo", parameters={"type": "object"}, execute=echo)
+    client = make_client(custom_tools=(tool,))
+    turns: list[PromptTurn] = []
+    thread = threading.Thread(target=lambda: turns.append(client.prompt_and_wait("needs host tool", timeout=10)))
     thread.start()
-    deadline = time.time() + 5
-    while client._prompt_lifecycle.active_operation != "prompt_and_wait" and time.time() < deadline:
-        time.sleep(0.005)
-    assert client._prompt_lifecycle.active_operation == "prompt_and_wait"
-    with pytest.raises(RpcConcurrencyError, match="Cannot start collect_events while prompt_and_wait"):
-        client.collect_events(timeout=1)
-    with pytest.raises(RpcConcurrencyError):
-        client.wait_for_idle(timeout=1)
-    thread.join(10)
-    assert results == ["pong"]
+    try:
+        assert called.wait(10), "the agent's host tool call never came"
+        assert client._prompt_lifecycle.active_operation == "prompt_and_wait"
+        with pytest.raises(RpcConcurrencyError, match="Cannot start collect_events while prompt_and_wait"):
+            client.collect_events(timeout=1)
+        with pytest.raises(RpcConcurrencyError):
+            client.wait_for_idle(timeout=1)
+    finally:
+        release.set()
+        thread.join(10)
+    assert len(turns) == 1 and turns[0].events[-1].type == "agent_end"
+    ends = [e for e in turns[0].events if isinstance(e, ToolExecutionEndEvent)]
+    assert [e.result["content"][0]["text"] for e in ends] == ["done"]
     assert client._prompt_lifecycle.active_operation is None
 
 
