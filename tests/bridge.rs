@@ -508,7 +508,6 @@ fn assert_gated_call(t: &Value, ran: bool) -> (String, Value) {
     (start["toolCallId"].as_str().unwrap().to_string(), end["result"].clone())
 }
 
-/// The events still queued (the turn's events, and what the bridge added).
 /// Every queued event until one of each of `types` has come (at most 10 s), then what follows
 /// within 100 ms. The bridge's events come on the bridge's own thread, so they may trail the
 /// turn's end that the agent wrote after them.

@@ -353,7 +353,7 @@ pub fn spawn_grandchild(path: &str) -> io::Result<()> {
     let until = Instant::now() + Duration::from_secs(10);
     while !beat_file.exists() && Instant::now() < until {
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(io::Error::new(io::ErrorKind::Other, format!("the grandchild ended before its first heartbeat: {status}")));
+            return Err(io::Error::other(format!("the grandchild ended before its first heartbeat: {status}")));
         }
         thread::sleep(Duration::from_millis(5));
     }
