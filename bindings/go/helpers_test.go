@@ -57,6 +57,16 @@ func start(t testing.TB, opts Options) *Client {
 	return c
 }
 
+// slowToStopOptions runs a fake agent that outlives its stdin's end and SIGTERM, so stopping it
+// takes StopGrace (3 s): a waiter woken well before that was woken by Close itself, not by the
+// agent's end.
+func slowToStopOptions() Options {
+	o := fakeOptions("--scenario", "ignore-term")
+	o.StopGrace = 3 * time.Second
+	o.KillGrace = 100 * time.Millisecond
+	return o
+}
+
 func startFake(t testing.TB, args ...string) *Client {
 	t.Helper()
 	return start(t, fakeOptions(args...))

@@ -263,12 +263,7 @@ func TestSingleFlightCollectors(t *testing.T) {
 
 // Close wakes a PromptAndWait blocked without a deadline at once, with ErrClosed.
 func TestCloseWakesPromptAndWait(t *testing.T) {
-	// An agent that outlives its stdin's end and SIGTERM: stopping it takes StopGrace, so a
-	// waiter woken well before that was woken by Close itself, not by the agent's end.
-	o := fakeOptions("--scenario", "ignore-term")
-	o.StopGrace = 3 * time.Second
-	o.KillGrace = 100 * time.Millisecond
-	c := start(t, o)
+	c := start(t, slowToStopOptions())
 	type result struct {
 		err error
 		at  time.Time

@@ -102,11 +102,7 @@ func TestUIRoundTrips(t *testing.T) {
 
 // A goroutine waiting for a UI request without a deadline is woken by Close.
 func TestCloseWakesNextUIRequest(t *testing.T) {
-	// Stopping this agent takes StopGrace: a waiter woken well before was woken by Close.
-	o := fakeOptions("--scenario", "ignore-term")
-	o.StopGrace = 3 * time.Second
-	o.KillGrace = 100 * time.Millisecond
-	c := start(t, o)
+	c := start(t, slowToStopOptions())
 	type result struct {
 		err error
 		at  time.Time

@@ -49,6 +49,11 @@ static long h_wait_ms_value = 10000;
     "{\"name\":\"echo_host\",\"description\":\"Echo from the C host\",\"parameters\":"       \
     "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\"}},"              \
     "\"required\":[\"message\"],\"additionalProperties\":false}}"
+/* START(SLOW_TO_STOP_ARGS, SLOW_TO_STOP_OPTS): a fake agent that outlives its stdin's end and
+ * SIGTERM, so stopping it takes stop_grace_ms (3 s): a waiter woken well before that was woken
+ * by close itself, not by the agent's end. */
+#define SLOW_TO_STOP_ARGS "\"--scenario\",\"ignore-term\""
+#define SLOW_TO_STOP_OPTS "\"stop_grace_ms\":3000,\"kill_grace_ms\":100"
 /* Watchdog per test; generous so that slow sanitizer builds still pass. */
 #define H_TEST_DEADLINE_S 120
 

@@ -306,9 +306,7 @@ static void *close_worker(void *arg) {
 }
 
 static void test_close_wakes_prompt_and_wait(void) {
-    /* An agent that outlives its stdin's end and SIGTERM: stopping it takes stop_grace_ms, so a
-     * waiter woken well before that was woken by the close itself, not by the agent's end. */
-    omprpc_client *c = START("\"--scenario\",\"ignore-term\"", "\"stop_grace_ms\":3000,\"kill_grace_ms\":100");
+    omprpc_client *c = START(SLOW_TO_STOP_ARGS, SLOW_TO_STOP_OPTS);
     char *err = NULL;
     prompt_job job;
     close_job cj;

@@ -113,8 +113,7 @@ static void *ui_waiter(void *arg) {
 
 /* spec/PROTOCOL.md §6.5: a thread waiting for a UI request is woken by close. */
 static void test_close_wakes_next_ui_request(void) {
-    /* Stopping this agent takes stop_grace_ms: a waiter woken well before was woken by close. */
-    omprpc_client *c = START("\"--scenario\",\"ignore-term\"", "\"stop_grace_ms\":3000,\"kill_grace_ms\":100");
+    omprpc_client *c = START(SLOW_TO_STOP_ARGS, SLOW_TO_STOP_OPTS);
     char *err = NULL;
     ui_wait_job j;
     pthread_t th;

@@ -19,6 +19,14 @@ export function fakeOptions(args = [], extra = {}) {
   return { command: [FAKE, ...args], ...extra };
 }
 
+/**
+ * A fake agent that outlives its stdin's end and SIGTERM, so stopping it takes stopGraceMs
+ * (3 s): a waiter woken well before that was woken by close itself, not by the agent's end.
+ */
+export function slowToStopOptions() {
+  return fakeOptions(['--scenario', 'ignore-term'], { stopGraceMs: 3000, killGraceMs: 100 });
+}
+
 /** Starts a fake agent; the client is closed when the test ends. */
 export async function start(t, args = [], extra = {}) {
   const client = await Client.start(fakeOptions(args, extra));

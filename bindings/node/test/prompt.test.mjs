@@ -8,7 +8,7 @@ import {
   Client, ClosedError, CommandError, ConcurrencyError, LimitExceededError,
   ProtocolError, RpcTimeoutError, OmprpcError,
 } from '../index.mjs';
-import { WAIT_MS, start, fakeOptions, count, find, nextOfType, nextEventOfType, sleep } from './helpers.mjs';
+import { WAIT_MS, start, slowToStopOptions, count, find, nextOfType, nextEventOfType, sleep } from './helpers.mjs';
 
 test('promptAndWait returns the turn', async (t) => {
   const c = await start(t);
@@ -171,9 +171,7 @@ test('single flight: a second collector gets ConcurrencyError', async (t) => {
 });
 
 test('close during a prompt rejects it at once with ClosedError', async () => {
-  // An agent that outlives its stdin's end and SIGTERM: stopping it takes stopGraceMs, so a
-  // waiter woken well before that was woken by close itself, not by the agent's end.
-  const c = await Client.start(fakeOptions(['--scenario', 'ignore-term'], { stopGraceMs: 3000, killGraceMs: 100 }));
+  const c = await Client.start(slowToStopOptions());
   const waiting = c.promptAndWait('hang', { timeoutMs: 30_000 });
   let settled = false;
   waiting.then(() => (settled = true), () => (settled = true));

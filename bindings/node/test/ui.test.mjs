@@ -3,7 +3,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, ClosedError, CommandError, NotFoundError, RpcTimeoutError } from '../index.mjs';
-import { WAIT_MS, start, fakeOptions, seenAnswer, nextEventOfType, sleep } from './helpers.mjs';
+import { WAIT_MS, start, slowToStopOptions, seenAnswer, nextEventOfType, sleep } from './helpers.mjs';
 
 test('UI round trips: value, confirmation, cancel', async (t) => {
   const c = await start(t);
@@ -42,8 +42,7 @@ test('UI round trips: value, confirmation, cancel', async (t) => {
 });
 
 test('close wakes a waiting nextUiRequest at once', async () => {
-  // Stopping this agent takes stopGraceMs: a waiter woken well before was woken by close.
-  const c = await Client.start(fakeOptions(['--scenario', 'ignore-term'], { stopGraceMs: 3000, killGraceMs: 100 }));
+  const c = await Client.start(slowToStopOptions());
   const waiting = c.nextUiRequest({ timeoutMs: 30_000 });
   await sleep(200);
   const t0 = Date.now();

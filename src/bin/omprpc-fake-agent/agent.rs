@@ -206,7 +206,7 @@ impl Agent {
             disposition: None,
             runs: 0,
             recovery: None,
-            state_delay_ms: std::env::var("OMPRPC_FAKE_STATE_DELAY_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
+            state_delay_ms: crate::env_ms("OMPRPC_FAKE_STATE_DELAY_MS", 0),
         }
     }
 

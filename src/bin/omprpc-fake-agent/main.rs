@@ -286,6 +286,12 @@ fn main() {
     std::process::exit(scenarios::run(&opts));
 }
 
+/// A number of milliseconds from env `name` (the delays tests can set); `default` when unset or
+/// not a number.
+fn env_ms(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 fn env_flag(name: &str) -> bool {
     matches!(
         std::env::var(name).as_deref(),

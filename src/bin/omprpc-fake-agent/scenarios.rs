@@ -208,8 +208,7 @@ pub fn run(opts: &Options) -> i32 {
             agent.serve();
         }
         "slow-start" => {
-            let ms = std::env::var("OMPRPC_FAKE_SLOW_START_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(500);
-            thread::sleep(Duration::from_millis(ms));
+            thread::sleep(Duration::from_millis(crate::env_ms("OMPRPC_FAKE_SLOW_START_MS", 500)));
             agent.ready();
             agent.serve();
         }
